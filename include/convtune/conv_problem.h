@@ -1,0 +1,82 @@
+// ConvProblem: one convolution (shapes, stride, padding, dilation, groups, direction, precision) and the
+// figures derived from it (output size, FLOP and byte counts), computed in this one place.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace convtune {
+
+// Which tensor a convolution computes. Operands are always named after the forward pass:
+// x (N,C,H,W), w (K,C/groups,R,S), y (N,K,P,Q); the direction says which of them is written.
+enum class Direction { Forward, BackwardData, BackwardFilter };
+
+// Element type and math mode. Only FP32 runs today; the others are declared so shapes, databases
+// and byte counts already carry the precision.
+enum class Precision { FP32, FP16, BF16, TF32 };
+
+std::string_view to_string(Direction d);
+std::string_view to_string(Precision p);
+Direction parse_direction(std::string_view text);  // "fwd"/"forward", "bwd-data", "bwd-filter"
+Precision parse_precision(std::string_view text);  // "fp32", "fp16", "bf16", "tf32"
+int bytes_per_element(Precision p);
+
+// Two-axis parameter (height, width).
+struct Pair {
+  int64_t h = 1;
+  int64_t w = 1;
+  friend bool operator==(const Pair&, const Pair&) = default;
+};
+
+struct ConvProblem {
+  int64_t n = 1;  // batch
+  int64_t c = 1;  // input channels
+  int64_t h = 1;  // input height
+  int64_t w = 1;  // input width
+  int64_t k = 1;  // output channels
+  int64_t r = 1;  // filter height
+  int64_t s = 1;  // filter width
+  Pair stride{1, 1};
+  Pair pad{0, 0};
+  Pair dilation{1, 1};
+  int64_t groups = 1;
+  Direction direction = Direction::Forward;
+  Precision precision = Precision::FP32;
+
+  friend bool operator==(const ConvProblem&, const ConvProblem&) = default;
+
+  // Throws InvalidArgument naming the field and value when the problem cannot be computed.
+  void validate() const;
+
+  int64_t p() const;  // output height
+  int64_t q() const;  // output width
+  int64_t c_per_group() const { return c / groups; }
+  int64_t k_per_group() const { return k / groups; }
+
+  int64_t x_elements() const { return n * c * h * w; }
+  int64_t w_elements() const { return k * c_per_group() * r * s; }
+  int64_t y_elements() const { return n * k * p() * q(); }
+
+  // Direct-convolution work, 2*N*K*P*Q*(C/groups)*R*S, whatever algorithm runs and whatever direction.
+  double flops() const;
+  // Fewest bytes a direction must move: each operand read or written once.
+  double bytes() const;
+
+  // Same problem, other direction.
+  ConvProblem with_direction(Direction d) const;
+
+  // Compact one-line description, the same syntax parse_problem() reads:
+  // "N=1,C=3,H=224,W=224,K=64,R=11,S=11,stride=4,pad=2,dilation=1,groups=1,dir=fwd,precision=fp32".
+  std::string to_string() const;
+};
+
+// Parses "N=..,C=..,H=..,W=..,K=..,R=..,S=..[,stride=..][,pad=..][,dilation=..][,groups=..][,dir=..]".
+// Two-axis fields take "2" or "2x1" (height x width); also stride_h=, pad_w= etc. Missing N, C, K default to 1,
+// R and S default to 1, W defaults to H. Throws InvalidArgument naming the bad key or value.
+ConvProblem parse_problem(std::string_view text);
+
+// Largest element count of one tensor that every backend can index with 32-bit signed integers.
+inline constexpr int64_t kMaxTensorElements = (int64_t{1} << 31) - 1;
+
+}  // namespace convtune

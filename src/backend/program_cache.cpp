@@ -1,0 +1,144 @@
+// Program cache entries on disk: "CONVTUNE-PROGRAM 1\n", key description length + text, payload size,
+// payload checksum, payload. Written atomically (temp file + rename) so concurrent processes never see a
+// partial entry; a truncated or corrupt entry fails its checks and is rebuilt.
+#include "src/backend/program_cache.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <iostream>
+
+#include "src/core/atomic_file.h"
+#include "src/core/hash.h"
+
+namespace convtune {
+
+namespace {
+
+constexpr std::string_view kMagic = "CONVTUNE-PROGRAM 1\n";
+
+void put_u64(std::string& out, uint64_t v) {
+  for (int i = 0; i < 8; ++i) out.push_back(static_cast<char>((v >> (8 * i)) & 0xff));
+}
+
+bool get_u64(const std::string& in, size_t& pos, uint64_t& v) {
+  if (pos + 8 > in.size()) return false;
+  v = 0;
+  for (int i = 0; i < 8; ++i) v |= static_cast<uint64_t>(static_cast<unsigned char>(in[pos + i])) << (8 * i);
+  pos += 8;
+  return true;
+}
+
+std::filesystem::path default_directory() {
+  if (const char* dir = std::getenv("CONVTUNE_CACHE_DIR"); dir && *dir) {
+    if (std::string_view(dir) == "off") return {};
+    return dir;
+  }
+  if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg && *xdg) return std::filesystem::path(xdg) / "convtune/programs";
+  if (const char* home = std::getenv("HOME"); home && *home) return std::filesystem::path(home) / ".cache/convtune/programs";
+  return {};
+}
+
+}  // namespace
+
+std::string ProgramCacheKey::describe() const {
+  std::string defs;
+  for (const auto& [name, value] : defines) defs += fmt::format(" -D{}={}", name, value);
+  return fmt::format("device={}\ncompiler={}\nsource={}\ndefines={}\noptions={}\n", device_fingerprint,
+                     compiler_version, hex64(fnv1a64(source)), defs, fmt::join(options, " "));
+}
+
+std::string ProgramCacheKey::hash() const { return hex64(fnv1a64(describe())); }
+
+ProgramCache& ProgramCache::instance() {
+  static ProgramCache cache(default_directory());
+  return cache;
+}
+
+ProgramCache::ProgramCache(std::filesystem::path directory) : directory_(std::move(directory)) {}
+
+bool ProgramCache::load(const std::filesystem::path& path, const std::string& description,
+                        std::vector<std::byte>& out) {
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec)) return false;
+  std::string problem;
+  std::string text;
+  try {
+    text = read_file(path);
+  } catch (const std::exception& e) {
+    problem = e.what();
+  }
+  size_t pos = 0;
+  uint64_t desc_size = 0, payload_size = 0, checksum = 0;
+  if (problem.empty()) {
+    if (text.compare(0, kMagic.size(), kMagic) != 0) {
+      problem = "bad header";
+    } else {
+      pos = kMagic.size();
+      if (!get_u64(text, pos, desc_size) || pos + desc_size > text.size()) problem = "truncated key";
+    }
+  }
+  if (problem.empty()) {
+    if (text.compare(pos, desc_size, description) != 0) return false;  // hash collision: treat as a miss
+    pos += desc_size;
+    if (!get_u64(text, pos, payload_size) || !get_u64(text, pos, checksum)) problem = "truncated header";
+    else if (pos + payload_size != text.size()) problem = fmt::format("expected {} payload bytes, found {}", payload_size, text.size() - pos);
+    else if (fnv1a64(text.data() + pos, payload_size) != checksum) problem = "checksum mismatch";
+  }
+  if (!problem.empty()) {
+    if (reported_.insert(path.string()).second) {
+      std::cerr << fmt::format("convtune: program cache entry {} is damaged ({}); rebuilding it\n", path.string(), problem);
+    }
+    return false;
+  }
+  out.resize(payload_size);
+  std::memcpy(out.data(), text.data() + pos, payload_size);
+  return true;
+}
+
+void ProgramCache::store(const std::filesystem::path& path, const std::string& description,
+                         const std::vector<std::byte>& data) {
+  std::string text(kMagic);
+  put_u64(text, description.size());
+  text += description;
+  put_u64(text, data.size());
+  put_u64(text, fnv1a64(data.data(), data.size()));
+  text.append(reinterpret_cast<const char*>(data.data()), data.size());
+  try {
+    write_file_atomic(path, text);
+  } catch (const std::exception& e) {
+    // A read-only or full cache directory costs only speed: say so once and go on.
+    if (reported_.insert("write:" + directory_.string()).second) {
+      std::cerr << fmt::format("convtune: cannot store compiled program in the cache: {}\n", e.what());
+    }
+  }
+}
+
+std::vector<std::byte> ProgramCache::get_or_build(const ProgramCacheKey& key,
+                                                  const std::function<std::vector<std::byte>()>& compile,
+                                                  bool* from_cache) {
+  const std::string description = key.describe();
+  const std::string hash = hex64(fnv1a64(description));
+  std::lock_guard lock(mutex_);
+  if (auto it = memory_.find(hash); it != memory_.end()) {
+    if (from_cache) *from_cache = true;
+    return it->second;
+  }
+  const std::filesystem::path path = directory_.empty() ? std::filesystem::path() : directory_ / (hash + ".bin");
+  std::vector<std::byte> binary;
+  if (!path.empty() && load(path, description, binary)) {
+    ++disk_hits_;
+    if (from_cache) *from_cache = true;
+  } else {
+    binary = compile();
+    ++compiles_;
+    if (from_cache) *from_cache = false;
+    if (!path.empty()) store(path, description, binary);
+  }
+  memory_[hash] = binary;
+  return binary;
+}
+
+}  // namespace convtune

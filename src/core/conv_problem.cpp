@@ -1,0 +1,213 @@
+// ConvProblem validation, derived sizes, FLOP/byte counts and the text form used by --layer and suites.
+#include "convtune/conv_problem.h"
+
+#include <fmt/format.h>
+
+#include <charconv>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "convtune/error.h"
+
+namespace convtune {
+
+std::string_view to_string(Direction d) {
+  switch (d) {
+    case Direction::Forward: return "fwd";
+    case Direction::BackwardData: return "bwd-data";
+    case Direction::BackwardFilter: return "bwd-filter";
+  }
+  return "?";
+}
+
+std::string_view to_string(Precision p) {
+  switch (p) {
+    case Precision::FP32: return "fp32";
+    case Precision::FP16: return "fp16";
+    case Precision::BF16: return "bf16";
+    case Precision::TF32: return "tf32";
+  }
+  return "?";
+}
+
+Direction parse_direction(std::string_view t) {
+  if (t == "fwd" || t == "forward") return Direction::Forward;
+  if (t == "bwd-data" || t == "backward-data" || t == "bwd_data") return Direction::BackwardData;
+  if (t == "bwd-filter" || t == "backward-filter" || t == "bwd_filter") return Direction::BackwardFilter;
+  throw InvalidArgument(fmt::format("unknown direction '{}': expected fwd, bwd-data or bwd-filter", t));
+}
+
+Precision parse_precision(std::string_view t) {
+  if (t == "fp32") return Precision::FP32;
+  if (t == "fp16") return Precision::FP16;
+  if (t == "bf16") return Precision::BF16;
+  if (t == "tf32") return Precision::TF32;
+  throw InvalidArgument(fmt::format("unknown precision '{}': expected fp32, fp16, bf16 or tf32", t));
+}
+
+int bytes_per_element(Precision p) {
+  switch (p) {
+    case Precision::FP16:
+    case Precision::BF16: return 2;
+    case Precision::FP32:
+    case Precision::TF32: return 4;
+  }
+  return 4;
+}
+
+namespace {
+
+int64_t output_extent(int64_t in, int64_t filter, int64_t stride, int64_t pad, int64_t dilation) {
+  const int64_t effective = (filter - 1) * dilation + 1;
+  const int64_t span = in + 2 * pad - effective;
+  if (span < 0) return 0;
+  return span / stride + 1;
+}
+
+void require_positive(const char* field, int64_t value) {
+  if (value <= 0) throw InvalidArgument(fmt::format("{}={} is invalid: expected a positive integer", field, value));
+}
+
+void require_tensor_fits(const char* tensor, double elements) {
+  if (elements > static_cast<double>(kMaxTensorElements)) {
+    throw InvalidArgument(fmt::format(
+        "tensor {} would hold {:.0f} elements, more than the {} that backends index with 32-bit integers",
+        tensor, elements, kMaxTensorElements));
+  }
+}
+
+}  // namespace
+
+void ConvProblem::validate() const {
+  require_positive("N", n);
+  require_positive("C", c);
+  require_positive("H", h);
+  require_positive("W", w);
+  require_positive("K", k);
+  require_positive("R", r);
+  require_positive("S", s);
+  require_positive("stride_h", stride.h);
+  require_positive("stride_w", stride.w);
+  require_positive("dilation_h", dilation.h);
+  require_positive("dilation_w", dilation.w);
+  require_positive("groups", groups);
+  if (pad.h < 0) throw InvalidArgument(fmt::format("pad_h={} is invalid: expected 0 or more", pad.h));
+  if (pad.w < 0) throw InvalidArgument(fmt::format("pad_w={} is invalid: expected 0 or more", pad.w));
+  if (c % groups != 0) throw InvalidArgument(fmt::format("groups={} does not divide C={}", groups, c));
+  if (k % groups != 0) throw InvalidArgument(fmt::format("groups={} does not divide K={}", groups, k));
+  if (p() <= 0) {
+    throw InvalidArgument(fmt::format(
+        "no output rows: H={} with pad_h={} is smaller than the dilated filter height {} (R={}, dilation_h={})", h,
+        pad.h, (r - 1) * dilation.h + 1, r, dilation.h));
+  }
+  if (q() <= 0) {
+    throw InvalidArgument(fmt::format(
+        "no output columns: W={} with pad_w={} is smaller than the dilated filter width {} (S={}, dilation_w={})", w,
+        pad.w, (s - 1) * dilation.w + 1, s, dilation.w));
+  }
+  const auto d = [](int64_t v) { return static_cast<double>(v); };
+  require_tensor_fits("x (N*C*H*W)", d(n) * d(c) * d(h) * d(w));
+  require_tensor_fits("w (K*C/groups*R*S)", d(k) * d(c / groups) * d(r) * d(s));
+  require_tensor_fits("y (N*K*P*Q)", d(n) * d(k) * d(p()) * d(q()));
+}
+
+int64_t ConvProblem::p() const { return output_extent(h, r, stride.h, pad.h, dilation.h); }
+int64_t ConvProblem::q() const { return output_extent(w, s, stride.w, pad.w, dilation.w); }
+
+double ConvProblem::flops() const {
+  return 2.0 * static_cast<double>(n) * k * p() * q() * c_per_group() * r * s;
+}
+
+double ConvProblem::bytes() const {
+  return static_cast<double>(x_elements() + w_elements() + y_elements()) * bytes_per_element(precision);
+}
+
+ConvProblem ConvProblem::with_direction(Direction d) const {
+  ConvProblem copy = *this;
+  copy.direction = d;
+  return copy;
+}
+
+namespace {
+
+std::string pair_text(const Pair& p) {
+  return p.h == p.w ? fmt::format("{}", p.h) : fmt::format("{}x{}", p.h, p.w);
+}
+
+int64_t parse_int(std::string_view key, std::string_view value) {
+  int64_t out = 0;
+  const auto* end = value.data() + value.size();
+  auto [ptr, ec] = std::from_chars(value.data(), end, out);
+  if (ec != std::errc() || ptr != end) {
+    throw InvalidArgument(fmt::format("layer field {}='{}' is not an integer", key, value));
+  }
+  return out;
+}
+
+Pair parse_pair(std::string_view key, std::string_view value) {
+  const auto x = value.find('x');
+  if (x == std::string_view::npos) {
+    const int64_t v = parse_int(key, value);
+    return {v, v};
+  }
+  return {parse_int(key, value.substr(0, x)), parse_int(key, value.substr(x + 1))};
+}
+
+}  // namespace
+
+std::string ConvProblem::to_string() const {
+  return fmt::format("N={},C={},H={},W={},K={},R={},S={},stride={},pad={},dilation={},groups={},dir={},precision={}", n,
+                     c, h, w, k, r, s, pair_text(stride), pair_text(pad), pair_text(dilation), groups,
+                     convtune::to_string(direction), convtune::to_string(precision));
+}
+
+ConvProblem parse_problem(std::string_view text) {
+  ConvProblem p;
+  bool has_h = false, has_w = false, has_s = false;
+  if (text.empty()) throw InvalidArgument("empty layer description: expected N=..,C=..,H=..,K=..,R=..");
+  size_t pos = 0;
+  while (pos <= text.size()) {
+    const size_t comma = text.find(',', pos);
+    const std::string_view item = text.substr(pos, comma == std::string_view::npos ? text.npos : comma - pos);
+    pos = comma == std::string_view::npos ? text.size() + 1 : comma + 1;
+    if (item.empty()) continue;
+    const size_t eq = item.find('=');
+    if (eq == std::string_view::npos) {
+      throw InvalidArgument(fmt::format("layer field '{}' has no '=': expected KEY=VALUE", item));
+    }
+    const std::string_view key = item.substr(0, eq);
+    const std::string_view value = item.substr(eq + 1);
+    if (key == "N" || key == "n") p.n = parse_int(key, value);
+    else if (key == "C" || key == "c") p.c = parse_int(key, value);
+    else if (key == "H" || key == "h") { p.h = parse_int(key, value); has_h = true; }
+    else if (key == "W" || key == "w") { p.w = parse_int(key, value); has_w = true; }
+    else if (key == "K" || key == "k") p.k = parse_int(key, value);
+    else if (key == "R" || key == "r") p.r = parse_int(key, value);
+    else if (key == "S" || key == "s") { p.s = parse_int(key, value); has_s = true; }
+    else if (key == "stride") p.stride = parse_pair(key, value);
+    else if (key == "stride_h") p.stride.h = parse_int(key, value);
+    else if (key == "stride_w") p.stride.w = parse_int(key, value);
+    else if (key == "pad") p.pad = parse_pair(key, value);
+    else if (key == "pad_h") p.pad.h = parse_int(key, value);
+    else if (key == "pad_w") p.pad.w = parse_int(key, value);
+    else if (key == "dilation") p.dilation = parse_pair(key, value);
+    else if (key == "dilation_h") p.dilation.h = parse_int(key, value);
+    else if (key == "dilation_w") p.dilation.w = parse_int(key, value);
+    else if (key == "groups" || key == "G") p.groups = parse_int(key, value);
+    else if (key == "dir" || key == "direction") p.direction = parse_direction(value);
+    else if (key == "precision") p.precision = parse_precision(value);
+    else {
+      throw InvalidArgument(fmt::format(
+          "unknown layer field '{}': expected N, C, H, W, K, R, S, stride, pad, dilation, groups, dir, precision",
+          key));
+    }
+  }
+  if (!has_h) throw InvalidArgument("layer description has no H: expected H=<input height>");
+  if (!has_w) p.w = p.h;
+  if (!has_s) p.s = p.r;
+  p.validate();
+  return p;
+}
+
+}  // namespace convtune

@@ -1,0 +1,74 @@
+// ConvProblem: derived sizes, FLOP/byte counts, validation messages and the text form.
+#include <gtest/gtest.h>
+
+#include "convtune/conv_problem.h"
+#include "convtune/error.h"
+
+using namespace convtune;
+
+namespace {
+
+std::string error_of(const std::string& text) {
+  try {
+    parse_problem(text);
+  } catch (const InvalidArgument& e) {
+    return e.what();
+  }
+  return "no error";
+}
+
+}  // namespace
+
+TEST(ConvProblem, AlexNetLayer1Sizes) {
+  const ConvProblem p = parse_problem("N=128,C=3,H=224,W=224,K=64,R=11,S=11,stride=4,pad=2");
+  EXPECT_EQ(p.p(), 55);
+  EXPECT_EQ(p.q(), 55);
+  EXPECT_DOUBLE_EQ(p.flops(), 2.0 * 128 * 64 * 55 * 55 * 3 * 11 * 11);
+  EXPECT_DOUBLE_EQ(p.bytes(), 4.0 * (128 * 3 * 224 * 224 + 64 * 3 * 11 * 11 + 128 * 64 * 55 * 55));
+}
+
+TEST(ConvProblem, Seed000LayerSizes) {
+  const ConvProblem p = parse_problem("N=1,C=256,H=228,K=256,R=5");
+  EXPECT_EQ(p.w, 228);
+  EXPECT_EQ(p.s, 5);
+  EXPECT_EQ(p.p(), 224);
+  EXPECT_EQ(p.q(), 224);
+}
+
+TEST(ConvProblem, GroupsDilationAndNonSquare) {
+  const ConvProblem p = parse_problem("N=2,C=8,H=10,W=12,K=4,R=3,S=5,stride=2x1,pad=1x2,dilation=2,groups=4");
+  EXPECT_EQ(p.c_per_group(), 2);
+  EXPECT_EQ(p.p(), (10 + 2 - 5) / 2 + 1);
+  EXPECT_EQ(p.q(), (12 + 4 - 9) / 1 + 1);
+  EXPECT_DOUBLE_EQ(p.flops(), 2.0 * 2 * 4 * p.p() * p.q() * 2 * 3 * 5);
+  EXPECT_EQ(parse_problem(p.to_string()), p);  // the text form round-trips
+}
+
+TEST(ConvProblem, DirectionAndPrecisionParse) {
+  const ConvProblem p = parse_problem("N=1,C=1,H=4,K=1,R=3,dir=bwd-filter,precision=fp16");
+  EXPECT_EQ(p.direction, Direction::BackwardFilter);
+  EXPECT_EQ(p.precision, Precision::FP16);
+  EXPECT_DOUBLE_EQ(p.bytes(), 2.0 * (16 + 9 + 4));
+}
+
+TEST(ConvProblem, ErrorsNameTheField) {
+  EXPECT_NE(error_of("N=0,C=3,H=8,K=4,R=3").find("N=0"), std::string::npos);
+  EXPECT_NE(error_of("N=1,C=-3,H=8,K=4,R=3").find("C=-3"), std::string::npos);
+  EXPECT_NE(error_of("N=1,C=3,H=8,K=4,R=3,groups=2").find("groups=2 does not divide C=3"), std::string::npos);
+  EXPECT_NE(error_of("N=1,C=4,H=8,K=3,R=3,groups=2").find("groups=2 does not divide K=3"), std::string::npos);
+  EXPECT_NE(error_of("N=1,C=3,H=2,K=4,R=5").find("no output rows: H=2"), std::string::npos);
+  EXPECT_NE(error_of("N=1,C=3,H=9,W=4,K=4,R=3,S=3,dilation=2").find("no output columns: W=4"), std::string::npos);
+  EXPECT_NE(error_of("N=1,C=3,H=8,K=4,R=3,stride=0").find("stride_h=0"), std::string::npos);
+  EXPECT_NE(error_of("N=1,C=3,H=8,K=4,R=3,pad=-1").find("pad_h=-1"), std::string::npos);
+  EXPECT_NE(error_of("N=1,C=3,H=8,K=4,R=3,Z=1").find("unknown layer field 'Z'"), std::string::npos);
+  EXPECT_NE(error_of("N=1,C=x,H=8").find("C='x' is not an integer"), std::string::npos);
+  EXPECT_NE(error_of("N=1,C=3,K=4,R=3").find("no H"), std::string::npos);
+  EXPECT_NE(error_of("N=1,C=3,H=8,K=4,R=3,dir=sideways").find("unknown direction 'sideways'"), std::string::npos);
+  EXPECT_NE(error_of("N=1,C=3,H=8,K=4,R=3,C").find("has no '='"), std::string::npos);
+}
+
+TEST(ConvProblem, TensorsPastIndexableSizeAreRejected) {
+  const std::string msg = error_of("N=100000,C=256,H=228,K=4,R=3");
+  EXPECT_NE(msg.find("tensor x"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("32-bit"), std::string::npos) << msg;
+}

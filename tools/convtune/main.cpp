@@ -1,0 +1,24 @@
+// The `convtune` command line: subcommands devices, bench (and more as the project grows).
+#include <iostream>
+
+#include "convtune/error.h"
+#include "tools/convtune/commands.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{"convtune: autotuned convolution kernels for any GPU or CPU"};
+  app.require_subcommand(1);
+  convtune::cli::add_devices_command(app);
+  convtune::cli::add_bench_command(app);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  } catch (const convtune::Error& e) {
+    std::cerr << "convtune: error: " << e.what() << "\n";
+    return 2;
+  } catch (const std::exception& e) {
+    std::cerr << "convtune: unexpected error: " << e.what() << "\n";
+    return 3;
+  }
+  return 0;
+}

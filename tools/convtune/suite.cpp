@@ -1,0 +1,89 @@
+// Suite lookup and parsing.
+#include "tools/convtune/suite.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+
+#include "convtune/error.h"
+
+namespace convtune::cli {
+
+namespace {
+
+std::vector<std::filesystem::path> suite_dirs() {
+  std::vector<std::filesystem::path> dirs;
+  if (const char* env = std::getenv("CONVTUNE_SUITE_DIR"); env && *env) dirs.emplace_back(env);
+  dirs.emplace_back(std::filesystem::path(CONVTUNE_SOURCE_DIR) / "bench/suites");
+  return dirs;
+}
+
+}  // namespace
+
+std::vector<std::string> available_suites() {
+  std::vector<std::string> names;
+  for (const auto& dir : suite_dirs()) {
+    std::error_code ec;
+    for (const auto& entry : std::filesystem::directory_iterator(dir, ec))
+      if (entry.path().extension() == ".txt") names.push_back(entry.path().stem().string());
+  }
+  std::sort(names.begin(), names.end());
+  names.erase(std::unique(names.begin(), names.end()), names.end());
+  return names;
+}
+
+std::vector<Layer> load_suite(const std::string& name_or_path) {
+  std::filesystem::path path;
+  if (std::filesystem::is_regular_file(name_or_path)) {
+    path = name_or_path;
+  } else {
+    for (const auto& dir : suite_dirs()) {
+      if (std::filesystem::is_regular_file(dir / (name_or_path + ".txt"))) {
+        path = dir / (name_or_path + ".txt");
+        break;
+      }
+    }
+  }
+  if (path.empty()) {
+    throw InvalidArgument(fmt::format("unknown suite '{}': expected a file or one of: {}", name_or_path,
+                                      fmt::join(available_suites(), ", ")));
+  }
+  std::ifstream in(path);
+  if (!in) throw InvalidArgument(fmt::format("cannot read suite file {}", path.string()));
+  std::vector<Layer> layers;
+  std::string line;
+  int number = 0;
+  while (std::getline(in, line)) {
+    ++number;
+    if (const auto hash = line.find('#'); hash != std::string::npos) line.erase(hash);
+    std::istringstream fields(line);
+    Layer layer;
+    std::string spec, extra;
+    if (!(fields >> layer.name)) continue;
+    if (!(fields >> spec) || (fields >> extra)) {
+      throw InvalidArgument(fmt::format("{}:{}: expected 'NAME N=..,C=..,H=..,K=..,R=..', got '{}'", path.string(),
+                                        number, line));
+    }
+    try {
+      layer.problem = parse_problem(spec);
+    } catch (const InvalidArgument& e) {
+      throw InvalidArgument(fmt::format("{}:{}: layer {}: {}", path.string(), number, layer.name, e.what()));
+    }
+    layers.push_back(layer);
+  }
+  if (layers.empty()) throw InvalidArgument(fmt::format("suite file {} holds no layers", path.string()));
+  return layers;
+}
+
+ConvProblem scale_batch(ConvProblem problem, double scale) {
+  if (!(scale > 0)) throw InvalidArgument(fmt::format("--batch-scale={} is invalid: expected a number > 0", scale));
+  problem.n = std::max<int64_t>(1, std::llround(static_cast<double>(problem.n) * scale));
+  return problem;
+}
+
+}  // namespace convtune::cli

@@ -1,0 +1,25 @@
+// Benchmark suites: plain-text layer lists under bench/suites, one "NAME PROBLEM" per line.
+#pragma once
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "convtune/conv_problem.h"
+
+namespace convtune::cli {
+
+struct Layer {
+  std::string name;
+  ConvProblem problem;
+};
+
+// Reads a suite by name ("alexnet": bench/suites/alexnet.txt, found through $CONVTUNE_SUITE_DIR, then the
+// source tree this binary was built from) or by path. Errors name the file, the line and the problem.
+std::vector<Layer> load_suite(const std::string& name_or_path);
+std::vector<std::string> available_suites();
+
+// N scaled by `scale` (at least 1).
+ConvProblem scale_batch(ConvProblem problem, double scale);
+
+}  // namespace convtune::cli
