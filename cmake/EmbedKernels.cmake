@@ -9,11 +9,14 @@ function(convtune_embed_kernels target kernel_root)
   foreach(_rel IN LISTS _sources)
     list(APPEND _deps ${kernel_root}/${_rel})
   endforeach()
+  # "|" separates the files on the command line: a ";" would split the argument.
+  string(REPLACE ";" "|" _sources_arg "${_sources}")
   add_custom_command(
     OUTPUT ${_out}
-    COMMAND ${CMAKE_COMMAND} -DKERNEL_ROOT=${kernel_root} -DOUTPUT=${_out} "-DSOURCES=${_sources}"
+    COMMAND ${CMAKE_COMMAND} -DKERNEL_ROOT=${kernel_root} -DOUTPUT=${_out} "-DSOURCES=${_sources_arg}"
             -P ${PROJECT_SOURCE_DIR}/cmake/WriteEmbeddedKernels.cmake
     DEPENDS ${_deps} ${PROJECT_SOURCE_DIR}/cmake/WriteEmbeddedKernels.cmake
-    COMMENT "Embedding kernel sources")
+    COMMENT "Embedding kernel sources"
+    VERBATIM)
   target_sources(${target} PRIVATE ${_out})
 endfunction()

@@ -46,6 +46,10 @@ Inputs make_inputs(const ConvProblem& problem, uint64_t seed);
 // Runs `impl` on copies of the inputs with its output poisoned (NaN) and followed by canary values, and compares.
 Result check(HostConvolution& impl, const ConvProblem& problem, const Inputs& inputs);
 
+// Checks the written operand of full-size `operands` (computed by any implementation) against the reference at
+// `samples` random elements plus the first and last: how bench verifies layers too large for the full reference.
+Result check_sampled(const ConvProblem& problem, const ConvOperands& operands, int samples, uint64_t seed);
+
 // <fwd(x,w), dy> = <x, bwd_data(dy,w)> = <w, bwd_filter(x,dy)>, each direction computed by `impl`.
 Result check_adjoint(HostConvolution& impl, const ConvProblem& problem, uint64_t seed);
 

@@ -71,6 +71,19 @@ void backward_data_plane(const ConvProblem& pb, int64_t n, int64_t c, float* dx,
   }
 }
 
+// sum of row[q*stride] * grad[q] over [first, last), with eight independent partial sums: strict FP order
+// would forbid the compiler to vectorise a single-accumulator reduction, and short sums also round better.
+float row_dot(const float* row, int64_t stride, const float* grad, int64_t first, int64_t last) {
+  float part[8] = {};
+  int64_t q = first;
+  for (; q + 8 <= last; q += 8)
+    for (int i = 0; i < 8; ++i) part[i] += row[(q + i) * stride] * grad[q + i];
+  float sum = 0.0f;
+  for (; q < last; ++q) sum += row[q * stride] * grad[q];
+  for (float v : part) sum += v;
+  return sum;
+}
+
 void backward_filter_one(const ConvProblem& pb, int64_t k, const float* x, float* dw, const float* dy) {
   const int64_t cg = pb.c_per_group(), g = k / pb.k_per_group(), P = pb.p(), Q = pb.q();
   const int64_t sw = pb.stride.w;
@@ -87,9 +100,7 @@ void backward_filter_one(const ConvProblem& pb, int64_t k, const float* x, float
             if (ih < 0 || ih >= pb.h) continue;
             const float* row = in + ih * pb.w + s * pb.dilation.w - pb.pad.w;
             const float* grow = grad + p * Q;
-            float row_acc = 0.0f;  // per-row partial sums keep the float error of long reductions small
-            for (int64_t q = cols.first; q < cols.last; ++q) row_acc += row[q * sw] * grow[q];
-            acc += row_acc;
+            acc += row_dot(row, sw, grow, cols.first, cols.last);
           }
         }
         dw[((k * cg + cl) * pb.r + r) * pb.s + s] = acc;

@@ -1,97 +1,81 @@
-// The CPU reference convolution: obvious gather loops with float64 accumulation for all three directions and
-// every ConvProblem field. Every other kernel in convtune is checked against it.
+// The CPU reference convolution: for every output element, the obvious gather sum with one float64
+// accumulator, for all three directions and every ConvProblem field. Every other kernel in convtune is
+// checked against it, in full (conformance) or at sampled elements of full-size layers (bench).
+#include "src/backend/cpu/reference_convolution.h"
+
 #include "src/backend/cpu/cpu_convolutions.h"
-
-#include <fmt/format.h>
-
-#include "convtune/error.h"
+#include "src/core/parallel_for.h"
 
 namespace convtune::cpu {
 
 namespace {
 
-void forward(const ConvProblem& pb, const float* x, const float* w, float* y) {
-  const int64_t cg = pb.c_per_group(), kg = pb.k_per_group(), P = pb.p(), Q = pb.q();
-  for (int64_t n = 0; n < pb.n; ++n)
-    for (int64_t k = 0; k < pb.k; ++k) {
-      const int64_t g = k / kg;
-      for (int64_t p = 0; p < P; ++p)
-        for (int64_t q = 0; q < Q; ++q) {
-          double acc = 0.0;
-          for (int64_t cl = 0; cl < cg; ++cl) {
-            const int64_t c = g * cg + cl;
-            for (int64_t r = 0; r < pb.r; ++r) {
-              const int64_t ih = p * pb.stride.h - pb.pad.h + r * pb.dilation.h;
-              if (ih < 0 || ih >= pb.h) continue;
-              for (int64_t s = 0; s < pb.s; ++s) {
-                const int64_t iw = q * pb.stride.w - pb.pad.w + s * pb.dilation.w;
-                if (iw < 0 || iw >= pb.w) continue;
-                acc += static_cast<double>(x[((n * pb.c + c) * pb.h + ih) * pb.w + iw]) *
-                       static_cast<double>(w[((k * cg + cl) * pb.r + r) * pb.s + s]);
-              }
-            }
-          }
-          y[((n * pb.k + k) * P + p) * Q + q] = static_cast<float>(acc);
-        }
+// y[n,k,p,q] = sum over (c in k's group, r, s) of x[n, c, p*stride - pad + r*dilation, ...] * w[k,c,r,s].
+double forward_element(const ConvProblem& pb, const float* x, const float* w, int64_t index) {
+  const int64_t cg = pb.c_per_group(), P = pb.p(), Q = pb.q();
+  const int64_t q = index % Q, p = (index / Q) % P, k = (index / (P * Q)) % pb.k, n = index / (P * Q * pb.k);
+  const int64_t g = k / pb.k_per_group();
+  double acc = 0.0;
+  for (int64_t cl = 0; cl < cg; ++cl) {
+    const int64_t c = g * cg + cl;
+    for (int64_t r = 0; r < pb.r; ++r) {
+      const int64_t ih = p * pb.stride.h - pb.pad.h + r * pb.dilation.h;
+      if (ih < 0 || ih >= pb.h) continue;
+      for (int64_t s = 0; s < pb.s; ++s) {
+        const int64_t iw = q * pb.stride.w - pb.pad.w + s * pb.dilation.w;
+        if (iw < 0 || iw >= pb.w) continue;
+        acc += static_cast<double>(x[((n * pb.c + c) * pb.h + ih) * pb.w + iw]) *
+               static_cast<double>(w[((k * cg + cl) * pb.r + r) * pb.s + s]);
+      }
     }
+  }
+  return acc;
 }
 
-// dx[n,c,h,w] = sum over (k in c's group, r, s) with h = p*stride - pad + r*dilation of w[k,c,r,s]*dy[n,k,p,q].
-void backward_data(const ConvProblem& pb, float* dx, const float* w, const float* dy) {
+// dx[n,c,h,w] = sum over (k in c's group, r, s) with h = p*stride - pad + r*dilation of w[k,c,r,s] * dy[n,k,p,q].
+double backward_data_element(const ConvProblem& pb, const float* w, const float* dy, int64_t index) {
   const int64_t cg = pb.c_per_group(), kg = pb.k_per_group(), P = pb.p(), Q = pb.q();
-  for (int64_t n = 0; n < pb.n; ++n)
-    for (int64_t c = 0; c < pb.c; ++c) {
-      const int64_t g = c / cg, cl = c % cg;
-      for (int64_t ih = 0; ih < pb.h; ++ih)
-        for (int64_t iw = 0; iw < pb.w; ++iw) {
-          double acc = 0.0;
-          for (int64_t kl = 0; kl < kg; ++kl) {
-            const int64_t k = g * kg + kl;
-            for (int64_t r = 0; r < pb.r; ++r) {
-              const int64_t ph = ih + pb.pad.h - r * pb.dilation.h;
-              if (ph < 0 || ph % pb.stride.h != 0) continue;
-              const int64_t p = ph / pb.stride.h;
-              if (p >= P) continue;
-              for (int64_t s = 0; s < pb.s; ++s) {
-                const int64_t qw = iw + pb.pad.w - s * pb.dilation.w;
-                if (qw < 0 || qw % pb.stride.w != 0) continue;
-                const int64_t q = qw / pb.stride.w;
-                if (q >= Q) continue;
-                acc += static_cast<double>(w[((k * cg + cl) * pb.r + r) * pb.s + s]) *
-                       static_cast<double>(dy[((n * pb.k + k) * P + p) * Q + q]);
-              }
-            }
-          }
-          dx[((n * pb.c + c) * pb.h + ih) * pb.w + iw] = static_cast<float>(acc);
-        }
+  const int64_t iw = index % pb.w, ih = (index / pb.w) % pb.h, c = (index / (pb.h * pb.w)) % pb.c,
+                n = index / (pb.h * pb.w * pb.c);
+  const int64_t g = c / cg, cl = c % cg;
+  double acc = 0.0;
+  for (int64_t kl = 0; kl < kg; ++kl) {
+    const int64_t k = g * kg + kl;
+    for (int64_t r = 0; r < pb.r; ++r) {
+      const int64_t ph = ih + pb.pad.h - r * pb.dilation.h;
+      if (ph < 0 || ph % pb.stride.h != 0 || ph / pb.stride.h >= P) continue;
+      const int64_t p = ph / pb.stride.h;
+      for (int64_t s = 0; s < pb.s; ++s) {
+        const int64_t qw = iw + pb.pad.w - s * pb.dilation.w;
+        if (qw < 0 || qw % pb.stride.w != 0 || qw / pb.stride.w >= Q) continue;
+        const int64_t q = qw / pb.stride.w;
+        acc += static_cast<double>(w[((k * cg + cl) * pb.r + r) * pb.s + s]) *
+               static_cast<double>(dy[((n * pb.k + k) * P + p) * Q + q]);
+      }
     }
+  }
+  return acc;
 }
 
 // dw[k,c,r,s] = sum over (n, p, q) of x[n, c, p*stride - pad + r*dilation, ...] * dy[n,k,p,q].
-void backward_filter(const ConvProblem& pb, const float* x, float* dw, const float* dy) {
-  const int64_t cg = pb.c_per_group(), kg = pb.k_per_group(), P = pb.p(), Q = pb.q();
-  for (int64_t k = 0; k < pb.k; ++k) {
-    const int64_t g = k / kg;
-    for (int64_t cl = 0; cl < cg; ++cl) {
-      const int64_t c = g * cg + cl;
-      for (int64_t r = 0; r < pb.r; ++r)
-        for (int64_t s = 0; s < pb.s; ++s) {
-          double acc = 0.0;
-          for (int64_t n = 0; n < pb.n; ++n)
-            for (int64_t p = 0; p < P; ++p) {
-              const int64_t ih = p * pb.stride.h - pb.pad.h + r * pb.dilation.h;
-              if (ih < 0 || ih >= pb.h) continue;
-              for (int64_t q = 0; q < Q; ++q) {
-                const int64_t iw = q * pb.stride.w - pb.pad.w + s * pb.dilation.w;
-                if (iw < 0 || iw >= pb.w) continue;
-                acc += static_cast<double>(x[((n * pb.c + c) * pb.h + ih) * pb.w + iw]) *
-                       static_cast<double>(dy[((n * pb.k + k) * P + p) * Q + q]);
-              }
-            }
-          dw[((k * cg + cl) * pb.r + r) * pb.s + s] = static_cast<float>(acc);
-        }
+double backward_filter_element(const ConvProblem& pb, const float* x, const float* dy, int64_t index) {
+  const int64_t cg = pb.c_per_group(), P = pb.p(), Q = pb.q();
+  const int64_t s = index % pb.s, r = (index / pb.s) % pb.r, cl = (index / (pb.s * pb.r)) % cg,
+                k = index / (pb.s * pb.r * cg);
+  const int64_t c = (k / pb.k_per_group()) * cg + cl;
+  double acc = 0.0;
+  for (int64_t n = 0; n < pb.n; ++n)
+    for (int64_t p = 0; p < P; ++p) {
+      const int64_t ih = p * pb.stride.h - pb.pad.h + r * pb.dilation.h;
+      if (ih < 0 || ih >= pb.h) continue;
+      for (int64_t q = 0; q < Q; ++q) {
+        const int64_t iw = q * pb.stride.w - pb.pad.w + s * pb.dilation.w;
+        if (iw < 0 || iw >= pb.w) continue;
+        acc += static_cast<double>(x[((n * pb.c + c) * pb.h + ih) * pb.w + iw]) *
+               static_cast<double>(dy[((n * pb.k + k) * P + p) * Q + q]);
+      }
     }
-  }
+  return acc;
 }
 
 class ReferenceConvolution final : public HostConvolution {
@@ -99,15 +83,45 @@ class ReferenceConvolution final : public HostConvolution {
   std::string name() const override { return "reference"; }
   void run(const ConvProblem& pb, const ConvOperands& op) override {
     pb.validate();
-    switch (pb.direction) {
-      case Direction::Forward: forward(pb, op.x, op.w, op.y); break;
-      case Direction::BackwardData: backward_data(pb, op.x, op.w, op.y); break;
-      case Direction::BackwardFilter: backward_filter(pb, op.x, op.w, op.y); break;
-    }
+    float* out = written_operand(pb, op);
+    const int64_t count = written_elements(pb);
+    // Elements are independent: spread rows of them over threads so checking a large layer stays quick.
+    const int64_t chunk = 256;
+    parallel_for((count + chunk - 1) / chunk, hardware_threads(), [&](int64_t block) {
+      for (int64_t i = block * chunk; i < std::min(count, (block + 1) * chunk); ++i)
+        out[i] = static_cast<float>(reference_element(pb, op, i));
+    });
   }
 };
 
 }  // namespace
+
+double reference_element(const ConvProblem& pb, const ConvOperands& op, int64_t index) {
+  switch (pb.direction) {
+    case Direction::Forward: return forward_element(pb, op.x, op.w, index);
+    case Direction::BackwardData: return backward_data_element(pb, op.w, op.y, index);
+    case Direction::BackwardFilter: return backward_filter_element(pb, op.x, op.y, index);
+  }
+  return 0.0;
+}
+
+float* written_operand(const ConvProblem& pb, const ConvOperands& op) {
+  switch (pb.direction) {
+    case Direction::Forward: return op.y;
+    case Direction::BackwardData: return op.x;
+    case Direction::BackwardFilter: return op.w;
+  }
+  return nullptr;
+}
+
+int64_t written_elements(const ConvProblem& pb) {
+  switch (pb.direction) {
+    case Direction::Forward: return pb.y_elements();
+    case Direction::BackwardData: return pb.x_elements();
+    case Direction::BackwardFilter: return pb.w_elements();
+  }
+  return 0;
+}
 
 std::unique_ptr<HostConvolution> make_reference_convolution() { return std::make_unique<ReferenceConvolution>(); }
 
