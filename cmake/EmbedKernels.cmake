@@ -2,7 +2,7 @@
 # relative to src/kernels, so the binary needs no files beside it (CONVTUNE_KERNEL_DIR overrides at run time).
 function(convtune_embed_kernels target kernel_root)
   file(GLOB_RECURSE _sources RELATIVE ${kernel_root} CONFIGURE_DEPENDS
-       ${kernel_root}/*.cl ${kernel_root}/*.cu ${kernel_root}/*.clh ${kernel_root}/*.cuh)
+       ${kernel_root}/*.cl ${kernel_root}/*.cu ${kernel_root}/*.h)
   list(SORT _sources)
   set(_out ${CMAKE_CURRENT_BINARY_DIR}/embedded_kernels.cpp)
   set(_deps)

@@ -88,7 +88,7 @@ bool ProgramCache::load(const std::filesystem::path& path, const std::string& de
     else if (fnv1a64(text.data() + pos, payload_size) != checksum) problem = "checksum mismatch";
   }
   if (!problem.empty()) {
-    if (reported_.insert(path.string()).second) {
+    if (report_once(path.string())) {
       std::cerr << fmt::format("convtune: program cache entry {} is damaged ({}); rebuilding it\n", path.string(), problem);
     }
     return false;
@@ -110,10 +110,15 @@ void ProgramCache::store(const std::filesystem::path& path, const std::string& d
     write_file_atomic(path, text);
   } catch (const std::exception& e) {
     // A read-only or full cache directory costs only speed: say so once and go on.
-    if (reported_.insert("write:" + directory_.string()).second) {
+    if (report_once("write:" + directory_.string())) {
       std::cerr << fmt::format("convtune: cannot store compiled program in the cache: {}\n", e.what());
     }
   }
+}
+
+bool ProgramCache::report_once(const std::string& what) {
+  std::lock_guard lock(mutex_);
+  return reported_.insert(what).second;
 }
 
 std::vector<std::byte> ProgramCache::get_or_build(const ProgramCacheKey& key,
@@ -121,24 +126,34 @@ std::vector<std::byte> ProgramCache::get_or_build(const ProgramCacheKey& key,
                                                   bool* from_cache) {
   const std::string description = key.describe();
   const std::string hash = hex64(fnv1a64(description));
-  std::lock_guard lock(mutex_);
-  if (auto it = memory_.find(hash); it != memory_.end()) {
-    if (from_cache) *from_cache = true;
-    return it->second;
+  {
+    std::lock_guard lock(mutex_);
+    if (auto it = memory_.find(hash); it != memory_.end()) {
+      if (from_cache) *from_cache = true;
+      return it->second;
+    }
   }
+  // Disk and compiler work happen outside the lock so a tuner can compile several candidates at once.
   const std::filesystem::path path = directory_.empty() ? std::filesystem::path() : directory_ / (hash + ".bin");
   std::vector<std::byte> binary;
-  if (!path.empty() && load(path, description, binary)) {
-    ++disk_hits_;
-    if (from_cache) *from_cache = true;
-  } else {
+  bool hit = !path.empty() && load(path, description, binary);
+  if (!hit) {
     binary = compile();
-    ++compiles_;
-    if (from_cache) *from_cache = false;
     if (!path.empty()) store(path, description, binary);
   }
+  std::lock_guard lock(mutex_);
+  hit ? ++disk_hits_ : ++compiles_;
+  if (from_cache) *from_cache = hit;
   memory_[hash] = binary;
   return binary;
+}
+
+void ProgramCache::replace(const ProgramCacheKey& key, const std::vector<std::byte>& binary) {
+  const std::string description = key.describe();
+  const std::string hash = hex64(fnv1a64(description));
+  if (!directory_.empty()) store(directory_ / (hash + ".bin"), description, binary);
+  std::lock_guard lock(mutex_);
+  memory_[hash] = binary;
 }
 
 }  // namespace convtune

@@ -39,11 +39,15 @@ class ProgramCache {
                                       const std::function<std::vector<std::byte>()>& compile,
                                       bool* from_cache = nullptr);
 
+  // Overwrites the entry for `key`, e.g. after the driver rejected a cached binary and it was rebuilt.
+  void replace(const ProgramCacheKey& key, const std::vector<std::byte>& binary);
+
   const std::filesystem::path& directory() const { return directory_; }
   int compiles() const { return compiles_; }
   int disk_hits() const { return disk_hits_; }
 
  private:
+  bool report_once(const std::string& what);
   bool load(const std::filesystem::path& path, const std::string& description, std::vector<std::byte>& out);
   void store(const std::filesystem::path& path, const std::string& description, const std::vector<std::byte>& data);
 

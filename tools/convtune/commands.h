@@ -7,5 +7,6 @@ namespace convtune::cli {
 
 void add_devices_command(CLI::App& app);
 void add_bench_command(CLI::App& app);
+void add_peak_command(CLI::App& app);
 
 }  // namespace convtune::cli

@@ -1,4 +1,4 @@
-// The `convtune` command line: subcommands devices, bench (and more as the project grows).
+// The `convtune` command line: subcommands devices, bench, peak.
 #include <iostream>
 
 #include "convtune/error.h"
@@ -9,6 +9,7 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   convtune::cli::add_devices_command(app);
   convtune::cli::add_bench_command(app);
+  convtune::cli::add_peak_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

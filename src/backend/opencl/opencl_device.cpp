@@ -1,0 +1,217 @@
+// An OpenCL device: lazy context and queue, checked allocations, and builds through the program cache.
+#include "src/backend/opencl/opencl_device.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <cctype>
+#include <iostream>
+
+#include "convtune/error.h"
+#include "src/backend/kernel_sources.h"
+#include "src/backend/opencl/opencl_buffer.h"
+#include "src/backend/opencl/opencl_device_info.h"
+#include "src/backend/opencl/opencl_error.h"
+#include "src/backend/opencl/opencl_program.h"
+#include "src/backend/opencl/opencl_program_key.h"
+#include "src/backend/program_cache.h"
+
+namespace convtune::opencl {
+
+namespace {
+
+constexpr double kMiB = 1024.0 * 1024.0;
+
+// The -D options and extra options as the compiler sees them, e.g. "-DSCALE=3 -cl-fast-relaxed-math".
+std::string build_options(const ProgramSource& source) {
+  std::vector<std::string> parts;
+  for (const auto& [name, value] : source.defines) {
+    // OpenCL splits build options at spaces, so a space would silently turn into a second option.
+    auto has_space = [](const std::string& s) { return std::any_of(s.begin(), s.end(), [](unsigned char c) { return std::isspace(c); }); };
+    if (name.empty() || has_space(name) || has_space(value)) {
+      throw InvalidArgument(fmt::format("{}: parameter '{}={}' must be a name and a value without spaces",
+                                        source.file, name, value));
+    }
+    parts.push_back(fmt::format("-D{}={}", name, value));
+  }
+  parts.insert(parts.end(), source.options.begin(), source.options.end());
+  return fmt::format("{}", fmt::join(parts, " "));
+}
+
+std::string build_log(cl_program program, cl_device_id device) {
+  size_t size = 0;
+  if (cl().clGetProgramBuildInfo(program, device, CL_PROGRAM_BUILD_LOG, 0, nullptr, &size) != CL_SUCCESS) {
+    return "(the build log could not be read)";
+  }
+  std::string log(size, '\0');
+  if (cl().clGetProgramBuildInfo(program, device, CL_PROGRAM_BUILD_LOG, size, log.data(), nullptr) != CL_SUCCESS) {
+    return "(the build log could not be read)";
+  }
+  log.erase(std::find(log.begin(), log.end(), '\0'), log.end());
+  return log.find_first_not_of(" \t\n") == std::string::npos ? "(the compiler wrote no log)" : log;
+}
+
+std::vector<std::byte> program_binary(cl_program program, const std::string& file) {
+  size_t size = 0;  // the program has one device, so one size
+  check_cl(cl().clGetProgramInfo(program, CL_PROGRAM_BINARY_SIZES, sizeof(size), &size, nullptr), "clGetProgramInfo",
+           "reading the binary size of " + file);
+  std::vector<std::byte> binary(size);
+  if (size > 0) {
+    auto* destination = reinterpret_cast<unsigned char*>(binary.data());
+    check_cl(cl().clGetProgramInfo(program, CL_PROGRAM_BINARIES, sizeof(destination), &destination, nullptr),
+             "clGetProgramInfo", "reading the binary of " + file);
+  }
+  return binary;
+}
+
+}  // namespace
+
+OpenCLDevice::OpenCLDevice(cl_platform_id platform, cl_device_id device, int index, ProgramCache& cache)
+    : platform_(platform),
+      device_(device),
+      info_(describe_device(platform, device, index)),
+      max_allocation_bytes_(device_u64(device, CL_DEVICE_MAX_MEM_ALLOC_SIZE)),
+      cache_(cache) {}
+
+std::string OpenCLDevice::describe() const { return fmt::format("{} ({})", info_.id, info_.name); }
+
+OpenCLQueue& OpenCLDevice::runtime() {
+  std::lock_guard lock(runtime_mutex_);
+  if (!queue_) {
+    if (!info_.can_run_kernels) {
+      throw BackendError(fmt::format("{} cannot be used: {}", describe(), info_.cannot_run_reason));
+    }
+    const cl_context_properties properties[] = {CL_CONTEXT_PLATFORM,
+                                                reinterpret_cast<cl_context_properties>(platform_), 0};
+    cl_int status = CL_SUCCESS;
+    ClHandle<cl_context> context(cl().clCreateContext(properties, 1, &device_, nullptr, nullptr, &status));
+    check_cl(status, "clCreateContext", "creating a context on " + describe());
+    queue_ = std::make_unique<OpenCLQueue>(context.get(), device_, info_.id);
+    context_ = std::move(context);
+  }
+  return *queue_;
+}
+
+Queue& OpenCLDevice::queue() { return runtime(); }
+
+std::unique_ptr<Buffer> OpenCLDevice::allocate(size_t bytes) {
+  const uint64_t global_mib = info_.global_memory_bytes >> 20;
+  if (bytes > max_allocation_bytes_) {
+    throw BackendError(fmt::format("cannot allocate {} bytes ({:.1f} MiB) on {}: one buffer may hold at most {} bytes "
+                                   "({:.1f} MiB, CL_DEVICE_MAX_MEM_ALLOC_SIZE) of {} MiB global memory",
+                                   bytes, bytes / kMiB, describe(), max_allocation_bytes_,
+                                   max_allocation_bytes_ / kMiB, global_mib));
+  }
+  OpenCLQueue& queue = runtime();
+  cl_int status = CL_SUCCESS;
+  // OpenCL forbids empty buffers; a zero-byte Buffer still has to be a valid kernel argument.
+  ClHandle<cl_mem> memory(
+      cl().clCreateBuffer(context_.get(), CL_MEM_READ_WRITE, std::max<size_t>(bytes, 1), nullptr, &status));
+  std::string failed_call = "clCreateBuffer";
+  if (status == CL_SUCCESS) {
+    // Some drivers (NVIDIA's) reserve memory only on first use. Touching one byte makes a failed allocation
+    // show up here, with the size in the message, instead of as an error from some later launch.
+    const cl_uchar zero = 0;
+    cl_event touched = nullptr;
+    status = cl().clEnqueueFillBuffer(queue.handle(), memory.get(), &zero, 1, 0, 1, 0, nullptr, &touched);
+    failed_call = "clEnqueueFillBuffer";
+    if (status == CL_SUCCESS) {
+      ClHandle<cl_event> event(touched);
+      status = cl().clWaitForEvents(1, &touched);
+      failed_call = "clWaitForEvents";
+    }
+  }
+  if (status != CL_SUCCESS) {
+    throw BackendError(fmt::format("cannot allocate {} bytes ({:.1f} MiB) on {} of {} MiB global memory: {} failed "
+                                   "with {} (OpenCL cannot report how much memory is free)",
+                                   bytes, bytes / kMiB, describe(), global_mib, failed_call, cl_error_name(status)));
+  }
+  return std::make_unique<OpenCLBuffer>(std::move(memory), bytes, context_.get());
+}
+
+ClHandle<cl_program> OpenCLDevice::compile_source(const std::string& text, const std::string& options,
+                                                  const ProgramSource& source) {
+  const char* text_pointer = text.c_str();
+  const size_t text_size = text.size();
+  cl_int status = CL_SUCCESS;
+  ClHandle<cl_program> program(cl().clCreateProgramWithSource(context(), 1, &text_pointer, &text_size, &status));
+  check_cl(status, "clCreateProgramWithSource", fmt::format("loading {} on {}", source.file, describe()));
+  status = cl().clBuildProgram(program.get(), 1, &device_, options.c_str(), nullptr, nullptr);
+  if (status != CL_SUCCESS) {
+    throw BackendError(fmt::format("cannot compile {} for {} with {}: clBuildProgram failed with {}\ncompiler log:\n{}",
+                                   source.file, describe(), options.empty() ? "no parameters" : options,
+                                   cl_error_name(status), build_log(program.get(), device_)));
+  }
+  return program;
+}
+
+ClHandle<cl_program> OpenCLDevice::load_binary(const std::vector<std::byte>& binary, const std::string& options,
+                                               std::string& problem) {
+  if (binary.empty()) {
+    problem = "the platform returned an empty binary when it was compiled";
+    return {};
+  }
+  const auto* pointer = reinterpret_cast<const unsigned char*>(binary.data());
+  const size_t size = binary.size();
+  cl_int binary_status = CL_SUCCESS, status = CL_SUCCESS;
+  ClHandle<cl_program> program(
+      cl().clCreateProgramWithBinary(context(), 1, &device_, &size, &pointer, &binary_status, &status));
+  if (status != CL_SUCCESS || binary_status != CL_SUCCESS) {
+    problem = fmt::format("clCreateProgramWithBinary failed with {}",
+                          cl_error_name(status != CL_SUCCESS ? status : binary_status));
+    return {};
+  }
+  status = cl().clBuildProgram(program.get(), 1, &device_, options.c_str(), nullptr, nullptr);
+  if (status != CL_SUCCESS) {
+    problem = fmt::format("clBuildProgram of the binary failed with {}: {}", cl_error_name(status),
+                          build_log(program.get(), device_));
+    return {};
+  }
+  return program;
+}
+
+std::shared_ptr<Program> OpenCLDevice::build(const ProgramSource& source) {
+  const std::string text = load_kernel_source(source.file);
+  const std::string options = build_options(source);
+  const ProgramCacheKey key = opencl_program_key(info_, source, text);
+  const std::string hash = key.hash();
+
+  std::lock_guard lock(programs_mutex_);
+  auto make_program = [&](std::shared_ptr<const ClHandle<cl_program>> program, bool from_cache) {
+    return std::make_shared<OpenCLProgram>(std::move(program), from_cache, source.file, info_.id, context(), device_);
+  };
+  if (auto it = programs_.find(hash); it != programs_.end()) return make_program(it->second, true);
+
+  // A program compiled just now is used as is: reloading it from its own binary would only cost time.
+  ClHandle<cl_program> compiled;
+  bool from_cache = false;
+  const std::vector<std::byte> binary = cache_.get_or_build(
+      key,
+      [&] {
+        compiled = compile_source(text, options, source);
+        return program_binary(compiled.get(), source.file);
+      },
+      &from_cache);
+  ClHandle<cl_program> program = std::move(compiled);
+  if (!program) {
+    std::string problem;
+    program = load_binary(binary, options, problem);
+    if (!program) {
+      if (!reported_rejected_binary_) {
+        reported_rejected_binary_ = true;
+        std::cerr << fmt::format("convtune: {} rejected the cached binary of {} ({}); compiling from source instead "
+                                 "(further rejections on this device are not reported)\n",
+                                 describe(), source.file, problem);
+      }
+      program = compile_source(text, options, source);
+      cache_.replace(key, program_binary(program.get(), source.file));  // so later processes load it again
+      from_cache = false;
+    }
+  }
+  auto shared = std::make_shared<const ClHandle<cl_program>>(std::move(program));
+  programs_.emplace(hash, shared);
+  return make_program(std::move(shared), from_cache);
+}
+
+}  // namespace convtune::opencl

@@ -1,0 +1,43 @@
+// The OpenCL command queue: in-order, with profiling on, so elapsed_ms reads device timestamps.
+#pragma once
+
+#include <CL/cl.h>
+
+#include <string>
+#include <vector>
+
+#include "convtune/backend.h"
+#include "src/backend/opencl/opencl_handle.h"
+
+namespace convtune::opencl {
+
+class OpenCLBuffer;
+
+// Not thread-safe, like the cl_command_queue it wraps is not for convtune's purposes: one thread drives a queue.
+class OpenCLQueue final : public Queue {
+ public:
+  OpenCLQueue(cl_context context, cl_device_id device, std::string device_id);
+  void write(Buffer& dst, const void* src, size_t bytes, size_t offset) override;
+  void read(const Buffer& src, void* dst, size_t bytes, size_t offset) override;
+  void copy(const Buffer& src, Buffer& dst, size_t bytes) override;
+  void launch(Kernel& kernel, const LaunchGeometry& geometry) override;
+  void finish() override;
+  double elapsed_ms(const std::function<void()>& work) override;
+
+  cl_command_queue handle() const { return queue_.get(); }
+
+ private:
+  const OpenCLBuffer& own(const Buffer& buffer, const char* role) const;
+  // Where an enqueue call should write its event: somewhere only while elapsed_ms is recording.
+  cl_event* event_slot() { return recording_ ? &pending_event_ : nullptr; }
+  void keep_event();
+
+  ClHandle<cl_command_queue> queue_;
+  cl_context context_;
+  std::string device_id_;
+  bool recording_ = false;
+  cl_event pending_event_ = nullptr;
+  std::vector<ClHandle<cl_event>> events_;
+};
+
+}  // namespace convtune::opencl
