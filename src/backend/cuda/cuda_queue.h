@@ -1,0 +1,40 @@
+// An in-order CUDA stream with event timing: the CUDA backend's Queue.
+#pragma once
+
+#include <cuda.h>
+
+#include <memory>
+
+#include "convtune/backend.h"
+#include "src/backend/cuda/cuda_context.h"
+
+namespace convtune::cuda {
+
+class CudaQueue final : public Queue {
+ public:
+  explicit CudaQueue(std::shared_ptr<const CudaContext> context);
+  ~CudaQueue() override;
+  CudaQueue(const CudaQueue&) = delete;
+  CudaQueue& operator=(const CudaQueue&) = delete;
+
+  // write and read return once the host memory may be reused or read: the caller's pointer may be pageable
+  // or pinned, and only a synchronised copy is safe for both.
+  void write(Buffer& dst, const void* src, size_t bytes, size_t offset) override;
+  void read(const Buffer& src, void* dst, size_t bytes, size_t offset) override;
+  // Device-to-device copies stay asynchronous: they touch no host memory.
+  void copy(const Buffer& src, Buffer& dst, size_t bytes) override;
+  // See cuda_launch_dims.h for how the geometry becomes a grid (and the all-zero-local default).
+  void launch(Kernel& kernel, const LaunchGeometry& geometry) override;
+  void finish() override;
+  double elapsed_ms(const std::function<void()>& work) override;
+
+ private:
+  void synchronize(const char* after);
+
+  std::shared_ptr<const CudaContext> context_;
+  CUstream stream_ = nullptr;
+  CUevent start_ = nullptr;
+  CUevent stop_ = nullptr;
+};
+
+}  // namespace convtune::cuda
