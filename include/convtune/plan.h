@@ -1,0 +1,75 @@
+// Plan: problem + device + (family, parameters) -> compiled, bound, runnable. The one path that tests, bench,
+// the tuner and the network layers use to run a convolution on a device.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "convtune/backend.h"
+#include "convtune/host_convolution.h"
+#include "convtune/kernel_family.h"
+
+namespace convtune {
+
+// The device buffers a plan reads and writes, named after the forward pass as in ConvOperands.
+struct DeviceOperands {
+  const Buffer* x = nullptr;
+  const Buffer* w = nullptr;
+  const Buffer* y = nullptr;
+  const Buffer* bias = nullptr;  // K floats, when the epilogue adds a bias
+};
+
+struct PlanRequest {
+  ConvProblem problem;
+  Epilogue epilogue;
+  std::string family;            // empty: the first family that supports the problem
+  std::optional<Config> config;  // empty: the family's default for this problem and device
+};
+
+class Plan {
+ public:
+  // Validates the request (the family supports the problem, the configuration satisfies every constraint),
+  // compiles through the program cache and allocates the workspace. Throws InvalidArgument/Unsupported
+  // naming the family, the parameter or constraint and the problem.
+  static Plan create(Device& device, const PlanRequest& request);
+
+  void run(Queue& queue, const DeviceOperands& operands) const;
+  void run(const DeviceOperands& operands) const { run(device_->queue(), operands); }
+
+  const ConvProblem& problem() const { return problem_; }
+  const Epilogue& epilogue() const { return epilogue_; }
+  const std::string& family() const { return family_; }
+  const Config& config() const { return config_; }
+  bool compiled_from_cache() const { return from_cache_; }
+  size_t workspace_bytes() const;
+  std::string describe() const;  // "implicit_gemm[TILE_K=8,...]"
+
+  // Elements of each operand as the plan sees it (y is pooled when the epilogue pools).
+  int64_t y_elements() const;
+
+ private:
+  Device* device_ = nullptr;
+  ConvProblem problem_;
+  Epilogue epilogue_;
+  std::string family_;
+  Config config_;
+  bool from_cache_ = false;
+  std::shared_ptr<Program> program_;
+  std::vector<std::shared_ptr<Kernel>> kernels_;
+  std::vector<LaunchStep> steps_;
+  std::vector<std::shared_ptr<Buffer>> workspace_;
+};
+
+// Checks a configuration against a family's parameters and constraints; empty when valid, else the reason
+// naming the parameter or the constraint.
+std::string config_problem(const KernelFamily& family, const Config& config, const ConvProblem& problem,
+                           const DeviceInfo& device);
+
+// A plan behind the host-array interface: uploads the operands, runs, downloads the written one. This is how
+// the conformance harness checks device kernels against the reference.
+std::unique_ptr<HostConvolution> make_device_convolution(Device& device, std::string family,
+                                                         std::optional<Config> config, Epilogue epilogue = {});
+
+}  // namespace convtune

@@ -1,0 +1,57 @@
+// Config text form, epilogue helpers and the shape defines every family's kernels see.
+#include "convtune/kernel_family.h"
+
+#include <fmt/format.h>
+
+#include <charconv>
+
+#include "convtune/error.h"
+
+namespace convtune {
+
+std::string to_string(const Config& config) {
+  std::string text;
+  for (const auto& [name, value] : config) text += fmt::format("{}{}={}", text.empty() ? "" : ",", name, value);
+  return text;
+}
+
+Config parse_config(std::string_view text) {
+  Config config;
+  size_t pos = 0;
+  while (pos < text.size()) {
+    const size_t comma = std::min(text.find(',', pos), text.size());
+    const std::string_view item = text.substr(pos, comma - pos);
+    pos = comma + 1;
+    if (item.empty()) continue;
+    const size_t eq = item.find('=');
+    int64_t value = 0;
+    if (eq == std::string_view::npos || eq == 0 ||
+        std::from_chars(item.data() + eq + 1, item.data() + item.size(), value).ptr != item.data() + item.size()) {
+      throw InvalidArgument(fmt::format("parameter '{}' is not NAME=INTEGER", item));
+    }
+    config[std::string(item.substr(0, eq))] = value;
+  }
+  return config;
+}
+
+std::string to_string(const Epilogue& e) {
+  std::string text;
+  if (e.bias) text += "+bias";
+  if (e.relu) text += "+relu";
+  if (e.pool > 1) text += fmt::format("+maxpool{}", e.pool);
+  return text.empty() ? "none" : text.substr(1);
+}
+
+int64_t pooled_extent(int64_t extent, const Epilogue& e) { return e.pool > 1 ? extent / e.pool : extent; }
+
+std::map<std::string, std::string> problem_defines(const ConvProblem& p) {
+  auto s = [](int64_t v) { return std::to_string(v); };
+  return {{"N", s(p.n)},           {"C", s(p.c)},           {"H", s(p.h)},           {"W", s(p.w)},
+          {"K", s(p.k)},           {"R", s(p.r)},           {"S", s(p.s)},           {"P", s(p.p())},
+          {"Q", s(p.q())},         {"STRIDE_H", s(p.stride.h)}, {"STRIDE_W", s(p.stride.w)},
+          {"PAD_H", s(p.pad.h)},   {"PAD_W", s(p.pad.w)},   {"DILATION_H", s(p.dilation.h)},
+          {"DILATION_W", s(p.dilation.w)}, {"GROUPS", s(p.groups)}, {"C_PER_GROUP", s(p.c_per_group())},
+          {"K_PER_GROUP", s(p.k_per_group())}};
+}
+
+}  // namespace convtune
