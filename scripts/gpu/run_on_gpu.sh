@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
-# Runs on the lent GPU machine with binaries built here and carried in .carry/bin (scripts/gpu/pack.sh):
-# devices, the GPU tests of both backends, peak on CUDA and NVIDIA OpenCL, PyTorch's reference figures.
-# Everything goes to $OUT/log.txt (plus peak JSON files); the last lines are a summary.
+# Runs on the lent GPU machine with binaries built on the CPU machine and carried in .carry/bin
+# (scripts/gpu/pack.sh). Stages (STAGES, default all): devices, tests (GPU tests of both backends), peak,
+# conformance (every kernel family through CUDA and NVIDIA OpenCL), bench (alexnet + seeds, every family and
+# direction, both backends), sweep (implicit GEMM forward parameter sweep). Logs go to $OUT; the end of
+# stdout is a summary.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 BIN=${BIN:-.carry/bin}
 OUT=${OUT:-/tmp/convtune-out}
+STAGES=${STAGES:-devices tests peak conformance bench sweep}
 mkdir -p "$OUT"
 LOG=$OUT/log.txt
 export CONVTUNE_SUITE_DIR=$PWD/bench/suites CONVTUNE_CACHE_DIR=/tmp/convtune-cache
@@ -13,18 +16,51 @@ export CONVTUNE_SUITE_DIR=$PWD/bench/suites CONVTUNE_CACHE_DIR=/tmp/convtune-cac
 if [ -z "$(ls /etc/OpenCL/vendors 2>/dev/null)" ] && [ -z "${OCL_ICD_VENDORS:-}" ]; then
   mkdir -p /tmp/icd && echo libnvidia-opencl.so.1 >/tmp/icd/nvidia.icd && export OCL_ICD_VENDORS=/tmp/icd
 fi
+has() { [[ " $STAGES " == *" $1 "* ]]; }
 step() { echo; echo "=== $*"; echo "\$ $*"; "$@"; echo "(exit $?)"; }
+OCL=$($BIN/convtune devices 2>/dev/null | grep -oE "opencl:[0-9]+ +NVIDIA" | head -1 | cut -d' ' -f1)
 {
   nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,power.limit,temperature.gpu --format=csv
-  step $BIN/convtune devices
-  OCL=$($BIN/convtune devices 2>/dev/null | grep -oE "opencl:[0-9]+ +NVIDIA" | head -1 | cut -d' ' -f1)
   echo "NVIDIA OpenCL device: ${OCL:-none}"
-  step $BIN/cuda_backend_test --gtest_brief=1
-  [ -n "$OCL" ] && CONVTUNE_OPENCL_TEST_DEVICE=${OCL#opencl:} step $BIN/opencl_backend_test --gtest_brief=1
-  step $BIN/convtune peak --device cuda --out "$OUT/peak-cuda.json"
-  step $BIN/convtune peak --device cuda --skip-fill   # a second process: the program cache compiles nothing
-  [ -n "$OCL" ] && step $BIN/convtune peak --device "$OCL" --out "$OUT/peak-opencl.json"
-  step python3 scripts/gpu/torch_reference.py
+  if has devices; then step $BIN/convtune devices; fi
+  if has tests; then
+    step $BIN/cuda_backend_test --gtest_brief=1
+    [ -n "$OCL" ] && CONVTUNE_OPENCL_TEST_DEVICE=${OCL#opencl:} step $BIN/opencl_backend_test --gtest_brief=1
+  fi
+  if has peak; then
+    step $BIN/convtune peak --device cuda --out "$OUT/peak-cuda.json"
+    step $BIN/convtune peak --device cuda --skip-fill   # a second process: the program cache compiles nothing
+    [ -n "$OCL" ] && step $BIN/convtune peak --device "$OCL" --out "$OUT/peak-opencl.json"
+    step python3 scripts/gpu/torch_reference.py
+  fi
 } >"$LOG" 2>&1
+
+if has conformance; then
+  # One process per family and device, in parallel: compiling dominates and the host has 16 cores.
+  pids=()
+  for dev in cuda:0 $OCL; do
+    for fam in implicit_gemm direct_tiled im2col_gemm; do
+      CONVTUNE_CONFORMANCE_DEVICES=$dev $BIN/family_conformance_test --gtest_filter="*${fam}*" --gtest_brief=1 \
+        >"$OUT/conf-${dev%%:*}-$fam.log" 2>&1 &
+      pids+=($!)
+    done
+  done
+  for p in "${pids[@]}"; do wait "$p"; done
+  { echo; echo "=== conformance (CUDA and NVIDIA OpenCL)"; grep -hE "^conformance:|FAILED|PASSED|Failure" "$OUT"/conf-*.log; } >>"$LOG"
+  cat "$OUT"/conf-*.log >"$OUT/conformance.txt"; rm -f "$OUT"/conf-*.log
+fi
+if has bench; then
+  {
+    for dev in cuda:0 $OCL; do
+      for suite in alexnet seeds; do
+        step $BIN/convtune bench --suite $suite --backend "$dev" --family all --direction all --repeats 10 \
+          --out "$OUT/bench-${dev%%:*}-$suite.json"
+      done
+    done
+  } >>"$LOG" 2>&1
+fi
+if has sweep && [ -x "$BIN/implicit_gemm_sweep" ]; then
+  { echo; echo "=== implicit GEMM forward sweep"; $BIN/implicit_gemm_sweep cuda:0 ${OCL}; echo "(exit $?)"; } >>"$LOG" 2>&1
+fi
 echo "=== summary"
-grep -E "^(=== |\(exit|torch:|  copy|  fill|  FP32|  launch|programs:|\[  (PASSED|FAILED|SKIPPED))|NVIDIA OpenCL device" "$LOG"
+grep -E "^(=== |\(exit|torch:|  copy|  fill|  FP32|programs:|conformance:|\[  (PASSED|FAILED))|FAILED|Failure|NVIDIA OpenCL device" "$LOG" | head -150

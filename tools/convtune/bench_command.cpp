@@ -9,9 +9,8 @@
 
 #include "convtune/backend.h"
 #include "convtune/error.h"
-#include "convtune/host_convolution.h"
-#include "convtune/tensor.h"
-#include "src/conformance/conformance.h"
+#include "convtune/kernel_family.h"
+#include "tools/convtune/bench_target.h"
 #include "tools/convtune/commands.h"
 #include "tools/convtune/report_table.h"
 #include "tools/convtune/suite.h"
@@ -25,6 +24,8 @@ struct BenchOptions {
   std::vector<std::string> layers;
   std::string device = "cpu";
   std::string algorithm = "threaded";
+  std::string family = "auto";
+  std::string config;
   std::string direction = "all";
   double batch_scale = 1.0;
   int warmup = 1;
@@ -45,7 +46,9 @@ std::string shape_text(const ConvProblem& p) {
   return s;
 }
 
-bool has_convolutions(const Device& device) { return device.info().backend == BackendKind::Cpu; }
+bool has_convolutions(const Device& device) {
+  return device.info().backend == BackendKind::Cpu || (device.info().can_run_kernels && !kernel_families().empty());
+}
 
 // --backend best: the best device present, if convtune has convolution kernels for it; else the CPU paths.
 Device& choose_device(const std::string& spec) {
@@ -53,19 +56,30 @@ Device& choose_device(const std::string& spec) {
   if (spec != "best") return registry.find(spec);
   Device& best = registry.best();
   if (has_convolutions(best)) return best;
-  std::cerr << fmt::format("bench: the best device, {} ({}), has no convolution kernels in this version; "
-                           "falling back to the CPU backend\n", best.info().id, best.info().name);
+  std::cerr << fmt::format("bench: the best device, {} ({}), has no convolution kernels; falling back to the CPU "
+                           "backend\n", best.info().id, best.info().name);
   return registry.find("cpu");
 }
 
-std::unique_ptr<HostConvolution> make_implementation(Device& device, const std::string& algorithm) {
-  if (device.info().backend == BackendKind::Cpu) return make_cpu_convolution(algorithm);
-  throw Unsupported(fmt::format(
-      "device {} has no convolution kernels in this version of convtune (they arrive with the kernel families); "
-      "use --backend cpu", device.info().id));
+// One target per algorithm to compare: the CPU path, or one plan per requested kernel family.
+std::vector<std::unique_ptr<BenchTarget>> make_targets(Device& device, const BenchOptions& opt) {
+  std::vector<std::unique_ptr<BenchTarget>> targets;
+  if (device.info().backend == BackendKind::Cpu) {
+    targets.push_back(make_cpu_target(device, opt.algorithm));
+    return targets;
+  }
+  const std::optional<Config> config = opt.config.empty() ? std::nullopt : std::optional(parse_config(opt.config));
+  if (opt.family == "all") {
+    if (config) throw InvalidArgument("--config needs one --family, not all");
+    for (const auto& f : kernel_families()) targets.push_back(make_plan_target(device, f->name(), std::nullopt));
+  } else {
+    if (config && opt.family == "auto") throw InvalidArgument("--config needs --family NAME");
+    targets.push_back(make_plan_target(device, opt.family == "auto" ? "" : opt.family, config));
+  }
+  return targets;
 }
 
-void run_bench(const BenchOptions& opt) {
+std::vector<Layer> layers_of(const BenchOptions& opt) {
   std::vector<Layer> layers;
   if (!opt.suite.empty()) layers = load_suite(opt.suite);
   int index = 0;
@@ -77,63 +91,71 @@ void run_bench(const BenchOptions& opt) {
     }
   }
   if (layers.empty()) throw InvalidArgument("nothing to run: give --suite NAME or --layer N=..,C=..,H=..,K=..,R=..");
+  return layers;
+}
+
+void run_bench(const BenchOptions& opt) {
+  const std::vector<Layer> layers = layers_of(opt);
   if (opt.repeats < 1) throw InvalidArgument(fmt::format("--repeats={} is invalid: expected 1 or more", opt.repeats));
   const auto directions = directions_of(opt.direction);
+  for (const Layer& layer : layers) scale_batch(layer.problem, opt.batch_scale).validate();
 
   Device& device = choose_device(opt.device);
-  auto impl = make_implementation(device, opt.algorithm);
-  std::cerr << fmt::format("bench: {} layer(s) x {} direction(s) on {} ({}), algorithm {}\n", layers.size(),
-                           directions.size(), device.info().id, device.info().name, impl->name());
+  auto targets = make_targets(device, opt);
+  std::cerr << fmt::format("bench: {} layer(s) x {} direction(s) x {} algorithm(s) on {} ({})\n", layers.size(),
+                           directions.size(), targets.size(), device.info().id, device.info().name);
 
   ReportTable table({"layer", "dir", "N", "shape", "ms", "GFLOP/s", "GB/s", "device", "algorithm", "check"});
-  const size_t total = layers.size() * directions.size();
+  std::vector<std::string> failures;
+  const size_t total = layers.size() * directions.size() * targets.size();
   size_t done = 0;
   for (const Layer& layer : layers) {
     for (Direction dir : directions) {
-      ConvProblem pb = scale_batch(layer.problem, opt.batch_scale).with_direction(dir);
-      pb.validate();
-      std::cerr << fmt::format("[{}/{}] {} {} N={} ... ", ++done, total, layer.name, to_string(dir), pb.n) << std::flush;
-      if (const std::string why = impl->unsupported_reason(pb); !why.empty()) {
-        std::cerr << "unsupported\n";
-        table.add_row({layer.name, std::string(to_string(dir)), std::to_string(pb.n), shape_text(pb), "-", "-", "-",
-                       device.info().id, impl->name(), "unsupported: " + why},
-                      {{"layer", layer.name}, {"direction", to_string(dir)}, {"unsupported", why}});
-        continue;
-      }
-      Tensor x({pb.x_elements()}), w({pb.w_elements()}), y({pb.y_elements()});
-      x.fill_random(1), w.fill_random(2), y.fill_random(3);  // never all zero: zeros hide unwritten outputs
-      const ConvOperands operands{x.data(), w.data(), y.data()};
-      // Correctness first: one run at full size, checked at sampled elements against the float64 reference.
-      std::string check = "skipped";
-      if (opt.verify) {
-        impl->run(pb, operands);
-        const auto result = conformance::check_sampled(pb, operands, 512, 42);
-        if (!result.passed) {
-          throw Error(fmt::format("{} computes {} {} wrongly: {}", impl->name(), layer.name, to_string(dir), result.message));
+      const ConvProblem pb = scale_batch(layer.problem, opt.batch_scale).with_direction(dir);
+      for (auto& target : targets) {
+        std::cerr << fmt::format("[{}/{}] {} {} N={} ... ", ++done, total, layer.name, to_string(dir), pb.n) << std::flush;
+        const std::vector<std::string> head = {layer.name, std::string(to_string(dir)), std::to_string(pb.n), shape_text(pb)};
+        auto skip_row = [&](const std::string& algorithm, const std::string& why) {
+          std::cerr << why << "\n";
+          auto cells = head;
+          cells.insert(cells.end(), {"-", "-", "-", device.info().id, algorithm, why});
+          table.add_row(cells, {{"layer", layer.name}, {"direction", to_string(dir)}, {"algorithm", algorithm}, {"skipped", why}});
+        };
+        if (const std::string why = target->unsupported_reason(pb); !why.empty()) {
+          skip_row(target->algorithm(), "unsupported: " + why);
+          continue;
         }
-        check = fmt::format("{:.1e}", result.rel_l2_error);
+        std::string check = "skipped";
+        try {
+          target->prepare(pb);
+          if (opt.verify) check = fmt::format("{:.1e}", target->verify());
+        } catch (const Error& e) {
+          failures.push_back(fmt::format("{} {} {}: {}", layer.name, to_string(dir), target->algorithm(), e.what()));
+          skip_row(target->algorithm(), fmt::format("FAILED: {}", e.what()));
+          continue;
+        }
+        const Timing t = target->time(opt.warmup, opt.repeats);
+        const double gflops = pb.flops() / (t.median_ms * 1e6);
+        const double gbs = pb.bytes() / (t.median_ms * 1e6);
+        std::cerr << fmt::format("{:.3f} ms, {:.1f} GFLOP/s\n", t.median_ms, gflops);
+        auto cells = head;
+        cells.insert(cells.end(), {fmt::format("{:.3f}", t.median_ms), fmt::format("{:.1f}", gflops),
+                                   fmt::format("{:.1f}", gbs), device.info().id, target->algorithm(), check});
+        table.add_row(cells, {{"layer", layer.name},
+                              {"direction", to_string(dir)},
+                              {"problem", pb.to_string()},
+                              {"ms", t.median_ms},
+                              {"min_ms", t.min_ms},
+                              {"gflops", gflops},
+                              {"gbytes_per_s", gbs},
+                              {"device", device.info().id},
+                              {"algorithm", target->algorithm()},
+                              {"check_rel_l2", check}});
       }
-      const Timing t = measure(device.queue(), [&] { impl->run(pb, operands); }, opt.warmup, opt.repeats);
-      const double gflops = pb.flops() / (t.median_ms * 1e6);
-      const double gbs = pb.bytes() / (t.median_ms * 1e6);
-      std::cerr << fmt::format("{:.3f} ms, {:.1f} GFLOP/s\n", t.median_ms, gflops);
-      table.add_row({layer.name, std::string(to_string(dir)), std::to_string(pb.n), shape_text(pb),
-                     fmt::format("{:.3f}", t.median_ms), fmt::format("{:.1f}", gflops), fmt::format("{:.1f}", gbs),
-                     device.info().id, impl->name(), check},
-                    {{"layer", layer.name},
-                     {"direction", to_string(dir)},
-                     {"problem", pb.to_string()},
-                     {"ms", t.median_ms},
-                     {"min_ms", t.min_ms},
-                     {"gflops", gflops},
-                     {"gbytes_per_s", gbs},
-                     {"device", device.info().id},
-                     {"algorithm", impl->name()},
-                     {"check_rel_l2", check}});
     }
   }
-  std::cout << fmt::format("device: {} ({}), algorithm {}, median of {} after {} warm-up\n", device.info().id,
-                           device.info().name, impl->name(), opt.repeats, opt.warmup);
+  std::cout << fmt::format("device: {} ({}), median of {} after {} warm-up\n", device.info().id, device.info().name,
+                           opt.repeats, opt.warmup);
   table.print(std::cout);
   if (!opt.out.empty()) {
     const std::time_t now = std::time(nullptr);
@@ -147,6 +169,11 @@ void run_bench(const BenchOptions& opt) {
                           {"repeats", opt.repeats}});
     std::cout << fmt::format("wrote {}\n", opt.out);
   }
+  if (!failures.empty()) {
+    std::string text;
+    for (const auto& f : failures) text += "\n  " + f;
+    throw Error(fmt::format("{} layer(s) failed verification:{}", failures.size(), text));
+  }
 }
 
 }  // namespace
@@ -159,7 +186,11 @@ void add_bench_command(CLI::App& app) {
                   "One layer, e.g. N=1,C=64,H=27,K=192,R=5,pad=2 (W defaults to H, S to R); repeatable");
   cmd->add_option("--backend,--device", opt->device, "Device: cpu, opencl[:N], cuda[:N] or best")
       ->capture_default_str();
-  cmd->add_option("--algorithm", opt->algorithm, "CPU path: reference, sequential or threaded")->capture_default_str();
+  cmd->add_option("--algorithm", opt->algorithm, "CPU backend path: reference, sequential or threaded")
+      ->capture_default_str();
+  cmd->add_option("--family", opt->family, "Kernel family on a kernel device: auto, all, implicit_gemm, direct_tiled, im2col_gemm")
+      ->capture_default_str();
+  cmd->add_option("--config", opt->config, "Parameters for --family, e.g. TILE_M=64,TILE_N=64 (default: the family's)");
   cmd->add_option("--direction", opt->direction, "fwd, bwd-data, bwd-filter or all")->capture_default_str();
   cmd->add_option("--batch-scale", opt->batch_scale, "Multiply every layer's N by this (at least 1 remains)")
       ->capture_default_str();
