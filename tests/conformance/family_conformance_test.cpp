@@ -90,6 +90,7 @@ TEST_P(FamilyConformance, SampledConfigurationsMatchTheReference) {
   }
 }
 
+GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(FamilyConformance);  // a build may hold no family
 INSTANTIATE_TEST_SUITE_P(AllFamilies, FamilyConformance, testing::ValuesIn(all_family_directions()),
                          [](const testing::TestParamInfo<FamilyDirection>& info) {
                            std::string name = info.param.family + "_" + std::string(to_string(info.param.direction));
