@@ -1,0 +1,176 @@
+// The tuning database: loading (tolerant of a damaged user file, never overwriting it), insert/merge/prune,
+// lookup across user and shipped entries, and atomic saves that fold in concurrent writers.
+#include "src/tuning_db/tuning_database.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstdlib>
+
+#include "src/core/atomic_file.h"
+
+namespace convtune {
+
+namespace {
+
+std::string env(const char* name) {
+  const char* value = std::getenv(name);
+  return value ? value : "";
+}
+
+InsertOutcome insert_keeping_faster(std::map<std::string, TuningEntry>& entries, TuningEntry entry) {
+  std::string key = entry.key();
+  const auto it = entries.find(key);
+  if (it == entries.end()) {
+    entries.emplace(std::move(key), std::move(entry));
+    return InsertOutcome::Added;
+  }
+  if (entry.time_ms < it->second.time_ms) {
+    it->second = std::move(entry);
+    return InsertOutcome::Replaced;
+  }
+  return InsertOutcome::KeptExisting;
+}
+
+}  // namespace
+
+std::filesystem::path TuningDatabase::default_user_file() {
+  if (const std::string explicit_file = env("CONVTUNE_TUNING_DB"); !explicit_file.empty()) return explicit_file;
+  // The XDG spec says a relative XDG_DATA_HOME is invalid and must be ignored.
+  if (const std::string xdg = env("XDG_DATA_HOME"); !xdg.empty() && xdg.front() == '/')
+    return std::filesystem::path(xdg) / "convtune" / "tuning.json";
+  if (const std::string home = env("HOME"); !home.empty())
+    return std::filesystem::path(home) / ".local" / "share" / "convtune" / "tuning.json";
+  throw Error(
+      "cannot place the tuning database: HOME and XDG_DATA_HOME are unset; set CONVTUNE_TUNING_DB to a file path");
+}
+
+TuningDatabase::TuningDatabase(std::filesystem::path user_file, const std::filesystem::path& shipped_dir)
+    : user_file_(std::move(user_file)), user_origin_(user_file_.string()) {
+  std::error_code ec;
+  if (std::filesystem::exists(user_file_, ec) || ec) {
+    try {
+      for (TuningEntry& e : read_tuning_file(user_file_)) insert_keeping_faster(user_entries_, std::move(e));
+    } catch (const TuningDatabaseError& e) {
+      // Keep nothing from a damaged file: half of it could be mistaken for all of it and then saved.
+      user_entries_.clear();
+      user_file_error_ = e.what();
+    }
+  }
+
+  if (shipped_dir.empty()) return;
+  if (!std::filesystem::is_directory(shipped_dir, ec))
+    throw TuningDatabaseError(shipped_dir, fmt::format("shipped tuning defaults directory {} does not exist",
+                                                       shipped_dir.string()));
+  for (const auto& item : std::filesystem::directory_iterator(shipped_dir))
+    if (item.is_regular_file() && item.path().extension() == ".json") shipped_files_.push_back(item.path());
+  std::sort(shipped_files_.begin(), shipped_files_.end());
+  for (const auto& file : shipped_files_)
+    for (TuningEntry& e : read_tuning_file(file)) shipped_entries_.emplace_back(std::move(e), file.string());
+}
+
+LookupResult TuningDatabase::lookup(const ConvProblem& problem, const DeviceInfo& device,
+                                    const std::map<std::string, std::string>& source_hash_by_family,
+                                    const LookupOptions& options) const {
+  std::vector<LookupCandidate> candidates;
+  candidates.reserve(user_entries_.size() + shipped_entries_.size());
+  // User entries first: on equal rank the user's own measurement beats a shipped one.
+  for (const auto& [key, e] : user_entries_) candidates.push_back({&e, &user_origin_});
+  for (const auto& [e, origin] : shipped_entries_) candidates.push_back({&e, &origin});
+  return lookup_tuning(candidates, problem, device, source_hash_by_family, options);
+}
+
+InsertOutcome TuningDatabase::insert(TuningEntry entry) {
+  const std::string what = fmt::format("tuning entry ({} {})", entry.family, entry.problem.to_string());
+  if (entry.family.empty()) throw InvalidArgument(fmt::format("{}: field 'family' is empty", what));
+  if (entry.device.fingerprint.empty())
+    throw InvalidArgument(fmt::format("{}: field 'device.fingerprint' is empty", what));
+  if (!(entry.time_ms > 0))
+    throw InvalidArgument(fmt::format("{}: field 'time_ms' is {}: expected a positive time", what, entry.time_ms));
+  return insert_keeping_faster(user_entries_, std::move(entry));
+}
+
+MergeCounts TuningDatabase::merge(const std::vector<TuningEntry>& entries) {
+  MergeCounts counts;
+  for (const TuningEntry& e : entries) {
+    switch (insert(e)) {
+      case InsertOutcome::Added: ++counts.added; break;
+      case InsertOutcome::Replaced: ++counts.replaced; break;
+      case InsertOutcome::KeptExisting: ++counts.kept; break;
+    }
+  }
+  return counts;
+}
+
+MergeCounts TuningDatabase::merge_file(const std::filesystem::path& path) { return merge(read_tuning_file(path)); }
+
+size_t TuningDatabase::prune_if(const std::function<bool(const TuningEntry&)>& remove) {
+  size_t removed = 0;
+  for (auto it = user_entries_.begin(); it != user_entries_.end();) {
+    if (remove(it->second)) {
+      pruned_keys_.insert(it->first);
+      it = user_entries_.erase(it);
+      ++removed;
+    } else {
+      ++it;
+    }
+  }
+  return removed;
+}
+
+size_t TuningDatabase::prune_stale(std::span<const DeviceInfo> devices,
+                                   const std::map<std::string, std::string>& source_hash_by_family) {
+  return prune_if([&](const TuningEntry& e) {
+    const auto family = source_hash_by_family.find(e.family);
+    if (family != source_hash_by_family.end() && family->second != e.source_hash) return true;
+    return std::any_of(devices.begin(), devices.end(), [&](const DeviceInfo& d) {
+      return e.device.same_hardware(d) && e.device.fingerprint != d.fingerprint();
+    });
+  });
+}
+
+size_t TuningDatabase::prune_device(std::string_view device) {
+  return prune_if([&](const TuningEntry& e) { return e.device.fingerprint == device || e.device.name == device; });
+}
+
+void TuningDatabase::save() {
+  std::error_code ec;
+  if (std::filesystem::exists(user_file_, ec) || ec) {
+    std::vector<TuningEntry> on_disk;
+    try {
+      on_disk = read_tuning_file(user_file_);
+    } catch (const TuningDatabaseError& e) {
+      throw TuningDatabaseError(
+          user_file_, fmt::format("refusing to save the tuning database: {}. The file was left untouched; fix or "
+                                  "remove {}, then save again",
+                                  e.what(), user_file_.string()));
+    }
+    for (TuningEntry& e : on_disk)
+      if (!pruned_keys_.count(e.key())) insert_keeping_faster(user_entries_, std::move(e));
+  }
+  std::vector<const TuningEntry*> ordered;
+  ordered.reserve(user_entries_.size());
+  for (const auto& [key, e] : user_entries_) ordered.push_back(&e);
+  write_file_atomic(user_file_, tuning_file_text(ordered));
+  user_file_error_.clear();
+}
+
+std::vector<ListedEntry> TuningDatabase::list(const EntryFilter& filter) const {
+  auto matches = [&](const TuningEntry& e) {
+    if (!filter.family.empty() && e.family != filter.family) return false;
+    if (filter.direction && e.problem.direction != *filter.direction) return false;
+    if (!filter.device.empty() && e.device.name.find(filter.device) == std::string::npos &&
+        e.device.fingerprint.find(filter.device) == std::string::npos)
+      return false;
+    return true;
+  };
+  std::vector<ListedEntry> out;
+  for (const auto& [key, e] : user_entries_)
+    if (matches(e)) out.push_back({e, user_origin_, false});
+  if (filter.include_shipped)
+    for (const auto& [e, origin] : shipped_entries_)
+      if (matches(e)) out.push_back({e, origin, true});
+  return out;
+}
+
+}  // namespace convtune

@@ -1,0 +1,226 @@
+// TuningEntry construction, staleness and strict JSON (de)serialisation with errors that name the field.
+#include "src/tuning_db/tuning_entry.h"
+
+#include <fmt/format.h>
+
+#include <ctime>
+#include <nlohmann/json.hpp>
+
+#include "convtune/error.h"
+
+#ifndef CONVTUNE_VERSION
+// The project version (CMakeLists.txt project()); a build that defines CONVTUNE_VERSION overrides it.
+#define CONVTUNE_VERSION "0.1.0"
+#endif
+
+namespace convtune {
+
+TuningDevice TuningDevice::from(const DeviceInfo& info) {
+  return {info.fingerprint(), std::string(to_string(info.backend)), info.name, info.vendor, info.architecture,
+          info.driver_version};
+}
+
+bool TuningDevice::same_hardware(const DeviceInfo& info) const {
+  return backend == to_string(info.backend) && name == info.name && vendor == info.vendor &&
+         architecture == info.architecture;
+}
+
+std::string TuningEntry::key() const {
+  return fmt::format("{}\n{}\n{}\n{}", device.fingerprint, family, source_hash, problem.to_string());
+}
+
+std::string_view convtune_version() { return CONVTUNE_VERSION; }
+
+std::string utc_date_now() {
+  const std::time_t now = std::time(nullptr);
+  std::tm utc{};
+  gmtime_r(&now, &utc);
+  char text[32];
+  std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", &utc);
+  return text;
+}
+
+TuningEntry make_tuning_entry(const DeviceInfo& device, std::string family, std::string source_hash,
+                              const ConvProblem& problem, Config parameters, double time_ms) {
+  if (!(time_ms > 0))
+    throw InvalidArgument(fmt::format("tuning entry for {} {}: time {} ms is invalid: expected a positive time",
+                                      family, problem.to_string(), time_ms));
+  TuningEntry e;
+  e.device = TuningDevice::from(device);
+  e.family = std::move(family);
+  e.source_hash = std::move(source_hash);
+  e.problem = problem;
+  e.parameters = std::move(parameters);
+  e.time_ms = time_ms;
+  e.gflops = problem.flops() / (time_ms * 1e6);
+  e.date = utc_date_now();
+  e.convtune_version = std::string(convtune_version());
+  return e;
+}
+
+std::string stale_reason(const TuningEntry& entry, const DeviceInfo& device, std::string_view current_source_hash) {
+  if (entry.source_hash != current_source_hash)
+    return fmt::format("kernel source changed: entry measured with source {}, now {}", entry.source_hash,
+                       current_source_hash);
+  if (entry.device.same_hardware(device) && entry.device.fingerprint != device.fingerprint()) {
+    if (entry.device.driver_version != device.driver_version)
+      return fmt::format("driver changed: entry measured with {}, now {}", entry.device.driver_version,
+                         device.driver_version);
+    return fmt::format("device fingerprint changed: entry '{}', now '{}'", entry.device.fingerprint,
+                       device.fingerprint());
+  }
+  return {};
+}
+
+nlohmann::ordered_json to_json(const TuningEntry& e) {
+  const ConvProblem& p = e.problem;
+  nlohmann::ordered_json parameters = nlohmann::ordered_json::object();
+  for (const auto& [name, value] : e.parameters) parameters[name] = value;
+  // The shape fields duplicate the problem text so the file can be read and filtered without parsing it;
+  // loading checks that both agree.
+  nlohmann::ordered_json shape = {
+      {"N", p.n}, {"C", p.c}, {"H", p.h}, {"W", p.w}, {"K", p.k}, {"R", p.r}, {"S", p.s},
+      {"stride_h", p.stride.h}, {"stride_w", p.stride.w}, {"pad_h", p.pad.h}, {"pad_w", p.pad.w},
+      {"dilation_h", p.dilation.h}, {"dilation_w", p.dilation.w}, {"groups", p.groups}};
+  nlohmann::ordered_json device = {{"fingerprint", e.device.fingerprint},
+                                   {"backend", e.device.backend},
+                                   {"name", e.device.name},
+                                   {"vendor", e.device.vendor},
+                                   {"architecture", e.device.architecture},
+                                   {"driver_version", e.device.driver_version}};
+  return {
+      {"family", e.family},
+      {"problem", p.to_string()},
+      {"direction", std::string(to_string(p.direction))},
+      {"precision", std::string(to_string(p.precision))},
+      {"shape", std::move(shape)},
+      {"parameters", std::move(parameters)},
+      {"time_ms", e.time_ms},
+      {"gflops", e.gflops},
+      {"device", std::move(device)},
+      {"source_hash", e.source_hash},
+      {"date", e.date},
+      {"convtune_version", e.convtune_version},
+  };
+}
+
+namespace {
+
+// Reads fields of one JSON object and names the entry and the field in every error.
+class FieldReader {
+ public:
+  FieldReader(const nlohmann::json& object, std::string where) : object_(object), where_(std::move(where)) {}
+
+  void describe_as(const std::string& what) { what_ = what; }
+
+  [[noreturn]] void fail(const std::string& field, const std::string& problem) const {
+    throw InvalidArgument(fmt::format("{}{}: field '{}' {}", where_, what_, field, problem));
+  }
+
+  const nlohmann::json& require(const nlohmann::json& object, const std::string& field,
+                                const std::string& path) const {
+    const auto it = object.find(field);
+    if (it == object.end()) fail(path, "is missing");
+    return *it;
+  }
+
+  std::string text(const std::string& field, const nlohmann::json* within = nullptr,
+                   const std::string& prefix = {}) const {
+    const nlohmann::json& v = require(within ? *within : object_, field, prefix + field);
+    if (!v.is_string()) fail(prefix + field, fmt::format("must be a string, found {}", v.dump()));
+    return v.get<std::string>();
+  }
+
+  double number(const std::string& field) const {
+    const nlohmann::json& v = require(object_, field, field);
+    if (!v.is_number()) fail(field, fmt::format("must be a number, found {}", v.dump()));
+    return v.get<double>();
+  }
+
+  const nlohmann::json& object(const std::string& field) const {
+    const nlohmann::json& v = require(object_, field, field);
+    if (!v.is_object()) fail(field, fmt::format("must be an object, found {}", v.dump()));
+    return v;
+  }
+
+ private:
+  const nlohmann::json& object_;
+  std::string where_;
+  std::string what_;
+};
+
+}  // namespace
+
+TuningEntry tuning_entry_from_json(const nlohmann::json& json, const std::string& where) {
+  if (!json.is_object())
+    throw InvalidArgument(fmt::format("{}: must be an object, found {}", where, json.dump()));
+  FieldReader read(json, where);
+  TuningEntry e;
+  // Family and problem first, so every later error names the entry by what it is.
+  e.family = read.text("family");
+  if (e.family.empty()) read.fail("family", "is empty");
+  const std::string problem_text = read.text("problem");
+  read.describe_as(fmt::format(" ({} {})", e.family, problem_text));
+  try {
+    e.problem = parse_problem(problem_text);
+    e.problem.validate();
+  } catch (const Error& error) {
+    read.fail("problem", fmt::format("is not a valid problem: {}", error.what()));
+  }
+
+  const nlohmann::json& device = read.object("device");
+  e.device.fingerprint = read.text("fingerprint", &device, "device.");
+  e.device.backend = read.text("backend", &device, "device.");
+  e.device.name = read.text("name", &device, "device.");
+  e.device.vendor = read.text("vendor", &device, "device.");
+  e.device.architecture = read.text("architecture", &device, "device.");
+  e.device.driver_version = read.text("driver_version", &device, "device.");
+  if (e.device.fingerprint.empty()) read.fail("device.fingerprint", "is empty");
+  e.source_hash = read.text("source_hash");
+
+  // Optional duplicates of the problem text must agree with it: a hand edit of one but not the other would
+  // otherwise silently mean two different things.
+  if (json.contains("direction")) {
+    const std::string direction = read.text("direction");
+    if (direction != to_string(e.problem.direction))
+      read.fail("direction", fmt::format("is '{}' but the problem says '{}'", direction,
+                                         to_string(e.problem.direction)));
+  }
+  if (json.contains("precision")) {
+    const std::string precision = read.text("precision");
+    if (precision != to_string(e.problem.precision))
+      read.fail("precision", fmt::format("is '{}' but the problem says '{}'", precision,
+                                         to_string(e.problem.precision)));
+  }
+  if (json.contains("shape")) {
+    const nlohmann::json& shape = read.object("shape");
+    const ConvProblem& p = e.problem;
+    const std::pair<const char*, int64_t> fields[] = {
+        {"N", p.n}, {"C", p.c}, {"H", p.h}, {"W", p.w}, {"K", p.k}, {"R", p.r}, {"S", p.s},
+        {"stride_h", p.stride.h}, {"stride_w", p.stride.w}, {"pad_h", p.pad.h}, {"pad_w", p.pad.w},
+        {"dilation_h", p.dilation.h}, {"dilation_w", p.dilation.w}, {"groups", p.groups}};
+    for (const auto& [name, expected] : fields) {
+      const auto it = shape.find(name);
+      if (it == shape.end()) continue;
+      const std::string field = std::string("shape.") + name;
+      if (!it->is_number_integer()) read.fail(field, fmt::format("must be an integer, found {}", it->dump()));
+      if (it->get<int64_t>() != expected)
+        read.fail(field, fmt::format("is {} but the problem says {}", it->get<int64_t>(), expected));
+    }
+  }
+
+  const nlohmann::json& parameters = read.object("parameters");
+  for (const auto& [name, value] : parameters.items()) {
+    if (!value.is_number_integer())
+      read.fail("parameters." + name, fmt::format("must be an integer, found {}", value.dump()));
+    e.parameters[name] = value.get<int64_t>();
+  }
+  e.time_ms = read.number("time_ms");
+  if (!(e.time_ms > 0)) read.fail("time_ms", fmt::format("must be a positive time, found {}", e.time_ms));
+  e.gflops = read.number("gflops");
+  e.date = read.text("date");
+  e.convtune_version = read.text("convtune_version");
+  return e;
+}
+
+}  // namespace convtune

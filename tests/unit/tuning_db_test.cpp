@@ -1,0 +1,479 @@
+// The tuning database: fallback tiers, shape distance, staleness, atomic saves, damaged files left untouched,
+// merge and prune, shipped defaults and the user-file location rules.
+#include <gtest/gtest.h>
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <cmath>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+
+#include "src/core/atomic_file.h"
+#include "src/tuning_db/shape_distance.h"
+#include "src/tuning_db/tuning_database.h"
+#include "src/tuning_db/tuning_db_report.h"
+
+using namespace convtune;
+namespace fs = std::filesystem;
+
+namespace {
+
+DeviceInfo gpu(std::string name, std::string architecture, std::string vendor = "NVIDIA Corporation",
+               std::string driver = "550.54", BackendKind backend = BackendKind::Cuda) {
+  DeviceInfo d;
+  d.backend = backend;
+  d.name = std::move(name);
+  d.vendor = std::move(vendor);
+  d.architecture = std::move(architecture);
+  d.driver_version = std::move(driver);
+  return d;
+}
+
+const DeviceInfo kH100 = gpu("NVIDIA H100 80GB HBM3", "sm_90");
+const DeviceInfo kH200 = gpu("NVIDIA H200", "sm_90");
+const DeviceInfo kA100 = gpu("NVIDIA A100-SXM4-80GB", "sm_80");
+const DeviceInfo kRadeon = gpu("Radeon RX 7900 XTX", "gfx1100", "Advanced Micro Devices, Inc.", "6.1",
+                               BackendKind::OpenCL);
+
+const std::map<std::string, std::string> kHashes{{"implicit_gemm", "src-v2"}, {"direct_tiled", "dt-v1"}};
+
+ConvProblem problem(std::string_view text) { return parse_problem(text); }
+
+const ConvProblem kLayer = problem("N=1,C=64,H=32,W=32,K=64,R=3,S=3,pad=1");
+
+TuningEntry entry(const DeviceInfo& device, const ConvProblem& p, double ms, int64_t tile = 64,
+                  std::string family = "implicit_gemm", std::string hash = "src-v2") {
+  return make_tuning_entry(device, std::move(family), std::move(hash), p, {{"TILE_M", tile}, {"TILE_N", 32}}, ms);
+}
+
+// A fresh directory per test, removed afterwards.
+class TuningDbTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() /
+           fmt::format("convtune_tuning_db_{}_{}", ::testing::UnitTest::GetInstance()->current_test_info()->name(),
+                       static_cast<long>(getpid()));
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+    file_ = dir_ / "user" / "tuning.json";
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  static void write(const fs::path& path, const std::string& text) {
+    fs::create_directories(path.parent_path());
+    std::ofstream(path, std::ios::binary) << text;
+  }
+  static std::vector<std::string> files_in(const fs::path& dir) {
+    std::vector<std::string> names;
+    for (const auto& item : fs::directory_iterator(dir)) names.push_back(item.path().filename().string());
+    std::sort(names.begin(), names.end());
+    return names;
+  }
+  static bool contains(const std::string& text, const std::string& part) {
+    return text.find(part) != std::string::npos;
+  }
+
+  fs::path dir_;
+  fs::path file_;
+};
+
+}  // namespace
+
+TEST_F(TuningDbTest, ExactLookupAfterSaveAndReload) {
+  {
+    TuningDatabase db(file_);
+    EXPECT_EQ(db.insert(entry(kH100, kLayer, 0.5, 128)), InsertOutcome::Added);
+    db.insert(entry(kH100, kLayer.with_direction(Direction::BackwardData), 0.2, 16));
+    db.save();
+  }
+  TuningDatabase db(file_);
+  EXPECT_TRUE(db.user_file_error().empty());
+  const LookupResult r = db.lookup(kLayer, kH100, kHashes);
+  ASSERT_EQ(r.tier, LookupTier::Exact) << r.explain();
+  EXPECT_EQ(r.entry->parameters.at("TILE_M"), 128);  // not the bwd-data entry
+  EXPECT_EQ(r.entry->problem, kLayer);
+  EXPECT_EQ(r.distance, 0);
+  EXPECT_EQ(r.origin, file_.string());
+  EXPECT_TRUE(r.stale.empty());
+  EXPECT_NEAR(r.entry->gflops, kLayer.flops() / 0.5e6, 1e-9);
+  EXPECT_EQ(r.entry->convtune_version, convtune_version());
+  EXPECT_EQ(r.entry->date.size(), 20u);  // 2025-03-01T12:00:00Z
+  EXPECT_TRUE(contains(r.explain(), "tuned for this problem on this device: implicit_gemm TILE_M=128")) << r.explain();
+}
+
+TEST_F(TuningDbTest, NearestShapeIsTheSmallestLogRatioDistanceAmongComparableShapes) {
+  TuningDatabase db(file_);
+  // Asked: N=1,C=64,H=32,W=32,K=64, 3x3, stride 1.
+  const ConvProblem near = problem("N=1,C=64,H=56,W=56,K=64,R=3,S=3,pad=1");     // 2*log2(56/32) = 1.61
+  const ConvProblem far = problem("N=1,C=128,H=28,W=28,K=128,R=3,S=3,pad=1");    // 1 + 1 + 2*log2(32/28) = 2.39
+  const ConvProblem batch = problem("N=8,C=64,H=32,W=32,K=64,R=3,S=3,pad=1");     // log2(8) = 3
+  const ConvProblem pointwise = problem("N=1,C=64,H=32,W=32,K=64,R=1,S=1");       // 0, but another filter size
+  const ConvProblem strided = problem("N=1,C=64,H=32,W=32,K=64,R=3,S=3,stride=2"); // 0, but another stride
+  const ConvProblem depthwise = problem("N=1,C=64,H=32,W=32,K=64,R=3,S=3,pad=1,groups=64");
+  db.insert(entry(kH100, near, 0.9, 1));
+  db.insert(entry(kH100, far, 0.01, 2));  // much faster, but farther: distance decides
+  db.insert(entry(kH100, batch, 0.5, 3));
+  db.insert(entry(kH100, pointwise, 0.1, 4));
+  db.insert(entry(kH100, strided, 0.1, 5));
+  db.insert(entry(kH100, depthwise, 0.1, 6));
+  db.insert(entry(kH100, problem("N=1,C=64,H=32,W=32,K=64,R=3,S=3,pad=1,precision=fp16"), 0.1, 7));
+
+  EXPECT_NEAR(shape_distance(kLayer, near), 2 * std::log2(56.0 / 32), 1e-12);
+  EXPECT_NEAR(shape_distance(kLayer, far), 2 + 2 * std::log2(32.0 / 28), 1e-12);
+  EXPECT_FALSE(comparable_shapes(kLayer, pointwise));
+  EXPECT_FALSE(comparable_shapes(kLayer, strided));
+  EXPECT_FALSE(comparable_shapes(kLayer, depthwise));
+  EXPECT_EQ(groups_class(depthwise), "depthwise");
+
+  const LookupResult r = db.lookup(kLayer, kH100, kHashes);
+  ASSERT_EQ(r.tier, LookupTier::Nearest) << r.explain();
+  EXPECT_EQ(r.entry->problem, near);
+  EXPECT_NEAR(r.distance, 1.6147, 1e-4);
+  EXPECT_TRUE(contains(r.explain(), "nearest tuned shape " + near.to_string())) << r.explain();
+
+  // Padding is not part of the comparison: the same extents with pad 0 are at distance 0.
+  const LookupResult unpadded = db.lookup(problem("N=1,C=64,H=56,W=56,K=64,R=3,S=3"), kH100, kHashes);
+  EXPECT_EQ(unpadded.tier, LookupTier::Nearest);
+  EXPECT_EQ(unpadded.entry->problem, near);
+  EXPECT_EQ(unpadded.distance, 0);
+
+  // Entries whose parameters do not fit the asked problem are skipped, and said so.
+  LookupOptions options;
+  options.accepts = [](const TuningEntry& e) { return e.parameters.at("TILE_M") != 1; };
+  const LookupResult fitted = db.lookup(kLayer, kH100, kHashes, options);
+  EXPECT_EQ(fitted.entry->problem, far);
+  ASSERT_EQ(fitted.rejected.size(), 1u);
+  EXPECT_EQ(fitted.rejected.front().entry.problem, near);
+}
+
+TEST_F(TuningDbTest, ArchitectureThenVendorThenBuiltInDefault) {
+  TuningDatabase db(file_);
+  db.insert(entry(kH100, kLayer, 0.5, 128));
+  db.insert(entry(kA100, kLayer, 0.8, 64));
+  // Same architecture string but another backend: not a fallback.
+  db.insert(entry(gpu("NVIDIA H100 (OpenCL)", "sm_90", "NVIDIA Corporation", "550.54", BackendKind::OpenCL),
+                  kLayer, 0.1, 8));
+
+  const LookupResult h200 = db.lookup(kLayer, kH200, kHashes);
+  ASSERT_EQ(h200.tier, LookupTier::Architecture) << h200.explain();
+  EXPECT_EQ(h200.entry->device.name, kH100.name);
+  EXPECT_TRUE(contains(h200.explain(), "tuned on NVIDIA H100 80GB HBM3 (same architecture)")) << h200.explain();
+
+  // Another NVIDIA architecture: the vendor tier, which picks the faster of the two (both at distance 0).
+  const LookupResult v100 = db.lookup(kLayer, gpu("Tesla V100", "sm_70"), kHashes);
+  ASSERT_EQ(v100.tier, LookupTier::Vendor) << v100.explain();
+  EXPECT_EQ(v100.entry->parameters.at("TILE_M"), 128);
+
+  // Fallback tiers take the nearest comparable shape too, and report it.
+  const LookupResult bigger = db.lookup(problem("N=2,C=64,H=32,W=32,K=64,R=3,S=3,pad=1"), kH200, kHashes);
+  EXPECT_EQ(bigger.tier, LookupTier::Architecture);
+  EXPECT_EQ(bigger.distance, 1);
+  EXPECT_TRUE(contains(bigger.explain(), "nearest shape " + kLayer.to_string())) << bigger.explain();
+
+  const LookupResult amd = db.lookup(kLayer, kRadeon, kHashes);
+  EXPECT_EQ(amd.tier, LookupTier::BuiltInDefault);
+  EXPECT_FALSE(amd.entry);
+  EXPECT_TRUE(contains(amd.explain(), "built-in default")) << amd.explain();
+}
+
+TEST_F(TuningDbTest, BuiltInDefaultWhenNothingMatchesAndOtherFamiliesAreIgnored) {
+  TuningDatabase db(file_);
+  EXPECT_EQ(db.lookup(kLayer, kH100, kHashes).tier, LookupTier::BuiltInDefault);
+  db.insert(entry(kH100, kLayer, 0.5, 128, "winograd", "w-v1"));  // a family the caller cannot run
+  const LookupResult r = db.lookup(kLayer, kH100, kHashes);
+  EXPECT_EQ(r.tier, LookupTier::BuiltInDefault);
+  EXPECT_TRUE(r.stale.empty());
+  // Among the families asked for, the fastest exact entry wins.
+  db.insert(entry(kH100, kLayer, 0.7, 16, "direct_tiled", "dt-v1"));
+  db.insert(entry(kH100, kLayer, 0.6, 32));
+  EXPECT_EQ(db.lookup(kLayer, kH100, kHashes).entry->family, "implicit_gemm");
+}
+
+TEST_F(TuningDbTest, StaleBySourceHashIsReportedAndNotTrusted) {
+  TuningDatabase db(file_);
+  db.insert(entry(kH100, kLayer, 0.5, 128, "implicit_gemm", "src-v1"));
+  const LookupResult r = db.lookup(kLayer, kH100, kHashes);
+  EXPECT_EQ(r.tier, LookupTier::BuiltInDefault);
+  ASSERT_EQ(r.stale.size(), 1u);
+  EXPECT_EQ(r.stale.front().reason, "kernel source changed: entry measured with source src-v1, now src-v2");
+  EXPECT_TRUE(contains(r.explain(), "1 stale entry ignored")) << r.explain();
+
+  // With a fresh entry for a nearby shape, that answers and the stale exact one is still reported.
+  db.insert(entry(kH100, problem("N=2,C=64,H=32,W=32,K=64,R=3,S=3,pad=1"), 0.9, 32));
+  const LookupResult nearest = db.lookup(kLayer, kH100, kHashes);
+  EXPECT_EQ(nearest.tier, LookupTier::Nearest);
+  EXPECT_EQ(nearest.stale.size(), 1u);
+  // A stale entry does not serve other devices either.
+  EXPECT_EQ(db.lookup(kLayer, kH200, kHashes).stale.size(), 1u);
+}
+
+TEST_F(TuningDbTest, StaleByDriverIsReportedAndNotUsedAsAFallback) {
+  TuningDatabase db(file_);
+  db.insert(entry(gpu(kH100.name, "sm_90", kH100.vendor, "535.104"), kLayer, 0.5, 128));
+  const LookupResult r = db.lookup(kLayer, kH100, kHashes);
+  EXPECT_EQ(r.tier, LookupTier::BuiltInDefault) << r.explain();
+  ASSERT_EQ(r.stale.size(), 1u);
+  EXPECT_EQ(r.stale.front().reason, "driver changed: entry measured with 535.104, now 550.54");
+  // The same entry is a fine architecture fallback for another sm_90 device: its driver is its own business.
+  EXPECT_EQ(db.lookup(kLayer, kH200, kHashes).tier, LookupTier::Architecture);
+}
+
+TEST_F(TuningDbTest, InsertKeepsTheFastestPerKey) {
+  TuningDatabase db(file_);
+  EXPECT_EQ(db.insert(entry(kH100, kLayer, 2.0, 8)), InsertOutcome::Added);
+  EXPECT_EQ(db.insert(entry(kH100, kLayer, 1.0, 16)), InsertOutcome::Replaced);
+  EXPECT_EQ(db.insert(entry(kH100, kLayer, 3.0, 32)), InsertOutcome::KeptExisting);
+  EXPECT_EQ(db.user_entry_count(), 1u);
+  EXPECT_EQ(db.lookup(kLayer, kH100, kHashes).entry->parameters.at("TILE_M"), 16);
+  // Another source hash or driver is another key: the stale one stays until pruned.
+  EXPECT_EQ(db.insert(entry(kH100, kLayer, 5.0, 8, "implicit_gemm", "src-v1")), InsertOutcome::Added);
+  EXPECT_EQ(db.user_entry_count(), 2u);
+
+  TuningEntry bad = entry(kH100, kLayer, 1.0);
+  bad.time_ms = 0;
+  EXPECT_THROW(db.insert(bad), InvalidArgument);
+}
+
+TEST_F(TuningDbTest, SaveReplacesTheFileWholeAndLeavesNoTemporaryFiles) {
+  TuningDatabase db(file_);
+  db.insert(entry(kH100, kLayer, 1.0));
+  db.save();
+  const std::string first = read_file(file_);
+  db.insert(entry(kH100, problem("N=4,C=3,H=224,K=64,R=11,stride=4,pad=2"), 3.0));
+  db.save();
+  const std::string second = read_file(file_);
+  EXPECT_NE(first, second);
+  EXPECT_TRUE(contains(second, "\"format\": \"convtune-tuning-db\""));
+  EXPECT_EQ(second.back(), '\n');
+  EXPECT_EQ(files_in(file_.parent_path()), std::vector<std::string>{"tuning.json"});
+  EXPECT_EQ(TuningDatabase(file_).user_entry_count(), 2u);
+  db.save();  // saving again changes nothing
+  EXPECT_EQ(read_file(file_), second);
+}
+
+TEST_F(TuningDbTest, TruncatedFileIsReportedWithItsPathAndNeverOverwritten) {
+  {
+    TuningDatabase db(file_);
+    db.insert(entry(kH100, kLayer, 1.0));
+    db.save();
+  }
+  const std::string whole = read_file(file_);
+  const std::string truncated = whole.substr(0, whole.size() / 2);
+  write(file_, truncated);
+
+  TuningDatabase db(file_);
+  EXPECT_TRUE(contains(db.user_file_error(), file_.string())) << db.user_file_error();
+  EXPECT_TRUE(contains(db.user_file_error(), "is not valid JSON: parse error at line")) << db.user_file_error();
+  EXPECT_EQ(db.user_entry_count(), 0u);
+  EXPECT_EQ(db.lookup(kLayer, kH100, kHashes).tier, LookupTier::BuiltInDefault);  // lookups go on
+
+  db.insert(entry(kH100, kLayer, 0.5));
+  try {
+    db.save();
+    FAIL() << "expected save to refuse";
+  } catch (const TuningDatabaseError& e) {
+    EXPECT_EQ(e.path(), file_);
+    EXPECT_TRUE(contains(e.what(), "refusing to save the tuning database")) << e.what();
+    EXPECT_TRUE(contains(e.what(), "fix or remove " + file_.string())) << e.what();
+  }
+  EXPECT_EQ(read_file(file_), truncated);  // untouched, byte for byte
+  EXPECT_EQ(files_in(file_.parent_path()), std::vector<std::string>{"tuning.json"});
+
+  // Once the user removes it, saving works again.
+  fs::remove(file_);
+  db.save();
+  EXPECT_EQ(TuningDatabase(file_).user_entry_count(), 1u);
+}
+
+TEST_F(TuningDbTest, WrongTypesNameTheFileTheEntryAndTheField) {
+  TuningDatabase good(file_);
+  good.insert(entry(kH100, kLayer, 1.0));
+  good.save();
+  const std::string text = read_file(file_);
+
+  auto error_for = [&](const std::string& from, const std::string& to) {
+    std::string broken = text;
+    const size_t at = broken.find(from);
+    EXPECT_NE(at, std::string::npos) << from;
+    broken.replace(at, from.size(), to);
+    write(file_, broken);
+    TuningDatabase db(file_);
+    db.insert(entry(kH200, kLayer, 1.0));
+    EXPECT_THROW(db.save(), TuningDatabaseError);
+    EXPECT_EQ(read_file(file_), broken);
+    return db.user_file_error();
+  };
+  const std::string where = "tuning database " + file_.string() + ": entry 0 (implicit_gemm " + kLayer.to_string() + ")";
+  EXPECT_EQ(error_for("\"time_ms\": 1.0", "\"time_ms\": \"fast\""),
+            where + ": field 'time_ms' must be a number, found \"fast\"");
+  EXPECT_EQ(error_for("\"TILE_M\": 64", "\"TILE_M\": 6.5"),
+            where + ": field 'parameters.TILE_M' must be an integer, found 6.5");
+  EXPECT_EQ(error_for("\"C\": 64", "\"C\": 32"), where + ": field 'shape.C' is 32 but the problem says 64");
+  EXPECT_TRUE(contains(error_for("\"driver_version\": \"550.54\"", "\"driver_version\": 550"),
+                       "field 'device.driver_version' must be a string, found 550"));
+  EXPECT_TRUE(contains(error_for("\"entries\": [", "\"entries\": \"none\", \"moved\": ["),
+                       "field 'entries' must be an array, found string"));
+  EXPECT_TRUE(contains(error_for("\"format_version\": 1", "\"format_version\": 7"),
+                       "format_version 7 is not supported"));
+}
+
+TEST_F(TuningDbTest, AFixedFileIsFoldedInOnSave) {
+  write(file_, "{ not json");
+  TuningDatabase db(file_);
+  ASSERT_FALSE(db.user_file_error().empty());
+  db.insert(entry(kH100, kLayer, 1.0));
+  // The user repairs the file (here: another process's valid database) before saving again.
+  TuningDatabase other(dir_ / "other.json");
+  other.insert(entry(kA100, kLayer, 2.0));
+  other.save();
+  fs::copy_file(dir_ / "other.json", file_, fs::copy_options::overwrite_existing);
+  db.save();
+  EXPECT_TRUE(db.user_file_error().empty());
+  EXPECT_EQ(TuningDatabase(file_).user_entry_count(), 2u);
+}
+
+TEST_F(TuningDbTest, ConcurrentSavesDoNotEraseEachOther) {
+  TuningDatabase first(file_), second(file_);
+  first.insert(entry(kH100, kLayer, 1.0));
+  second.insert(entry(kA100, kLayer, 2.0));
+  first.save();
+  second.save();
+  EXPECT_EQ(TuningDatabase(file_).user_entry_count(), 2u);
+}
+
+TEST_F(TuningDbTest, MergeKeepsTheFasterPerKey) {
+  TuningDatabase mine(file_);
+  mine.insert(entry(kH100, kLayer, 1.0, 8));
+  mine.insert(entry(kH100, kLayer.with_direction(Direction::BackwardFilter), 1.0, 8));
+  TuningDatabase theirs(dir_ / "theirs.json");
+  theirs.insert(entry(kH100, kLayer, 0.5, 16));                                           // faster: replaces
+  theirs.insert(entry(kH100, kLayer.with_direction(Direction::BackwardFilter), 4.0, 16));  // slower: ours kept
+  theirs.insert(entry(kA100, kLayer, 2.0, 32));                                           // new
+  theirs.save();
+
+  const MergeCounts counts = mine.merge_file(dir_ / "theirs.json");
+  EXPECT_EQ(counts.added, 1u);
+  EXPECT_EQ(counts.replaced, 1u);
+  EXPECT_EQ(counts.kept, 1u);
+  EXPECT_EQ(mine.user_entry_count(), 3u);
+  EXPECT_EQ(mine.lookup(kLayer, kH100, kHashes).entry->parameters.at("TILE_M"), 16);
+  EXPECT_EQ(mine.lookup(kLayer.with_direction(Direction::BackwardFilter), kH100, kHashes).entry->parameters.at("TILE_M"), 8);
+
+  write(dir_ / "broken.json", "{\"format\": \"convtune-tuning-db\", \"format_version\": 1, \"entries\": [{}]}");
+  try {
+    mine.merge_file(dir_ / "broken.json");
+    FAIL() << "expected an error";
+  } catch (const TuningDatabaseError& e) {
+    EXPECT_TRUE(contains(e.what(), (dir_ / "broken.json").string() + ": entry 0: field 'family' is missing"))
+        << e.what();
+  }
+  EXPECT_EQ(mine.user_entry_count(), 3u);
+}
+
+TEST_F(TuningDbTest, PruneRemovesStaleEntriesAndSaveDoesNotBringThemBack) {
+  TuningDatabase db(file_);
+  db.insert(entry(kH100, kLayer, 1.0));                                                    // fresh
+  db.insert(entry(kH100, kLayer, 0.9, 8, "implicit_gemm", "src-v1"));                     // old source
+  db.insert(entry(gpu(kH100.name, "sm_90", kH100.vendor, "535.104"), kLayer, 0.8));        // old driver
+  db.insert(entry(kRadeon, kLayer, 3.0, 64, "direct_tiled", "dt-v1"));                     // another machine's
+  db.insert(entry(kA100, kLayer, 2.0, 64, "winograd", "w-v0"));                            // family not asked about
+  db.save();
+
+  const std::vector<DeviceInfo> here{kH100};
+  EXPECT_EQ(db.prune_stale(here, kHashes), 2u);
+  EXPECT_EQ(db.user_entry_count(), 3u);
+  db.save();
+  TuningDatabase reloaded(file_);
+  EXPECT_EQ(reloaded.user_entry_count(), 3u);
+  EXPECT_TRUE(reloaded.lookup(kLayer, kH100, kHashes).stale.empty());
+
+  EXPECT_EQ(reloaded.prune_device(kRadeon.name), 1u);
+  EXPECT_EQ(reloaded.prune_device(kA100.fingerprint()), 1u);
+  EXPECT_EQ(reloaded.user_entry_count(), 1u);
+}
+
+TEST_F(TuningDbTest, ShippedDefaultsAreReadOnlyAndRankBehindTheUsersOwn) {
+  const fs::path shipped = dir_ / "shipped";
+  {
+    TuningDatabase maker(shipped / "nvidia.json");
+    maker.insert(entry(kH100, kLayer, 1.0, 256));
+    maker.insert(entry(kA100, kLayer, 1.0, 512));
+    maker.save();
+  }
+  const std::string shipped_text = read_file(shipped / "nvidia.json");
+  write(shipped / "README.txt", "not a database");
+
+  TuningDatabase db(file_, shipped);
+  EXPECT_EQ(db.shipped_files(), std::vector<fs::path>{shipped / "nvidia.json"});
+  EXPECT_EQ(db.shipped_entry_count(), 2u);
+  const LookupResult from_shipped = db.lookup(kLayer, kH100, kHashes);
+  EXPECT_EQ(from_shipped.tier, LookupTier::Exact);
+  EXPECT_EQ(from_shipped.origin, (shipped / "nvidia.json").string());
+
+  db.insert(entry(kH100, kLayer, 1.0, 16));  // same time: the user's own wins
+  EXPECT_EQ(db.lookup(kLayer, kH100, kHashes).entry->parameters.at("TILE_M"), 16);
+  db.prune_device(kA100.name);  // touches user entries only
+  db.save();
+  EXPECT_EQ(read_file(shipped / "nvidia.json"), shipped_text);
+  EXPECT_EQ(TuningDatabase(file_).user_entry_count(), 1u);
+
+  EXPECT_EQ(db.list({.family = "implicit_gemm"}).size(), 3u);
+  EXPECT_EQ(db.list({.device = "A100"}).size(), 1u);
+  EXPECT_EQ(db.list({.include_shipped = false}).size(), 1u);
+  EXPECT_EQ(db.list({.direction = Direction::BackwardData}).size(), 0u);
+
+  write(shipped / "broken.json", "[]");
+  try {
+    TuningDatabase broken(file_, shipped);
+    FAIL() << "expected an error";
+  } catch (const TuningDatabaseError& e) {
+    EXPECT_EQ(e.path(), shipped / "broken.json");
+    EXPECT_TRUE(contains(e.what(), (shipped / "broken.json").string())) << e.what();
+  }
+  EXPECT_THROW(TuningDatabase(file_, dir_ / "no-such-dir"), TuningDatabaseError);
+}
+
+TEST_F(TuningDbTest, ListAndShowText) {
+  TuningDatabase db(file_);
+  db.insert(entry(kH100, kLayer, 0.5, 128));
+  db.insert(entry(kA100, kLayer.with_direction(Direction::BackwardData), 1.25, 64));
+  const auto listed = db.list();
+  const std::string table = format_entry_table(listed);
+  EXPECT_TRUE(contains(table, "#  device")) << table;
+  EXPECT_TRUE(contains(table, "NVIDIA H100 80GB HBM3")) << table;
+  EXPECT_TRUE(contains(table, "bwd-data")) << table;
+  EXPECT_TRUE(contains(table, "1.25")) << table;
+  EXPECT_EQ(std::count(table.begin(), table.end(), '\n'), 3);
+  const std::string details = format_entry_details(listed.front());
+  EXPECT_TRUE(contains(details, "parameters")) << details;
+  EXPECT_TRUE(contains(details, "TILE_M=")) << details;
+  EXPECT_TRUE(contains(details, "user database")) << details;
+}
+
+TEST(TuningDbLocation, EnvironmentDecidesTheUserFile) {
+  auto saved = [](const char* name) -> std::optional<std::string> {
+    const char* v = std::getenv(name);
+    return v ? std::optional<std::string>(v) : std::nullopt;
+  };
+  const auto db = saved("CONVTUNE_TUNING_DB"), xdg = saved("XDG_DATA_HOME"), home = saved("HOME");
+  setenv("HOME", "/home/someone", 1);
+  unsetenv("CONVTUNE_TUNING_DB");
+  unsetenv("XDG_DATA_HOME");
+  EXPECT_EQ(TuningDatabase::default_user_file(), fs::path("/home/someone/.local/share/convtune/tuning.json"));
+  setenv("XDG_DATA_HOME", "relative/ignored", 1);
+  EXPECT_EQ(TuningDatabase::default_user_file(), fs::path("/home/someone/.local/share/convtune/tuning.json"));
+  setenv("XDG_DATA_HOME", "/data", 1);
+  EXPECT_EQ(TuningDatabase::default_user_file(), fs::path("/data/convtune/tuning.json"));
+  setenv("CONVTUNE_TUNING_DB", "/tmp/my-tuning.json", 1);
+  EXPECT_EQ(TuningDatabase::default_user_file(), fs::path("/tmp/my-tuning.json"));
+  auto restore = [](const char* name, const std::optional<std::string>& v) {
+    if (v) setenv(name, v->c_str(), 1);
+    else unsetenv(name);
+  };
+  restore("CONVTUNE_TUNING_DB", db);
+  restore("XDG_DATA_HOME", xdg);
+  restore("HOME", home);
+}
