@@ -90,12 +90,9 @@ std::shared_ptr<Program> CudaDevice::build(const ProgramSource& source) {
   }
 
   std::string description = source.file;
-  std::vector<std::string> compile_options = cuda_compile_options(info_.architecture);
-  for (const auto& [name, value] : source.defines) {
-    compile_options.push_back(fmt::format("-D{}={}", name, value));
-    description += fmt::format(" -D{}={}", name, value);
-  }
-  compile_options.insert(compile_options.end(), source.options.begin(), source.options.end());
+  const std::vector<std::string> compile_options =
+      cuda_program_options(info_.architecture, source.defines, source.options);
+  for (const auto& [name, value] : source.defines) description += fmt::format(" -D{}={}", name, value);
 
   // Compiled without holding modules_mutex_, so threads building different variants compile in parallel.
   bool from_cache = false;

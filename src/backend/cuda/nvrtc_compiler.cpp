@@ -86,4 +86,12 @@ std::vector<std::byte> compile_cuda_to_cubin(std::string_view source_text, const
   return cubin;
 }
 
+std::vector<std::string> cuda_program_options(std::string_view architecture, const std::map<std::string, std::string>& defines,
+                                              const std::vector<std::string>& extra) {
+  std::vector<std::string> options = cuda_compile_options(architecture);
+  for (const auto& [name, value] : defines) options.push_back("-D" + name + "=" + value);
+  options.insert(options.end(), extra.begin(), extra.end());
+  return options;
+}
+
 }  // namespace convtune::cuda

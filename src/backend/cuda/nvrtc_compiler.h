@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstddef>
+#include <map>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -11,6 +12,11 @@ namespace convtune::cuda {
 // The options every convtune CUDA kernel is compiled with for `architecture` ("sm_90"). A real architecture
 // makes NVRTC emit a cubin for exactly that GPU, so loading it needs no PTX JIT.
 std::vector<std::string> cuda_compile_options(std::string_view architecture);
+
+// cuda_compile_options plus -DNAME=value for each define and the source's own options: exactly what
+// CudaDevice::build passes to NVRTC, so tests on machines without a GPU compile the same thing.
+std::vector<std::string> cuda_program_options(std::string_view architecture, const std::map<std::string, std::string>& defines,
+                                              const std::vector<std::string>& extra);
 
 // Compiles `source_text` (named `program_name` in the log) with `options` (cuda_compile_options plus
 // -DNAME=value and extras). Throws BackendError holding the options and NVRTC's log on failure, and when
