@@ -19,6 +19,15 @@
 #define FMA(a, b, c) fma((a), (b), (c))
 typedef float4 vec4;
 #define MAKE_VEC4(x) ((float4)(x))
+typedef float2 vec2;
+#define MAKE_VEC2(x) ((float2)(x))
+// Vector access of p[i .. i+n-1]; callers keep i a multiple of n so CUDA's aligned access is legal too.
+#define VLOAD2(p, i) vload2(0, (p) + (i))
+#define VLOAD4(p, i) vload4(0, (p) + (i))
+#define VSTORE2(v, p, i) vstore2((v), 0, (p) + (i))
+#define VSTORE4(v, p, i) vstore4((v), 0, (p) + (i))
+#define MAKE_FLOAT2(a, b) ((float2)((a), (b)))
+#define MAKE_FLOAT4(a, b, c, d) ((float4)((a), (b), (c), (d)))
 #else  // CUDA through NVRTC
 #define KERNEL extern "C" __global__
 #define GLOBAL
@@ -36,6 +45,18 @@ __device__ inline unsigned cvt_dim_(int d, unsigned x, unsigned y, unsigned z) {
 #define FMA(a, b, c) fmaf((a), (b), (c))
 typedef float4 vec4;
 #define MAKE_VEC4(x) make_float4((x), (x), (x), (x))
+typedef float2 vec2;
+#define MAKE_VEC2(x) make_float2((x), (x))
+#define VLOAD2(p, i) (*(const float2*)((p) + (i)))
+#define VLOAD4(p, i) (*(const float4*)((p) + (i)))
+#define VSTORE2(v, p, i) (*(float2*)((p) + (i)) = (v))
+#define VSTORE4(v, p, i) (*(float4*)((p) + (i)) = (v))
+#define MAKE_FLOAT2(a, b) make_float2((a), (b))
+#define MAKE_FLOAT4(a, b, c, d) make_float4((a), (b), (c), (d))
 #endif
+
+// Loop unrolling hints; both compilers take the clang/NVCC pragma spelling.
+#define PRAGMA_UNROLL _Pragma("unroll")
+#define PRAGMA_NO_UNROLL _Pragma("unroll 1")
 
 #endif  // CONVTUNE_COMPAT_H

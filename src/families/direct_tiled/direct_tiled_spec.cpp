@@ -1,0 +1,83 @@
+// direct_tiled: seed 000's direct convolution as a KernelFamily; support checks here, per-direction parameters,
+// constraints and launches in the output-tiled (forward, backward-data) and filter-tiled (backward-filter) halves.
+#include <fmt/format.h>
+
+#include "src/families/direct_tiled/direct_tiled_variant.h"
+#include "src/families/families.h"
+
+namespace convtune {
+
+namespace {
+
+// CUDA's limit of blocks on grid axes 1 and 2.
+constexpr int64_t kMaxGridYZ = 65535;
+
+class DirectTiledFamily final : public KernelFamily {
+ public:
+  std::string name() const override { return "direct_tiled"; }
+  std::string description() const override {
+    return "direct convolution, each work-item a (channel, row, column) output tile, the input tile + halo in "
+           "local memory; fused bias/ReLU/2x2 max-pool (seed 000)";
+  }
+
+  std::string unsupported_reason(const ConvProblem& problem, const Epilogue& epilogue,
+                                 const DeviceInfo& device) const override {
+    if (problem.precision != Precision::FP32) {
+      return fmt::format("only fp32 is implemented, not {}", to_string(problem.precision));
+    }
+    if (epilogue.any() && problem.direction != Direction::Forward) {
+      return fmt::format("the fused epilogue ({}) applies to forward only: {} computes a gradient, which has no "
+                         "bias, ReLU or pooling to fuse",
+                         to_string(epilogue), to_string(problem.direction));
+    }
+    if (epilogue.pool != 1 && epilogue.pool != 2) {
+      return fmt::format("pool={} is not implemented: only the 2x2 max-pool with stride 2 (pool=2)", epilogue.pool);
+    }
+    if (epilogue.pool == 2 && (problem.p() < 2 || problem.q() < 2)) {
+      return fmt::format("a 2x2 max-pool needs at least 2x2 convolution outputs, the problem has {}x{}", problem.p(),
+                         problem.q());
+    }
+    // Launch axis 1 holds row blocks (forward, backward-data) or channel blocks (backward-filter), axis 2
+    // channel blocks (forward, backward-data): at most one block per row or channel.
+    const bool data = problem.direction == Direction::BackwardData;
+    const bool filter = problem.direction == Direction::BackwardFilter;
+    const int64_t rows = filter ? 1 : data ? problem.h : problem.p();
+    const int64_t channels = data ? problem.c : problem.k;
+    if (rows > kMaxGridYZ || channels > kMaxGridYZ) {
+      return fmt::format("{} rows and {} channels of the written tensor exceed the {} blocks CUDA launches on grid "
+                         "axes 1 and 2",
+                         rows, channels, kMaxGridYZ);
+    }
+    if (device.max_work_group_size < 1) return "the device reports no work-group size";
+    return {};
+  }
+
+  std::vector<Parameter> parameters(const ConvProblem& problem) const override {
+    return variant(problem)->parameters();
+  }
+  std::vector<Constraint> constraints(const ConvProblem& problem) const override {
+    return variant(problem)->constraints();
+  }
+  Config default_config(const ConvProblem& problem, const DeviceInfo& device) const override {
+    return variant(problem)->default_config(device);
+  }
+  size_t local_memory_bytes(const Config& config, const ConvProblem& problem) const override {
+    return variant(problem)->local_memory_bytes(config);
+  }
+  KernelRecipe recipe(const ConvProblem& problem, const Epilogue& epilogue, const Config& config,
+                      const DeviceInfo& device) const override {
+    return variant(problem)->recipe(epilogue, config, device);
+  }
+
+ private:
+  static std::unique_ptr<direct_tiled::DirectTiledVariant> variant(const ConvProblem& problem) {
+    return problem.direction == Direction::BackwardFilter ? direct_tiled::make_filter_tiled(problem)
+                                                          : direct_tiled::make_output_tiled(problem);
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<KernelFamily> families::make_direct_tiled() { return std::make_unique<DirectTiledFamily>(); }
+
+}  // namespace convtune

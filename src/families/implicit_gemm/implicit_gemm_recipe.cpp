@@ -1,0 +1,87 @@
+// implicit_gemm launches: one main kernel per direction (grid: N-tiles x M-tiles x groups*slices), plus the
+// split-K reduction for backward-filter with SPLIT_K > 1. One source (kernels/implicit_gemm/implicit_gemm.cl)
+// serves OpenCL and CUDA; every shape and parameter is a compile-time constant.
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "src/families/implicit_gemm/implicit_gemm_spec.h"
+
+namespace convtune::implicit_gemm {
+
+namespace {
+
+int direction_define(Direction d) {
+  switch (d) {
+    case Direction::Forward: return 0;
+    case Direction::BackwardData: return 1;
+    case Direction::BackwardFilter: return 2;
+  }
+  return 0;
+}
+
+size_t ceil_div(int64_t a, int64_t b) { return static_cast<size_t>((a + b - 1) / b); }
+
+}  // namespace
+
+KernelRecipe make_recipe(const ConvProblem& pb, const Epilogue& epilogue, const Config& config,
+                         const DeviceInfo& device) {
+  KernelRecipe recipe;
+  recipe.source.file = "implicit_gemm/implicit_gemm.cl";
+  recipe.source.defines = problem_defines(pb);
+  recipe.source.defines["DIRECTION"] = std::to_string(direction_define(pb.direction));
+  recipe.source.defines["HAS_BIAS"] = epilogue.bias ? "1" : "0";
+  recipe.source.defines["HAS_RELU"] = epilogue.relu ? "1" : "0";
+  for (const auto& [name, value] : config) recipe.source.defines[name] = std::to_string(value);
+  if (config.at("MAX_REGISTERS") > 0 && device.backend == BackendKind::OpenCL &&
+      device.vendor.find("NVIDIA") != std::string::npos) {
+    // NVIDIA's OpenCL has no __launch_bounds__; its compiler option caps registers the same way.
+    recipe.source.options.push_back(fmt::format("-cl-nv-maxrregcount={}", config.at("MAX_REGISTERS")));
+  }
+
+  const GemmShape gemm = gemm_shape(pb);
+  const int64_t threads = config.at("THREADS_M") * config.at("THREADS_N");
+  const int64_t split = config.at("SPLIT_K");
+
+  LaunchStep main;
+  main.geometry.dims = 3;
+  main.geometry.global = {ceil_div(gemm.n, config.at("TILE_N")) * static_cast<size_t>(threads),
+                          ceil_div(gemm.m, config.at("TILE_M")), static_cast<size_t>(pb.groups * split)};
+  main.geometry.local = {static_cast<size_t>(threads), 1, 1};
+  // With split-K the written operand's place in the argument list takes the workspace of partial outputs.
+  const char* out_name = pb.direction == Direction::Forward ? "y" : pb.direction == Direction::BackwardData ? "x" : "w";
+  const std::string main_out = split > 1 ? "workspace0" : out_name;
+  main.args = {pb.direction == Direction::BackwardData ? main_out : "x",
+               pb.direction == Direction::BackwardFilter ? main_out : "w",
+               pb.direction == Direction::Forward ? main_out : "y"};
+  switch (pb.direction) {
+    case Direction::Forward:
+      main.kernel = "implicit_gemm_fwd";
+      if (epilogue.bias && split == 1) main.args.push_back("bias");
+      break;
+    case Direction::BackwardData:
+      main.kernel = "implicit_gemm_bwd_data";
+      break;
+    case Direction::BackwardFilter:
+      main.kernel = "implicit_gemm_bwd_filter";
+      break;
+  }
+  recipe.steps.push_back(main);
+
+  if (split > 1) {
+    const int64_t elements = written_elements(pb);
+    recipe.workspace_bytes = {static_cast<size_t>(split * elements) * sizeof(float)};
+    LaunchStep reduce;
+    reduce.kernel = "implicit_gemm_splitk_reduce";
+    reduce.args = {"workspace0", out_name};
+    if (epilogue.bias) reduce.args.push_back("bias");
+    const size_t local = std::min<size_t>(256, device.max_work_group_size);
+    reduce.geometry.dims = 1;
+    reduce.geometry.global = {ceil_div(elements, static_cast<int64_t>(local)) * local, 1, 1};
+    reduce.geometry.local = {local, 1, 1};
+    recipe.steps.push_back(reduce);
+  }
+  return recipe;
+}
+
+}  // namespace convtune::implicit_gemm

@@ -1,0 +1,291 @@
+// implicit_gemm: seed 004's local-memory kernel (section 5, figures 4-6) for all three directions. Parameters
+// are seed 004's M_BLK, N_BLK, K_BLK, M_DIM x N_DIM (work-group), M_THR x N_THR (register tile), plus local
+// padding, vector width, unroll and split-K; constraints are the algorithm, software and hardware limits that
+// section 5.4 lists.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstdlib>
+
+#include "convtune/error.h"
+#include "src/families/families.h"
+#include "src/families/implicit_gemm/implicit_gemm_spec.h"
+
+namespace convtune::implicit_gemm {
+
+namespace {
+
+constexpr size_t kLocalMemoryCap = 48 * 1024;  // what OpenCL guarantees and CUDA gives without opting in
+constexpr int64_t kMaxAccumulators = 64;        // register tile; more spills on every GPU we target
+constexpr int64_t kMaxStaged = 32;              // A+B elements a work-item holds in registers between tiles
+constexpr int64_t kMaxGridAxis = 65535;         // CUDA's limit on grid axes 1 and 2
+
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+int64_t v(const Config& c, const char* name) { return c.at(name); }
+int64_t threads(const Config& c) { return v(c, "THREADS_M") * v(c, "THREADS_N"); }
+
+// cp.async exists from compute capability 8.0; NVIDIA's OpenCL reports the capability as the architecture too.
+bool supports_async_copy(const DeviceInfo& device) {
+  const bool nvidia = device.backend == BackendKind::Cuda ||
+                      (device.backend == BackendKind::OpenCL && device.vendor.find("NVIDIA") != std::string::npos);
+  if (!nvidia || device.architecture.rfind("sm_", 0) != 0) return false;
+  return std::atoi(device.architecture.c_str() + 3) >= 80;
+}
+
+bool holds_local_memory(const Config& c, const DeviceInfo& device) {
+  return local_bytes(c) <= std::min<uint64_t>(kLocalMemoryCap, device.local_memory_bytes);
+}
+
+// Constraints, in the order their parameters are assigned (SearchSpace checks each as soon as it can).
+std::vector<Constraint> make_constraints(const ConvProblem& problem) {
+  const GemmShape gemm = gemm_shape(problem);
+  std::vector<Constraint> list = {
+      {"UNROLL_K divides TILE_K", {"TILE_K", "UNROLL_K"},
+       [](const ConstraintContext& x) { return v(x.config, "TILE_K") % v(x.config, "UNROLL_K") == 0; }},
+      {"THREADS_M divides TILE_M", {"TILE_M", "THREADS_M"},
+       [](const ConstraintContext& x) { return v(x.config, "TILE_M") % v(x.config, "THREADS_M") == 0; }},
+      {"THREADS_N divides TILE_N", {"TILE_N", "THREADS_N"},
+       [](const ConstraintContext& x) { return v(x.config, "TILE_N") % v(x.config, "THREADS_N") == 0; }},
+      {"threads per work-group within the device limit", {"THREADS_M", "THREADS_N"},
+       [](const ConstraintContext& x) { return static_cast<size_t>(threads(x.config)) <= x.device.max_work_group_size; }},
+      {"register tile at most 64 accumulators", {"TILE_M", "TILE_N", "THREADS_M", "THREADS_N"},
+       [](const ConstraintContext& x) {
+         const Config& c = x.config;
+         return (v(c, "TILE_M") / v(c, "THREADS_M")) * (v(c, "TILE_N") / v(c, "THREADS_N")) <= kMaxAccumulators;
+       }},
+      {"A tile loads in whole passes of the work-group", {"TILE_M", "TILE_K", "THREADS_M", "THREADS_N"},
+       [](const ConstraintContext& x) { return v(x.config, "TILE_M") * v(x.config, "TILE_K") % threads(x.config) == 0; }},
+      {"B tile loads in whole passes of the work-group", {"TILE_N", "TILE_K", "THREADS_M", "THREADS_N"},
+       [](const ConstraintContext& x) { return v(x.config, "TILE_K") * v(x.config, "TILE_N") % threads(x.config) == 0; }},
+      {"staged tile elements per work-item at most 32", {"TILE_M", "TILE_N", "TILE_K", "THREADS_M", "THREADS_N"},
+       [](const ConstraintContext& x) {
+         const Config& c = x.config;
+         return (v(c, "TILE_M") + v(c, "TILE_N")) * v(c, "TILE_K") / threads(c) <= kMaxStaged;
+       }},
+      {"register tile rows and columns are whole vectors", {"TILE_M", "TILE_N", "THREADS_M", "THREADS_N", "VECTOR_WIDTH"},
+       [](const ConstraintContext& x) {
+         const Config& c = x.config;
+         const int64_t vw = v(c, "VECTOR_WIDTH");
+         return (v(c, "TILE_M") / v(c, "THREADS_M")) % vw == 0 && (v(c, "TILE_N") / v(c, "THREADS_N")) % vw == 0;
+       }},
+      {"local padding keeps vector reads aligned", {"VECTOR_WIDTH", "LOCAL_PADDING"},
+       [](const ConstraintContext& x) { return v(x.config, "LOCAL_PADDING") % v(x.config, "VECTOR_WIDTH") == 0; }},
+      {"local memory within the device limit and 48 KiB", {"TILE_M", "TILE_N", "TILE_K", "LOCAL_PADDING"},
+       [](const ConstraintContext& x) { return holds_local_memory(x.config, x.device); }},
+      {"asynchronous copies need an NVIDIA GPU of compute capability 8.0 or newer", {"ASYNC_COPY"},
+       [](const ConstraintContext& x) { return v(x.config, "ASYNC_COPY") == 0 || supports_async_copy(x.device); }},
+      {"register cap leaves room for the register tile", {"TILE_M", "TILE_N", "THREADS_M", "THREADS_N", "MAX_REGISTERS"},
+       [](const ConstraintContext& x) {
+         const Config& c = x.config;
+         const int64_t mt = v(c, "TILE_M") / v(c, "THREADS_M"), nt = v(c, "TILE_N") / v(c, "THREADS_N");
+         return v(c, "MAX_REGISTERS") == 0 || mt * nt + mt + nt + 24 <= v(c, "MAX_REGISTERS");
+       }},
+      {"M-tiles within the grid limit", {"TILE_M"},
+       [gemm](const ConstraintContext& x) { return ceil_div(gemm.m, v(x.config, "TILE_M")) <= kMaxGridAxis; }},
+      {"each split-K slice gets at least one reduction tile", {"TILE_K", "SPLIT_K"},
+       [gemm](const ConstraintContext& x) {
+         // Slices take ceil(tiles / SPLIT_K) tiles each, so the last one must still start inside the reduction.
+         const int64_t tiles = ceil_div(gemm.reduction, v(x.config, "TILE_K")), split = v(x.config, "SPLIT_K");
+         return (split - 1) * ceil_div(tiles, split) < tiles;
+       }},
+      {"groups x split-K slices within the grid limit", {"SPLIT_K"},
+       [](const ConstraintContext& x) { return x.problem.groups * v(x.config, "SPLIT_K") <= kMaxGridAxis; }},
+      {"split-K workspace indexable with 32-bit integers", {"SPLIT_K"},
+       [](const ConstraintContext& x) {
+         return v(x.config, "SPLIT_K") * written_elements(x.problem) <= kMaxTensorElements;
+       }},
+  };
+  return list;
+}
+
+bool valid(const Config& config, const ConvProblem& problem, const DeviceInfo& device) {
+  const ConstraintContext context{config, problem, device};
+  for (const Constraint& c : make_constraints(problem))
+    if (!c.holds(context)) return false;
+  return true;
+}
+
+// The largest tile of `sizes` (descending) that wastes at most 1/8 of its rows or columns at the edge, else the
+// least wasteful one.
+int64_t pick_tile(int64_t extent, std::initializer_list<int64_t> sizes) {
+  int64_t best = *sizes.begin();
+  double best_waste = 2;
+  for (int64_t t : sizes) {
+    const double waste = 1.0 - static_cast<double>(extent) / static_cast<double>(ceil_div(extent, t) * t);
+    if (waste <= 0.125) return t;
+    if (waste < best_waste) best_waste = waste, best = t;
+  }
+  return best;
+}
+
+Config make_config(int64_t tm, int64_t tn, int64_t tk, int64_t async, int64_t max_registers) {
+  return {{"TILE_M", tm},
+          {"TILE_N", tn},
+          {"TILE_K", tk},
+          {"THREADS_M", std::clamp<int64_t>(tm / 8, 4, 16)},
+          {"THREADS_N", std::clamp<int64_t>(tn / 8, 4, 16)},
+          {"VECTOR_WIDTH", 4},
+          {"LOCAL_PADDING", 4},  // 0 measured 20-25% slower: the transposed A stores conflict
+          {"UNROLL_K", tk},
+          {"SPLIT_K", 1},
+          {"ASYNC_COPY", async},
+          {"MAX_REGISTERS", max_registers}};
+}
+
+// GPU default, from the H200 measurements through CUDA and NVIDIA OpenCL (docs/PERFORMANCE.md):
+// - GEMM rows filling 128-row tiles: 128x128x16 tiles on 256 work-items (8x8 register tiles) with asynchronous
+//   copies, the fastest forward choice on both backends; backward-data prefers 128x64 on 128 work-items, and so
+//   does everything without asynchronous copies: capped at 168 registers (three work-groups a multiprocessor),
+//   ptxas keeps the register-staged loads ahead of the FMAs.
+// - 64-row tiles otherwise (AlexNet's 192 channels): 64x128 on 128 work-items, 168 registers.
+// - Split-K: backward-filter slices its long N*P*Q reduction until about 24 waves of work-groups (at least 512
+//   reduction elements a slice, at most 64 slices); the others split in three where the work-groups would fill
+//   two to three waves (CUDA forward) or less than two (backward-data with 64-row tiles), the cases where it
+//   measured faster.
+Config gpu_default(const ConvProblem& problem, const DeviceInfo& device) {
+  const GemmShape gemm = gemm_shape(problem);
+  const int64_t async = supports_async_copy(device) ? 1 : 0;
+  const int64_t tm = pick_tile(gemm.m, {128, 64, 32, 16}), tn = pick_tile(gemm.n, {128, 64, 32, 16});
+  const Direction dir = problem.direction;
+  Config c;
+  int64_t per_sm = 1;  // work-groups a multiprocessor holds, as measured (registers decide)
+  if (tm == 128 && tn == 128 && async && dir != Direction::BackwardData) {
+    c = make_config(128, 128, 16, 1, 0);  // about 170 registers: one work-group of 256 a multiprocessor
+  } else if (tm == 128 && tn >= 64) {
+    c = make_config(128, 64, 8, async, 168), per_sm = 3;  // staged: 26 TFLOP/s through NVIDIA OpenCL, async 35
+  } else if (tm == 64 && tn >= 64) {
+    // Forward measured 4% faster with register-staged loads here, on both backends.
+    c = make_config(64, tn == 128 ? 128 : 64, 8, dir == Direction::Forward ? 0 : async, 168), per_sm = 3;
+  } else {
+    c = make_config(tm, tn, 8, async, 0), per_sm = 4;
+  }
+  if (!valid(c, problem, device)) return {};
+
+  const int64_t sms = std::max(1, device.compute_units);
+  const int64_t tiles = ceil_div(gemm.m, v(c, "TILE_M")) * ceil_div(gemm.n, v(c, "TILE_N")) * problem.groups;
+  const double waves = static_cast<double>(tiles) / static_cast<double>(sms * per_sm);
+  int64_t split = 1;
+  if (dir == Direction::BackwardFilter) {
+    while (split < 64 && gemm.reduction / (split * 2) >= 512 && tiles * split * 2 <= 24 * sms * per_sm) split *= 2;
+  } else if (gemm.reduction / 3 >= 16 * v(c, "TILE_K")) {
+    const bool forward_tail = dir == Direction::Forward && device.backend == BackendKind::Cuda &&
+                              v(c, "TILE_N") == 128 && v(c, "TILE_M") == 128 && waves >= 2 && waves < 3;
+    const bool backward_data_tail = dir == Direction::BackwardData && v(c, "TILE_M") == 64 && waves < 2;
+    if (forward_tail || backward_data_tail) split = 3;
+  }
+  Config with_split = c;
+  with_split["SPLIT_K"] = split;
+  return valid(with_split, problem, device) ? with_split : c;
+}
+
+class ImplicitGemmFamily final : public KernelFamily {
+ public:
+  std::string name() const override { return "implicit_gemm"; }
+  std::string description() const override {
+    return "seed 004's local-memory kernel: implicit GEMM with the im2col gather inside the tile loads, "
+           "double-buffered local tiles, register tiles; all three directions, split-K for backward-filter";
+  }
+
+  std::string unsupported_reason(const ConvProblem& problem, const Epilogue& epilogue,
+                                 const DeviceInfo&) const override {
+    if (problem.precision != Precision::FP32) {
+      return fmt::format("precision {} is not implemented (FP32 only)", to_string(problem.precision));
+    }
+    if (epilogue.pool > 1) return "a fused max-pool is not implemented (bias and ReLU are)";
+    if (epilogue.any() && problem.direction != Direction::Forward) {
+      return "epilogues apply to the forward direction only";
+    }
+    for (int64_t elements : {problem.x_elements(), problem.w_elements(), problem.y_elements()}) {
+      if (elements > kMaxTensorElements) return "a tensor exceeds 2^31-1 elements (32-bit indexing)";
+    }
+    if (problem.groups > kMaxGridAxis) return fmt::format("groups={} exceeds the grid limit {}", problem.groups, kMaxGridAxis);
+    return {};
+  }
+
+  std::vector<Parameter> parameters(const ConvProblem& problem) const override {
+    std::vector<Parameter> list = {
+        {"TILE_M", {16, 32, 64, 128}, "block tile rows (seed 004's M_BLK): output channels, or input channels for backward-data"},
+        {"TILE_N", {16, 32, 64, 128, 256}, "block tile columns (N_BLK): output pixels, input pixels or filter taps"},
+        {"TILE_K", {4, 8, 16, 32}, "reduction slice staged in local memory per step (K_BLK)"},
+        {"THREADS_M", {4, 8, 16, 32}, "work-group rows (M_DIM); the register tile has TILE_M/THREADS_M rows"},
+        {"THREADS_N", {4, 8, 16, 32}, "work-group columns (N_DIM); the register tile has TILE_N/THREADS_N columns"},
+        {"VECTOR_WIDTH", {1, 2, 4}, "floats per local-memory read of the register-tile operands"},
+        {"LOCAL_PADDING", {0, 1, 2, 4}, "floats added to each local-memory row against bank conflicts"},
+        {"UNROLL_K", {1, 2, 4, 8, 16, 32}, "unroll of the loop over a local tile's reduction slice"},
+        {"ASYNC_COPY", {0, 1},
+         "1: tiles go global -> local memory by cp.async (NVIDIA sm_80+, no staging registers); 0: through registers"},
+        {"MAX_REGISTERS", {0, 80, 128, 168},
+         "register cap per work-item on NVIDIA (0: the compiler's choice); CUDA turns it into a minimum of resident "
+         "blocks, which keeps the next tile's loads ahead of the FMAs"},
+    };
+    if (problem.direction == Direction::BackwardFilter) {
+      list.push_back({"SPLIT_K", {1, 2, 4, 8, 16, 32, 64},
+                      "slices of the N*P*Q reduction summed by a second kernel (fills the GPU for small filters)"});
+    } else {
+      list.push_back({"SPLIT_K", {1, 2, 3, 4},
+                      "slices of the reduction summed by a second kernel (evens out the last wave of work-groups)"});
+    }
+    return list;
+  }
+
+  std::vector<Constraint> constraints(const ConvProblem& problem) const override { return make_constraints(problem); }
+
+  Config default_config(const ConvProblem& problem, const DeviceInfo& device) const override {
+    if (device.is_gpu) {
+      Config c = gpu_default(problem, device);
+      if (!c.empty()) return c;
+    }
+    // CPUs (PoCL) and anything the GPU list does not fit: small tiles, 64 work-items.
+    Config c = {{"TILE_M", 32},    {"TILE_N", 32},       {"TILE_K", 8},        {"THREADS_M", 8},
+                {"THREADS_N", 8},  {"VECTOR_WIDTH", 4},  {"LOCAL_PADDING", 0}, {"UNROLL_K", 8},
+                {"SPLIT_K", 1},    {"ASYNC_COPY", 0},    {"MAX_REGISTERS", 0}};
+    if (!valid(c, problem, device)) {
+      c["TILE_M"] = c["TILE_N"] = 16, c["THREADS_M"] = c["THREADS_N"] = 4;
+    }
+    return c;
+  }
+
+  size_t local_memory_bytes(const Config& config, const ConvProblem&) const override { return local_bytes(config); }
+
+  KernelRecipe recipe(const ConvProblem& problem, const Epilogue& epilogue, const Config& config,
+                      const DeviceInfo& device) const override {
+    return make_recipe(problem, epilogue, config, device);
+  }
+};
+
+}  // namespace
+
+int64_t written_elements(const ConvProblem& pb) {
+  switch (pb.direction) {
+    case Direction::Forward: return pb.y_elements();
+    case Direction::BackwardData: return pb.x_elements();
+    case Direction::BackwardFilter: return pb.w_elements();
+  }
+  return 0;
+}
+
+GemmShape gemm_shape(const ConvProblem& pb) {
+  const int64_t rs = pb.r * pb.s;
+  switch (pb.direction) {
+    case Direction::Forward: return {pb.k_per_group(), pb.n * pb.p() * pb.q(), pb.c_per_group() * rs};
+    case Direction::BackwardData: return {pb.c_per_group(), pb.n * pb.h * pb.w, pb.k_per_group() * rs};
+    case Direction::BackwardFilter: return {pb.k_per_group(), pb.c_per_group() * rs, pb.n * pb.p() * pb.q()};
+  }
+  return {};
+}
+
+size_t local_bytes(const Config& c) {
+  const int64_t pad = v(c, "LOCAL_PADDING");
+  return static_cast<size_t>(2 * v(c, "TILE_K") * (v(c, "TILE_M") + pad + v(c, "TILE_N") + pad)) * sizeof(float);
+}
+
+int64_t work_groups(const ConvProblem& problem, const Config& c) {
+  const GemmShape gemm = gemm_shape(problem);
+  return ceil_div(gemm.n, v(c, "TILE_N")) * ceil_div(gemm.m, v(c, "TILE_M")) * problem.groups * v(c, "SPLIT_K");
+}
+
+}  // namespace convtune::implicit_gemm
+
+namespace convtune::families {
+std::unique_ptr<KernelFamily> make_implicit_gemm() { return std::make_unique<implicit_gemm::ImplicitGemmFamily>(); }
+}  // namespace convtune::families
