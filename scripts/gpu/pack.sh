@@ -3,5 +3,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 rm -rf .carry/bin && mkdir -p .carry/bin
-cp build/convtune build/tests/*_test .carry/bin/
+BUILD=${BUILD:-build}
+cp "$BUILD"/convtune "$BUILD"/tests/*_test .carry/bin/
+[ -x "$BUILD"/tests/implicit_gemm_sweep ] && cp "$BUILD"/tests/implicit_gemm_sweep .carry/bin/
 du -sh .carry

@@ -2,7 +2,7 @@
 # Runs on the lent GPU machine with binaries built on the CPU machine and carried in .carry/bin
 # (scripts/gpu/pack.sh). Stages (STAGES, default all): devices, tests (GPU tests of both backends), peak,
 # conformance (every kernel family through CUDA and NVIDIA OpenCL), bench (alexnet + seeds, every family and
-# direction, both backends), sweep (implicit GEMM forward parameter sweep). Logs go to $OUT; the end of
+# direction, both backends; BENCH_DEVICES="cuda:0" or "opencl" limits it), sweep (implicit GEMM forward sweep). Logs go to $OUT; the end of
 # stdout is a summary.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -11,6 +11,7 @@ OUT=${OUT:-/tmp/convtune-out}
 STAGES=${STAGES:-devices tests peak conformance bench sweep}
 mkdir -p "$OUT"
 LOG=$OUT/log.txt
+: >"$LOG"
 export CONVTUNE_SUITE_DIR=$PWD/bench/suites CONVTUNE_CACHE_DIR=/tmp/convtune-cache
 # NVIDIA's OpenCL driver is installed but may not be registered with the ICD loader.
 if [ -z "$(ls /etc/OpenCL/vendors 2>/dev/null)" ] && [ -z "${OCL_ICD_VENDORS:-}" ]; then
@@ -33,7 +34,7 @@ OCL=$($BIN/convtune devices 2>/dev/null | grep -oE "opencl:[0-9]+ +NVIDIA" | hea
     [ -n "$OCL" ] && step $BIN/convtune peak --device "$OCL" --out "$OUT/peak-opencl.json"
     step python3 scripts/gpu/torch_reference.py
   fi
-} >"$LOG" 2>&1
+} >>"$LOG" 2>&1
 
 if has conformance; then
   # One process per family and device, in parallel: compiling dominates and the host has 16 cores.
@@ -51,7 +52,8 @@ if has conformance; then
 fi
 if has bench; then
   {
-    for dev in cuda:0 $OCL; do
+    for dev in ${BENCH_DEVICES:-cuda:0 $OCL}; do
+      [ "$dev" = opencl ] && dev=$OCL
       for suite in alexnet seeds; do
         step $BIN/convtune bench --suite $suite --backend "$dev" --family all --direction all --repeats 10 \
           --out "$OUT/bench-${dev%%:*}-$suite.json"
