@@ -57,6 +57,8 @@ struct ConvProblem {
   int64_t x_elements() const { return n * c * h * w; }
   int64_t w_elements() const { return k * c_per_group() * r * s; }
   int64_t y_elements() const { return n * k * p() * q(); }
+  // Elements of the operand this direction writes: y (forward), x (backward-data) or w (backward-filter).
+  int64_t written_elements() const;
 
   // Direct-convolution work, 2*N*K*P*Q*(C/groups)*R*S, whatever algorithm runs and whatever direction.
   double flops() const;

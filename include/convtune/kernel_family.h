@@ -93,7 +93,8 @@ class KernelFamily {
 const std::vector<std::unique_ptr<KernelFamily>>& kernel_families();
 const KernelFamily& kernel_family(std::string_view name);  // throws InvalidArgument listing the names
 
-// The problem's shape as compile-time defines (N, C, H, W, K, R, S, P, Q, STRIDE_H, ..., GROUPS), shared by
+// The problem's shape as compile-time defines (N, C, H, W, K, R, S, P, Q, STRIDE_H, ..., GROUPS, and DIRECTION:
+// 0 forward, 1 backward-data, 2 backward-filter, in Direction's order), shared by
 // every family so each kernel sees the same names.
 std::map<std::string, std::string> problem_defines(const ConvProblem& problem);
 

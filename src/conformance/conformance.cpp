@@ -82,7 +82,7 @@ Inputs make_inputs(const ConvProblem& pb, uint64_t seed) {
 }
 
 Result check(HostConvolution& impl, const ConvProblem& pb, const Inputs& inputs) {
-  const int64_t count = cpu::written_elements(pb);
+  const int64_t count = pb.written_elements();
   // Copies with room for canaries after each operand; the written one is poisoned with NaN.
   auto with_canaries = [&](const std::vector<float>& src, bool written) {
     std::vector<float> v(src.size() + kCanaryCount, kCanary);
@@ -136,7 +136,7 @@ Result check(HostConvolution& impl, const ConvProblem& pb, const Inputs& inputs)
 }
 
 Result check_sampled(const ConvProblem& pb, const ConvOperands& operands, int samples, uint64_t seed) {
-  const int64_t count = cpu::written_elements(pb);
+  const int64_t count = pb.written_elements();
   const float* out = cpu::written_operand(pb, operands);
   std::vector<int64_t> positions = {0, count - 1};  // the corners catch edge-tile mistakes
   uint64_t state = seed | 1;

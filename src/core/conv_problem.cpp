@@ -123,6 +123,15 @@ double ConvProblem::bytes() const {
   return static_cast<double>(x_elements() + w_elements() + y_elements()) * bytes_per_element(precision);
 }
 
+int64_t ConvProblem::written_elements() const {
+  switch (direction) {
+    case Direction::Forward: return y_elements();
+    case Direction::BackwardData: return x_elements();
+    case Direction::BackwardFilter: return w_elements();
+  }
+  return 0;
+}
+
 ConvProblem ConvProblem::with_direction(Direction d) const {
   ConvProblem copy = *this;
   copy.direction = d;

@@ -51,7 +51,9 @@ std::map<std::string, std::string> problem_defines(const ConvProblem& p) {
           {"Q", s(p.q())},         {"STRIDE_H", s(p.stride.h)}, {"STRIDE_W", s(p.stride.w)},
           {"PAD_H", s(p.pad.h)},   {"PAD_W", s(p.pad.w)},   {"DILATION_H", s(p.dilation.h)},
           {"DILATION_W", s(p.dilation.w)}, {"GROUPS", s(p.groups)}, {"C_PER_GROUP", s(p.c_per_group())},
-          {"K_PER_GROUP", s(p.k_per_group())}};
+          {"K_PER_GROUP", s(p.k_per_group())},
+          // 0 forward, 1 backward-data, 2 backward-filter: one kernel source can serve several directions.
+          {"DIRECTION", s(static_cast<int>(p.direction))}};
 }
 
 }  // namespace convtune

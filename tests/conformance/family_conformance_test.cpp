@@ -39,6 +39,9 @@ struct FamilyDirection {
   Direction direction;
 };
 
+// So ctest lists "implicit_gemm bwd-data", not the struct's bytes.
+void PrintTo(const FamilyDirection& fd, std::ostream* out) { *out << fd.family << " " << to_string(fd.direction); }
+
 std::vector<FamilyDirection> all_family_directions() {
   std::vector<FamilyDirection> out;
   for (const auto& f : kernel_families())

@@ -156,7 +156,7 @@ TEST(ImplicitGemm, SplitKInForwardAndBackwardData) {
     const ConvProblem pb = parse_problem(text);
     expect_matches_reference(*device, pb, {config({{"SPLIT_K", 2}}), config({{"SPLIT_K", 3}, {"TILE_K", 4}})}, 16);
     const Plan plan = Plan::create(*device, {pb, {}, "implicit_gemm", config({{"SPLIT_K", 3}})});
-    EXPECT_EQ(plan.workspace_bytes(), 3 * implicit_gemm::written_elements(pb) * sizeof(float));
+    EXPECT_EQ(plan.workspace_bytes(), 3 * pb.written_elements() * sizeof(float));
   }
 }
 

@@ -84,7 +84,7 @@ class ReferenceConvolution final : public HostConvolution {
   void run(const ConvProblem& pb, const ConvOperands& op) override {
     pb.validate();
     float* out = written_operand(pb, op);
-    const int64_t count = written_elements(pb);
+    const int64_t count = pb.written_elements();
     // Elements are independent: spread rows of them over threads so checking a large layer stays quick.
     const int64_t chunk = 256;
     parallel_for((count + chunk - 1) / chunk, hardware_threads(), [&](int64_t block) {
@@ -112,15 +112,6 @@ float* written_operand(const ConvProblem& pb, const ConvOperands& op) {
     case Direction::BackwardFilter: return op.w;
   }
   return nullptr;
-}
-
-int64_t written_elements(const ConvProblem& pb) {
-  switch (pb.direction) {
-    case Direction::Forward: return pb.y_elements();
-    case Direction::BackwardData: return pb.x_elements();
-    case Direction::BackwardFilter: return pb.w_elements();
-  }
-  return 0;
 }
 
 std::unique_ptr<HostConvolution> make_reference_convolution() { return std::make_unique<ReferenceConvolution>(); }

@@ -13,8 +13,7 @@ namespace convtune::cpu {
 // computed from the operands it reads.
 double reference_element(const ConvProblem& problem, const ConvOperands& operands, int64_t index);
 
-// The operand the direction writes, and its element count.
+// The operand the direction writes (ConvProblem::written_elements() counts it).
 float* written_operand(const ConvProblem& problem, const ConvOperands& operands);
-int64_t written_elements(const ConvProblem& problem);
 
 }  // namespace convtune::cpu

@@ -11,15 +11,6 @@ namespace convtune::implicit_gemm {
 
 namespace {
 
-int direction_define(Direction d) {
-  switch (d) {
-    case Direction::Forward: return 0;
-    case Direction::BackwardData: return 1;
-    case Direction::BackwardFilter: return 2;
-  }
-  return 0;
-}
-
 size_t ceil_div(int64_t a, int64_t b) { return static_cast<size_t>((a + b - 1) / b); }
 
 }  // namespace
@@ -29,7 +20,6 @@ KernelRecipe make_recipe(const ConvProblem& pb, const Epilogue& epilogue, const 
   KernelRecipe recipe;
   recipe.source.file = "implicit_gemm/implicit_gemm.cl";
   recipe.source.defines = problem_defines(pb);
-  recipe.source.defines["DIRECTION"] = std::to_string(direction_define(pb.direction));
   recipe.source.defines["HAS_BIAS"] = epilogue.bias ? "1" : "0";
   recipe.source.defines["HAS_RELU"] = epilogue.relu ? "1" : "0";
   for (const auto& [name, value] : config) recipe.source.defines[name] = std::to_string(value);
@@ -69,7 +59,7 @@ KernelRecipe make_recipe(const ConvProblem& pb, const Epilogue& epilogue, const 
   recipe.steps.push_back(main);
 
   if (split > 1) {
-    const int64_t elements = written_elements(pb);
+    const int64_t elements = pb.written_elements();
     recipe.workspace_bytes = {static_cast<size_t>(split * elements) * sizeof(float)};
     LaunchStep reduce;
     reduce.kernel = "implicit_gemm_splitk_reduce";

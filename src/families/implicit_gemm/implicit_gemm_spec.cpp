@@ -92,7 +92,7 @@ std::vector<Constraint> make_constraints(const ConvProblem& problem) {
        [](const ConstraintContext& x) { return x.problem.groups * v(x.config, "SPLIT_K") <= kMaxGridAxis; }},
       {"split-K workspace indexable with 32-bit integers", {"SPLIT_K"},
        [](const ConstraintContext& x) {
-         return v(x.config, "SPLIT_K") * written_elements(x.problem) <= kMaxTensorElements;
+         return v(x.config, "SPLIT_K") * x.problem.written_elements() <= kMaxTensorElements;
        }},
   };
   return list;
@@ -254,15 +254,6 @@ class ImplicitGemmFamily final : public KernelFamily {
 };
 
 }  // namespace
-
-int64_t written_elements(const ConvProblem& pb) {
-  switch (pb.direction) {
-    case Direction::Forward: return pb.y_elements();
-    case Direction::BackwardData: return pb.x_elements();
-    case Direction::BackwardFilter: return pb.w_elements();
-  }
-  return 0;
-}
 
 GemmShape gemm_shape(const ConvProblem& pb) {
   const int64_t rs = pb.r * pb.s;

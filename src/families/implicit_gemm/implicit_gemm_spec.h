@@ -16,8 +16,7 @@ struct GemmShape {
 };
 GemmShape gemm_shape(const ConvProblem& problem);
 
-// Elements of the operand the direction writes (y, x or w): what each split-K slice of the workspace holds.
-int64_t written_elements(const ConvProblem& problem);
+
 
 // Local memory of one work-group: two buffers (double buffering) of the A and B tiles, each row padded.
 size_t local_bytes(const Config& config);
