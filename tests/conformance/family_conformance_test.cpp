@@ -1,7 +1,7 @@
 // Conformance of every kernel family x direction x device that runs kernels (PoCL in CI; CUDA and NVIDIA
 // OpenCL on the GPU machine) on the standard case list, each case with sampled valid configurations (fixed
 // seed, so a failure reproduces) plus the family's default, against the CPU reference.
-// CONVTUNE_CONFORMANCE_SAMPLES sets the sampled configurations per case (default 3);
+// CONVTUNE_CONFORMANCE_SAMPLES sets the sampled configurations per case (default 2, to keep CI short);
 // CONVTUNE_CONFORMANCE_DEVICES limits the devices (comma-separated ids, e.g. "cuda:0,opencl:1").
 #include <fmt/format.h>
 #include <gtest/gtest.h>
@@ -20,7 +20,7 @@ namespace {
 
 int samples_per_case() {
   const char* env = std::getenv("CONVTUNE_CONFORMANCE_SAMPLES");
-  return env && *env ? std::max(1, std::atoi(env)) : 3;
+  return env && *env ? std::max(1, std::atoi(env)) : 2;
 }
 
 std::vector<Device*> kernel_devices() {

@@ -1,0 +1,29 @@
+// The im2col_gemm family's shared figures: the column workspace and its cap, the GEMM shapes per direction,
+// and the recipe builder that the family (im2col_gemm_spec.cpp) and its tests use.
+#pragma once
+
+#include <cstdint>
+
+#include "convtune/kernel_family.h"
+
+namespace convtune::im2col_gemm {
+
+// The constraint that keeps the column buffer under the cap; Plan::create names it when it rejects a config.
+inline constexpr const char* kWorkspaceConstraint = "column workspace within min(256 MiB, global memory / 4)";
+
+// The cap on the column buffer for `device`: 256 MiB or a quarter of its global memory, whichever is smaller.
+uint64_t workspace_cap_bytes(const DeviceInfo& device);
+
+// Bytes of the column buffer holding `batch_chunk` images: C*R*S x batch_chunk*P*Q floats.
+uint64_t column_bytes(const ConvProblem& problem, int64_t batch_chunk);
+
+// The GEMM of one group and one chunk of `chunk_images` images: C (m x n) = A (m x k) * B (k x n).
+struct GemmShape {
+  int64_t m = 0, n = 0, k = 0;
+};
+GemmShape gemm_shape(const ConvProblem& problem, int64_t chunk_images);
+
+// Program + per-chunk launches for a configuration the family's constraints accept.
+KernelRecipe make_recipe(const ConvProblem& problem, const Config& config);
+
+}  // namespace convtune::im2col_gemm
