@@ -19,6 +19,22 @@ int64_t local_memory_limit(const DeviceInfo& device) {
   return std::min<int64_t>(static_cast<int64_t>(device.local_memory_bytes), kMaxStaticLocalBytes);
 }
 
+std::vector<Config> default_candidates(const Config& tuned, const Config& ones_overrides) {
+  std::vector<Config> candidates;
+  for (int64_t v : {4, 2}) {
+    Config vectorised = tuned;
+    vectorised["VECTOR_WIDTH"] = v;
+    candidates.push_back(vectorised);
+  }
+  candidates.push_back(tuned);
+  Config ones = tuned;
+  for (auto& [name, value] : ones) value = 1;
+  ones["USE_LOCAL"] = 0;
+  for (const auto& [name, value] : ones_overrides) ones[name] = value;
+  candidates.push_back(ones);
+  return candidates;
+}
+
 Config first_valid(const std::vector<Config>& candidates, const std::vector<Parameter>& parameters,
                    const std::vector<Constraint>& constraints, const ConvProblem& problem, const DeviceInfo& device) {
   for (const Config& config : candidates) {

@@ -37,6 +37,10 @@ int64_t ceil_div(int64_t a, int64_t b);
 int64_t local_memory_limit(const DeviceInfo& device);  // the device's, capped at kMaxStaticLocalBytes
 // The first configuration of `candidates` whose values are all candidates of `parameters` and that satisfies
 // every constraint, or the last one unchecked (callers end the list with one valid by construction).
+// The default's fallback ladder: `tuned` with vector width 4, then 2, then as is, then every parameter 1 and
+// local memory off (with `ones_overrides` applied): the first of these the constraints accept is the default.
+std::vector<Config> default_candidates(const Config& tuned, const Config& ones_overrides);
+
 Config first_valid(const std::vector<Config>& candidates, const std::vector<Parameter>& parameters,
                    const std::vector<Constraint>& constraints, const ConvProblem& problem, const DeviceInfo& device);
 // Shrinks the work-group, then the tile, until tile x threads fits the extent rounded up to a power of two.

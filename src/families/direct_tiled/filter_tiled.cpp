@@ -120,19 +120,8 @@ class FilterTiled final : public DirectTiledVariant {
       if (first_valid({doubled, c}, parameter_list, constraint_list, pb_, device) != doubled) break;
       c = doubled;
     }
-    std::vector<Config> candidates;
-    for (int64_t v : {4, 2}) {
-      Config vectorised = c;
-      vectorised["VECTOR_WIDTH"] = v;
-      candidates.push_back(vectorised);
-    }
-    candidates.push_back(c);
-    Config ones = c;
-    for (auto& [name, value] : ones) value = 1;
-    ones["USE_LOCAL"] = 0;
-    ones["CHUNK_NPQ"] = kSmallestChunk;
-    candidates.push_back(ones);
-    return first_valid(candidates, parameter_list, constraint_list, pb_, device);
+    return first_valid(default_candidates(c, {{"CHUNK_NPQ", kSmallestChunk}}), parameter_list, constraint_list, pb_,
+                       device);
   }
 
   size_t local_memory_bytes(const Config& config) const override {

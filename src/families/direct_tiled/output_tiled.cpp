@@ -129,18 +129,7 @@ class OutputTiled final : public DirectTiledVariant {
       c["USE_LOCAL"] = 0;
       c[chunk_] = 1;
     }
-    std::vector<Config> candidates;
-    for (int64_t v : {4, 2}) {
-      Config vectorised = c;
-      vectorised["VECTOR_WIDTH"] = v;
-      candidates.push_back(vectorised);
-    }
-    candidates.push_back(c);
-    Config ones = c;
-    for (auto& [name, value] : ones) value = 1;
-    ones["USE_LOCAL"] = 0;
-    candidates.push_back(ones);
-    return first_valid(candidates, parameters(), constraints(), pb_, device);
+    return first_valid(default_candidates(c, {}), parameters(), constraints(), pb_, device);
   }
 
   // Forward problems may be run with a 2x2 max-pool, which doubles the pre-pool tile behind each output; the
