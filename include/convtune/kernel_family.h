@@ -93,6 +93,10 @@ class KernelFamily {
 const std::vector<std::unique_ptr<KernelFamily>>& kernel_families();
 const KernelFamily& kernel_family(std::string_view name);  // throws InvalidArgument listing the names
 
+// Hash of the expanded kernel source a family compiles for this problem (its default configuration's recipe):
+// the tuning database stores it with every entry, so results measured on other kernel code are not trusted.
+std::string kernel_source_hash(const KernelFamily& family, const ConvProblem& problem, const DeviceInfo& device);
+
 // The problem's shape as compile-time defines (N, C, H, W, K, R, S, P, Q, STRIDE_H, ..., GROUPS, and DIRECTION:
 // 0 forward, 1 backward-data, 2 backward-filter, in Direction's order), shared by
 // every family so each kernel sees the same names.

@@ -2,6 +2,7 @@
 // the tuner and the network layers use to run a convolution on a device.
 #pragma once
 
+#include <filesystem>
 #include <memory>
 #include <optional>
 #include <string>
@@ -21,11 +22,16 @@ struct DeviceOperands {
   const Buffer* bias = nullptr;  // K floats, when the epilogue adds a bias
 };
 
+class TuningDatabase;
+
 struct PlanRequest {
   ConvProblem problem;
   Epilogue epilogue;
-  std::string family;            // empty: the first family that supports the problem
-  std::optional<Config> config;  // empty: the family's default for this problem and device
+  std::string family;            // empty: the tuned family, else the first family that supports the problem
+  std::optional<Config> config;  // empty: the tuned configuration, else the family's default
+  // Where tuned configurations come from when `config` is empty: exact entry -> nearest tuned shape ->
+  // architecture -> vendor -> the family's built-in default (see src/tuning_db). nullptr: built-in defaults only.
+  const TuningDatabase* tuning = nullptr;
 };
 
 class Plan {
@@ -34,6 +40,8 @@ class Plan {
   // compiles through the program cache and allocates the workspace. Throws InvalidArgument/Unsupported
   // naming the family, the parameter or constraint and the problem.
   static Plan create(Device& device, const PlanRequest& request);
+  // The same with a family object instead of request.family's name (a family outside the registry: tests).
+  static Plan create(Device& device, const KernelFamily& family, const PlanRequest& request);
 
   void run(Queue& queue, const DeviceOperands& operands) const;
   void run(const DeviceOperands& operands) const { run(device_->queue(), operands); }
@@ -43,6 +51,11 @@ class Plan {
   const std::string& family() const { return family_; }
   const Config& config() const { return config_; }
   bool compiled_from_cache() const { return from_cache_; }
+  // Where the configuration came from: "given", "built-in default", or the tuning database's explanation
+  // ("exact tuned entry ...", "nearest tuned shape ... (distance 1.6)").
+  const std::string& config_source() const { return config_source_; }
+  // "exact", "nearest", "architecture", "vendor", "built-in default" or "given".
+  const std::string& config_tier() const { return config_tier_; }
   size_t workspace_bytes() const;
   std::string describe() const;  // "implicit_gemm[TILE_K=8,...]"
 
@@ -50,17 +63,26 @@ class Plan {
   int64_t y_elements() const;
 
  private:
+  static Plan create_impl(Device& device, const PlanRequest& request, const KernelFamily* given);
+
   Device* device_ = nullptr;
   ConvProblem problem_;
   Epilogue epilogue_;
   std::string family_;
   Config config_;
   bool from_cache_ = false;
+  std::string config_source_, config_tier_;
   std::shared_ptr<Program> program_;
   std::vector<std::shared_ptr<Kernel>> kernels_;
   std::vector<LaunchStep> steps_;
   std::vector<std::shared_ptr<Buffer>> workspace_;
 };
+
+// The process's tuning database: the user's file (TuningDatabase::default_user_file) plus the defaults shipped
+// with convtune ($CONVTUNE_SHIPPED_TUNING_DIR, else the installed or source tree's tuning/ folder). Loaded once.
+const TuningDatabase& default_tuning_database();
+// The shipped defaults' folder: $CONVTUNE_SHIPPED_TUNING_DIR, else the source tree's tuning/ if it exists, else empty.
+std::filesystem::path shipped_tuning_dir();
 
 // Checks a configuration against a family's parameters and constraints; empty when valid, else the reason
 // naming the parameter or the constraint.

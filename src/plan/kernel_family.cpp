@@ -1,11 +1,14 @@
-// Config text form, epilogue helpers and the shape defines every family's kernels see.
+// Config text form, epilogue helpers, kernel source hashes and the shape defines every family's kernels see.
 #include "convtune/kernel_family.h"
 
 #include <fmt/format.h>
 
 #include <charconv>
+#include <mutex>
 
 #include "convtune/error.h"
+#include "src/backend/kernel_sources.h"
+#include "src/core/hash.h"
 
 namespace convtune {
 
@@ -40,6 +43,17 @@ std::string to_string(const Epilogue& e) {
   if (e.relu) text += "+relu";
   if (e.pool > 1) text += fmt::format("+maxpool{}", e.pool);
   return text.empty() ? "none" : text.substr(1);
+}
+
+std::string kernel_source_hash(const KernelFamily& family, const ConvProblem& problem, const DeviceInfo& device) {
+  const KernelRecipe recipe = family.recipe(problem, {}, family.default_config(problem, device), device);
+  // Expanding the source reads every included file; the result is the same for the whole run, so keep it.
+  static std::mutex mutex;
+  static std::map<std::string, std::string> by_file;
+  std::lock_guard lock(mutex);
+  auto [it, fresh] = by_file.try_emplace(recipe.source.file);
+  if (fresh) it->second = hex64(fnv1a64(load_kernel_source(recipe.source.file)));
+  return it->second;
 }
 
 int64_t pooled_extent(int64_t extent, const Epilogue& e) { return e.pool > 1 ? extent / e.pool : extent; }

@@ -3,9 +3,27 @@
 
 #include <fmt/format.h>
 
+#include <cstdlib>
+#include <filesystem>
+#include <mutex>
+
 #include "convtune/error.h"
+#include "src/tuning_db/tuning_database.h"
 
 namespace convtune {
+
+std::filesystem::path shipped_tuning_dir() {
+  // Asked for by name: a missing folder is an error the database reports.
+  if (const char* env = std::getenv("CONVTUNE_SHIPPED_TUNING_DIR"); env && *env) return env;
+  // A binary moved away from its source tree simply has no shipped defaults.
+  if (std::filesystem::is_directory(CONVTUNE_SHIPPED_TUNING_DIR)) return CONVTUNE_SHIPPED_TUNING_DIR;
+  return {};
+}
+
+const TuningDatabase& default_tuning_database() {
+  static const TuningDatabase database(TuningDatabase::default_user_file(), shipped_tuning_dir());
+  return database;
+}
 
 std::string config_problem(const KernelFamily& family, const Config& config, const ConvProblem& problem,
                            const DeviceInfo& device) {
@@ -32,30 +50,35 @@ std::string config_problem(const KernelFamily& family, const Config& config, con
   return {};
 }
 
-Plan Plan::create(Device& device, const PlanRequest& request) {
+Plan Plan::create(Device& device, const PlanRequest& request) { return create_impl(device, request, nullptr); }
+
+Plan Plan::create(Device& device, const KernelFamily& family, const PlanRequest& request) {
+  return create_impl(device, request, &family);
+}
+
+Plan Plan::create_impl(Device& device, const PlanRequest& request, const KernelFamily* given) {
   request.problem.validate();
   const DeviceInfo& info = device.info();
   if (!info.can_run_kernels) {
     throw Unsupported(fmt::format("{} runs no kernels ({})", info.id, info.cannot_run_reason));
   }
-  const KernelFamily* family = nullptr;
+  // The families that can compute the problem: the named one, or every one that supports it.
+  std::vector<const KernelFamily*> candidates;
   std::string reasons;
-  if (!request.family.empty()) {
-    family = &kernel_family(request.family);
-    if (const std::string why = family->unsupported_reason(request.problem, request.epilogue, info); !why.empty()) {
-      throw Unsupported(fmt::format("{} does not compute {} (epilogue {}): {}", family->name(),
+  if (given || !request.family.empty()) {
+    const KernelFamily& named = given ? *given : kernel_family(request.family);
+    if (const std::string why = named.unsupported_reason(request.problem, request.epilogue, info); !why.empty()) {
+      throw Unsupported(fmt::format("{} does not compute {} (epilogue {}): {}", named.name(),
                                     request.problem.to_string(), to_string(request.epilogue), why));
     }
+    candidates.push_back(&named);
   } else {
     for (const auto& f : kernel_families()) {
       const std::string why = f->unsupported_reason(request.problem, request.epilogue, info);
-      if (why.empty()) {
-        family = f.get();
-        break;
-      }
-      reasons += fmt::format("\n  {}: {}", f->name(), why);
+      if (why.empty()) candidates.push_back(f.get());
+      else reasons += fmt::format("\n  {}: {}", f->name(), why);
     }
-    if (!family) {
+    if (candidates.empty()) {
       throw Unsupported(fmt::format("no kernel family computes {} (epilogue {}):{}", request.problem.to_string(),
                                     to_string(request.epilogue), reasons));
     }
@@ -64,8 +87,34 @@ Plan Plan::create(Device& device, const PlanRequest& request) {
   plan.device_ = &device;
   plan.problem_ = request.problem;
   plan.epilogue_ = request.epilogue;
+  const KernelFamily* family = candidates.front();
+  if (request.config) {
+    plan.config_ = *request.config;
+    plan.config_source_ = plan.config_tier_ = "given";
+  } else {
+    std::optional<LookupResult> found;
+    if (request.tuning) {
+      std::map<std::string, std::string> hashes;
+      for (const KernelFamily* f : candidates) hashes[f->name()] = kernel_source_hash(*f, request.problem, info);
+      LookupOptions options;
+      // A tuned shape's parameters must also fit this problem (a nearest shape's tiles may not).
+      options.accepts = [&](const TuningEntry& e) {
+        return config_problem(given ? *given : kernel_family(e.family), e.parameters, request.problem, info).empty();
+      };
+      found = request.tuning->lookup(request.problem, info, hashes, options);
+    }
+    if (found && found->entry) {
+      family = given ? given : &kernel_family(found->entry->family);
+      plan.config_ = found->entry->parameters;
+      plan.config_tier_ = std::string(to_string(found->tier));
+      plan.config_source_ = found->explain();
+    } else {
+      plan.config_ = family->default_config(request.problem, info);
+      plan.config_tier_ = "built-in default";
+      plan.config_source_ = found ? found->explain() : "built-in default (no tuning database consulted)";
+    }
+  }
   plan.family_ = family->name();
-  plan.config_ = request.config ? *request.config : family->default_config(request.problem, info);
   if (const std::string why = config_problem(*family, plan.config_, request.problem, info); !why.empty()) {
     throw InvalidArgument(fmt::format("{} on {}", why, request.problem.to_string()));
   }

@@ -72,7 +72,9 @@ class PlanTarget final : public BenchTarget {
   void prepare(const ConvProblem& pb) override {
     plan_.reset();  // free the previous layer's workspace first
     buffers_ = {};
-    plan_ = std::make_unique<Plan>(Plan::create(device_, {pb, {}, family_, config_}));
+    // Without given parameters the plan takes the tuning database's (exact, nearest shape, ... or built-in).
+    plan_ = std::make_unique<Plan>(
+        Plan::create(device_, {pb, {}, family_, config_, config_ ? nullptr : &default_tuning_database()}));
     host_ = std::make_unique<HostOperands>(pb);
     Queue& queue = device_.queue();
     buffers_.x = device_.allocate(host_->x.bytes());
@@ -100,7 +102,9 @@ class PlanTarget final : public BenchTarget {
     return measure(device_.queue(), [&] { plan_->run(device_.queue(), operands()); }, warmup, repeats);
   }
 
-  std::string algorithm() const override { return plan_ ? plan_->describe() : family_; }
+  std::string algorithm() const override {
+    return plan_ ? fmt::format("{} ({})", plan_->describe(), plan_->config_tier()) : family_;
+  }
 
  private:
   DeviceOperands operands() const { return {buffers_.x.get(), buffers_.w.get(), buffers_.y.get(), nullptr}; }
