@@ -135,19 +135,25 @@ Result check(HostConvolution& impl, const ConvProblem& pb, const Inputs& inputs)
   return res;
 }
 
-Result check_sampled(const ConvProblem& pb, const ConvOperands& operands, int samples, uint64_t seed) {
+SampledReference::SampledReference(const ConvProblem& pb, const ConvOperands& inputs, int samples, uint64_t seed)
+    : problem_(pb) {
   const int64_t count = pb.written_elements();
-  const float* out = cpu::written_operand(pb, operands);
-  std::vector<int64_t> positions = {0, count - 1};  // the corners catch edge-tile mistakes
+  positions_ = {0, count - 1};  // the corners catch edge-tile mistakes
   uint64_t state = seed | 1;
   for (int i = 0; i < samples; ++i) {
     state ^= state << 13, state ^= state >> 7, state ^= state << 17;  // xorshift64
-    positions.push_back(static_cast<int64_t>(state % static_cast<uint64_t>(count)));
+    positions_.push_back(static_cast<int64_t>(state % static_cast<uint64_t>(count)));
   }
+  expected_.reserve(positions_.size());
+  for (int64_t i : positions_) expected_.push_back(cpu::reference_element(pb, inputs, i));
+}
+
+Result SampledReference::check(const float* out) const {
   Result res;
   double err2 = 0, ref2 = 0;
-  for (int64_t i : positions) {
-    const double want = cpu::reference_element(pb, operands, i), got = out[i];
+  for (size_t k = 0; k < positions_.size(); ++k) {
+    const int64_t i = positions_[k];
+    const double want = expected_[k], got = out[i];
     if (!std::isfinite(got)) {
       res.message = fmt::format("element {} is {}", i, got);
       return res;
@@ -157,10 +163,14 @@ Result check_sampled(const ConvProblem& pb, const ConvOperands& operands, int sa
     res.max_abs_error = std::max(res.max_abs_error, std::abs(got - want));
   }
   res.rel_l2_error = ref2 > 0 ? std::sqrt(err2 / ref2) : std::sqrt(err2);
-  res.passed = res.rel_l2_error <= tolerance(pb);
-  res.message = fmt::format("{} sampled elements: rel L2 error {:.2e} (tolerance {:.2e})", positions.size(),
-                            res.rel_l2_error, tolerance(pb));
+  res.passed = res.rel_l2_error <= tolerance(problem_);
+  res.message = fmt::format("{} sampled elements: rel L2 error {:.2e} (tolerance {:.2e})", positions_.size(),
+                            res.rel_l2_error, tolerance(problem_));
   return res;
+}
+
+Result check_sampled(const ConvProblem& pb, const ConvOperands& operands, int samples, uint64_t seed) {
+  return SampledReference(pb, operands, samples, seed).check(cpu::written_operand(pb, operands));
 }
 
 Result check_adjoint(HostConvolution& impl, const ConvProblem& problem, uint64_t seed) {

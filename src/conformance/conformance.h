@@ -50,6 +50,20 @@ Result check(HostConvolution& impl, const ConvProblem& problem, const Inputs& in
 // `samples` random elements plus the first and last: how bench verifies layers too large for the full reference.
 Result check_sampled(const ConvProblem& problem, const ConvOperands& operands, int samples, uint64_t seed);
 
+// The same check with the reference values computed once, for checking many candidates on the same inputs (the
+// tuner): the operands' inputs are read at construction; check() reads only the written operand it is given.
+class SampledReference {
+ public:
+  SampledReference(const ConvProblem& problem, const ConvOperands& inputs, int samples, uint64_t seed);
+  Result check(const float* written) const;
+  size_t size() const { return positions_.size(); }
+
+ private:
+  ConvProblem problem_;
+  std::vector<int64_t> positions_;
+  std::vector<double> expected_;
+};
+
 // <fwd(x,w), dy> = <x, bwd_data(dy,w)> = <w, bwd_filter(x,dy)>, each direction computed by `impl`.
 Result check_adjoint(HostConvolution& impl, const ConvProblem& problem, uint64_t seed);
 

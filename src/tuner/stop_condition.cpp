@@ -19,7 +19,7 @@ size_t fraction_count(double fraction, size_t space_size) {
 }
 
 std::string seconds_text(std::chrono::nanoseconds d) {
-  return fmt::format("{:g} s", std::chrono::duration<double>(d).count());
+  return fmt::format("{:.3g} s", std::chrono::duration<double>(d).count());
 }
 
 }  // namespace

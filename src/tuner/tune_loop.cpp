@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <deque>
 #include <exception>
 
 namespace convtune {
@@ -19,13 +20,28 @@ TuneResult tune_loop(Searcher& searcher, const StopCondition& stop, const Evalua
   TuneResult result;
   result.space_size = searcher.size();
   const auto start = options.now();
+  std::deque<size_t> pending;  // proposed, handed to prefetch, not yet evaluated
+  bool exhausted = false;
   for (;;) {
     const TuneProgress progress{result.trials.size(), searcher.size(), options.now() - start};
     if (auto reason = stop.reason_to_stop(progress)) {
       result.stop_reason = *reason;
       break;
     }
-    const std::optional<size_t> index = searcher.next();
+    while (!exhausted && pending.size() <= options.lookahead) {
+      const std::optional<size_t> proposed = searcher.next();
+      if (!proposed) {
+        exhausted = true;
+        break;
+      }
+      pending.push_back(*proposed);
+      if (options.prefetch) options.prefetch(searcher.configs()[*proposed]);
+    }
+    std::optional<size_t> index;
+    if (!pending.empty()) {
+      index = pending.front();
+      pending.pop_front();
+    }
     if (!index) {
       result.stop_reason = fmt::format("searched the whole space ({} configuration{})", searcher.size(),
                                        searcher.size() == 1 ? "" : "s");
@@ -43,6 +59,7 @@ TuneResult tune_loop(Searcher& searcher, const StopCondition& stop, const Evalua
       }
       trial.ms = evaluation.ms;
       trial.failure = std::move(evaluation.failure);
+      trial.note = std::move(evaluation.note);
     } catch (const std::exception& e) {
       trial.ms.reset();
       trial.failure = e.what();

@@ -19,6 +19,7 @@ namespace convtune {
 struct Evaluation {
   std::optional<double> ms;
   std::string failure;  // why it failed; empty on success
+  std::string note;     // anything worth logging about a success ("timed once: 4.2x the best so far")
 
   Evaluation(double time_ms) : ms(time_ms) {}  // NOLINT: implicit on purpose, see above
   Evaluation(std::optional<double> time_ms)    // NOLINT
@@ -36,6 +37,7 @@ struct Trial {
   Config config;
   std::optional<double> ms;  // nullopt: failed
   std::string failure;
+  std::string note;                  // e.g. why timing stopped early
   std::chrono::nanoseconds wall{0};  // evaluation time, compile and verification included
   bool ok() const { return ms.has_value(); }
 };
@@ -58,6 +60,10 @@ struct TuneLoopOptions {
   std::function<std::chrono::steady_clock::time_point()> now = [] { return std::chrono::steady_clock::now(); };
   // Called after each trial (progress output); `so_far` holds the trials up to and including it.
   std::function<void(const Trial& trial, const TuneResult& so_far)> on_trial;
+  // Candidates proposed ahead of the one being evaluated, each handed to `prefetch` as soon as it is proposed
+  // (so their compiles run on other threads while this one is measured). 0: propose one at a time.
+  size_t lookahead = 0;
+  std::function<void(const Config&)> prefetch;
 };
 
 TuneResult tune_loop(Searcher& searcher, const StopCondition& stop, const Evaluator& evaluate,

@@ -12,6 +12,7 @@
 #include "convtune/kernel_family.h"
 #include "tools/convtune/bench_target.h"
 #include "tools/convtune/commands.h"
+#include "tools/convtune/device_choice.h"
 #include "tools/convtune/report_table.h"
 #include "tools/convtune/suite.h"
 
@@ -34,31 +35,11 @@ struct BenchOptions {
   std::string out;
 };
 
-std::vector<Direction> directions_of(const std::string& text) {
-  if (text == "all") return {Direction::Forward, Direction::BackwardData, Direction::BackwardFilter};
-  return {parse_direction(text)};
-}
-
 std::string shape_text(const ConvProblem& p) {
   std::string s = fmt::format("{}->{} {}x{} {}x{}/s{}/p{}", p.c, p.k, p.h, p.w, p.r, p.s, p.stride.h, p.pad.h);
   if (p.dilation.h > 1 || p.dilation.w > 1) s += fmt::format("/d{}", p.dilation.h);
   if (p.groups > 1) s += fmt::format("/g{}", p.groups);
   return s;
-}
-
-bool has_convolutions(const Device& device) {
-  return device.info().backend == BackendKind::Cpu || (device.info().can_run_kernels && !kernel_families().empty());
-}
-
-// --backend best: the best device present, if convtune has convolution kernels for it; else the CPU paths.
-Device& choose_device(const std::string& spec) {
-  Registry& registry = Registry::instance();
-  if (spec != "best") return registry.find(spec);
-  Device& best = registry.best();
-  if (has_convolutions(best)) return best;
-  std::cerr << fmt::format("bench: the best device, {} ({}), has no convolution kernels; falling back to the CPU "
-                           "backend\n", best.info().id, best.info().name);
-  return registry.find("cpu");
 }
 
 // One target per algorithm to compare: the CPU path, or one plan per requested kernel family.
@@ -79,28 +60,13 @@ std::vector<std::unique_ptr<BenchTarget>> make_targets(Device& device, const Ben
   return targets;
 }
 
-std::vector<Layer> layers_of(const BenchOptions& opt) {
-  std::vector<Layer> layers;
-  if (!opt.suite.empty()) layers = load_suite(opt.suite);
-  int index = 0;
-  for (const auto& text : opt.layers) {
-    try {
-      layers.push_back({fmt::format("layer{}", ++index), parse_problem(text)});
-    } catch (const InvalidArgument& e) {
-      throw InvalidArgument(fmt::format("--layer '{}': {}", text, e.what()));
-    }
-  }
-  if (layers.empty()) throw InvalidArgument("nothing to run: give --suite NAME or --layer N=..,C=..,H=..,K=..,R=..");
-  return layers;
-}
-
 void run_bench(const BenchOptions& opt) {
-  const std::vector<Layer> layers = layers_of(opt);
+  const std::vector<Layer> layers = select_layers(opt.suite, opt.layers);
   if (opt.repeats < 1) throw InvalidArgument(fmt::format("--repeats={} is invalid: expected 1 or more", opt.repeats));
-  const auto directions = directions_of(opt.direction);
+  const auto directions = parse_directions(opt.direction);
   for (const Layer& layer : layers) scale_batch(layer.problem, opt.batch_scale).validate();
 
-  Device& device = choose_device(opt.device);
+  Device& device = choose_device(opt.device, "bench");
   auto targets = make_targets(device, opt);
   std::cerr << fmt::format("bench: {} layer(s) x {} direction(s) x {} algorithm(s) on {} ({})\n", layers.size(),
                            directions.size(), targets.size(), device.info().id, device.info().name);

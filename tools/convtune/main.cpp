@@ -1,8 +1,19 @@
-// The `convtune` command line: subcommands devices, bench, peak.
+// The `convtune` command line: subcommands devices, bench, peak, tune, db, report.
 #include <iostream>
 
 #include "convtune/error.h"
 #include "tools/convtune/commands.h"
+
+namespace convtune::cli {
+namespace {
+std::string g_command_line;
+}
+const std::string& command_line() { return g_command_line; }
+void set_command_line(int argc, char** argv) {
+  g_command_line = "convtune";
+  for (int i = 1; i < argc; ++i) g_command_line += std::string(" ") + argv[i];
+}
+}  // namespace convtune::cli
 
 int main(int argc, char** argv) {
   CLI::App app{"convtune: autotuned convolution kernels for any GPU or CPU"};
@@ -10,6 +21,10 @@ int main(int argc, char** argv) {
   convtune::cli::add_devices_command(app);
   convtune::cli::add_bench_command(app);
   convtune::cli::add_peak_command(app);
+  convtune::cli::add_tune_command(app);
+  convtune::cli::add_db_command(app);
+  convtune::cli::add_report_command(app);
+  convtune::cli::set_command_line(argc, argv);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -86,4 +86,24 @@ ConvProblem scale_batch(ConvProblem problem, double scale) {
   return problem;
 }
 
+std::vector<Layer> select_layers(const std::string& suite, const std::vector<std::string>& layer_texts) {
+  std::vector<Layer> layers;
+  if (!suite.empty()) layers = load_suite(suite);
+  int index = 0;
+  for (const auto& text : layer_texts) {
+    try {
+      layers.push_back({fmt::format("layer{}", ++index), parse_problem(text)});
+    } catch (const InvalidArgument& e) {
+      throw InvalidArgument(fmt::format("--layer '{}': {}", text, e.what()));
+    }
+  }
+  if (layers.empty()) throw InvalidArgument("nothing to run: give --suite NAME or --layer N=..,C=..,H=..,K=..,R=..");
+  return layers;
+}
+
+std::vector<Direction> parse_directions(const std::string& text) {
+  if (text == "all") return {Direction::Forward, Direction::BackwardData, Direction::BackwardFilter};
+  return {parse_direction(text)};
+}
+
 }  // namespace convtune::cli

@@ -22,4 +22,11 @@ std::vector<std::string> available_suites();
 // N scaled by `scale` (at least 1).
 ConvProblem scale_batch(ConvProblem problem, double scale);
 
+// The layers a command was asked for: a suite's, then each --layer text (named layer1, layer2...). Throws
+// InvalidArgument naming the bad --layer, or saying how to ask for something when both are empty.
+std::vector<Layer> select_layers(const std::string& suite, const std::vector<std::string>& layer_texts);
+
+// "fwd", "bwd-data", "bwd-filter" or "all".
+std::vector<Direction> parse_directions(const std::string& text);
+
 }  // namespace convtune::cli

@@ -177,11 +177,14 @@ std::shared_ptr<Program> OpenCLDevice::build(const ProgramSource& source) {
   const ProgramCacheKey key = opencl_program_key(info_, source, text);
   const std::string hash = key.hash();
 
-  std::lock_guard lock(programs_mutex_);
   auto make_program = [&](std::shared_ptr<const ClHandle<cl_program>> program, bool from_cache) {
     return std::make_shared<OpenCLProgram>(std::move(program), from_cache, source.file, info_.id, context(), device_);
   };
-  if (auto it = programs_.find(hash); it != programs_.end()) return make_program(it->second, true);
+  {
+    std::lock_guard lock(programs_mutex_);
+    if (auto it = programs_.find(hash); it != programs_.end()) return make_program(it->second, true);
+  }
+  // Compiled without holding programs_mutex_, so a tuner's threads compile different candidates in parallel.
 
   // A program compiled just now is used as is: reloading it from its own binary would only cost time.
   ClHandle<cl_program> compiled;
@@ -198,8 +201,7 @@ std::shared_ptr<Program> OpenCLDevice::build(const ProgramSource& source) {
     std::string problem;
     program = load_binary(binary, options, problem);
     if (!program) {
-      if (!reported_rejected_binary_) {
-        reported_rejected_binary_ = true;
+      if (!reported_rejected_binary_.exchange(true)) {
         std::cerr << fmt::format("convtune: {} rejected the cached binary of {} ({}); compiling from source instead "
                                  "(further rejections on this device are not reported)\n",
                                  describe(), source.file, problem);
@@ -210,8 +212,9 @@ std::shared_ptr<Program> OpenCLDevice::build(const ProgramSource& source) {
     }
   }
   auto shared = std::make_shared<const ClHandle<cl_program>>(std::move(program));
-  programs_.emplace(hash, shared);
-  return make_program(std::move(shared), from_cache);
+  std::lock_guard lock(programs_mutex_);
+  const auto [it, inserted] = programs_.emplace(hash, shared);  // another thread may have built it meanwhile
+  return make_program(it->second, from_cache && inserted);
 }
 
 }  // namespace convtune::opencl

@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <map>
+#include <atomic>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -59,7 +60,7 @@ class OpenCLDevice final : public Device {
   std::mutex programs_mutex_;
   // Built programs by ProgramCacheKey hash, so building the same source and parameters again is free.
   std::map<std::string, std::shared_ptr<const ClHandle<cl_program>>> programs_;
-  bool reported_rejected_binary_ = false;
+  std::atomic<bool> reported_rejected_binary_{false};  // builds run on several threads
 };
 
 }  // namespace convtune::opencl

@@ -1,0 +1,63 @@
+// CandidateEvaluator: what the tuner does with one configuration on a device — compile (ahead, on worker
+// threads), run on seeded random inputs, check against the reference, time — with each failure named by kind.
+#pragma once
+
+#include <future>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "convtune/backend.h"
+#include "convtune/kernel_family.h"
+#include "convtune/tensor.h"
+#include "src/conformance/conformance.h"
+#include "src/tuner/tune_loop.h"
+
+namespace convtune {
+
+struct CandidateOptions {
+  int warmup = 1;
+  int repeats = 5;
+  // A candidate whose first timed run is slower than this many times the best so far is not timed further: its
+  // single time is recorded (with a note) and it cannot win. 0 disables the early abort.
+  double abort_factor = 1.5;
+  int samples = 512;  // reference elements checked per candidate (plus the first and last)
+  uint64_t seed = 7;
+};
+
+class CandidateEvaluator {
+ public:
+  CandidateEvaluator(Device& device, const KernelFamily& family, const ConvProblem& problem,
+                     CandidateOptions options = {});
+  ~CandidateEvaluator();  // waits for compiles still running
+  CandidateEvaluator(const CandidateEvaluator&) = delete;
+  CandidateEvaluator& operator=(const CandidateEvaluator&) = delete;
+
+  // Starts compiling `config` on a worker thread; evaluate() later finds the program built.
+  void prefetch(const Config& config);
+  // Compile (or collect the prefetched program), run once with the output poisoned, verify at sampled elements,
+  // then time. Failures come back as Evaluation::failed("compile error: ...", "launch error: ...",
+  // "wrong result: ...").
+  Evaluation evaluate(const Config& config);
+  // The fastest verified time so far (0 before the first).
+  double best_ms() const { return best_ms_; }
+
+ private:
+  Buffer& written_buffer();
+
+  Device& device_;
+  const KernelFamily& family_;
+  ConvProblem problem_;
+  CandidateOptions options_;
+  Tensor x_, w_, y_;
+  std::unique_ptr<Buffer> dx_, dw_, dy_;
+  std::unique_ptr<conformance::SampledReference> reference_;
+  std::vector<float> poison_, readback_;
+  std::mutex mutex_;
+  std::map<std::string, std::shared_future<std::shared_ptr<Program>>> compiles_;
+  double best_ms_ = 0;
+};
+
+}  // namespace convtune

@@ -1,0 +1,140 @@
+// `convtune db`: list, show, merge and prune the tuning database (the user's file plus the shipped defaults).
+#include <fmt/format.h>
+
+#include <iostream>
+
+#include "convtune/backend.h"
+#include "convtune/error.h"
+#include "convtune/kernel_family.h"
+#include "convtune/plan.h"
+#include "src/tuning_db/tuning_database.h"
+#include "src/tuning_db/tuning_db_report.h"
+#include "tools/convtune/commands.h"
+
+namespace convtune::cli {
+
+namespace {
+
+struct DbOptions {
+  std::string db;
+  std::string device, family, direction;
+  bool user_only = false;
+  size_t number = 0;
+  std::string merge_file;
+  bool stale = false;
+  std::string prune_device;
+};
+
+std::filesystem::path db_path(const DbOptions& opt) {
+  return opt.db.empty() ? TuningDatabase::default_user_file() : std::filesystem::path(opt.db);
+}
+
+TuningDatabase open_database(const DbOptions& opt) {
+  TuningDatabase db(db_path(opt), shipped_tuning_dir());
+  if (!db.user_file_error().empty()) std::cerr << "db: warning: " << db.user_file_error() << "\n";
+  return db;
+}
+
+std::vector<ListedEntry> listed(const TuningDatabase& db, const DbOptions& opt) {
+  EntryFilter filter;
+  filter.device = opt.device;
+  filter.family = opt.family;
+  if (!opt.direction.empty()) filter.direction = parse_direction(opt.direction);
+  filter.include_shipped = !opt.user_only;
+  return db.list(filter);
+}
+
+void add_filters(CLI::App* cmd, DbOptions& opt) {
+  cmd->add_option("--device", opt.device, "Only entries whose device name or fingerprint contains this");
+  cmd->add_option("--family", opt.family, "Only this kernel family");
+  cmd->add_option("--direction", opt.direction, "Only fwd, bwd-data or bwd-filter");
+  cmd->add_flag("--user-only", opt.user_only, "Leave out the defaults shipped with convtune");
+}
+
+// Current kernel-source hash of every family, for each direction's source file, keyed the way entries are judged.
+std::map<std::string, std::string> current_hashes(const TuningEntry& e, const DeviceInfo& device) {
+  std::map<std::string, std::string> hashes;
+  for (const auto& f : kernel_families()) hashes[f->name()] = kernel_source_hash(*f, e.problem, device);
+  return hashes;
+}
+
+}  // namespace
+
+void add_db_command(CLI::App& app) {
+  auto opt = std::make_shared<DbOptions>();
+  auto* db = app.add_subcommand("db", "List, show, merge and prune tuning-database entries");
+  db->add_option("--db", opt->db, "Database file (default: $CONVTUNE_TUNING_DB or ~/.local/share/convtune/tuning.json)");
+  db->require_subcommand(1);
+
+  auto* list = db->add_subcommand("list", "One line per entry, numbered for `db show`");
+  add_filters(list, *opt);
+  list->callback([opt] {
+    const TuningDatabase database = open_database(*opt);
+    const auto entries = listed(database, *opt);
+    std::cout << fmt::format("{}: {} user entr{}, {} shipped\n", database.user_file().string(),
+                             database.user_entry_count(), database.user_entry_count() == 1 ? "y" : "ies",
+                             database.shipped_entry_count());
+    std::cout << format_entry_table(entries);
+  });
+
+  auto* show = db->add_subcommand("show", "Every field of one entry (its number in `db list` with the same filters)");
+  add_filters(show, *opt);
+  show->add_option("number", opt->number, "Entry number from `db list`")->required();
+  show->callback([opt] {
+    const TuningDatabase database = open_database(*opt);
+    const auto entries = listed(database, *opt);
+    if (opt->number < 1 || opt->number > entries.size()) {
+      throw InvalidArgument(fmt::format("db show {}: expected an entry number from 1 to {} (see `convtune db list`)",
+                                        opt->number, entries.size()));
+    }
+    const ListedEntry& entry = entries[opt->number - 1];
+    std::cout << format_entry_details(entry);
+    // Whether this convtune still trusts it on a device present here.
+    for (Device* device : Registry::instance().all_devices()) {
+      if (!entry.entry.device.same_hardware(device->info())) continue;
+      const auto hashes = current_hashes(entry.entry, device->info());
+      const auto it = hashes.find(entry.entry.family);
+      const std::string why =
+          it == hashes.end() ? "unknown family" : stale_reason(entry.entry, device->info(), it->second);
+      std::cout << fmt::format("on {} here: {}\n", device->info().id, why.empty() ? "current" : "stale: " + why);
+    }
+  });
+
+  auto* merge = db->add_subcommand("merge", "Fold another database file in, keeping the faster entry per key");
+  merge->add_option("file", opt->merge_file, "Database file to merge")->required()->check(CLI::ExistingFile);
+  merge->callback([opt] {
+    TuningDatabase database = open_database(*opt);
+    const MergeCounts counts = database.merge_file(opt->merge_file);
+    database.save();
+    std::cout << fmt::format("merged {} into {}: {} added, {} replaced (faster), {} kept (ours at least as fast)\n",
+                             opt->merge_file, database.user_file().string(), counts.added, counts.replaced, counts.kept);
+  });
+
+  auto* prune = db->add_subcommand("prune", "Remove stale entries (other kernel source or driver) or one device's");
+  prune->add_flag("--stale", opt->stale, "Entries this convtune would not trust on the devices present here");
+  prune->add_option("--device", opt->prune_device, "Entries of this device (name or fingerprint)");
+  prune->callback([opt] {
+    if (!opt->stale && opt->prune_device.empty()) throw InvalidArgument("db prune: give --stale and/or --device NAME");
+    TuningDatabase database = open_database(*opt);
+    size_t removed = 0;
+    if (!opt->prune_device.empty()) removed += database.prune_device(opt->prune_device);
+    if (opt->stale) {
+      std::vector<DeviceInfo> devices;
+      for (Device* device : Registry::instance().all_devices()) devices.push_back(device->info());
+      removed += database.prune_if([&](const TuningEntry& e) {
+        for (const DeviceInfo& d : devices) {
+          if (!e.device.same_hardware(d)) continue;
+          const auto hashes = current_hashes(e, d);
+          const auto it = hashes.find(e.family);
+          return it == hashes.end() || !stale_reason(e, d, it->second).empty();
+        }
+        return false;  // measured on hardware not present here: nothing says it is stale
+      });
+    }
+    database.save();
+    std::cout << fmt::format("removed {} entr{} from {}\n", removed, removed == 1 ? "y" : "ies",
+                             database.user_file().string());
+  });
+}
+
+}  // namespace convtune::cli
