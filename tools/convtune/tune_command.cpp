@@ -6,6 +6,7 @@
 #include <cmath>
 #include <ctime>
 #include <iostream>
+#include <map>
 #include <thread>
 
 #include "convtune/backend.h"
@@ -46,6 +47,7 @@ struct TuneOptions {
   int jobs = 0;
   std::string log;
   std::string db;
+  std::string only;  // "NAME=v1/v2,NAME2=v": search only configurations with these values
   bool save = true;
   bool peak = true;
   std::string command_line;
@@ -73,6 +75,37 @@ double parse_duration_seconds(const std::string& text) {
                                       text));
   }
   return value * scale;
+}
+
+// --only "TILE_K=8/16,SPLIT_K=1": each named parameter restricted to the listed values.
+std::map<std::string, std::vector<int64_t>> parse_only(const std::string& text) {
+  std::map<std::string, std::vector<int64_t>> only;
+  if (text.empty()) return only;
+  size_t pos = 0;
+  while (pos <= text.size()) {
+    const size_t comma = std::min(text.find(',', pos), text.size());
+    const std::string item = text.substr(pos, comma - pos);
+    pos = comma + 1;
+    const size_t eq = item.find('=');
+    if (eq == std::string::npos || eq == 0 || eq + 1 == item.size()) {
+      throw InvalidArgument(fmt::format("--only '{}': expected NAME=VALUE[/VALUE...], got '{}'", text, item));
+    }
+    auto& values = only[item.substr(0, eq)];
+    size_t vpos = eq + 1;
+    while (vpos <= item.size()) {
+      const size_t slash = std::min(item.find('/', vpos), item.size());
+      const std::string value = item.substr(vpos, slash - vpos);
+      try {
+        size_t used = 0;
+        values.push_back(std::stoll(value, &used));
+        if (used != value.size()) throw std::invalid_argument(value);
+      } catch (const std::exception&) {
+        throw InvalidArgument(fmt::format("--only '{}': {}='{}' is not an integer", text, item.substr(0, eq), value));
+      }
+      vpos = slash + 1;
+    }
+  }
+  return only;
 }
 
 struct Task {
@@ -133,6 +166,7 @@ void run_tune(const TuneOptions& opt) {
     }
   }
   if (opt.family != "all" && opt.family != "auto") kernel_family(opt.family);  // unknown names list the known ones
+  const auto only = parse_only(opt.only);
   if (tasks.empty()) throw Unsupported("no kernel family supports any of the requested layers on " + info.id);
 
   TuneLog log(log_path);
@@ -170,8 +204,25 @@ void run_tune(const TuneOptions& opt) {
     const double task_budget = std::max(0.0, budget_s - spent) / static_cast<double>(tasks.size() - t);
     const std::string label = fmt::format("[{}/{}] {} {} {}", t + 1, tasks.size(), task.layer.name,
                                           to_string(pb.direction), family.name());
-    const SearchSpace space(family, pb, info);
+    const SearchSpace full_space(family, pb, info);
+    std::vector<Config> configs;
+    for (const Config& c : full_space.configs()) {
+      bool keep = true;
+      for (const auto& [name, values] : only) {
+        const auto it = c.find(name);
+        keep = keep && it != c.end() && std::find(values.begin(), values.end(), it->second) != values.end();
+      }
+      if (keep) configs.push_back(c);
+    }
+    struct {
+      size_t size() const { return list->size(); }
+      const std::vector<Config>& configs() const { return *list; }
+      const std::vector<Config>* list;
+    } space{&configs};
     TaskSummary summary{task.layer.name, pb, family.name(), space.size()};
+    if (!only.empty()) {
+      std::cerr << fmt::format("{}: {} of {} valid configurations match --only\n", label, space.size(), full_space.size());
+    }
     if (space.size() == 0) {
       std::cerr << label << ": no valid configuration on this device\n";
       log.add_task(summary);
@@ -293,6 +344,7 @@ void add_tune_command(CLI::App& app) {
   cmd->add_option("--jobs", opt->jobs, "Candidates compiled ahead on worker threads (default: cores - 1, at most 8)");
   cmd->add_option("--log", opt->log, "Log of every candidate, FILE.json or FILE.csv (default: next to the database)");
   cmd->add_option("--db", opt->db, "Tuning database file (default: $CONVTUNE_TUNING_DB or ~/.local/share/convtune/tuning.json)");
+  cmd->add_option("--only", opt->only, "Search only configurations with these values, e.g. SPLIT_K=1,TILE_K=8/16");
   cmd->add_flag("!--no-save", opt->save, "Do not write results to the database");
   cmd->add_flag("!--no-peak", opt->peak, "Skip measuring the FP32 peak (the report then needs --peak)");
   cmd->callback([opt] {
