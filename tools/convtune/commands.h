@@ -8,5 +8,11 @@ namespace convtune::cli {
 void add_devices_command(CLI::App& app);
 void add_bench_command(CLI::App& app);
 void add_peak_command(CLI::App& app);
+void add_train_command(CLI::App& app);  // `train mlp` and `train cnn`
+void add_eval_command(CLI::App& app);
+
+// Subcommands of `train`, each in its own file.
+void add_train_mlp_command(CLI::App& train);
+void add_train_cnn_command(CLI::App& train);
 
 }  // namespace convtune::cli

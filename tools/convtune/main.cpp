@@ -1,4 +1,4 @@
-// The `convtune` command line: subcommands devices, bench, peak.
+// The `convtune` command line: subcommands devices, bench, peak, train, eval.
 #include <iostream>
 
 #include "convtune/error.h"
@@ -10,6 +10,8 @@ int main(int argc, char** argv) {
   convtune::cli::add_devices_command(app);
   convtune::cli::add_bench_command(app);
   convtune::cli::add_peak_command(app);
+  convtune::cli::add_train_command(app);
+  convtune::cli::add_eval_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
