@@ -12,6 +12,7 @@
 #include "convtune/kernel_family.h"
 #include "tools/convtune/bench_target.h"
 #include "tools/convtune/commands.h"
+#include "tools/convtune/device_choice.h"
 #include "tools/convtune/report_table.h"
 #include "tools/convtune/suite.h"
 
@@ -44,21 +45,6 @@ std::string shape_text(const ConvProblem& p) {
   if (p.dilation.h > 1 || p.dilation.w > 1) s += fmt::format("/d{}", p.dilation.h);
   if (p.groups > 1) s += fmt::format("/g{}", p.groups);
   return s;
-}
-
-bool has_convolutions(const Device& device) {
-  return device.info().backend == BackendKind::Cpu || (device.info().can_run_kernels && !kernel_families().empty());
-}
-
-// --backend best: the best device present, if convtune has convolution kernels for it; else the CPU paths.
-Device& choose_device(const std::string& spec) {
-  Registry& registry = Registry::instance();
-  if (spec != "best") return registry.find(spec);
-  Device& best = registry.best();
-  if (has_convolutions(best)) return best;
-  std::cerr << fmt::format("bench: the best device, {} ({}), has no convolution kernels; falling back to the CPU "
-                           "backend\n", best.info().id, best.info().name);
-  return registry.find("cpu");
 }
 
 // One target per algorithm to compare: the CPU path, or one plan per requested kernel family.
@@ -100,7 +86,7 @@ void run_bench(const BenchOptions& opt) {
   const auto directions = directions_of(opt.direction);
   for (const Layer& layer : layers) scale_batch(layer.problem, opt.batch_scale).validate();
 
-  Device& device = choose_device(opt.device);
+  Device& device = choose_device(opt.device, "bench");
   auto targets = make_targets(device, opt);
   std::cerr << fmt::format("bench: {} layer(s) x {} direction(s) x {} algorithm(s) on {} ({})\n", layers.size(),
                            directions.size(), targets.size(), device.info().id, device.info().name);
