@@ -9,6 +9,7 @@
 #include "convtune/error.h"
 #include "convtune/mlp/mlp.h"
 #include "src/core/parallel_for.h"
+#include "src/mlp/mlp_kernels.h"
 
 namespace convtune::mlp {
 namespace {
@@ -47,21 +48,22 @@ void check_dataset(const data::LabelledImages& set, const MlpWeights& w, const c
   }
 }
 
-// Seed 002's forward pass for one image, on the host. Returns the outputs; fills `hidden` (without the bias).
+// Seed 002's forward pass for one image, on the host: fills `hidden` (without the bias) and `out`. Plain multiply-adds
+// in index order (std::fma would be a slow library call without hardware-FMA compile flags).
 void host_forward(const MlpWeights& w, const float* x, std::vector<float>& hidden, std::vector<float>& out) {
   const int in1 = w.inputs + 1;
   for (int j = 0; j < w.hidden; ++j) {
     const float* row = &w.input_hidden[static_cast<size_t>(j) * in1];
     float sum = 0.0f;
-    for (int i = 0; i < w.inputs; ++i) sum = std::fma(x[i], row[i], sum);
-    sum = std::fma(kBiasValue, row[w.inputs], sum);
+    for (int i = 0; i < w.inputs; ++i) sum += x[i] * row[i];
+    sum += kBiasValue * row[w.inputs];
     hidden[j] = sigmoid(sum);
   }
   for (int k = 0; k < w.outputs; ++k) {
     float sum = 0.0f;
     for (int j = 0; j <= w.hidden; ++j) {
       const float h = j < w.hidden ? hidden[j] : kBiasValue;
-      sum = std::fma(h, w.hidden_output[static_cast<size_t>(j) * w.outputs + k], sum);
+      sum += h * w.hidden_output[static_cast<size_t>(j) * w.outputs + k];
     }
     out[k] = sigmoid(sum);
   }
@@ -152,18 +154,18 @@ class HostTrainer final : public MlpTrainer {
         const float h = j < w_.hidden ? hidden[j] : kBiasValue;
         for (int k = 0; k < w_.outputs; ++k) {
           float& g = grad_ho_[static_cast<size_t>(j) * w_.outputs + k];
-          g = std::fma(h, out_grad[k], g);
+          g += h * out_grad[k];
         }
       }
       for (int j = 0; j < w_.hidden; ++j) {
         float back = 0.0f;
         for (int k = 0; k < w_.outputs; ++k) {
-          back = std::fma(w_.hidden_output[static_cast<size_t>(j) * w_.outputs + k], out_grad[k], back);
+          back += w_.hidden_output[static_cast<size_t>(j) * w_.outputs + k] * out_grad[k];
         }
         const float hidden_grad = hidden[j] * (1.0f - hidden[j]) * back;
         float* g = &grad_ih_[static_cast<size_t>(j) * in1];
-        for (int i = 0; i < w_.inputs; ++i) g[i] = std::fma(hidden_grad, x[i], g[i]);
-        g[w_.inputs] = std::fma(hidden_grad, kBiasValue, g[w_.inputs]);
+        for (int i = 0; i < w_.inputs; ++i) g[i] += hidden_grad * x[i];
+        g[w_.inputs] += hidden_grad * kBiasValue;
       }
     }
     const float scale = options_.learning_rate / static_cast<float>(rows);
@@ -173,7 +175,7 @@ class HostTrainer final : public MlpTrainer {
 
   void apply(std::vector<float>& weights, std::vector<float>& delta, const std::vector<float>& grad, float scale) {
     for (size_t e = 0; e < weights.size(); ++e) {
-      delta[e] = std::fma(scale, grad[e], options_.momentum * delta[e]);
+      delta[e] = scale * grad[e] + options_.momentum * delta[e];
       weights[e] += delta[e];
     }
   }
@@ -185,43 +187,18 @@ class HostTrainer final : public MlpTrainer {
   std::vector<float> grad_ih_, grad_ho_;
 };
 
-int floor_power_of_two(int v) {
-  int p = 1;
-  while (p * 2 <= v) p *= 2;
-  return p;
-}
-
 // Device kernels: the dataset and weights live on the device for the trainer's lifetime.
 class DeviceTrainer final : public MlpTrainer {
  public:
   DeviceTrainer(Device& device, const data::LabelledImages& train, const MlpWeights& initial, TrainOptions options)
       : device_(device), w_shape_(initial), options_(options), train_count_(train.count) {
-    const DeviceInfo& info = device.info();
-    work_group_ = static_cast<int>(std::min<size_t>(256, floor_power_of_two(static_cast<int>(
-                                                             std::max<size_t>(info.max_work_group_size, 32)))));
-    if (initial.outputs > work_group_) {
-      throw Unsupported(fmt::format("MLP on {}: {} outputs exceed a work-group of {} threads", info.id,
-                                    initial.outputs, work_group_));
-    }
-    groups_ = choose_groups(info);
-    hidden_per_group_ = (initial.hidden + groups_ - 1) / groups_;
-    groups_ = (initial.hidden + hidden_per_group_ - 1) / hidden_per_group_;  // no empty group
-    const int threads_per_neuron =
-        std::clamp(floor_power_of_two(work_group_ / hidden_per_group_), std::min(32, work_group_), work_group_);
-    const int threads_per_output = std::min(32, floor_power_of_two(work_group_ / initial.outputs));
-
-    ProgramSource source;
-    source.file = "mlp/mlp.cl";
-    source.defines = {{"INPUTS", std::to_string(initial.inputs)},
-                      {"HIDDEN", std::to_string(initial.hidden)},
-                      {"OUTPUTS", std::to_string(initial.outputs)},
-                      {"WG", std::to_string(work_group_)},
-                      {"GROUPS", std::to_string(groups_)},
-                      {"HIDDEN_PER_GROUP", std::to_string(hidden_per_group_)},
-                      {"THREADS_PER_NEURON", std::to_string(threads_per_neuron)},
-                      {"THREADS_PER_OUTPUT", std::to_string(threads_per_output)},
-                      {"TILE", std::to_string(kTile)}};
-    program_ = device.build(source);
+    const MlpKernelShape shape = mlp_kernel_shape(device.info(), initial.inputs, initial.hidden, initial.outputs,
+                                                  options.groups);
+    work_group_ = shape.work_group;
+    groups_ = shape.groups;
+    hidden_per_group_ = shape.hidden_per_group;
+    tile_ = shape.tile;
+    program_ = device.build(shape.source);
     epoch_kernel_ = program_->kernel("mlp_sgd_epoch");
     forward_kernel_ = program_->kernel("mlp_hidden_forward");
     output_kernel_ = program_->kernel("mlp_output_layer");
@@ -276,8 +253,8 @@ class DeviceTrainer final : public MlpTrainer {
           LaunchGeometry g;
           const size_t weights =
               static_cast<size_t>(w_shape_.hidden) * (w_shape_.inputs + 1) + (w_shape_.hidden + 1) * w_shape_.outputs;
-          g.local[0] = 256;
-          g.global[0] = (weights + 255) / 256 * 256;
+          g.local[0] = static_cast<size_t>(work_group_);
+          g.global[0] = (weights + g.local[0] - 1) / g.local[0] * g.local[0];
           q.launch(*update_kernel_, g);
         }
       });
@@ -323,31 +300,12 @@ class DeviceTrainer final : public MlpTrainer {
   }
 
  private:
-  static constexpr int kTile = 16;
   static constexpr int kEvalChunk = 1024;  // test images per forward launch
 
   struct DeviceSet {
     int64_t count = 0;
     std::unique_ptr<Buffer> images, labels, error, correct;
   };
-
-  // Per-sample kernel groups: all must be resident at once for the grid barrier. On a GPU (one small group per
-  // compute unit is always resident) spread the hidden layer over up to one group per compute unit; elsewhere
-  // (PoCL runs work-groups on a few CPU threads with no such promise) a single group.
-  int choose_groups(const DeviceInfo& info) const {
-    const int cus = std::max(1, info.compute_units);
-    if (options_.groups > 0) {
-      if (options_.groups > 1 && (!info.is_gpu || options_.groups > cus)) {
-        throw InvalidArgument(fmt::format(
-            "--groups {} on {}: more than one group needs a GPU with at least that many compute units ({} has {}{}), "
-            "so that all groups are resident for the grid barrier",
-            options_.groups, info.id, info.id, cus, info.is_gpu ? "" : " and is not a GPU"));
-      }
-      return std::min(options_.groups, w_shape_.hidden);
-    }
-    if (!info.is_gpu) return 1;
-    return std::min(cus, w_shape_.hidden);
-  }
 
   std::unique_ptr<Buffer> upload(const std::vector<float>& values) {
     auto buffer = device_.allocate(values.size() * sizeof(float));
@@ -389,9 +347,9 @@ class DeviceTrainer final : public MlpTrainer {
     f.set_arg(4, rows);
     LaunchGeometry fg;
     fg.dims = 2;
-    fg.global = {static_cast<size_t>((w_shape_.hidden + kTile - 1) / kTile * kTile),
-                 static_cast<size_t>((rows + kTile - 1) / kTile * kTile), 1};
-    fg.local = {kTile, kTile, 1};
+    fg.global = {static_cast<size_t>((w_shape_.hidden + tile_ - 1) / tile_ * tile_),
+                 static_cast<size_t>((rows + tile_ - 1) / tile_ * tile_), 1};
+    fg.local = {static_cast<size_t>(tile_), static_cast<size_t>(tile_), 1};
     q.launch(f, fg);
 
     Kernel& o = *output_kernel_;
@@ -428,7 +386,7 @@ class DeviceTrainer final : public MlpTrainer {
   MlpWeights w_shape_;  // sizes and initial values; the current weights live on the device
   TrainOptions options_;
   int64_t train_count_ = 0;
-  int work_group_ = 256, groups_ = 1, hidden_per_group_ = 1;
+  int work_group_ = 256, groups_ = 1, hidden_per_group_ = 1, tile_ = 16;
   std::shared_ptr<Program> program_;
   std::unique_ptr<Kernel> epoch_kernel_, forward_kernel_, output_kernel_, update_kernel_;
   DeviceSet train_set_, test_set_;
@@ -436,6 +394,54 @@ class DeviceTrainer final : public MlpTrainer {
 };
 
 }  // namespace
+
+static int floor_power_of_two(int v) {
+  int p = 1;
+  while (p * 2 <= v) p *= 2;
+  return p;
+}
+
+MlpKernelShape mlp_kernel_shape(const DeviceInfo& info, int inputs, int hidden, int outputs, int groups_option) {
+  MlpKernelShape shape;
+  const size_t device_limit = std::clamp<size_t>(info.max_work_group_size, 32, 1024);
+  shape.work_group = std::min(256, floor_power_of_two(static_cast<int>(device_limit)));
+  if (outputs > shape.work_group) {
+    throw Unsupported(
+        fmt::format("MLP on {}: {} outputs exceed a work-group of {} threads", info.id, outputs, shape.work_group));
+  }
+  // Per-sample kernel groups: all must be resident at once for the grid barrier. On a GPU (one small group per
+  // compute unit is always resident) spread the hidden layer over up to one group per compute unit; elsewhere
+  // (PoCL runs work-groups on a few CPU threads with no such promise) a single group.
+  const int cus = std::max(1, info.compute_units);
+  int groups = 1;
+  if (groups_option > 1 && (!info.is_gpu || groups_option > cus)) {
+    throw InvalidArgument(fmt::format(
+        "--groups {} on {}: more than one group needs a GPU with at least that many compute units ({} has {}{}), so "
+        "that all groups are resident for the grid barrier",
+        groups_option, info.id, info.id, cus, info.is_gpu ? "" : " and is not a GPU"));
+  }
+  if (groups_option > 0) {
+    groups = std::min(groups_option, hidden);
+  } else if (info.is_gpu) {
+    groups = std::min(cus, hidden);
+  }
+  shape.hidden_per_group = (hidden + groups - 1) / groups;
+  shape.groups = (hidden + shape.hidden_per_group - 1) / shape.hidden_per_group;  // no empty group
+  const int threads_per_neuron = std::clamp(floor_power_of_two(shape.work_group / shape.hidden_per_group),
+                                            std::min(32, shape.work_group), shape.work_group);
+  const int threads_per_output = std::min(32, floor_power_of_two(shape.work_group / outputs));
+  shape.source.file = "mlp/mlp.cl";
+  shape.source.defines = {{"INPUTS", std::to_string(inputs)},
+                          {"HIDDEN", std::to_string(hidden)},
+                          {"OUTPUTS", std::to_string(outputs)},
+                          {"WG", std::to_string(shape.work_group)},
+                          {"GROUPS", std::to_string(shape.groups)},
+                          {"HIDDEN_PER_GROUP", std::to_string(shape.hidden_per_group)},
+                          {"THREADS_PER_NEURON", std::to_string(threads_per_neuron)},
+                          {"THREADS_PER_OUTPUT", std::to_string(threads_per_output)},
+                          {"TILE", std::to_string(shape.tile)}};
+  return shape;
+}
 
 MlpWeights initial_weights(int inputs, int hidden, int outputs, uint64_t seed) {
   if (inputs < 1 || hidden < 1 || outputs < 2) {
