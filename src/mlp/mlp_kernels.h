@@ -11,12 +11,13 @@ struct MlpKernelShape {
   int groups = 1;              // work-groups of the persistent per-sample kernel
   int hidden_per_group = 150;  // hidden neurons each of those groups owns
   int tile = 16;               // mini-batch forward tile
+  bool w1_local = false;       // the per-sample kernel keeps each group's W1/dW1 rows in local memory
   ProgramSource source;        // src/kernels/mlp/mlp.cl with these values as defines
 };
 
 // groups_option: 0 picks (one group per compute unit on a GPU, at most one per hidden neuron; 1 elsewhere), 1 the
-// single-group kernel, N > 1 that many (InvalidArgument unless the device is a GPU with at least N compute units,
-// since the grid barrier needs every group resident at once).
+// single-group kernel, N > 1 that many (InvalidArgument when the device has fewer than N compute units, since the
+// grid barrier needs every group running at once).
 MlpKernelShape mlp_kernel_shape(const DeviceInfo& device, int inputs, int hidden, int outputs, int groups_option);
 
 }  // namespace convtune::mlp

@@ -198,6 +198,7 @@ class DeviceTrainer final : public MlpTrainer {
     groups_ = shape.groups;
     hidden_per_group_ = shape.hidden_per_group;
     tile_ = shape.tile;
+    w1_local_ = shape.w1_local;
     program_ = device.build(shape.source);
     epoch_kernel_ = program_->kernel("mlp_sgd_epoch");
     forward_kernel_ = program_->kernel("mlp_hidden_forward");
@@ -293,10 +294,11 @@ class DeviceTrainer final : public MlpTrainer {
       return fmt::format("mini-batches of {}: 3 kernels per batch (tiled hidden forward, output layer, update)",
                          options_.batch);
     }
-    return groups_ == 1 ? fmt::format("persistent per-sample kernel, 1 work-group of {} threads", work_group_)
+    const char* rows = w1_local_ ? "W1 rows in local memory" : "W1 in global memory";
+    return groups_ == 1 ? fmt::format("persistent per-sample kernel, 1 work-group of {} threads, {}", work_group_, rows)
                         : fmt::format("persistent per-sample kernel, {} work-groups x {} threads ({} hidden neurons "
-                                      "each) with a grid barrier per sample",
-                                      groups_, work_group_, hidden_per_group_);
+                                      "each, {}) with a grid barrier per sample",
+                                      groups_, work_group_, hidden_per_group_, rows);
   }
 
  private:
@@ -387,6 +389,7 @@ class DeviceTrainer final : public MlpTrainer {
   TrainOptions options_;
   int64_t train_count_ = 0;
   int work_group_ = 256, groups_ = 1, hidden_per_group_ = 1, tile_ = 16;
+  bool w1_local_ = false;
   std::shared_ptr<Program> program_;
   std::unique_ptr<Kernel> epoch_kernel_, forward_kernel_, output_kernel_, update_kernel_;
   DeviceSet train_set_, test_set_;
@@ -409,16 +412,17 @@ MlpKernelShape mlp_kernel_shape(const DeviceInfo& info, int inputs, int hidden, 
     throw Unsupported(
         fmt::format("MLP on {}: {} outputs exceed a work-group of {} threads", info.id, outputs, shape.work_group));
   }
-  // Per-sample kernel groups: all must be resident at once for the grid barrier. On a GPU (one small group per
-  // compute unit is always resident) spread the hidden layer over up to one group per compute unit; elsewhere
-  // (PoCL runs work-groups on a few CPU threads with no such promise) a single group.
+  // Per-sample kernel groups: all must run at once for the grid barrier, or it deadlocks. Automatically, only on a
+  // GPU, where one small group per compute unit is always resident: up to one group per compute unit. Elsewhere a
+  // single group, unless asked: PoCL runs one work-group per compute unit (CPU core) at a time, so N <= compute
+  // units works there too (tests use 2 groups on PoCL to check the barrier), but nothing in OpenCL promises it.
   const int cus = std::max(1, info.compute_units);
   int groups = 1;
-  if (groups_option > 1 && (!info.is_gpu || groups_option > cus)) {
+  if (groups_option > cus) {
     throw InvalidArgument(fmt::format(
-        "--groups {} on {}: more than one group needs a GPU with at least that many compute units ({} has {}{}), so "
-        "that all groups are resident for the grid barrier",
-        groups_option, info.id, info.id, cus, info.is_gpu ? "" : " and is not a GPU"));
+        "--groups {} on {}: the device has {} compute units, and more groups than that need not all run at once, "
+        "which the per-sample kernel's grid barrier requires",
+        groups_option, info.id, cus));
   }
   if (groups_option > 0) {
     groups = std::min(groups_option, hidden);
@@ -430,6 +434,13 @@ MlpKernelShape mlp_kernel_shape(const DeviceInfo& info, int inputs, int hidden, 
   const int threads_per_neuron = std::clamp(floor_power_of_two(shape.work_group / shape.hidden_per_group),
                                             std::min(32, shape.work_group), shape.work_group);
   const int threads_per_output = std::min(32, floor_power_of_two(shape.work_group / outputs));
+  // The group's W1 and dW1 rows in local memory when they fit beside the other local arrays (~4.3k floats) in
+  // 48 KiB, CUDA's static shared-memory limit and a common OpenCL minimum: with a GPU's many groups they do.
+  const size_t other_local_bytes = sizeof(float) * (static_cast<size_t>(inputs) + 1 + 3 * (hidden + 1) * outputs +
+                                                    shape.work_group + 2 * outputs + shape.hidden_per_group);
+  const size_t rows_bytes = sizeof(float) * 2 * static_cast<size_t>(shape.hidden_per_group) * (inputs + 1);
+  const size_t local_budget = std::min<size_t>(48 << 10, info.local_memory_bytes > 0 ? info.local_memory_bytes : 32 << 10);
+  shape.w1_local = other_local_bytes + rows_bytes <= local_budget;
   shape.source.file = "mlp/mlp.cl";
   shape.source.defines = {{"INPUTS", std::to_string(inputs)},
                           {"HIDDEN", std::to_string(hidden)},
@@ -439,7 +450,8 @@ MlpKernelShape mlp_kernel_shape(const DeviceInfo& info, int inputs, int hidden, 
                           {"HIDDEN_PER_GROUP", std::to_string(shape.hidden_per_group)},
                           {"THREADS_PER_NEURON", std::to_string(threads_per_neuron)},
                           {"THREADS_PER_OUTPUT", std::to_string(threads_per_output)},
-                          {"TILE", std::to_string(shape.tile)}};
+                          {"TILE", std::to_string(shape.tile)},
+                          {"W1_LOCAL", shape.w1_local ? "1" : "0"}};
   return shape;
 }
 

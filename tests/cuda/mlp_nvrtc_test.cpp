@@ -38,6 +38,7 @@ TEST(MlpNvrtc, KernelsCompileForSm90) {
   const auto automatic = mlp::mlp_kernel_shape(hopper(), 784, 150, 10, 0);
   EXPECT_EQ(automatic.groups, 75);
   EXPECT_EQ(automatic.hidden_per_group, 2);
+  EXPECT_TRUE(automatic.w1_local);
   expect_compiles(automatic);
   expect_compiles(mlp::mlp_kernel_shape(hopper(), 784, 150, 10, 1));
   expect_compiles(mlp::mlp_kernel_shape(hopper(), 100, 37, 3, 0));

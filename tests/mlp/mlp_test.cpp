@@ -56,11 +56,11 @@ float max_abs_difference(const std::vector<float>& a, const std::vector<float>& 
 // change, and over 200 updates, with momentum, the differences add up to ~1e-5 of the total change at worst.
 // We allow 1e-3 of the largest weight change (plus 1e-6 absolute): two orders of magnitude of slack for rounding,
 // still far below what a wrong index, a missed bias or a stale momentum term would cause (the size of a change).
-void expect_same_epoch(int batch) {
+void expect_same_epoch(int batch, int hidden = 150) {
   Device* device = opencl_device();
   if (device == nullptr) GTEST_SKIP() << "no OpenCL device that runs kernels";
   const auto train = synthetic_set(200, 1);
-  const auto initial = mlp::initial_weights(784, 150, 10, 42);
+  const auto initial = mlp::initial_weights(784, hidden, 10, 42);
   mlp::TrainOptions options;
   options.learning_rate = 0.1f;  // large enough that the weights move well beyond rounding
   options.batch = batch;
@@ -96,6 +96,9 @@ void expect_same_epoch(int batch) {
 TEST(Mlp, PerSampleEpochOnOpenCLMatchesHost) { expect_same_epoch(1); }
 
 TEST(Mlp, MiniBatchEpochOnOpenCLMatchesHost) { expect_same_epoch(16); }
+
+// A hidden layer small enough that the per-sample kernel keeps W1 in local memory, as it does on a GPU.
+TEST(Mlp, PerSampleEpochWithW1InLocalMemoryMatchesHost) { expect_same_epoch(1, 4); }
 
 TEST(Mlp, HostTrainingLearns) {
   const auto train = synthetic_set(500, 3);

@@ -20,7 +20,9 @@
 // The grid barrier (a monotonically growing arrival counter, fences before arriving and after leaving) needs
 // all GROUPS groups resident at once: the host launches GROUPS <= compute units only on GPUs (CUDA, or an OpenCL
 // GPU), where one small group per SM is always resident; GROUPS == 1 compiles the barrier away and works on any
-// OpenCL device (PoCL), streaming all of W1 through one group per sample.
+// OpenCL device (PoCL), streaming all of W1 through one group per sample. With W1_LOCAL (many groups, small
+// slices) each group keeps its W1/dW1 rows in local memory for the whole epoch and writes them back at the end,
+// so the per-sample work touches global memory only for the image, the exchange and the barrier.
 #include "common/compat.h"
 
 #ifndef INPUTS
@@ -46,6 +48,9 @@
 #endif
 #ifndef THREADS_PER_OUTPUT
 #define THREADS_PER_OUTPUT 16  // power of two, THREADS_PER_OUTPUT * OUTPUTS <= WG
+#endif
+#ifndef W1_LOCAL
+#define W1_LOCAL 0  // 1: the group's W1/dW1 rows live in local memory for the whole epoch (when they fit)
 #endif
 #ifndef TILE
 #define TILE 16  // mini-batch forward: TILE x TILE outputs per work-group
@@ -103,6 +108,17 @@ KERNEL void mlp_sgd_epoch(const GLOBAL float* RESTRICT images, const GLOBAL int*
   LOCAL_ARRAY float out[OUTPUTS];
   LOCAL_ARRAY float out_grad[OUTPUTS];
   LOCAL_ARRAY float hidden_grad[HIDDEN_PER_GROUP];
+#if W1_LOCAL
+  LOCAL_ARRAY float w1_rows[HIDDEN_PER_GROUP * IN1];
+  LOCAL_ARRAY float dw1_rows[HIDDEN_PER_GROUP * IN1];
+#define W1_ROW(jj) (w1_rows + (jj) * IN1)
+#define DW1_ROW(jj) (dw1_rows + (jj) * IN1)
+#define W1_SPACE LOCAL
+#else
+#define W1_ROW(jj) (w1 + (long)(j_begin + (jj)) * IN1)
+#define DW1_ROW(jj) (dw1 + (long)(j_begin + (jj)) * IN1)
+#define W1_SPACE GLOBAL
+#endif
 
   const int t = LOCAL_ID(0);
   const int group = (int)GROUP_ID(0);
@@ -114,6 +130,12 @@ KERNEL void mlp_sgd_epoch(const GLOBAL float* RESTRICT images, const GLOBAL int*
     w2[e] = w2_out[e];
     dw2[e] = dw2_out[e];
   }
+#if W1_LOCAL
+  for (int e = t; e < slice * IN1; e += WG) {
+    w1_rows[e] = w1[(long)j_begin * IN1 + e];
+    dw1_rows[e] = dw1[(long)j_begin * IN1 + e];
+  }
+#endif
   if (t == 0) {
     x[INPUTS] = BIAS_VALUE;
     h_all[HIDDEN] = BIAS_VALUE;
@@ -131,7 +153,7 @@ KERNEL void mlp_sgd_epoch(const GLOBAL float* RESTRICT images, const GLOBAL int*
       const int jj = pass + t / THREADS_PER_NEURON;
       float sum = 0.0f;
       if (jj < slice) {
-        const GLOBAL float* row = w1 + (long)(j_begin + jj) * IN1;
+        const W1_SPACE float* row = W1_ROW(jj);
         for (int i = lane; i < IN1; i += THREADS_PER_NEURON) sum = FMA(x[i], row[i], sum);
       }
       partial[t] = sum;
@@ -214,8 +236,8 @@ KERNEL void mlp_sgd_epoch(const GLOBAL float* RESTRICT images, const GLOBAL int*
     }
     for (int jj = 0; jj < slice; ++jj) {
       const float scaled_grad = learning_rate * hidden_grad[jj];
-      GLOBAL float* row = w1 + (long)(j_begin + jj) * IN1;
-      GLOBAL float* delta_row = dw1 + (long)(j_begin + jj) * IN1;
+      W1_SPACE float* row = W1_ROW(jj);
+      W1_SPACE float* delta_row = DW1_ROW(jj);
       for (int i = t; i < IN1; i += WG) {
         const float delta = FMA(scaled_grad, x[i], momentum * delta_row[i]);
         delta_row[i] = delta;
@@ -231,6 +253,12 @@ KERNEL void mlp_sgd_epoch(const GLOBAL float* RESTRICT images, const GLOBAL int*
       dw2_out[e] = dw2[e];
     }
   }
+#if W1_LOCAL
+  for (int e = t; e < slice * IN1; e += WG) {
+    w1[(long)j_begin * IN1 + e] = w1_rows[e];
+    dw1[(long)j_begin * IN1 + e] = dw1_rows[e];
+  }
+#endif
 }
 
 // Mini-batch forward, hidden layer: hidden[b][j] = sigmoid(sum_i x_b[i] W1[j][i]) for the `rows` images from
