@@ -439,7 +439,8 @@ MlpKernelShape mlp_kernel_shape(const DeviceInfo& info, int inputs, int hidden, 
   const size_t other_local_bytes = sizeof(float) * (static_cast<size_t>(inputs) + 1 + 3 * (hidden + 1) * outputs +
                                                     shape.work_group + 2 * outputs + shape.hidden_per_group);
   const size_t rows_bytes = sizeof(float) * 2 * static_cast<size_t>(shape.hidden_per_group) * (inputs + 1);
-  const size_t local_budget = std::min<size_t>(48 << 10, info.local_memory_bytes > 0 ? info.local_memory_bytes : 32 << 10);
+  const size_t device_local = info.local_memory_bytes > 0 ? info.local_memory_bytes : size_t{32} << 10;
+  const size_t local_budget = std::min<size_t>(size_t{48} << 10, device_local);
   shape.w1_local = other_local_bytes + rows_bytes <= local_budget;
   shape.source.file = "mlp/mlp.cl";
   shape.source.defines = {{"INPUTS", std::to_string(inputs)},
@@ -478,7 +479,8 @@ MlpWeights initial_weights(int inputs, int hidden, int outputs, uint64_t seed) {
 
 void validate(const TrainOptions& o) {
   if (!(o.learning_rate > 0.0f) || !std::isfinite(o.learning_rate)) {
-    throw InvalidArgument(fmt::format("--lr={} is invalid: the learning rate must be a positive number", o.learning_rate));
+    throw InvalidArgument(
+        fmt::format("--lr={} is invalid: the learning rate must be a positive number", o.learning_rate));
   }
   if (!(o.momentum >= 0.0f && o.momentum < 1.0f)) {
     throw InvalidArgument(fmt::format("--momentum={} is invalid: expected 0 <= momentum < 1", o.momentum));

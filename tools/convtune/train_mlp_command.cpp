@@ -73,7 +73,8 @@ void run_train_mlp(const TrainMlpOptions& opt) {
   mlp::validate(opt.train);
   if (opt.epochs < 1) throw InvalidArgument(fmt::format("--epochs={} is invalid: expected 1 or more", opt.epochs));
   if (opt.limit == 0 || opt.limit < -1) {
-    throw InvalidArgument(fmt::format("--limit={} is invalid: expected a positive image count (or -1: all)", opt.limit));
+    throw InvalidArgument(
+        fmt::format("--limit={} is invalid: expected a positive image count (or -1: all)", opt.limit));
   }
   if (opt.test_limit == 0 || opt.test_limit < -1) {
     throw InvalidArgument(

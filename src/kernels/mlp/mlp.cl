@@ -55,11 +55,15 @@
 #ifndef TILE
 #define TILE 16  // mini-batch forward: TILE x TILE outputs per work-group
 #endif
+#ifndef TILE_K
+#define TILE_K 64  // mini-batch forward: inputs per local tile (a multiple of TILE); fewer barrier-bound steps
+#endif
 
 #define IN1 (INPUTS + 1)
 #define HID1 (HIDDEN + 1)
 #define BIAS_VALUE (-1.0f)
 #define NEURONS_PER_PASS (WG / THREADS_PER_NEURON)
+#define X_PER_THREAD ((INPUTS + WG - 1) / WG)  // image pixels each thread prefetches for the next sample
 #define OUTPUTS_PER_PASS (WG / THREADS_PER_OUTPUT)
 
 #ifdef __OPENCL_VERSION__
@@ -142,9 +146,20 @@ KERNEL void mlp_sgd_epoch(const GLOBAL float* RESTRICT images, const GLOBAL int*
   }
   BARRIER();
 
+  // The next image is loaded into registers while the grid barrier waits, and stored to x once every thread is
+  // done with the current one: the image's L2 latency leaves the per-sample critical path.
+  float x_next[X_PER_THREAD];
+  PRAGMA_UNROLL
+  for (int r = 0; r < X_PER_THREAD; ++r) {
+    const int i = t + r * WG;
+    x_next[r] = i < INPUTS ? images[i] : 0.0f;
+  }
   for (int s = 0; s < count; ++s) {
-    const GLOBAL float* image = images + (long)s * INPUTS;
-    for (int i = t; i < INPUTS; i += WG) x[i] = image[i];
+    PRAGMA_UNROLL
+    for (int r = 0; r < X_PER_THREAD; ++r) {
+      const int i = t + r * WG;
+      if (i < INPUTS) x[i] = x_next[r];
+    }
     BARRIER();
 
     // Hidden layer, this group's slice: THREADS_PER_NEURON threads per neuron, reading its W1 row coalesced.
@@ -168,6 +183,15 @@ KERNEL void mlp_sgd_epoch(const GLOBAL float* RESTRICT images, const GLOBAL int*
 #endif
       }
       BARRIER();
+    }
+
+    if (s + 1 < count) {
+      const GLOBAL float* next_image = images + (long)(s + 1) * INPUTS;
+      PRAGMA_UNROLL
+      for (int r = 0; r < X_PER_THREAD; ++r) {
+        const int i = t + r * WG;
+        if (i < INPUTS) x_next[r] = next_image[i];
+      }
     }
 
 #if GROUPS > 1
@@ -262,28 +286,29 @@ KERNEL void mlp_sgd_epoch(const GLOBAL float* RESTRICT images, const GLOBAL int*
 }
 
 // Mini-batch forward, hidden layer: hidden[b][j] = sigmoid(sum_i x_b[i] W1[j][i]) for the `rows` images from
-// `first`, as a TILE x TILE tiled product (image rows x hidden neurons) through local memory. Global size:
-// (HIDDEN rounded up to TILE, rows rounded up to TILE), local TILE x TILE.
+// `first`, as a tiled product (TILE image rows x TILE hidden neurons per work-group, TILE_K inputs per step)
+// through local memory. Global size: (HIDDEN rounded up to TILE, rows rounded up to TILE), local TILE x TILE.
 KERNEL void mlp_hidden_forward(const GLOBAL float* RESTRICT images, const GLOBAL float* RESTRICT w1,
                                GLOBAL float* RESTRICT hidden, int first, int rows) {
-  LOCAL_ARRAY float x_tile[TILE][TILE + 1];
-  LOCAL_ARRAY float w_tile[TILE][TILE + 1];
+  LOCAL_ARRAY float x_tile[TILE][TILE_K + 1];
+  LOCAL_ARRAY float w_tile[TILE][TILE_K + 1];
   const int tj = LOCAL_ID(0), tb = LOCAL_ID(1);
   const int j0 = (int)GROUP_ID(0) * TILE, b0 = (int)GROUP_ID(1) * TILE;
   float sum = 0.0f;
-  for (int i0 = 0; i0 < IN1; i0 += TILE) {
-    // Both loads run along i, the contiguous axis of the images and of W1's rows.
-    {
-      const int b = b0 + tb, i = i0 + tj;
+  for (int i0 = 0; i0 < IN1; i0 += TILE_K) {
+    // Both loads run along i, the contiguous axis of the images and of W1's rows; row tb of each tile.
+    const int b = b0 + tb, j = j0 + tb;
+    PRAGMA_UNROLL
+    for (int r = 0; r < TILE_K / TILE; ++r) {
+      const int ii = tj + r * TILE, i = i0 + ii;
       float v = 0.0f;
       if (b < rows) v = i < INPUTS ? images[(long)(first + b) * INPUTS + i] : (i == INPUTS ? BIAS_VALUE : 0.0f);
-      x_tile[tb][tj] = v;
-      const int j = j0 + tb;
-      w_tile[tb][tj] = (j < HIDDEN && i < IN1) ? w1[(long)j * IN1 + i] : 0.0f;
+      x_tile[tb][ii] = v;
+      w_tile[tb][ii] = (j < HIDDEN && i < IN1) ? w1[(long)j * IN1 + i] : 0.0f;
     }
     BARRIER();
     PRAGMA_UNROLL
-    for (int ii = 0; ii < TILE; ++ii) sum = FMA(x_tile[tb][ii], w_tile[tj][ii], sum);
+    for (int ii = 0; ii < TILE_K; ++ii) sum = FMA(x_tile[tb][ii], w_tile[tj][ii], sum);
     BARRIER();
   }
   const int b = b0 + tb, j = j0 + tj;
