@@ -57,8 +57,8 @@ class IdxFile {
                                           path_, what, message != nullptr ? message : "unknown error"));
       }
       if (got == 0) {
-        throw InvalidArgument(fmt::format("IDX file {}: truncated: {} needs {} bytes, the file ends after {}", path_,
-                                          what, bytes, done));
+        throw InvalidArgument(fmt::format("IDX file {}: truncated while reading {}: expected {} bytes, found {}",
+                                          path_, what, bytes, done));
       }
       done += static_cast<uint64_t>(got);
     }

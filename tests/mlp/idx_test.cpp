@@ -133,7 +133,7 @@ TEST_F(IdxTest, TruncatedFilesNameTheFile) {
   }
   // A header cut short.
   const std::string message = error_of(write("tiny", {0, 0, 8}), labels);
-  EXPECT_NE(message.find("tiny: truncated: the magic number"), std::string::npos) << message;
+  EXPECT_NE(message.find("tiny: truncated while reading the magic number"), std::string::npos) << message;
   // Labels cut short.
   auto label_bytes = idx1({1, 2, 3});
   label_bytes.pop_back();
