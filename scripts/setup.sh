@@ -5,7 +5,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 packages=(build-essential cmake ninja-build pkg-config
-          libfmt-dev nlohmann-json3-dev libcli11-dev libgtest-dev
+          libfmt-dev nlohmann-json3-dev libcli11-dev libgtest-dev zlib1g-dev
           ocl-icd-opencl-dev opencl-headers ocl-icd-libopencl1 pocl-opencl-icd clinfo)
 missing=()
 for p in "${packages[@]}"; do

@@ -17,5 +17,11 @@ void add_report_command(CLI::App& app);
 // The command line as typed (for the records a command writes); set by main().
 const std::string& command_line();
 void set_command_line(int argc, char** argv);
+void add_train_command(CLI::App& app);  // `train mlp` and `train cnn`
+void add_eval_command(CLI::App& app);
+
+// Subcommands of `train`, each in its own file.
+void add_train_mlp_command(CLI::App& train);
+void add_train_cnn_command(CLI::App& train);
 
 }  // namespace convtune::cli

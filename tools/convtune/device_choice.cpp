@@ -1,4 +1,4 @@
-// Device choice shared by the commands.
+// --backend/--device resolution shared by the CLI commands.
 #include "tools/convtune/device_choice.h"
 
 #include <fmt/format.h>
@@ -13,7 +13,7 @@ bool has_convolutions(const Device& device) {
   return device.info().backend == BackendKind::Cpu || (device.info().can_run_kernels && !kernel_families().empty());
 }
 
-Device& choose_device(const std::string& spec, const std::string& command) {
+Device& choose_device(const std::string& spec, std::string_view command) {
   Registry& registry = Registry::instance();
   if (spec != "best") return registry.find(spec);
   Device& best = registry.best();

@@ -1,4 +1,4 @@
-// The `convtune` command line: subcommands devices, bench, peak, tune, db, report.
+// The `convtune` command line: subcommands devices, bench, peak, tune, db, report, train, eval.
 #include <iostream>
 
 #include "convtune/error.h"
@@ -25,6 +25,8 @@ int main(int argc, char** argv) {
   convtune::cli::add_db_command(app);
   convtune::cli::add_report_command(app);
   convtune::cli::set_command_line(argc, argv);
+  convtune::cli::add_train_command(app);
+  convtune::cli::add_eval_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

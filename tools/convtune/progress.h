@@ -13,9 +13,9 @@ class Progress {
  public:
   Progress(std::string label, int64_t total);
   // `done` of `total` finished; `status` is shown after the bar ("42 candidates, 1 failed, best 0.41 ms").
-  void update(int64_t done, const std::string& status);
+  void update(int64_t done, const std::string& status = {});
   // Completes the line with a final status and the elapsed time.
-  void finish(const std::string& status);
+  void finish(const std::string& status = {});
 
  private:
   void draw(int64_t done, const std::string& status, bool final);

@@ -128,4 +128,12 @@ class CpuBackend final : public Backend {
 
 std::unique_ptr<Backend> make_cpu_backend() { return std::make_unique<CpuBackend>(); }
 
+std::byte* host_memory(Buffer& buffer) {
+  auto* host = dynamic_cast<HostBuffer*>(&buffer);
+  if (!host) throw InvalidArgument("host_memory: the buffer was not allocated by the CPU backend");
+  return host->data();
+}
+
+const std::byte* host_memory(const Buffer& buffer) { return host_memory(const_cast<Buffer&>(buffer)); }
+
 }  // namespace convtune::cpu

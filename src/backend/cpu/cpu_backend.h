@@ -9,4 +9,9 @@ namespace convtune::cpu {
 
 std::unique_ptr<Backend> make_cpu_backend();
 
+// The host memory behind a buffer the CPU device allocated, so host code (the nn layers' CPU paths) works on it
+// in place. Throws InvalidArgument when the buffer belongs to another backend.
+std::byte* host_memory(Buffer& buffer);
+const std::byte* host_memory(const Buffer& buffer);
+
 }  // namespace convtune::cpu

@@ -1,0 +1,32 @@
+// IDX datasets (MNIST, Fashion-MNIST): images and labels, raw or gzip, validated, pixels scaled to [0, 1].
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace convtune::data {
+
+struct LabelledImages {
+  int64_t count = 0;
+  int rows = 0, cols = 0;
+  std::vector<float> pixels;    // count * rows * cols, row-major per image, scaled to [0, 1]
+  std::vector<uint8_t> labels;  // count labels, each < classes
+};
+
+// Reads an IDX3 image file and an IDX1 label file (raw or gzip, detected by content), validating magic, sizes,
+// truncation, image/label count agreement and label range; errors (convtune::InvalidArgument) name the file.
+// limit >= 0 keeps the first `limit` examples.
+LabelledImages load_idx_pair(const std::string& images_path, const std::string& labels_path, int classes = 10,
+                             int64_t limit = -1);
+
+// The dataset's four files in `dir` (accepting NAME or NAME.gz); error naming dir and the missing file.
+struct DatasetFiles {
+  std::string train_images, train_labels, test_images, test_labels;
+};
+DatasetFiles find_dataset_files(const std::string& dir);
+
+// $CONVTUNE_DATA if set, else /usr/share/datasets/fashion-mnist (where Debian's dataset-fashion-mnist installs).
+std::string default_data_dir();
+
+}  // namespace convtune::data

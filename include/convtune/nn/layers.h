@@ -1,0 +1,125 @@
+// The layers convtune's networks are made of: Conv2d, Dense, activations, pooling, Flatten.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "convtune/host_convolution.h"
+#include "convtune/kernel_family.h"
+#include "convtune/nn/layer.h"
+#include "convtune/plan.h"
+
+namespace convtune::nn {
+
+// 2-D convolution with bias, stride 1, square kernel and padding. On kernel devices every direction runs
+// through a Plan of `family` (forward with the bias fused, backward-data for dx, backward-filter for dw),
+// created once per batch size and reused; the bias gradient is a reduction kernel. On the CPU backend the
+// threaded host convolution computes all three. For inference, set_fused_epilogue() folds a following ReLU and
+// 2x2 max-pool into the forward plan (the family must support the epilogue; see Network::fuse_for_inference).
+class Conv2d final : public Layer {
+ public:
+  Conv2d(Runtime& runtime, std::string name, int64_t in_channels, int64_t out_channels, int64_t kernel, int64_t pad,
+         std::string family = "implicit_gemm");
+
+  std::string kind() const override { return "conv2d"; }
+  std::string spec() const override;
+  std::vector<int64_t> output_shape(const std::vector<int64_t>& input) const override;
+  void forward(const DeviceTensor& x, const DeviceTensor& y) override;
+  void backward(const DeviceTensor& x, const DeviceTensor& y, const DeviceTensor& dy, const DeviceTensor* dx) override;
+  std::vector<Parameter*> parameters() override { return {&weight_, &bias_}; }
+  void initialize(uint64_t seed) override;
+
+  // Bias, ReLU and pool after the convolution in one forward plan of `family` (inference only: backward
+  // needs the pre-pool activations that a fused forward never writes).
+  void set_fused_epilogue(const Epilogue& epilogue, const std::string& family);
+  const Epilogue& fused_epilogue() const { return fused_; }
+  // The plans' description for reports ("implicit_gemm[...]", or "threaded" on the CPU backend).
+  std::string algorithm() const;
+  ConvProblem problem(int64_t batch, Direction direction) const;
+
+ private:
+  struct Plans {
+    std::optional<Plan> forward, backward_data, backward_filter;
+  };
+  Plans& plans_for(int64_t batch);
+
+  Runtime& runtime_;
+  int64_t in_, out_, kernel_, pad_;
+  std::string family_;
+  Epilogue fused_;  // only bias (training) unless fused for inference
+  std::string fused_family_;
+  Parameter weight_, bias_;
+  std::map<int64_t, Plans> plans_;
+  std::unique_ptr<HostConvolution> host_;
+};
+
+// Fully connected: y (N x out) = x (N x in) * W^T + b, W stored out x in, through convtune's GEMM (gemm.cl) on
+// kernel devices and a host GEMM on the CPU backend. Any input shape is read as N x (product of the rest).
+class Dense final : public Layer {
+ public:
+  Dense(Runtime& runtime, std::string name, int64_t in_features, int64_t out_features);
+  std::string kind() const override { return "dense"; }
+  std::string spec() const override;
+  std::vector<int64_t> output_shape(const std::vector<int64_t>& input) const override;
+  void forward(const DeviceTensor& x, const DeviceTensor& y) override;
+  void backward(const DeviceTensor& x, const DeviceTensor& y, const DeviceTensor& dy, const DeviceTensor* dx) override;
+  std::vector<Parameter*> parameters() override { return {&weight_, &bias_}; }
+  void initialize(uint64_t seed) override;
+
+ private:
+  Runtime& runtime_;
+  int64_t in_, out_;
+  Parameter weight_, bias_;
+};
+
+enum class ActivationKind { Relu = 0, Sigmoid = 1, Tanh = 2 };  // values shared with nn/nn.cl
+
+class Activation final : public Layer {
+ public:
+  Activation(Runtime& runtime, std::string name, ActivationKind kind);
+  std::string kind() const override;
+  std::string spec() const override { return kind(); }
+  std::vector<int64_t> output_shape(const std::vector<int64_t>& input) const override { return input; }
+  void forward(const DeviceTensor& x, const DeviceTensor& y) override;
+  void backward(const DeviceTensor& x, const DeviceTensor& y, const DeviceTensor& dy, const DeviceTensor* dx) override;
+
+ private:
+  Runtime& runtime_;
+  ActivationKind activation_;
+};
+
+enum class PoolKind { Max = 0, Average = 1 };  // values shared with nn/nn.cl
+
+// Non-overlapping pooling (window = stride = size) over NCHW; rows/columns beyond a multiple of size are dropped.
+class Pool final : public Layer {
+ public:
+  Pool(Runtime& runtime, std::string name, PoolKind kind, int64_t size);
+  std::string kind() const override { return pool_ == PoolKind::Max ? "maxpool" : "avgpool"; }
+  std::string spec() const override;
+  std::vector<int64_t> output_shape(const std::vector<int64_t>& input) const override;
+  void forward(const DeviceTensor& x, const DeviceTensor& y) override;
+  void backward(const DeviceTensor& x, const DeviceTensor& y, const DeviceTensor& dy, const DeviceTensor* dx) override;
+  int64_t size() const { return size_; }
+  PoolKind pool_kind() const { return pool_; }
+
+ private:
+  Runtime& runtime_;
+  PoolKind pool_;
+  int64_t size_;
+};
+
+// N x C x H x W -> N x (C*H*W); the same memory (NCHW is already row-major per image).
+class Flatten final : public Layer {
+ public:
+  explicit Flatten(std::string name) : Layer(std::move(name)) {}
+  std::string kind() const override { return "flatten"; }
+  std::string spec() const override { return "flatten"; }
+  std::vector<int64_t> output_shape(const std::vector<int64_t>& input) const override;
+  void forward(const DeviceTensor&, const DeviceTensor&) override {}
+  void backward(const DeviceTensor&, const DeviceTensor&, const DeviceTensor&, const DeviceTensor*) override {}
+  bool aliases_input() const override { return true; }
+};
+
+}  // namespace convtune::nn

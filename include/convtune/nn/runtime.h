@@ -1,0 +1,73 @@
+// Runtime and DeviceTensor: what the network layers run on — one Device, its queue, the nn kernels compiled
+// once, and shaped buffers. On the CPU backend the same buffers are host memory and layers use host loops.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "convtune/backend.h"
+
+namespace convtune::nn {
+
+// A device buffer with a shape (NCHW for images, N x features for dense layers), FP32.
+struct DeviceTensor {
+  std::vector<int64_t> shape;
+  std::shared_ptr<Buffer> buffer;
+
+  int64_t size() const;
+  size_t bytes() const { return static_cast<size_t>(size()) * sizeof(float); }
+  bool empty() const { return !buffer; }
+};
+
+std::string shape_string(const std::vector<int64_t>& shape);  // "64x1x28x28"
+int64_t element_count(const std::vector<int64_t>& shape);
+
+class Runtime {
+ public:
+  explicit Runtime(Device& device);
+
+  Device& device() const { return *device_; }
+  Queue& queue() const { return device_->queue(); }
+  // True on the CPU backend: layers run host loops on host_data() instead of kernels.
+  bool on_host() const { return on_host_; }
+
+  DeviceTensor allocate(std::vector<int64_t> shape) const;
+  std::shared_ptr<Buffer> allocate_bytes(size_t bytes) const;
+  void upload(const DeviceTensor& tensor, const float* values) const;
+  void upload(const DeviceTensor& tensor, const std::vector<float>& values) const;
+  std::vector<float> download(const DeviceTensor& tensor) const;
+  void fill_zero(const DeviceTensor& tensor) const;
+
+  // Host memory of a CPU-backend tensor (throws on other backends).
+  static float* host_data(const DeviceTensor& tensor);
+  static const int32_t* host_ints(const Buffer& buffer);
+
+  // Launches a kernel of nn/nn.cl over `count` work-items (one-dimensional, work-groups of 256).
+  void launch(const std::string& kernel, const std::vector<KernelArg>& args, int64_t count);
+  // Launches with an explicit geometry.
+  void launch(const std::string& kernel, const std::vector<KernelArg>& args, const LaunchGeometry& geometry);
+
+  // C = op(A) * op(B) with convtune's tiled GEMM (im2col_gemm/gemm.cl), compiled once per shape and cached.
+  // A is m x k (a_trans: stored k x m), B is k x n (b_trans: stored n x k), C is m x n, all row-major.
+  void gemm(const Buffer& a, const Buffer& b, Buffer& c, int64_t m, int64_t n, int64_t k, bool a_trans,
+            bool b_trans);
+
+ private:
+  Kernel& nn_kernel(const std::string& name);
+
+  Device* device_;
+  bool on_host_;
+  std::shared_ptr<Program> nn_program_;
+  std::map<std::string, std::unique_ptr<Kernel>> nn_kernels_;
+  struct GemmEntry {
+    std::shared_ptr<Program> program;
+    std::unique_ptr<Kernel> kernel;
+    LaunchGeometry geometry;
+  };
+  std::map<std::string, GemmEntry> gemms_;
+};
+
+}  // namespace convtune::nn

@@ -1,0 +1,45 @@
+// The MLP kernels (src/kernels/mlp/mlp.cl) compile to sm_90 cubins through NVRTC without a GPU, in the shapes the
+// trainer picks on an H100/H200 (75 groups of 2 hidden neurons), with a single group, and at other sizes.
+#include <gtest/gtest.h>
+
+#include "src/backend/cuda/nvrtc_compiler.h"
+#include "src/backend/kernel_sources.h"
+#include "src/mlp/mlp_kernels.h"
+
+using namespace convtune;
+
+namespace {
+
+DeviceInfo hopper() {
+  DeviceInfo d;
+  d.backend = BackendKind::Cuda;
+  d.id = "cuda:0";
+  d.name = "NVIDIA H200 (described)";
+  d.architecture = "sm_90";
+  d.is_gpu = true;
+  d.compute_units = 132;
+  d.local_memory_bytes = 48 << 10;
+  d.max_work_group_size = 1024;
+  d.can_run_kernels = true;
+  return d;
+}
+
+void expect_compiles(const mlp::MlpKernelShape& shape) {
+  const std::string text = load_kernel_source(shape.source.file);
+  const auto options = cuda::cuda_program_options("sm_90", shape.source.defines, shape.source.options);
+  const auto cubin = cuda::compile_cuda_to_cubin(text, options, shape.source.file);
+  ASSERT_GE(cubin.size(), 4u);
+  EXPECT_EQ(static_cast<char>(cubin[1]), 'E');  // ELF: a cubin
+}
+
+}  // namespace
+
+TEST(MlpNvrtc, KernelsCompileForSm90) {
+  const auto automatic = mlp::mlp_kernel_shape(hopper(), 784, 150, 10, 0);
+  EXPECT_EQ(automatic.groups, 75);
+  EXPECT_EQ(automatic.hidden_per_group, 2);
+  EXPECT_TRUE(automatic.w1_local);
+  expect_compiles(automatic);
+  expect_compiles(mlp::mlp_kernel_shape(hopper(), 784, 150, 10, 1));
+  expect_compiles(mlp::mlp_kernel_shape(hopper(), 100, 37, 3, 0));
+}

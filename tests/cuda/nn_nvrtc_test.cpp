@@ -1,0 +1,73 @@
+// The network layers' CUDA code compiles to sm_90 cubins through NVRTC (no GPU needed): nn/nn.cl, the dense
+// layers' GEMMs as Runtime::gemm builds them, and the CNN's convolution plans (every direction, plus the fused
+// inference epilogue) as the default configurations on an H100/H200.
+#include <gtest/gtest.h>
+
+#include "convtune/kernel_family.h"
+#include "src/backend/cuda/nvrtc_compiler.h"
+#include "src/backend/kernel_sources.h"
+
+using namespace convtune;
+
+namespace {
+
+DeviceInfo hopper() {
+  DeviceInfo d;
+  d.backend = BackendKind::Cuda;
+  d.id = "cuda:0";
+  d.name = "NVIDIA H100 (described)";
+  d.architecture = "sm_90";
+  d.is_gpu = true;
+  d.compute_units = 132;
+  d.global_memory_bytes = 80ull << 30;
+  d.local_memory_bytes = 48 << 10;
+  d.max_work_group_size = 1024;
+  d.can_run_kernels = true;
+  return d;
+}
+
+void expect_compiles(const ProgramSource& source, const std::string& what) {
+  const std::string text = load_kernel_source(source.file);
+  const auto options = cuda::cuda_program_options("sm_90", source.defines, source.options);
+  try {
+    const auto cubin = cuda::compile_cuda_to_cubin(text, options, source.file);
+    ASSERT_GE(cubin.size(), 4u);
+    EXPECT_EQ(static_cast<char>(cubin[1]), 'E') << what;
+  } catch (const std::exception& e) {
+    ADD_FAILURE() << what << ": " << e.what();
+  }
+}
+
+}  // namespace
+
+TEST(NnNvrtc, LayerKernelsGemmsAndCnnPlansCompileForSm90) {
+  expect_compiles({"nn/nn.cl", {}, {}}, "nn/nn.cl");
+  // The lenet dense layers at batch 64: forward (x W^T), dW (dy^T x), dx (dy W), as Runtime::gemm defines them.
+  struct Gemm { int m, n, k; bool at, bt; };
+  for (const Gemm g : {Gemm{64, 256, 3136, false, true}, Gemm{256, 3136, 64, true, false},
+                       Gemm{64, 3136, 256, false, false}, Gemm{64, 10, 256, false, true}}) {
+    expect_compiles({"im2col_gemm/gemm.cl",
+                     {{"GEMM_M", std::to_string(g.m)}, {"GEMM_N", std::to_string(g.n)}, {"GEMM_K", std::to_string(g.k)},
+                      {"A_TRANS", g.at ? "1" : "0"}, {"B_TRANS", g.bt ? "1" : "0"}, {"TILE_M", "32"},
+                      {"TILE_N", "32"}, {"TILE_K", "16"}, {"THREADS_M", "8"}, {"THREADS_N", "8"}},
+                     {}},
+                    "gemm " + std::to_string(g.m) + "x" + std::to_string(g.n) + "x" + std::to_string(g.k));
+  }
+  const DeviceInfo device = hopper();
+  const KernelFamily& implicit = kernel_family("implicit_gemm");
+  const KernelFamily& direct = kernel_family("direct_tiled");
+  for (const char* text : {"N=64,C=1,H=28,K=32,R=5,pad=2", "N=64,C=32,H=14,K=64,R=5,pad=2"}) {
+    const ConvProblem base = parse_problem(text);
+    for (Direction d : {Direction::Forward, Direction::BackwardData, Direction::BackwardFilter}) {
+      const ConvProblem pb = base.with_direction(d);
+      const Epilogue epilogue{d == Direction::Forward, false, 1};
+      ASSERT_EQ(implicit.unsupported_reason(pb, epilogue, device), "") << pb.to_string();
+      expect_compiles(implicit.recipe(pb, epilogue, implicit.default_config(pb, device), device).source,
+                      "implicit_gemm " + pb.to_string());
+    }
+    const Epilogue fused{true, true, 2};
+    ASSERT_EQ(direct.unsupported_reason(base, fused, device), "") << base.to_string();
+    expect_compiles(direct.recipe(base, fused, direct.default_config(base, device), device).source,
+                    "direct_tiled fused " + base.to_string());
+  }
+}

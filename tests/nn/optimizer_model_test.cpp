@@ -1,0 +1,139 @@
+// Optimiser steps on a device against the host, and model files: round trip, wrong architecture, damage.
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+
+#include "convtune/error.h"
+#include "convtune/nn/model_file.h"
+#include "convtune/nn/optimizer.h"
+#include "src/core/atomic_file.h"
+#include "tests/nn/nn_test_support.h"
+
+namespace convtune::nn {
+namespace {
+
+using testing::random_values;
+using testing::test_devices;
+
+// Three steps of an optimiser on one parameter with changing gradients; returns the final values.
+std::vector<float> run_steps(Device& device, Optimizer& optimizer) {
+  Runtime runtime(device);
+  Parameter p{"w", runtime.allocate({37}), runtime.allocate({37})};
+  runtime.upload(p.value, random_values(37, 1));
+  for (int step = 0; step < 3; ++step) {
+    runtime.upload(p.grad, random_values(37, 100 + step));
+    optimizer.step(runtime, {&p});
+  }
+  return runtime.download(p.value);
+}
+
+TEST(Optimizer, SgdMomentumAndAdamStepTheSameOnEveryDevice) {
+  // Seed 002's rule by hand for SGD: v = m v - lr g, w += v.
+  std::vector<float> w = random_values(37, 1), v(37, 0.0f);
+  for (int step = 0; step < 3; ++step) {
+    const std::vector<float> g = random_values(37, 100 + step);
+    for (size_t i = 0; i < w.size(); ++i) {
+      v[i] = 0.9f * v[i] - 0.1f * g[i];
+      w[i] += v[i];
+    }
+  }
+  for (Device* device : test_devices()) {
+    SCOPED_TRACE(device->info().id);
+    auto sgd = make_sgd(0.1, 0.9);
+    const std::vector<float> got = run_steps(*device, *sgd);
+    for (size_t i = 0; i < w.size(); ++i) EXPECT_NEAR(got[i], w[i], 1e-5f) << i;
+  }
+  // Adam: the textbook form in double on the host.
+  std::vector<double> wd(37), m(37, 0.0), s(37, 0.0);
+  const std::vector<float> w0 = random_values(37, 1);
+  std::copy(w0.begin(), w0.end(), wd.begin());
+  for (int step = 1; step <= 3; ++step) {
+    const std::vector<float> g = random_values(37, 100 + step - 1);
+    for (size_t i = 0; i < wd.size(); ++i) {
+      m[i] = 0.9 * m[i] + 0.1 * g[i];
+      s[i] = 0.999 * s[i] + 0.001 * g[i] * g[i];
+      const double mh = m[i] / (1 - std::pow(0.9, step)), sh = s[i] / (1 - std::pow(0.999, step));
+      wd[i] -= 0.01 * mh / (std::sqrt(sh) + 1e-8);
+    }
+  }
+  for (Device* device : test_devices()) {
+    SCOPED_TRACE(device->info().id);
+    auto adam = make_adam(0.01);
+    const std::vector<float> got = run_steps(*device, *adam);
+    for (size_t i = 0; i < wd.size(); ++i) EXPECT_NEAR(got[i], wd[i], 1e-5) << i;
+  }
+}
+
+class ModelFile : public ::testing::Test {
+ protected:
+  std::string path(const std::string& name) {
+    const auto dir = std::filesystem::temp_directory_path() / fmt::format("convtune_model_test_{}", getpid());
+    std::filesystem::create_directories(dir);
+    return (dir / name).string();
+  }
+  void expect_error(const std::function<void()>& load, const std::string& file, const std::string& phrase) {
+    try {
+      load();
+      ADD_FAILURE() << "no error; expected one mentioning '" << phrase << "'";
+    } catch (const InvalidArgument& e) {
+      const std::string message = e.what();
+      EXPECT_NE(message.find(file), std::string::npos) << message;
+      EXPECT_NE(message.find(phrase), std::string::npos) << message;
+    }
+  }
+  Runtime runtime_{Registry::instance().find("cpu")};
+};
+
+TEST_F(ModelFile, RoundTripKeepsEveryParameterAndTheMetadata) {
+  auto net = make_network(runtime_, "lenet-small");
+  net->initialize(42);
+  const std::string file = path("round_trip.model");
+  save_model(file, *net, {{"test_accuracy", 0.5}});
+  auto loaded = load_network(file, runtime_);
+  ASSERT_EQ(loaded->parameters().size(), net->parameters().size());
+  for (size_t i = 0; i < net->parameters().size(); ++i) {
+    EXPECT_EQ(runtime_.download(loaded->parameters()[i]->value), runtime_.download(net->parameters()[i]->value));
+  }
+  EXPECT_EQ(read_model_header(file).header["metadata"]["test_accuracy"].get<double>(), 0.5);
+}
+
+TEST_F(ModelFile, AnotherArchitectureIsRefusedNamingBoth) {
+  auto small = make_network(runtime_, "lenet-small");
+  small->initialize(1);
+  const std::string file = path("small.model");
+  save_model(file, *small);
+  auto big = make_network(runtime_, "lenet");
+  expect_error([&] { load_model(file, *big); }, file, "architecture 'lenet-small', expected 'lenet'");
+}
+
+TEST_F(ModelFile, DamagedTruncatedVersionAndForeignFilesAreRefused) {
+  auto net = make_network(runtime_, "lenet-small");
+  net->initialize(1);
+  const std::string file = path("good.model");
+  save_model(file, *net);
+  const std::string bytes = read_file(file);
+
+  std::string damaged = bytes;
+  damaged[bytes.size() / 2] ^= 0x5a;  // a payload byte
+  write_file_atomic(path("damaged.model"), damaged);
+  expect_error([&] { load_network(path("damaged.model"), runtime_); }, path("damaged.model"), "checksum mismatch");
+
+  write_file_atomic(path("truncated.model"), bytes.substr(0, bytes.size() - 1000));
+  expect_error([&] { load_network(path("truncated.model"), runtime_); }, path("truncated.model"), "truncated");
+
+  std::string future = bytes;
+  future[8] = 7;  // format version 7
+  write_file_atomic(path("future.model"), future);
+  expect_error([&] { load_network(path("future.model"), runtime_); }, path("future.model"), "format version 7");
+
+  write_file_atomic(path("foreign.model"), "P5\n28 28\n255\n");
+  expect_error([&] { load_network(path("foreign.model"), runtime_); }, path("foreign.model"), "not a convtune model");
+
+  expect_error([&] { load_network(path("missing.model"), runtime_); }, path("missing.model"), "cannot read");
+}
+
+}  // namespace
+}  // namespace convtune::nn

@@ -1,0 +1,86 @@
+// `convtune eval MODEL`: accuracy and per-layer op times of a trained model on the Fashion-MNIST test images.
+#include <fmt/format.h>
+
+#include <iostream>
+
+#include "convtune/data/idx.h"
+#include "convtune/nn/model_file.h"
+#include "convtune/nn/trainer.h"
+#include "tools/convtune/commands.h"
+#include "tools/convtune/device_choice.h"
+#include "tools/convtune/progress.h"
+#include "tools/convtune/report_table.h"
+
+namespace convtune::cli {
+
+namespace {
+
+struct EvalOptions {
+  std::string model;
+  std::string data;
+  std::string device = "best";
+  std::string family = "implicit_gemm";
+  std::string fused_family = "direct_tiled";
+  int64_t limit = -1;
+  int64_t batch = 100;
+  bool fuse = true;
+};
+
+void run_eval(const EvalOptions& opt) {
+  const nn::ModelHeader header = nn::read_model_header(opt.model);  // fails early, naming the file
+  const std::string dir = opt.data.empty() ? data::default_data_dir() : opt.data;
+  const data::DatasetFiles files = data::find_dataset_files(dir);
+  const data::LabelledImages test = data::load_idx_pair(files.test_images, files.test_labels, 10, opt.limit);
+  Device& device = choose_device(opt.device, "eval");
+  nn::Runtime runtime(device);
+  auto network = nn::load_network(opt.model, runtime, opt.family);
+  std::cout << fmt::format("eval: {} ({}) on {} ({}), {} test images, batch {}\n", opt.model, header.architecture,
+                           device.info().id, device.info().name, test.count, opt.batch);
+  if (opt.fuse) {
+    for (const std::string& line : network->fuse_for_inference(opt.fused_family)) std::cout << "  " << line << "\n";
+  }
+  // One untimed pass over a batch compiles every plan, so compile time does not count as op time.
+  {
+    data::LabelledImages warm = test;
+    warm.count = std::min<int64_t>(test.count, opt.batch);
+    nn::evaluate(*network, warm, opt.batch, false);
+  }
+  Progress bar("eval", test.count);
+  const nn::EvalResult result = nn::evaluate(*network, test, opt.batch, true, [&](int64_t done) { bar.update(done); });
+  bar.finish();
+  ReportTable table({"layer", "op ms", "us/image", "share"});
+  double total = 0;
+  for (double ms : result.step_ms) total += ms;
+  for (size_t i = 0; i < result.steps.size(); ++i) {
+    const double per_image_us = result.step_ms[i] * 1000.0 / static_cast<double>(result.images);
+    table.add_row({result.steps[i], fmt::format("{:.3f}", result.step_ms[i]), fmt::format("{:.3f}", per_image_us),
+                   fmt::format("{:.1f}%", total > 0 ? 100.0 * result.step_ms[i] / total : 0.0)},
+                  {result.steps[i], result.step_ms[i], per_image_us, total > 0 ? result.step_ms[i] / total : 0.0});
+  }
+  const double total_us = total * 1000.0 / static_cast<double>(result.images);
+  table.add_row({"total", fmt::format("{:.3f}", total), fmt::format("{:.3f}", total_us), "100%"},
+                {"total", total, total_us, 1.0});
+  table.print(std::cout);
+  std::cout << fmt::format("accuracy {:.4f} ({} images, {:.1f} ms wall)\n", result.accuracy, result.images, result.ms);
+}
+
+}  // namespace
+
+void add_eval_command(CLI::App& app) {
+  auto opt = std::make_shared<EvalOptions>();
+  CLI::App* cmd = app.add_subcommand("eval", "Evaluate a trained model on the Fashion-MNIST test images: accuracy "
+                                             "and each layer's op time");
+  cmd->add_option("model", opt->model, "Model file written by `convtune train cnn`")->required();
+  cmd->add_option("--data", opt->data, "Folder with the IDX files (default: $CONVTUNE_DATA or "
+                                       "/usr/share/datasets/fashion-mnist)");
+  cmd->add_option("--backend,--device", opt->device, "Device: best, cpu, opencl[:N], cuda[:N]")->capture_default_str();
+  cmd->add_option("--limit", opt->limit, "Evaluate the first N test images (default: all 10,000)");
+  cmd->add_option("--batch", opt->batch, "Images per forward pass")->capture_default_str()->check(CLI::PositiveNumber);
+  cmd->add_option("--family", opt->family, "Kernel family of unfused convolutions")->capture_default_str();
+  cmd->add_option("--fused-family", opt->fused_family, "Kernel family for conv+bias+ReLU+max-pool in one kernel")
+      ->capture_default_str();
+  cmd->add_flag("!--no-fuse", opt->fuse, "Run conv, ReLU and pool as separate steps");
+  cmd->callback([opt] { run_eval(*opt); });
+}
+
+}  // namespace convtune::cli
