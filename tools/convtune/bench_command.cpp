@@ -34,7 +34,7 @@ struct BenchOptions {
   int warmup = 1;
   int repeats = 5;
   bool verify = true;
-  std::string out;
+  std::vector<std::string> out;  // .csv, .json and/or .md files
   std::vector<std::string> against;  // reference libraries to run beside convtune
   std::string math = "fp32";
   std::string markdown;
@@ -259,7 +259,7 @@ void run_bench(const BenchOptions& opt) {
                            : fmt::format("measured FP32 peak: none ({})\n", peak_why));
     std::cout << "convtune/X: convtune's time over X's; above 1 convtune is slower\n";
   }
-  if (!opt.out.empty()) {
+  for (const std::string& out : opt.out) {
     nlohmann::json metadata = {{"device", device.info().name},
                                {"device_id", device.info().id},
                                {"driver", device.info().driver_version},
@@ -272,8 +272,8 @@ void run_bench(const BenchOptions& opt) {
       metadata["fp32_peak_gflops"] = peak > 0 ? nlohmann::json(peak) : nlohmann::json(peak_why);
       for (const auto& [name, line] : against->describe()) metadata["libraries"][name] = line;
     }
-    table.write(opt.out, metadata);
-    std::cout << fmt::format("wrote {}\n", opt.out);
+    table.write(out, metadata);
+    std::cout << fmt::format("wrote {}\n", out);
   }
   if (!opt.markdown.empty()) {
     write_markdown(opt.markdown, device, opt, *against, peak, peak_why, table);
@@ -307,7 +307,7 @@ void add_bench_command(CLI::App& app) {
   cmd->add_option("--warmup", opt->warmup, "Untimed runs before timing")->capture_default_str();
   cmd->add_option("--repeats", opt->repeats, "Timed runs; the median is reported")->capture_default_str();
   cmd->add_flag("!--no-verify", opt->verify, "Skip the batch-1 check against the reference");
-  cmd->add_option("--out", opt->out, "Also write the table to FILE.csv, FILE.json or FILE.md");
+  cmd->add_option("--out", opt->out, "Also write the table to FILE.csv, FILE.json or FILE.md (repeatable)");
   cmd->add_option("--against", opt->against,
                   "Also run these reference libraries on the same inputs: cudnn, clblast, onednn (comma-separated)")
       ->delimiter(',');
