@@ -45,6 +45,12 @@ class CpuTarget final : public BenchTarget {
   Timing time(int warmup, int repeats) override {
     return measure(device_.queue(), [&] { impl_->run(problem_, host_->operands()); }, warmup, repeats);
   }
+  std::vector<float> output() override {
+    impl_->run(problem_, host_->operands());
+    const Tensor& out = host_->written(problem_.direction);
+    return {out.data(), out.data() + out.size()};
+  }
+  reference::SharedOperands shared_operands() override { return {&device_, {}, host_->operands()}; }
   std::string algorithm() const override { return impl_->name(); }
 
  private:
@@ -91,10 +97,7 @@ class PlanTarget final : public BenchTarget {
     Tensor& out = host_->written(pb.direction);
     out.fill(std::numeric_limits<float>::quiet_NaN());  // only what the kernel writes comes back
     plan_->run(device_.queue(), operands());
-    const Buffer& written = pb.direction == Direction::Forward        ? *buffers_.y
-                            : pb.direction == Direction::BackwardData ? *buffers_.x
-                                                                      : *buffers_.w;
-    device_.queue().read(written, out.data(), out.bytes());
+    device_.queue().read(written_buffer(), out.data(), out.bytes());
     return check_or_throw(plan_->describe(), pb, *host_);
   }
 
@@ -102,11 +105,25 @@ class PlanTarget final : public BenchTarget {
     return measure(device_.queue(), [&] { plan_->run(device_.queue(), operands()); }, warmup, repeats);
   }
 
+  std::vector<float> output() override {
+    const ConvProblem& pb = plan_->problem();
+    plan_->run(device_.queue(), operands());
+    std::vector<float> out(static_cast<size_t>(pb.written_elements()));
+    device_.queue().read(written_buffer(), out.data(), out.size() * sizeof(float));
+    return out;
+  }
+
+  reference::SharedOperands shared_operands() override { return {&device_, operands(), host_->operands()}; }
+
   std::string algorithm() const override {
     return plan_ ? fmt::format("{} ({})", plan_->describe(), plan_->config_tier()) : family_;
   }
 
  private:
+  const Buffer& written_buffer() const {
+    const Direction d = plan_->problem().direction;
+    return d == Direction::Forward ? *buffers_.y : d == Direction::BackwardData ? *buffers_.x : *buffers_.w;
+  }
   DeviceOperands operands() const { return {buffers_.x.get(), buffers_.w.get(), buffers_.y.get(), nullptr}; }
 
   Device& device_;

@@ -5,9 +5,11 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "convtune/backend.h"
 #include "convtune/kernel_family.h"
+#include "src/reference_libs/reference_library.h"
 
 namespace convtune::cli {
 
@@ -22,6 +24,11 @@ class BenchTarget {
   // returns the relative L2 error, throws Error when it exceeds the tolerance.
   virtual double verify() = 0;
   virtual Timing time(int warmup, int repeats) = 0;
+  // Runs once more and returns the written operand on the host: what references are compared with.
+  virtual std::vector<float> output() = 0;
+  // The inputs as a reference library should see them: host copies, and the device buffers themselves when
+  // the target runs on a device (so cuDNN and CLBlast read the very buffers convtune read).
+  virtual reference::SharedOperands shared_operands() = 0;
   // What ran: "threaded", "implicit_gemm[TILE_M=64,...]".
   virtual std::string algorithm() const = 0;
 };

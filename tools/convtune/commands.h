@@ -14,14 +14,16 @@ void add_tune_command(CLI::App& app);
 void add_db_command(CLI::App& app);
 void add_report_command(CLI::App& app);
 
-// The command line as typed (for the records a command writes); set by main().
-const std::string& command_line();
-void set_command_line(int argc, char** argv);
 void add_train_command(CLI::App& app);  // `train mlp` and `train cnn`
 void add_eval_command(CLI::App& app);
 
 // Subcommands of `train`, each in its own file.
 void add_train_mlp_command(CLI::App& train);
 void add_train_cnn_command(CLI::App& train);
+
+// The exact command line this process was started with, shell-quoted where needed: reports print it so a
+// table can be reproduced.
+void remember_command_line(int argc, char** argv);
+const std::string& command_line();
 
 }  // namespace convtune::cli

@@ -5,17 +5,34 @@
 #include "tools/convtune/commands.h"
 
 namespace convtune::cli {
+
 namespace {
-std::string g_command_line;
+std::string& stored_command_line() {
+  static std::string line;
+  return line;
 }
-const std::string& command_line() { return g_command_line; }
-void set_command_line(int argc, char** argv) {
-  g_command_line = "convtune";
-  for (int i = 1; i < argc; ++i) g_command_line += std::string(" ") + argv[i];
+}  // namespace
+
+void remember_command_line(int argc, char** argv) {
+  std::string line;
+  for (int i = 0; i < argc; ++i) {
+    std::string arg = argv[i];
+    if (arg.find_first_of(" \t'\"$;&|<>*?") != std::string::npos) {
+      std::string quoted = "'";
+      for (char ch : arg) quoted += ch == '\'' ? std::string("'\\''") : std::string(1, ch);
+      arg = quoted + "'";
+    }
+    line += (i ? " " : "") + arg;
+  }
+  stored_command_line() = line;
 }
+
+const std::string& command_line() { return stored_command_line(); }
+
 }  // namespace convtune::cli
 
 int main(int argc, char** argv) {
+  convtune::cli::remember_command_line(argc, argv);
   CLI::App app{"convtune: autotuned convolution kernels for any GPU or CPU"};
   app.require_subcommand(1);
   convtune::cli::add_devices_command(app);
@@ -24,7 +41,6 @@ int main(int argc, char** argv) {
   convtune::cli::add_tune_command(app);
   convtune::cli::add_db_command(app);
   convtune::cli::add_report_command(app);
-  convtune::cli::set_command_line(argc, argv);
   convtune::cli::add_train_command(app);
   convtune::cli::add_eval_command(app);
   try {

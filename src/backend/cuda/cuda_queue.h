@@ -28,6 +28,11 @@ class CudaQueue final : public Queue {
   void finish() override;
   double elapsed_ms(const std::function<void()>& work) override;
 
+  // For libraries that run on convtune's stream and primary context (cuDNN in bench --against): the context
+  // must be made current before each of their calls, and their work goes to this stream so events time it.
+  CUstream stream() const { return stream_; }
+  const CudaContext& context() const { return *context_; }
+
  private:
   void synchronize(const char* after);
 

@@ -24,6 +24,7 @@ namespace convtune::opencl {
   X(clEnqueueCopyBuffer)             \
   X(clEnqueueFillBuffer)             \
   X(clEnqueueNDRangeKernel)          \
+  X(clEnqueueMarkerWithWaitList)     \
   X(clFinish)                        \
   X(clWaitForEvents)                 \
   X(clGetEventProfilingInfo)         \

@@ -119,6 +119,35 @@ void OpenCLQueue::launch(Kernel& kernel, const LaunchGeometry& geometry) {
 
 void OpenCLQueue::finish() { check_cl(cl().clFinish(queue_.get()), "clFinish", "waiting for the queue of " + device_id_); }
 
+bool OpenCLQueue::markers_are_timed() {
+  if (!markers_are_timed_) {
+    cl_event marker = nullptr;
+    bool timed = false;
+    if (cl().clEnqueueMarkerWithWaitList(queue_.get(), 0, nullptr, &marker) == CL_SUCCESS && marker) {
+      ClHandle<cl_event> owned(marker);
+      cl_ulong start = 0, end = 0;
+      timed = cl().clWaitForEvents(1, &marker) == CL_SUCCESS &&
+              cl().clGetEventProfilingInfo(marker, CL_PROFILING_COMMAND_START, sizeof start, &start, nullptr) ==
+                  CL_SUCCESS &&
+              cl().clGetEventProfilingInfo(marker, CL_PROFILING_COMMAND_END, sizeof end, &end, nullptr) ==
+                  CL_SUCCESS &&
+              start > 0 && end >= start;
+    }
+    markers_are_timed_ = timed;
+  }
+  return *markers_are_timed_;
+}
+
+void OpenCLQueue::enqueue_foreign(const std::function<void(cl_event*)>& enqueue) {
+  if (recording_ && markers_are_timed()) {
+    check_cl(cl().clEnqueueMarkerWithWaitList(queue_.get(), 0, nullptr, event_slot()), "clEnqueueMarkerWithWaitList",
+             "marking the start of another library's commands on " + device_id_);
+    keep_event();
+  }
+  enqueue(event_slot());
+  keep_event();
+}
+
 double OpenCLQueue::elapsed_ms(const std::function<void()>& work) {
   if (recording_) throw BackendError(fmt::format("elapsed_ms calls on {} cannot be nested", device_id_));
   events_.clear();

@@ -3,6 +3,8 @@
 
 #include <CL/cl.h>
 
+#include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -26,6 +28,14 @@ class OpenCLQueue final : public Queue {
 
   cl_command_queue handle() const { return queue_.get(); }
 
+  // Commands another library enqueues on this queue (CLBlast's) count in elapsed_ms like convtune's own:
+  // `enqueue` receives the event slot to fill (null when not recording). A marker goes first, so a library that
+  // enqueues several kernels but reports only its last one's event is still timed from its first command.
+  void enqueue_foreign(const std::function<void(cl_event*)>& enqueue);
+  // Whether marker commands carry profiling timestamps here (probed once); without them only the foreign
+  // library's own event is timed.
+  bool markers_are_timed();
+
  private:
   const OpenCLBuffer& own(const Buffer& buffer, const char* role) const;
   // Where an enqueue call should write its event: somewhere only while elapsed_ms is recording.
@@ -38,6 +48,7 @@ class OpenCLQueue final : public Queue {
   bool recording_ = false;
   cl_event pending_event_ = nullptr;
   std::vector<ClHandle<cl_event>> events_;
+  std::optional<bool> markers_are_timed_;
 };
 
 }  // namespace convtune::opencl
