@@ -100,6 +100,12 @@ if [ -z "$BIN" ]; then
     exit 1
   fi
 fi
+# A fresh build without cudnn.h would leave the cuDNN columns empty: prefer the carried binary then.
+probe=$("$BIN" bench --layer N=1,C=1,H=4,K=1,R=3 --device cpu --direction fwd --against cudnn --repeats 1 --warmup 0 2>&1)
+if grep -q "built without" <<<"$probe" && [ -z "${CONVTUNE_BIN:-}" ] && [ -x .carry/bin/convtune ] && [ "$BIN" != "$PWD/.carry/bin/convtune" ]; then
+  say "$BIN was built without cuDNN's headers: using the carried binary .carry/bin/convtune instead"
+  BIN=$PWD/.carry/bin/convtune
+fi
 say "convtune: $BIN"
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,power.limit --format=csv >>"$LOG" 2>&1
 step devices "$BIN" devices

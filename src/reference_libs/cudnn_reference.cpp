@@ -212,11 +212,14 @@ class CudnnReference final : public ReferenceLibrary {
     size_t memory = 0;
     cudnnMathType_t math_type = CUDNN_DEFAULT_MATH;
     // Results come fastest first; in FP32 mode only FMA-math results count, so TF32 never slips in.
+    // `names` names the first algorithm tried in the error message when none qualifies.
     auto pick = [&](const auto* results, const auto& names) {
       for (int r = 0; r < found; ++r) {
         const auto& p = results[r];
         if (p.status != CUDNN_STATUS_SUCCESS) continue;
         if (math == MathMode::FP32 && p.mathType != CUDNN_FMA_MATH) continue;
+        // ALLOW_CONVERSION would round FP32 data to FP16, which is neither FP32 nor TF32.
+        if (p.mathType == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION) continue;
         algo = static_cast<int>(p.algo), memory = p.memory, math_type = p.mathType;
         return;
       }

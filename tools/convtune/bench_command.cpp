@@ -95,7 +95,11 @@ std::string utc_now() {
 // A section docs/PERFORMANCE.md can hold as is: what ran where, with which libraries, and how to repeat it.
 void write_markdown(const std::string& path, const Device& device, const BenchOptions& opt, const Against& against,
                     double peak, const std::string& peak_why, const ReportTable& table) {
-  std::string text = fmt::format("Side by side on {} ({}), {}\n\n", device.info().name, device.info().id, utc_now());
+  std::string libraries;
+  for (const auto& [name, line] : against.describe()) libraries += (libraries.empty() ? "" : ", ") + name;
+  std::string text = fmt::format("### convtune vs {} ({}) on {} ({}), {}\n\n", libraries,
+                                 reference::to_string(against.math()), device.info().name, device.info().id,
+                                 utc_now());
   text += fmt::format("- device: {} ({}), driver {}\n", device.info().name, device.info().id,
                       device.info().driver_version.empty() ? "-" : device.info().driver_version);
   text += fmt::format("- host CPU: {}\n", Registry::instance().find("cpu").info().name);
