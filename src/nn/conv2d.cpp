@@ -125,7 +125,7 @@ void Conv2d::forward(const DeviceTensor& x, const DeviceTensor& y) {
   Plans& plans = plans_for(batch);
   if (!plans.forward) {
     const bool fused = fused_.relu || fused_.pool > 1;
-    plans.forward.emplace(Plan::create(runtime_.device(), {p, fused_, fused ? fused_family_ : family_, std::nullopt}));
+    plans.forward.emplace(Plan::create(runtime_.device(), {p, fused_, fused ? fused_family_ : family_, std::nullopt, &default_tuning_database()}));
   }
   plans.forward->run(runtime_.queue(), {x.buffer.get(), weight_.value.buffer.get(), y.buffer.get(),
                                         bias_.value.buffer.get()});
@@ -159,7 +159,7 @@ void Conv2d::backward(const DeviceTensor& x, const DeviceTensor&, const DeviceTe
   Plans& plans = plans_for(batch);
   Device& device = runtime_.device();
   if (!plans.backward_filter) {
-    plans.backward_filter.emplace(Plan::create(device, {p.with_direction(Direction::BackwardFilter), {}, family_, std::nullopt}));
+    plans.backward_filter.emplace(Plan::create(device, {p.with_direction(Direction::BackwardFilter), {}, family_, std::nullopt, &default_tuning_database()}));
   }
   runtime_.launch("bias_grad",
                   {dy.buffer.get(), bias_.grad.buffer.get(), static_cast<int32_t>(batch), static_cast<int32_t>(out_),
@@ -168,7 +168,7 @@ void Conv2d::backward(const DeviceTensor& x, const DeviceTensor&, const DeviceTe
   plans.backward_filter->run(runtime_.queue(), {x.buffer.get(), weight_.grad.buffer.get(), dy.buffer.get(), nullptr});
   if (dx) {
     if (!plans.backward_data) {
-      plans.backward_data.emplace(Plan::create(device, {p.with_direction(Direction::BackwardData), {}, family_, std::nullopt}));
+      plans.backward_data.emplace(Plan::create(device, {p.with_direction(Direction::BackwardData), {}, family_, std::nullopt, &default_tuning_database()}));
     }
     plans.backward_data->run(runtime_.queue(), {dx->buffer.get(), weight_.value.buffer.get(), dy.buffer.get(), nullptr});
   }
