@@ -19,7 +19,8 @@ size_t fraction_count(double fraction, size_t space_size) {
 }
 
 std::string seconds_text(std::chrono::nanoseconds d) {
-  return fmt::format("{:.3g} s", std::chrono::duration<double>(d).count());
+  const double seconds = std::chrono::duration<double>(d).count();
+  return seconds >= 100 ? fmt::format("{:.0f} s", seconds) : fmt::format("{:.3g} s", seconds);
 }
 
 }  // namespace

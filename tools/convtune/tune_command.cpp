@@ -236,10 +236,21 @@ void run_tune(const TuneOptions& opt) {
     CandidateEvaluator evaluator(device, family, pb, candidate_options);
 
     // The built-in default first: the baseline every tuned result is compared with, and the first best.
+    // With --only it is measured only when it lies inside the restricted space, so a strategy's result there is
+    // what the strategy found.
     const Config default_config = family.default_config(pb, info);
-    const Evaluation baseline = evaluator.evaluate(default_config);
+    bool default_inside = true;
+    for (const auto& [name, values] : only) {
+      const auto it = default_config.find(name);
+      default_inside = default_inside && it != default_config.end() &&
+                       std::find(values.begin(), values.end(), it->second) != values.end();
+    }
+    Evaluation baseline = Evaluation::failed("outside --only: not measured");
+    if (default_inside) {
+      baseline = evaluator.evaluate(default_config);
+      log.add_trial(summary, Trial{0, default_config, baseline.ms, baseline.failure, "built-in default", {}});
+    }
     if (baseline.ms) summary.default_ms = *baseline.ms;
-    log.add_trial(summary, Trial{0, default_config, baseline.ms, baseline.failure, "built-in default", {}});
 
     SearcherOptions searcher_options;
     searcher_options.seed = opt.seed + t;
@@ -280,8 +291,8 @@ void run_tune(const TuneOptions& opt) {
       result.stop_reason = "its share of the budget went to the built-in default";
     }
 
-    summary.tried = result.trials.size() + 1;
-    summary.failed = result.failures() + (baseline.ms ? 0 : 1);
+    summary.tried = result.trials.size() + (default_inside ? 1 : 0);
+    summary.failed = result.failures() + (default_inside && !baseline.ms ? 1 : 0);
     summary.stop_reason = result.stop_reason;
     // The winner is the fastest verified candidate, the default included.
     std::optional<Config> best_config;
@@ -304,7 +315,7 @@ void run_tune(const TuneOptions& opt) {
     const double gflops = best_config ? pb.flops() / (best_ms * 1e6) : 0;
     table.add_row({task.layer.name, std::string(to_string(pb.direction)), family.name(), std::to_string(space.size()),
                    std::to_string(summary.tried), std::to_string(summary.failed),
-                   summary.default_ms > 0 ? fmt::format("{:.3f}", summary.default_ms) : "failed",
+                   summary.default_ms > 0 ? fmt::format("{:.3f}", summary.default_ms) : default_inside ? "failed" : "-",
                    best_config ? fmt::format("{:.3f}", best_ms) : "-", best_config ? fmt::format("{:.1f}", gflops) : "-",
                    best_config && summary.default_ms > 0 ? fmt::format("{:.2f}x", summary.default_ms / best_ms) : "-",
                    best_config ? to_string(*best_config) : "-"},
