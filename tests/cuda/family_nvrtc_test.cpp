@@ -4,6 +4,7 @@
 
 #include "convtune/kernel_family.h"
 #include "src/backend/cuda/nvrtc_compiler.h"
+#include "tests/cuda/hopper_device.h"
 #include "src/backend/kernel_sources.h"
 #include "src/tuner/search_space.h"
 
@@ -11,21 +12,7 @@ using namespace convtune;
 
 namespace {
 
-// An H100/H200 as the CUDA backend describes it, so constraints see the real limits.
-DeviceInfo hopper() {
-  DeviceInfo d;
-  d.backend = BackendKind::Cuda;
-  d.id = "cuda:0";
-  d.name = "NVIDIA H100 (described)";
-  d.architecture = "sm_90";
-  d.is_gpu = true;
-  d.compute_units = 132;
-  d.global_memory_bytes = 80ull << 30;
-  d.local_memory_bytes = 48 << 10;
-  d.max_work_group_size = 1024;
-  d.can_run_kernels = true;
-  return d;
-}
+DeviceInfo hopper() { return test::described_hopper(); }
 
 void expect_compiles(const KernelFamily& family, const ConvProblem& pb, const Epilogue& epilogue, const Config& config,
                      const DeviceInfo& device) {

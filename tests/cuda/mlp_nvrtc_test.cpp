@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "src/backend/cuda/nvrtc_compiler.h"
+#include "tests/cuda/hopper_device.h"
 #include "src/backend/kernel_sources.h"
 #include "src/mlp/mlp_kernels.h"
 
@@ -10,19 +11,7 @@ using namespace convtune;
 
 namespace {
 
-DeviceInfo hopper() {
-  DeviceInfo d;
-  d.backend = BackendKind::Cuda;
-  d.id = "cuda:0";
-  d.name = "NVIDIA H200 (described)";
-  d.architecture = "sm_90";
-  d.is_gpu = true;
-  d.compute_units = 132;
-  d.local_memory_bytes = 48 << 10;
-  d.max_work_group_size = 1024;
-  d.can_run_kernels = true;
-  return d;
-}
+DeviceInfo hopper() { return test::described_hopper(); }
 
 void expect_compiles(const mlp::MlpKernelShape& shape) {
   const std::string text = load_kernel_source(shape.source.file);
