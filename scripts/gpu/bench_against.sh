@@ -28,10 +28,7 @@ step() {
 }
 export CONVTUNE_SUITE_DIR=$PWD/bench/suites CONVTUNE_CACHE_DIR=${CONVTUNE_CACHE_DIR:-/tmp/convtune-cache}
 
-# NVIDIA's OpenCL driver is installed but may not be registered with the ICD loader.
-if [ -z "$(ls /etc/OpenCL/vendors 2>/dev/null)" ] && [ -z "${OCL_ICD_VENDORS:-}" ]; then
-  mkdir -p /tmp/icd && echo libnvidia-opencl.so.1 >/tmp/icd/nvidia.icd && export OCL_ICD_VENDORS=/tmp/icd
-fi
+source scripts/gpu/nvidia_icd.sh  # after the cd to the repository root
 
 # --- cuDNN: PyTorch's copy (its wheel's nvidia/cudnn/lib, or torch/lib), unless CONVTUNE_CUDNN_LIBRARY is set.
 find_cudnn() {

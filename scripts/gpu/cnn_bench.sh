@@ -14,10 +14,7 @@ EPOCHS=${EPOCHS:-8}   # Adam lr 1e-3, batch 64: about 91% test accuracy after 5-
 BATCH=${BATCH:-64}
 mkdir -p "$OUT"
 export CONVTUNE_CACHE_DIR=${CONVTUNE_CACHE_DIR:-/tmp/convtune-cache}
-# NVIDIA's OpenCL driver is installed but may not be registered with the ICD loader.
-if [ -z "$(ls /etc/OpenCL/vendors 2>/dev/null)" ] && [ -z "${OCL_ICD_VENDORS:-}" ]; then
-  mkdir -p /tmp/icd && echo libnvidia-opencl.so.1 >/tmp/icd/nvidia.icd && export OCL_ICD_VENDORS=/tmp/icd
-fi
+source scripts/gpu/nvidia_icd.sh  # after the cd to the repository root
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv,noheader | tee "$OUT/gpu.txt"
 "$BIN" devices >"$OUT/devices.txt" 2>&1
 OCL=$(grep -oE "opencl:[0-9]+ +NVIDIA" "$OUT/devices.txt" | head -1 | cut -d' ' -f1)

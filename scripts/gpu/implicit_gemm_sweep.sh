@@ -14,10 +14,7 @@ BIN=${BIN:-.carry-ig}
 OUT=${OUT:-/tmp/implicit-gemm-out}
 mkdir -p "$OUT"
 export CONVTUNE_SUITE_DIR=$PWD/bench/suites CONVTUNE_CACHE_DIR=${CONVTUNE_CACHE_DIR:-/tmp/convtune-cache}
-# NVIDIA's OpenCL driver is installed but may not be registered with the ICD loader.
-if [ -z "$(ls /etc/OpenCL/vendors 2>/dev/null)" ] && [ -z "${OCL_ICD_VENDORS:-}" ]; then
-  mkdir -p /tmp/icd && echo libnvidia-opencl.so.1 >/tmp/icd/nvidia.icd && export OCL_ICD_VENDORS=/tmp/icd
-fi
+source scripts/gpu/nvidia_icd.sh  # after the cd to the repository root
 FWD_S=${FWD_S:-60}        # per device: forward measurements
 BWD_S=${BWD_S:-50}        # per device: backward-data and backward-filter
 CONFORM_S=${CONFORM_S:-75}  # per device: conformance cases

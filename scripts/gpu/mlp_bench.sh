@@ -15,10 +15,7 @@ EPOCHS=${EPOCHS:-5}     # convtune: every epoch is timed; the summary takes the 
 LIMIT=${LIMIT:-4000}    # seed 002's epoch
 mkdir -p "$OUT"
 export CONVTUNE_CACHE_DIR=${CONVTUNE_CACHE_DIR:-/tmp/convtune-cache}
-# NVIDIA's OpenCL driver is installed but may not be registered with the ICD loader.
-if [ -z "$(ls /etc/OpenCL/vendors 2>/dev/null)" ] && [ -z "${OCL_ICD_VENDORS:-}" ]; then
-  mkdir -p /tmp/icd && echo libnvidia-opencl.so.1 >/tmp/icd/nvidia.icd && export OCL_ICD_VENDORS=/tmp/icd
-fi
+source scripts/gpu/nvidia_icd.sh  # after the cd to the repository root
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv,noheader | tee "$OUT/gpu.txt"
 "$BIN" devices >"$OUT/devices.txt" 2>&1
 OCL=$(grep -oE "opencl:[0-9]+ +NVIDIA" "$OUT/devices.txt" | head -1 | cut -d' ' -f1)
@@ -54,7 +51,7 @@ cat "$OUT/torch.log"
 
 # Summary: best ms per epoch of LIMIT images, convtune (both backends) beside PyTorch.
 best() { grep -oE "^epoch ms: best [0-9.]+" "$OUT/$1.log" 2>/dev/null | awk '{print $4}'; }
-torch_best() { grep -oE "^torch batch $1: epoch ms best [0-9.]+" "$OUT/torch.log" 2>/dev/null | awk '{print $6}'; }
+torch_best() { grep -oE "^torch batch $1: epoch ms best [0-9.]+" "$OUT/torch.log" 2>/dev/null | awk '{print $7}'; }
 read -r dev1 dev2 _ <<<"$DEVICES"
 t1=${dev1/:/} t2=${dev2:-none}
 t2=${t2/:/}

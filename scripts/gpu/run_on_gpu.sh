@@ -13,10 +13,7 @@ mkdir -p "$OUT"
 LOG=$OUT/log.txt
 : >"$LOG"
 export CONVTUNE_SUITE_DIR=$PWD/bench/suites CONVTUNE_CACHE_DIR=/tmp/convtune-cache
-# NVIDIA's OpenCL driver is installed but may not be registered with the ICD loader.
-if [ -z "$(ls /etc/OpenCL/vendors 2>/dev/null)" ] && [ -z "${OCL_ICD_VENDORS:-}" ]; then
-  mkdir -p /tmp/icd && echo libnvidia-opencl.so.1 >/tmp/icd/nvidia.icd && export OCL_ICD_VENDORS=/tmp/icd
-fi
+source scripts/gpu/nvidia_icd.sh  # after the cd to the repository root
 has() { [[ " $STAGES " == *" $1 "* ]]; }
 step() { echo; echo "=== $*"; echo "\$ $*"; "$@"; echo "(exit $?)"; }
 OCL=$($BIN/convtune devices 2>/dev/null | grep -oE "opencl:[0-9]+ +NVIDIA" | head -1 | cut -d' ' -f1)

@@ -167,6 +167,13 @@ void run_tune(const TuneOptions& opt) {
   }
   if (opt.family != "all" && opt.family != "auto") kernel_family(opt.family);  // unknown names list the known ones
   const auto only = parse_only(opt.only);
+  auto matches_only = [&only](const Config& c) {
+    for (const auto& [name, values] : only) {
+      const auto it = c.find(name);
+      if (it == c.end() || std::find(values.begin(), values.end(), it->second) == values.end()) return false;
+    }
+    return true;
+  };
   if (tasks.empty()) throw Unsupported("no kernel family supports any of the requested layers on " + info.id);
 
   TuneLog log(log_path);
@@ -206,24 +213,13 @@ void run_tune(const TuneOptions& opt) {
                                           to_string(pb.direction), family.name());
     const SearchSpace full_space(family, pb, info);
     std::vector<Config> configs;
-    for (const Config& c : full_space.configs()) {
-      bool keep = true;
-      for (const auto& [name, values] : only) {
-        const auto it = c.find(name);
-        keep = keep && it != c.end() && std::find(values.begin(), values.end(), it->second) != values.end();
-      }
-      if (keep) configs.push_back(c);
-    }
-    struct {
-      size_t size() const { return list->size(); }
-      const std::vector<Config>& configs() const { return *list; }
-      const std::vector<Config>* list;
-    } space{&configs};
-    TaskSummary summary{task.layer.name, pb, family.name(), space.size()};
+    for (const Config& c : full_space.configs())
+      if (matches_only(c)) configs.push_back(c);
+    TaskSummary summary{task.layer.name, pb, family.name(), configs.size()};
     if (!only.empty()) {
-      std::cerr << fmt::format("{}: {} of {} valid configurations match --only\n", label, space.size(), full_space.size());
+      std::cerr << fmt::format("{}: {} of {} valid configurations match --only\n", label, configs.size(), full_space.size());
     }
-    if (space.size() == 0) {
+    if (configs.size() == 0) {
       std::cerr << label << ": no valid configuration on this device\n";
       log.add_task(summary);
       continue;
@@ -239,12 +235,7 @@ void run_tune(const TuneOptions& opt) {
     // With --only it is measured only when it lies inside the restricted space, so a strategy's result there is
     // what the strategy found.
     const Config default_config = family.default_config(pb, info);
-    bool default_inside = true;
-    for (const auto& [name, values] : only) {
-      const auto it = default_config.find(name);
-      default_inside = default_inside && it != default_config.end() &&
-                       std::find(values.begin(), values.end(), it->second) != values.end();
-    }
+    const bool default_inside = matches_only(default_config);
     Evaluation baseline = Evaluation::failed("outside --only: not measured");
     if (default_inside) {
       baseline = evaluator.evaluate(default_config);
@@ -254,7 +245,7 @@ void run_tune(const TuneOptions& opt) {
 
     SearcherOptions searcher_options;
     searcher_options.seed = opt.seed + t;
-    auto searcher = make_searcher(opt.strategy, space.configs(), searcher_options);
+    auto searcher = make_searcher(opt.strategy, configs, searcher_options);
     // The default's evaluation (compile included) already used part of the share; a run over budget still
     // measures the default of every task, so each gets a baseline and an entry.
     const double left = task_budget - std::chrono::duration<double>(std::chrono::steady_clock::now() - task_clock).count();
@@ -274,10 +265,10 @@ void run_tune(const TuneOptions& opt) {
       const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - task_start).count();
       double fraction = task_budget > 0 ? elapsed / task_budget : 1;
       if (opt.max_fraction > 0)
-        fraction = std::max(fraction, so_far.trials.size() / std::ceil(opt.max_fraction * space.size()));
+        fraction = std::max(fraction, so_far.trials.size() / std::ceil(opt.max_fraction * configs.size()));
       if (opt.max_candidates > 0)
         fraction = std::max(fraction, static_cast<double>(so_far.trials.size()) / opt.max_candidates);
-      fraction = std::max(fraction, static_cast<double>(so_far.trials.size()) / space.size());
+      fraction = std::max(fraction, static_cast<double>(so_far.trials.size()) / configs.size());
       const double best = evaluator.best_ms();
       progress.update(static_cast<int64_t>(fraction * 1000),
                       fmt::format("{} tried, {} failed, best {}", so_far.trials.size(), so_far.failures(),
@@ -313,7 +304,7 @@ void run_tune(const TuneOptions& opt) {
     log.add_task(summary);
     log.save();
     const double gflops = best_config ? pb.flops() / (best_ms * 1e6) : 0;
-    table.add_row({task.layer.name, std::string(to_string(pb.direction)), family.name(), std::to_string(space.size()),
+    table.add_row({task.layer.name, std::string(to_string(pb.direction)), family.name(), std::to_string(configs.size()),
                    std::to_string(summary.tried), std::to_string(summary.failed),
                    summary.default_ms > 0 ? fmt::format("{:.3f}", summary.default_ms) : default_inside ? "failed" : "-",
                    best_config ? fmt::format("{:.3f}", best_ms) : "-", best_config ? fmt::format("{:.1f}", gflops) : "-",
