@@ -18,6 +18,12 @@ namespace convtune {
 // One parameter assignment: name -> value. Sorted, so it prints and hashes the same everywhere.
 using Config = std::map<std::string, int64_t>;
 std::string to_string(const Config& config);  // "TILE_K=8,THREADS_M=16"
+// A configuration made to fit a problem other than the one it was tuned for, and what was changed
+// ("SPLIT_K 32 -> 16"; empty when it fit as it was). See fit_config in convtune/plan.h.
+struct FittedConfig {
+  Config config;
+  std::string changes;
+};
 Config parse_config(std::string_view text);    // the inverse; throws InvalidArgument
 
 struct Parameter {

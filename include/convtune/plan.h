@@ -89,6 +89,14 @@ std::filesystem::path shipped_tuning_dir();
 std::string config_problem(const KernelFamily& family, const Config& config, const ConvProblem& problem,
                            const DeviceInfo& device);
 
+// The valid configuration for `problem` closest to `config`: itself when it is valid; else the one with a
+// single parameter moved to another candidate value, the smallest move in octaves; else two parameters, the
+// smallest total move. nullopt when neither fits, or when `config` names other parameters than the family's.
+// A nearest tuned shape's parameters go through this: a split-K or tile that divided the tuned shape's extents
+// may leave the asked one's last slice empty, and one change keeps the rest of what tuning found.
+std::optional<FittedConfig> fit_config(const KernelFamily& family, const Config& config, const ConvProblem& problem,
+                                       const DeviceInfo& device);
+
 // A plan behind the host-array interface: uploads the operands, runs, downloads the written one. This is how
 // the conformance harness checks device kernels against the reference.
 std::unique_ptr<HostConvolution> make_device_convolution(Device& device, std::string family,

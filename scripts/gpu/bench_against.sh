@@ -4,7 +4,8 @@
 # tree (no network): builds convtune itself unless CONVTUNE_BIN names a binary (or the build fails and
 # .carry/bin/convtune exists), finds PyTorch's libcudnn.so.9, uses .carry/lib/libclblast.so.1.* if present.
 #   scripts/gpu/bench_against.sh RESULTS_DIR
-# Env: CONVTUNE_BIN, BATCH_SCALE (1), WARMUP (3), REPEATS (20), CONVTUNE_CUDNN_LIBRARY, CONVTUNE_CLBLAST_LIBRARY.
+# Env: CONVTUNE_BIN, BATCH_SCALE (1), WARMUP (3), REPEATS (20), CONVTUNE_CUDNN_LIBRARY, CONVTUNE_CLBLAST_LIBRARY,
+# RUNS (which tables: "cudnn-fp32 cudnn-tf32 clblast"), CONVTUNE_SHIPPED_TUNING_DIR (default: the tree's tuning/).
 # Writes RESULTS_DIR/against-{cudnn-fp32,cudnn-tf32,clblast}.{csv,json,md} and log.txt (every printed table); keeps going after a
 # failing step and lists every failure at the end (exit status 1 if any).
 set -uo pipefail
@@ -27,6 +28,9 @@ step() {
   return $status
 }
 export CONVTUNE_SUITE_DIR=$PWD/bench/suites CONVTUNE_CACHE_DIR=${CONVTUNE_CACHE_DIR:-/tmp/convtune-cache}
+# convtune's plans take the tuning results shipped in this tree (a carried binary's compiled-in path is not here).
+export CONVTUNE_SHIPPED_TUNING_DIR=${CONVTUNE_SHIPPED_TUNING_DIR:-$PWD/tuning}
+RUNS=${RUNS:-cudnn-fp32 cudnn-tf32 clblast}
 
 source scripts/gpu/nvidia_icd.sh  # after the cd to the repository root
 
@@ -118,12 +122,15 @@ run() {  # run NAME DEVICE AGAINST [more bench options]
   step "$name" "$BIN" bench "${common[@]}" --device "$device" --against "$against" "$@" \
     --out "$RESULTS/against-$name.csv" --out "$RESULTS/against-$name.json" --markdown "$RESULTS/against-$name.md"
 }
-run cudnn-fp32 cuda:0 cudnn --math fp32
-run cudnn-tf32 cuda:0 cudnn --math tf32
-if [ -n "$OCL" ]; then
-  run clblast "$OCL" clblast
-else
-  failures+=("clblast (no NVIDIA OpenCL device found)")
+wanted() { [[ " $RUNS " == *" $1 "* ]]; }
+wanted cudnn-fp32 && run cudnn-fp32 cuda:0 cudnn --math fp32
+wanted cudnn-tf32 && run cudnn-tf32 cuda:0 cudnn --math tf32
+if wanted clblast; then
+  if [ -n "$OCL" ]; then
+    run clblast "$OCL" clblast
+  else
+    failures+=("clblast (no NVIDIA OpenCL device found)")
+  fi
 fi
 
 say "=== results in $RESULTS:"; ls -la "$RESULTS" | tee -a "$LOG"

@@ -3,10 +3,12 @@
 #   stage strategies: alex2 forward, implicit_gemm on a subspace small enough to search exhaustively (--only),
 #                     exhaustive vs annealing vs model-guided at 10% of the candidates;
 #   stage alexnet:    all five AlexNet layers x three directions x every family within TUNE_BUDGET (default 6m);
-#   stage nearest:    layers never tuned (unseen_shapes.txt) run with the nearest tuned shape's parameters, then
-#                     tuned themselves, then run again: the fallback's share of what tuning reaches.
+#   stage nearest:    layers never tuned (unseen_shapes.txt) run with the nearest tuned shape's parameters (their
+#                     own entries removed from a copy of the database), then tuned themselves (--skip-tuned keeps
+#                     those an earlier run tuned), then run again: the fallback's share of what tuning reaches.
 #   OUT=dir STAGES="strategies alexnet nearest" scripts/gpu/tuner_experiment.sh
-# The tuning database is $OUT/tuning.json (carry it back to continue in another call via TUNING_DB_IN).
+# The tuning database is $OUT/tuning.json (carry it back to continue in another call via TUNING_DB_IN; the
+# shipped tuning/nvidia-h200-cuda.json is such a file). Shipped defaults are off: only that database counts.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 BIN=${BIN:-.carry/bin}
@@ -14,6 +16,7 @@ OUT=${OUT:-/tmp/convtune-out}
 STAGES=${STAGES:-strategies alexnet nearest}
 mkdir -p "$OUT"
 export CONVTUNE_SUITE_DIR=$PWD/bench/suites CONVTUNE_CACHE_DIR=/tmp/convtune-cache CONVTUNE_TUNING_DB=$OUT/tuning.json
+mkdir -p "$OUT/no-shipped-defaults" && export CONVTUNE_SHIPPED_TUNING_DIR=$OUT/no-shipped-defaults
 [ -n "${TUNING_DB_IN:-}" ] && [ -f "$TUNING_DB_IN" ] && cp "$TUNING_DB_IN" "$CONVTUNE_TUNING_DB"
 has() { [[ " $STAGES " == *" $1 "* ]]; }
 step() { echo; echo "=== $*"; "$@"; echo "(exit $?)"; }
@@ -34,10 +37,28 @@ ONLY=${ONLY:-VECTOR_WIDTH=4,LOCAL_PADDING=4,SPLIT_K=1}
     step $BIN/convtune report "$OUT/alexnet-tune.json" --out-dir "$OUT/report"
   fi
   if has nearest; then
-    step $BIN/convtune bench --suite scripts/gpu/unseen_shapes.txt --device cuda:0 --direction all --repeats 10 \
-      --out "$OUT/unseen-nearest.json"
+    # The fallback sees only the neighbours: a copy of the database without the unseen layers' entries.
+    NEIGHBOURS=$OUT/tuning-neighbours.json
+    step python3 - "$CONVTUNE_TUNING_DB" "$NEIGHBOURS" scripts/gpu/unseen_shapes.txt <<'PY'
+import json, sys
+db = json.load(open(sys.argv[1]))
+unseen = set()
+for line in open(sys.argv[3]):
+    line = line.split("#")[0].split()
+    if line:
+        unseen.add(tuple(sorted(kv.split("=")[0] + "=" + kv.split("=")[1] for kv in line[1].split(",") if kv.split("=")[0] in "NCHWK")))
+def key(e):
+    return tuple(sorted(f"{k}={e['shape'][k]}" for k in "NCHWK"))
+kept = [e for e in db["entries"] if key(e) not in unseen]
+print(f"{len(db['entries']) - len(kept)} entries of unseen layers removed, {len(kept)} kept")
+db["entries"] = kept
+json.dump(db, open(sys.argv[2], "w"), indent=1)
+PY
+    step env CONVTUNE_TUNING_DB="$NEIGHBOURS" $BIN/convtune bench --suite scripts/gpu/unseen_shapes.txt --device cuda:0 \
+      --direction all --repeats 10 --out "$OUT/unseen-nearest.json"
+    # Then the unseen layers tuned (those the database already holds, from an earlier run, are kept: --skip-tuned).
     step $BIN/convtune tune --suite scripts/gpu/unseen_shapes.txt --direction all --device cuda:0 --strategy annealing \
-      --budget "${NEAREST_BUDGET:-150s}" --no-peak --log "$OUT/unseen-tune.json"
+      --budget "${NEAREST_BUDGET:-150s}" --skip-tuned --no-peak --log "$OUT/unseen-tune.json"
     step $BIN/convtune bench --suite scripts/gpu/unseen_shapes.txt --device cuda:0 --direction all --repeats 10 \
       --out "$OUT/unseen-tuned.json"
     step python3 - "$OUT/unseen-nearest.json" "$OUT/unseen-tuned.json" <<'PY'

@@ -97,15 +97,15 @@ Plan Plan::create_impl(Device& device, const PlanRequest& request, const KernelF
       std::map<std::string, std::string> hashes;
       for (const KernelFamily* f : candidates) hashes[f->name()] = kernel_source_hash(*f, request.problem, info);
       LookupOptions options;
-      // A tuned shape's parameters must also fit this problem (a nearest shape's tiles may not).
-      options.accepts = [&](const TuningEntry& e) {
-        return config_problem(given ? *given : kernel_family(e.family), e.parameters, request.problem, info).empty();
+      // A tuned shape's parameters must also fit this problem (a nearest shape's split or tiles may not).
+      options.fit = [&](const TuningEntry& e) {
+        return fit_config(given ? *given : kernel_family(e.family), e.parameters, request.problem, info);
       };
       found = request.tuning->lookup(request.problem, info, hashes, options);
     }
     if (found && found->entry) {
       family = given ? given : &kernel_family(found->entry->family);
-      plan.config_ = found->entry->parameters;
+      plan.config_ = found->parameters;
       plan.config_tier_ = std::string(to_string(found->tier));
       plan.config_source_ = found->explain();
     } else {

@@ -1,4 +1,5 @@
-// The fallback lookup: classify each entry into a tier, drop stale and refused ones, rank what is left.
+// The fallback lookup: classify each entry into a tier, drop stale ones, pick each family's nearest that fits,
+// let the families compete by GFLOP/s.
 #include "src/tuning_db/tuning_lookup.h"
 
 #include <fmt/format.h>
@@ -48,7 +49,9 @@ LookupResult lookup_tuning(const std::vector<LookupCandidate>& candidates, const
                            const LookupOptions& options) {
   LookupResult result;
   struct Ranked {
-    std::tuple<LookupTier, double, double> rank;  // tier, shape distance, time
+    LookupTier tier;
+    const std::string* family;
+    double distance;
     const LookupCandidate* candidate;
   };
   std::vector<Ranked> usable;
@@ -62,23 +65,48 @@ LookupResult lookup_tuning(const std::vector<LookupCandidate>& candidates, const
       if (e.problem == problem) result.stale.push_back({e, *c.origin, std::move(reason)});
       continue;
     }
-    usable.push_back({{*tier, shape_distance(problem, e.problem), e.time_ms}, &c});
+    usable.push_back({*tier, &family->first, shape_distance(problem, e.problem), &c});
   }
-  // Stable, so equal ranks keep file order (the user database comes before shipped defaults).
-  std::stable_sort(usable.begin(), usable.end(), [](const Ranked& a, const Ranked& b) { return a.rank < b.rank; });
-  for (const Ranked& r : usable) {
-    const LookupCandidate& c = *r.candidate;
-    // Only entries ranked above the winner are checked, so `rejected` lists exactly those that would have won.
-    if (options.accepts && !options.accepts(*c.entry)) {
-      result.rejected.push_back({*c.entry, *c.origin, "its parameters do not fit this problem on this device"});
+  // Tier, then family, then nearest, then fastest. Stable, so equal ranks keep file order (the user database
+  // comes before shipped defaults).
+  std::stable_sort(usable.begin(), usable.end(), [](const Ranked& a, const Ranked& b) {
+    return std::tie(a.tier, *a.family, a.distance, a.candidate->entry->time_ms) <
+           std::tie(b.tier, *b.family, b.distance, b.candidate->entry->time_ms);
+  });
+  // Each family's first entry that fits, in the first tier where any family has one.
+  struct Pick {
+    const Ranked* ranked;
+    FittedConfig fitted;
+  };
+  std::vector<Pick> picks;
+  for (size_t i = 0; i < usable.size(); ++i) {
+    const Ranked& r = usable[i];
+    if (!picks.empty() && r.tier != picks.front().ranked->tier) break;
+    if (!picks.empty() && *picks.back().ranked->family == *r.family && picks.back().ranked->tier == r.tier) continue;
+    const TuningEntry& e = *r.candidate->entry;
+    std::optional<FittedConfig> fitted =
+        options.fit ? options.fit(e) : std::optional<FittedConfig>(FittedConfig{e.parameters, {}});
+    if (!fitted) {
+      result.rejected.push_back({e, *r.candidate->origin, "its parameters cannot be made to fit this problem"});
       continue;
     }
-    result.tier = std::get<0>(r.rank);
-    result.entry = *c.entry;
-    result.origin = *c.origin;
-    result.distance = std::get<1>(r.rank);
-    break;
+    picks.push_back({&r, std::move(*fitted)});
   }
+  if (picks.empty()) return result;
+  // GFLOP/s on the entry's own shape, recomputed rather than read, so a hand-edited file cannot skew it.
+  auto gflops = [](const Pick& p) {
+    const TuningEntry& e = *p.ranked->candidate->entry;
+    return e.time_ms > 0 ? e.problem.flops() / (e.time_ms * 1e6) : 0.0;
+  };
+  // max_element keeps the first of equals: the family order of the sort.
+  const Pick& best = *std::max_element(picks.begin(), picks.end(),
+                                       [&](const Pick& a, const Pick& b) { return gflops(a) < gflops(b); });
+  result.tier = best.ranked->tier;
+  result.entry = *best.ranked->candidate->entry;
+  result.origin = *best.ranked->candidate->origin;
+  result.distance = best.ranked->distance;
+  result.parameters = best.fitted.config;
+  result.fitted = best.fitted.changes;
   return result;
 }
 
@@ -104,11 +132,12 @@ std::string LookupResult::explain() const {
       text = "no usable tuning entry for this device, architecture or vendor: built-in default";
       break;
   }
+  if (!fitted.empty()) text += fmt::format("; fitted to this problem: {}", fitted);
   if (!stale.empty())
     text += fmt::format("; {} stale entr{} ignored ({})", stale.size(), stale.size() == 1 ? "y" : "ies",
                         stale.front().reason);
   if (!rejected.empty())
-    text += fmt::format("; {} entr{} whose parameters do not fit skipped", rejected.size(),
+    text += fmt::format("; {} entr{} whose parameters cannot fit skipped", rejected.size(),
                         rejected.size() == 1 ? "y" : "ies");
   return text;
 }

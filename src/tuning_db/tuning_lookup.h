@@ -34,10 +34,13 @@ struct LookupResult {
   std::optional<TuningEntry> entry;  // absent only for BuiltInDefault
   std::string origin;                // the file the entry came from
   double distance = 0;               // shape_distance(asked problem, entry->problem); 0 for an exact shape
+  // What to run: the entry's parameters, or those LookupOptions::fit made of them for the asked problem.
+  Config parameters;
+  std::string fitted;  // what fitting changed ("SPLIT_K 32 -> 16"); empty when the entry's parameters fit as stored
   // Entries for the asked problem (exact shape) on this device or a fallback device that are stale (other
   // kernel source, other driver) and were not trusted: worth a retune.
   std::vector<SkippedEntry> stale;
-  // Entries LookupOptions::accepts refused (parameters that do not fit the asked problem).
+  // Entries LookupOptions::fit refused (parameters that cannot be made to fit the asked problem).
   std::vector<SkippedEntry> rejected;
 
   // One line for logs and `convtune` output, e.g. "nearest tuned shape N=1,C=64,... (distance 1) on
@@ -46,9 +49,10 @@ struct LookupResult {
 };
 
 struct LookupOptions {
-  // Whether a stored configuration can run the asked problem (the family's constraints, say); refused entries
-  // are skipped, so a nearest shape never hands back parameters that do not fit. Unset: all are accepted.
-  std::function<bool(const TuningEntry&)> accepts;
+  // The parameters a stored entry gives the asked problem: its own when they fit, else the closest ones that do
+  // (see fit_config in convtune/plan.h), or nullopt when none can, and the entry is skipped. A nearest shape thus
+  // never hands back parameters that do not run. Unset: every entry's parameters are taken as stored.
+  std::function<std::optional<FittedConfig>(const TuningEntry&)> fit;
 };
 
 // One entry and the file it came from, as the lookup sees the databases.
@@ -58,8 +62,12 @@ struct LookupCandidate {
 };
 
 // The lookup itself, over any set of entries. `source_hash_by_family` is both the set of families the caller
-// can run and each one's current kernel-source hash; entries of other families are ignored. Within a tier the
-// smallest shape distance wins, then the fastest time.
+// can run and each one's current kernel-source hash; entries of other families are ignored.
+// The first tier (exact, nearest, architecture, vendor) with a usable entry answers. Within it, each family
+// puts forward its nearest usable entry (smallest shape distance, then fastest), and the families compete by
+// the GFLOP/s their entry reached on its own shape: the best estimate of how well each would run a shape none of
+// them was tuned for, where comparing times of different shapes would not be fair. On an exact shape this is
+// simply the fastest entry.
 LookupResult lookup_tuning(const std::vector<LookupCandidate>& candidates, const ConvProblem& problem,
                            const DeviceInfo& device, const std::map<std::string, std::string>& source_hash_by_family,
                            const LookupOptions& options = {});

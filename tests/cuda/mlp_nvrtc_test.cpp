@@ -3,7 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "src/backend/cuda/nvrtc_compiler.h"
-#include "tests/cuda/hopper_device.h"
+#include "tests/support/hopper_device.h"
 #include "src/backend/kernel_sources.h"
 #include "src/mlp/mlp_kernels.h"
 

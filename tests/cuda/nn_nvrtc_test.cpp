@@ -5,7 +5,7 @@
 
 #include "convtune/kernel_family.h"
 #include "src/backend/cuda/nvrtc_compiler.h"
-#include "tests/cuda/hopper_device.h"
+#include "tests/support/hopper_device.h"
 #include "src/backend/kernel_sources.h"
 
 using namespace convtune;

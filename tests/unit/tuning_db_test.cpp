@@ -140,13 +140,63 @@ TEST_F(TuningDbTest, NearestShapeIsTheSmallestLogRatioDistanceAmongComparableSha
   EXPECT_EQ(unpadded.entry->problem, near);
   EXPECT_EQ(unpadded.distance, 0);
 
-  // Entries whose parameters do not fit the asked problem are skipped, and said so.
+  // Entries whose parameters cannot be made to fit the asked problem are skipped, and said so.
   LookupOptions options;
-  options.accepts = [](const TuningEntry& e) { return e.parameters.at("TILE_M") != 1; };
+  options.fit = [](const TuningEntry& e) -> std::optional<FittedConfig> {
+    if (e.parameters.at("TILE_M") == 1) return std::nullopt;
+    return FittedConfig{e.parameters, {}};
+  };
+  const LookupResult refused = db.lookup(kLayer, kH100, kHashes, options);
+  EXPECT_EQ(refused.entry->problem, far);
+  ASSERT_EQ(refused.rejected.size(), 1u);
+  EXPECT_EQ(refused.rejected.front().entry.problem, near);
+
+  // Parameters the fit changes are what the lookup hands back, and the explanation says what changed.
+  options.fit = [](const TuningEntry& e) -> std::optional<FittedConfig> {
+    Config halved = e.parameters;
+    halved["TILE_N"] /= 2;
+    return FittedConfig{halved, "TILE_N 32 -> 16"};
+  };
   const LookupResult fitted = db.lookup(kLayer, kH100, kHashes, options);
-  EXPECT_EQ(fitted.entry->problem, far);
-  ASSERT_EQ(fitted.rejected.size(), 1u);
-  EXPECT_EQ(fitted.rejected.front().entry.problem, near);
+  EXPECT_EQ(fitted.entry->problem, near);
+  EXPECT_EQ(fitted.entry->parameters.at("TILE_N"), 32);
+  EXPECT_EQ(fitted.parameters.at("TILE_N"), 16);
+  EXPECT_TRUE(contains(fitted.explain(), "fitted to this problem: TILE_N 32 -> 16")) << fitted.explain();
+  EXPECT_EQ(r.parameters, r.entry->parameters);
+}
+
+TEST_F(TuningDbTest, NearestShapeFamiliesCompeteByTheirGflops) {
+  TuningDatabase db(file_);
+  const ConvProblem batch4 = problem("N=4,C=64,H=32,W=32,K=64,R=3,S=3,pad=1");  // distance 2
+  const ConvProblem batch8 = problem("N=8,C=64,H=32,W=32,K=64,R=3,S=3,pad=1");  // distance 3
+  // direct_tiled is nearest but slow for its shape; implicit_gemm's nearest is farther but twice as efficient.
+  db.insert(entry(kH100, batch4, 1.0, 16, "direct_tiled", "dt-v1"));
+  db.insert(entry(kH100, batch8, 1.0, 64));
+  db.insert(entry(kH100, batch8.with_direction(Direction::BackwardData), 0.01, 8));  // another direction
+  const LookupResult r = db.lookup(kLayer, kH100, kHashes);
+  ASSERT_EQ(r.tier, LookupTier::Nearest) << r.explain();
+  EXPECT_EQ(r.entry->family, "implicit_gemm") << r.explain();
+  EXPECT_EQ(r.distance, 3);
+
+  // Each family puts forward its nearest entry, not its most efficient one: a faster implicit_gemm entry
+  // farther away does not replace the nearest one...
+  db.insert(entry(kH100, problem("N=16,C=64,H=32,W=32,K=64,R=3,S=3,pad=1"), 0.5, 128));
+  EXPECT_EQ(db.lookup(kLayer, kH100, kHashes).entry->parameters.at("TILE_M"), 64);
+  // ... and a nearer one, even a slow one, does.
+  db.insert(entry(kH100, problem("N=2,C=64,H=32,W=32,K=64,R=3,S=3,pad=1"), 2.0, 32));
+  const LookupResult nearer = db.lookup(kLayer, kH100, kHashes);
+  EXPECT_EQ(nearer.entry->family, "direct_tiled") << nearer.explain();  // 4x the work of N=1 in 1 ms vs 2x in 2 ms
+
+  // When a family's nearest entry cannot fit, its next nearest stands in for it.
+  LookupOptions options;
+  options.fit = [](const TuningEntry& e) -> std::optional<FittedConfig> {
+    if (e.family == "direct_tiled") return std::nullopt;
+    return FittedConfig{e.parameters, {}};
+  };
+  const LookupResult fitted = db.lookup(kLayer, kH100, kHashes, options);
+  EXPECT_EQ(fitted.entry->family, "implicit_gemm");
+  EXPECT_EQ(fitted.entry->parameters.at("TILE_M"), 32);
+  EXPECT_EQ(fitted.rejected.size(), 1u);
 }
 
 TEST_F(TuningDbTest, ArchitectureThenVendorThenBuiltInDefault) {

@@ -50,6 +50,7 @@ struct TuneOptions {
   std::string only;  // "NAME=v1/v2,NAME2=v": search only configurations with these values
   bool save = true;
   bool peak = true;
+  bool skip_tuned = false;
   std::string command_line;
 };
 
@@ -151,7 +152,7 @@ void run_tune(const TuneOptions& opt) {
                        : db_path.parent_path() / "logs" / fmt::format("tune-{}.json", utc_now_compact());
 
   std::vector<Task> tasks;
-  std::vector<std::string> skipped;
+  std::vector<std::string> skipped, already_tuned;
   for (const Layer& layer : layers) {
     for (Direction dir : directions) {
       const ConvProblem pb = scale_batch(layer.problem, opt.batch_scale).with_direction(dir);
@@ -160,6 +161,16 @@ void run_tune(const TuneOptions& opt) {
         if (const std::string why = f->unsupported_reason(pb, {}, info); !why.empty()) {
           skipped.push_back(fmt::format("{} {} {}: {}", layer.name, to_string(dir), f->name(), why));
           continue;
+        }
+        // A current exact entry for this device means the task was tuned before (an interrupted run, a suite
+        // that grew): with --skip-tuned it is left as it is.
+        if (opt.skip_tuned) {
+          const LookupResult found = database.lookup(pb, info, {{f->name(), kernel_source_hash(*f, pb, info)}});
+          if (found.tier == LookupTier::Exact) {
+            already_tuned.push_back(fmt::format("{} {} {}: {:.3f} ms", layer.name, to_string(dir), f->name(),
+                                                found.entry->time_ms));
+            continue;
+          }
         }
         tasks.push_back({layer, pb, f.get()});
       }
@@ -174,6 +185,11 @@ void run_tune(const TuneOptions& opt) {
     }
     return true;
   };
+  if (tasks.empty() && !already_tuned.empty()) {
+    std::cout << fmt::format("nothing to tune: all {} task(s) already have a current entry in {} (--skip-tuned)\n",
+                             already_tuned.size(), db_path.string());
+    return;
+  }
   if (tasks.empty()) throw Unsupported("no kernel family supports any of the requested layers on " + info.id);
 
   TuneLog log(log_path);
@@ -197,6 +213,7 @@ void run_tune(const TuneOptions& opt) {
                            tasks.size(), info.id, info.name, opt.strategy, format_duration(budget_s), jobs,
                            db_path.string(), log_path.string());
   for (const auto& s : skipped) std::cerr << "  skipped (unsupported) " << s << "\n";
+  for (const auto& s : already_tuned) std::cerr << "  skipped (already tuned) " << s << "\n";
 
   ReportTable table({"layer", "dir", "family", "space", "tried", "failed", "default ms", "best ms", "GFLOP/s",
                      "speedup", "best parameters"});
@@ -344,6 +361,8 @@ void add_tune_command(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--seed", opt->seed, "Seed of the random, annealing and model strategies")->capture_default_str();
   cmd->add_option("--jobs", opt->jobs, "Candidates compiled ahead on worker threads (default: cores - 1, at most 8)");
+  cmd->add_flag("--skip-tuned", opt->skip_tuned,
+                "Leave out tasks the database already holds a current exact entry for (resumes an interrupted run)");
   cmd->add_option("--log", opt->log, "Log of every candidate, FILE.json or FILE.csv (default: next to the database)");
   cmd->add_option("--db", opt->db, "Tuning database file (default: $CONVTUNE_TUNING_DB or ~/.local/share/convtune/tuning.json)");
   cmd->add_option("--only", opt->only, "Search only configurations with these values, e.g. SPLIT_K=1,TILE_K=8/16");

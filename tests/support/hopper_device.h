@@ -1,5 +1,5 @@
-// A Hopper GPU (H100/H200) as the CUDA backend describes it, for the NVRTC compile tests: constraints and launch
-// shapes see the real limits without a GPU present.
+// A Hopper GPU (H100/H200) as the CUDA backend describes it, for tests that check constraints, launch shapes
+// and NVRTC compiles against the real limits without a GPU present.
 #pragma once
 
 #include "convtune/backend.h"

@@ -1,0 +1,81 @@
+// Fitting a stored configuration to another problem: the valid configuration with the fewest and smallest
+// parameter changes, so a nearest tuned shape's parameters still serve when a split or tile no longer fits.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "convtune/plan.h"
+
+namespace convtune {
+
+namespace {
+
+// How far one parameter moves: octaves for sizes (16 -> 8 costs the same as 16 -> 32), and a whole step plus
+// the difference where zero is involved (a flag or "no cap", which changes what the kernel does).
+double change_cost(int64_t from, int64_t to) {
+  if (from == to) return 0;
+  if (from > 0 && to > 0) return std::abs(std::log2(double(to) / double(from)));
+  return 1 + std::abs(std::log2(double(std::abs(to - from)) + 1));
+}
+
+}  // namespace
+
+std::optional<FittedConfig> fit_config(const KernelFamily& family, const Config& config, const ConvProblem& problem,
+                                       const DeviceInfo& device) {
+  if (config_problem(family, config, problem, device).empty()) return FittedConfig{config, {}};
+  const std::vector<Parameter> parameters = family.parameters(problem);
+  // Only value changes are repaired: a missing or unknown parameter means the entry is from other kernel code.
+  if (config.size() != parameters.size()) return std::nullopt;
+  for (const Parameter& p : parameters) {
+    if (!config.count(p.name)) return std::nullopt;
+  }
+  struct Change {
+    size_t parameter;
+    int64_t value;
+    double cost;
+  };
+  std::vector<Change> changes;  // every single-parameter move to another candidate value
+  for (size_t i = 0; i < parameters.size(); ++i) {
+    const int64_t from = config.at(parameters[i].name);
+    for (int64_t to : parameters[i].values) {
+      if (to != from) changes.push_back({i, to, change_cost(from, to)});
+    }
+  }
+  // Stable: equal moves keep the family's parameter and candidate order, so the result does not vary by library.
+  std::stable_sort(changes.begin(), changes.end(), [](const Change& a, const Change& b) { return a.cost < b.cost; });
+  auto describe = [&](std::initializer_list<const Change*> moves) {
+    std::string text;
+    for (const Change* c : moves) {
+      const std::string& name = parameters[c->parameter].name;
+      text += fmt::format("{}{} {} -> {}", text.empty() ? "" : ", ", name, config.at(name), c->value);
+    }
+    return text;
+  };
+  // One parameter changed, the smallest move first.
+  for (const Change& c : changes) {
+    Config moved = config;
+    moved[parameters[c.parameter].name] = c.value;
+    if (config_problem(family, moved, problem, device).empty()) return FittedConfig{moved, describe({&c})};
+  }
+  // Two parameters (a tile and the thread count that divides it, say): the smallest total move.
+  double best_cost = std::numeric_limits<double>::infinity();
+  std::optional<FittedConfig> best;
+  for (size_t a = 0; a < changes.size(); ++a) {
+    for (size_t b = a + 1; b < changes.size(); ++b) {
+      const Change &x = changes[a], &y = changes[b];
+      if (x.parameter == y.parameter || x.cost + y.cost >= best_cost) continue;
+      Config moved = config;
+      moved[parameters[x.parameter].name] = x.value;
+      moved[parameters[y.parameter].name] = y.value;
+      if (config_problem(family, moved, problem, device).empty()) {
+        best_cost = x.cost + y.cost;
+        best = FittedConfig{moved, describe({&x, &y})};
+      }
+    }
+  }
+  return best;
+}
+
+}  // namespace convtune

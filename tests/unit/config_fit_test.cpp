@@ -1,0 +1,74 @@
+// fit_config: a tuned configuration carried to another problem keeps what fits and changes the least that does
+// not, checked against implicit_gemm's real constraints on a described Hopper GPU.
+#include <gtest/gtest.h>
+
+#include "convtune/plan.h"
+#include "tests/support/hopper_device.h"
+
+using namespace convtune;
+
+namespace {
+
+const KernelFamily& implicit_gemm() { return kernel_family("implicit_gemm"); }
+
+// What tuning found for AlexNet's fifth layer, backward-filter, on an H200.
+const Config kAlex5BackwardFilter = {{"ASYNC_COPY", 1}, {"LOCAL_PADDING", 4}, {"MAX_REGISTERS", 0}, {"SPLIT_K", 32},
+                                     {"THREADS_M", 16}, {"THREADS_N", 16},    {"TILE_K", 16},        {"TILE_M", 128},
+                                     {"TILE_N", 128},   {"UNROLL_K", 16},     {"VECTOR_WIDTH", 4}};
+const ConvProblem kAlex5 =
+    parse_problem("N=128,C=384,H=13,W=13,K=256,R=3,S=3,pad=1").with_direction(Direction::BackwardFilter);
+// A layer never tuned: a quarter of the batch, slightly larger images.
+const ConvProblem kSmallerBatch =
+    parse_problem("N=32,C=384,H=15,W=15,K=256,R=3,S=3,pad=1").with_direction(Direction::BackwardFilter);
+
+}  // namespace
+
+TEST(FitConfig, AValidConfigurationIsKeptAsItIs) {
+  const DeviceInfo gpu = test::described_hopper();
+  ASSERT_EQ(config_problem(implicit_gemm(), kAlex5BackwardFilter, kAlex5, gpu), "");
+  const auto fitted = fit_config(implicit_gemm(), kAlex5BackwardFilter, kAlex5, gpu);
+  ASSERT_TRUE(fitted);
+  EXPECT_EQ(fitted->config, kAlex5BackwardFilter);
+  EXPECT_EQ(fitted->changes, "");
+}
+
+TEST(FitConfig, ASplitThatLeavesASliceEmptyIsTheOneThingChanged) {
+  const DeviceInfo gpu = test::described_hopper();
+  // 32 * 225 = 7200 reduction elements make 450 tiles of 16: 32 slices of 15 would leave the last one empty.
+  const std::string why = config_problem(implicit_gemm(), kAlex5BackwardFilter, kSmallerBatch, gpu);
+  ASSERT_NE(why.find("each split-K slice gets at least one reduction tile"), std::string::npos) << why;
+
+  const auto fitted = fit_config(implicit_gemm(), kAlex5BackwardFilter, kSmallerBatch, gpu);
+  ASSERT_TRUE(fitted);
+  EXPECT_EQ(config_problem(implicit_gemm(), fitted->config, kSmallerBatch, gpu), "");
+  // The nearest split that works is one octave away, not a different tile: everything else stays as tuned.
+  Config expected = kAlex5BackwardFilter;
+  expected["SPLIT_K"] = 16;
+  EXPECT_EQ(fitted->config, expected) << to_string(fitted->config);
+  EXPECT_EQ(fitted->changes, "SPLIT_K 32 -> 16");
+}
+
+TEST(FitConfig, ParametersOfOtherKernelCodeAreNotRepaired) {
+  const DeviceInfo gpu = test::described_hopper();
+  Config renamed = kAlex5BackwardFilter;
+  renamed.erase("SPLIT_K");
+  renamed["SLICES"] = 32;
+  EXPECT_FALSE(fit_config(implicit_gemm(), renamed, kSmallerBatch, gpu));
+  Config missing = kAlex5BackwardFilter;
+  missing.erase("UNROLL_K");
+  EXPECT_FALSE(fit_config(implicit_gemm(), missing, kSmallerBatch, gpu));
+}
+
+TEST(FitConfig, TwoParametersChangeWhenOneIsNotEnough) {
+  // The same GPU through OpenCL has no asynchronous copies: on the smaller batch both the copy and the split go.
+  DeviceInfo opencl = test::described_hopper();
+  opencl.backend = BackendKind::OpenCL;
+  const auto fitted = fit_config(implicit_gemm(), kAlex5BackwardFilter, kSmallerBatch, opencl);
+  ASSERT_TRUE(fitted);
+  EXPECT_EQ(config_problem(implicit_gemm(), fitted->config, kSmallerBatch, opencl), "");
+  Config expected = kAlex5BackwardFilter;
+  expected["ASYNC_COPY"] = 0;
+  expected["SPLIT_K"] = 16;
+  EXPECT_EQ(fitted->config, expected) << fitted->changes;
+  EXPECT_EQ(fitted->changes, "SPLIT_K 32 -> 16, ASYNC_COPY 1 -> 0");
+}
