@@ -90,6 +90,13 @@ class KernelFamily {
   // A configuration that is valid for the problem and device and reasonably fast without tuning.
   virtual Config default_config(const ConvProblem& problem, const DeviceInfo& device) const = 0;
   virtual size_t local_memory_bytes(const Config& config, const ConvProblem& problem) const = 0;
+  // A configuration tuned for `tuned_problem`, carried to `problem` (a nearest tuned shape's): parameters that
+  // decompose the problem rather than shape the kernel may be recomputed for the new shape. Validity is not this
+  // function's concern (fit_config in convtune/plan.h repairs that). Default: unchanged.
+  virtual Config carry_config(const Config& tuned, const ConvProblem& /*tuned_problem*/,
+                              const ConvProblem& /*problem*/, const DeviceInfo& /*device*/) const {
+    return tuned;
+  }
   // Program + launches for a valid configuration.
   virtual KernelRecipe recipe(const ConvProblem& problem, const Epilogue& epilogue, const Config& config,
                               const DeviceInfo& device) const = 0;

@@ -96,6 +96,12 @@ std::string config_problem(const KernelFamily& family, const Config& config, con
 // may leave the asked one's last slice empty, and one change keeps the rest of what tuning found.
 std::optional<FittedConfig> fit_config(const KernelFamily& family, const Config& config, const ConvProblem& problem,
                                        const DeviceInfo& device);
+// A configuration tuned for `tuned_problem` made ready for `problem`: the family's carry_config (which may
+// recompute a split for the new shape), then fit_config. `changes` lists every parameter that differs
+// from `tuned`. This is how a nearest tuned shape's entry becomes a plan's configuration.
+std::optional<FittedConfig> carry_config(const KernelFamily& family, const Config& tuned,
+                                         const ConvProblem& tuned_problem, const ConvProblem& problem,
+                                         const DeviceInfo& device);
 
 // A plan behind the host-array interface: uploads the operands, runs, downloads the written one. This is how
 // the conformance harness checks device kernels against the reference.

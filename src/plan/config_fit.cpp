@@ -1,5 +1,6 @@
-// Fitting a stored configuration to another problem: the valid configuration with the fewest and smallest
-// parameter changes, so a nearest tuned shape's parameters still serve when a split or tile no longer fits.
+// Carrying a tuned configuration to another problem: the family's rescaling (carry_config), then the valid
+// configuration with the fewest and smallest parameter changes, so a nearest tuned shape's parameters still serve
+// when a split or tile no longer fits.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -76,6 +77,23 @@ std::optional<FittedConfig> fit_config(const KernelFamily& family, const Config&
     }
   }
   return best;
+}
+
+std::optional<FittedConfig> carry_config(const KernelFamily& family, const Config& tuned,
+                                         const ConvProblem& tuned_problem, const ConvProblem& problem,
+                                         const DeviceInfo& device) {
+  std::optional<FittedConfig> fitted =
+      fit_config(family, family.carry_config(tuned, tuned_problem, problem, device), problem, device);
+  if (!fitted) return fitted;
+  // Described against what was tuned: the rescaling and the repair are one change to the user.
+  fitted->changes.clear();
+  for (const auto& [name, value] : fitted->config) {
+    const auto it = tuned.find(name);
+    if (it != tuned.end() && it->second != value) {
+      fitted->changes += fmt::format("{}{} {} -> {}", fitted->changes.empty() ? "" : ", ", name, it->second, value);
+    }
+  }
+  return fitted;
 }
 
 }  // namespace convtune

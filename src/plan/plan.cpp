@@ -97,9 +97,9 @@ Plan Plan::create_impl(Device& device, const PlanRequest& request, const KernelF
       std::map<std::string, std::string> hashes;
       for (const KernelFamily* f : candidates) hashes[f->name()] = kernel_source_hash(*f, request.problem, info);
       LookupOptions options;
-      // A tuned shape's parameters must also fit this problem (a nearest shape's split or tiles may not).
+      // A tuned shape's parameters are carried to this problem: a split rescaled, what no longer fits repaired.
       options.fit = [&](const TuningEntry& e) {
-        return fit_config(given ? *given : kernel_family(e.family), e.parameters, request.problem, info);
+        return carry_config(given ? *given : kernel_family(e.family), e.parameters, e.problem, request.problem, info);
       };
       found = request.tuning->lookup(request.problem, info, hashes, options);
     }

@@ -1,5 +1,5 @@
-// fit_config: a tuned configuration carried to another problem keeps what fits and changes the least that does
-// not, checked against implicit_gemm's real constraints on a described Hopper GPU.
+// fit_config and carry_config: a tuned configuration carried to another problem keeps what fits and changes the
+// least that does not, checked against implicit_gemm's real constraints on a described Hopper GPU.
 #include <gtest/gtest.h>
 
 #include "convtune/plan.h"
@@ -71,4 +71,54 @@ TEST(FitConfig, TwoParametersChangeWhenOneIsNotEnough) {
   expected["SPLIT_K"] = 16;
   EXPECT_EQ(fitted->config, expected) << fitted->changes;
   EXPECT_EQ(fitted->changes, "SPLIT_K 32 -> 16, ASYNC_COPY 1 -> 0");
+}
+
+// Carrying to another shape: backward-filter's split is recomputed for the new reduction and tile count.
+TEST(CarryConfig, BackwardFilterSplitFollowsTheNewShape) {
+  const DeviceInfo gpu = test::described_hopper();  // 132 multiprocessors
+  // A VGG-like layer: a reduction of 16 x 14 x 14 = 3136 keeps 512 elements a slice up to 4 slices.
+  const ConvProblem vgg =
+      parse_problem("N=16,C=512,H=14,W=14,K=512,R=3,S=3,pad=1").with_direction(Direction::BackwardFilter);
+  const auto carried = carry_config(implicit_gemm(), kAlex5BackwardFilter, kAlex5, vgg, gpu);
+  ASSERT_TRUE(carried);
+  Config expected = kAlex5BackwardFilter;
+  expected["SPLIT_K"] = 4;
+  EXPECT_EQ(carried->config, expected) << carried->changes;
+  EXPECT_EQ(carried->changes, "SPLIT_K 32 -> 4");
+
+  // A quarter of the batch: 7200 elements, 8 slices of 900.
+  const auto smaller = carry_config(implicit_gemm(), kAlex5BackwardFilter, kAlex5, kSmallerBatch, gpu);
+  ASSERT_TRUE(smaller);
+  EXPECT_EQ(smaller->config.at("SPLIT_K"), 8);
+  EXPECT_EQ(smaller->changes, "SPLIT_K 32 -> 8");
+
+  // Twice the batch: the rule's 64 slices would leave the last one empty; fitting brings it to 32.
+  const ConvProblem larger =
+      parse_problem("N=256,C=256,H=13,W=13,K=256,R=3,S=3,pad=1").with_direction(Direction::BackwardFilter);
+  const auto doubled = carry_config(implicit_gemm(), kAlex5BackwardFilter, kAlex5, larger, gpu);
+  ASSERT_TRUE(doubled);
+  EXPECT_EQ(doubled->config.at("SPLIT_K"), 32);
+  EXPECT_EQ(implicit_gemm().carry_config(kAlex5BackwardFilter, kAlex5, larger, gpu).at("SPLIT_K"), 64);
+
+  // An exact shape is left as tuned.
+  const auto same = carry_config(implicit_gemm(), kAlex5BackwardFilter, kAlex5, kAlex5, gpu);
+  ASSERT_TRUE(same);
+  EXPECT_EQ(same->config, kAlex5BackwardFilter);
+  EXPECT_EQ(same->changes, "");
+}
+
+TEST(CarryConfig, OtherDirectionsKeepTheirSplit) {
+  const DeviceInfo gpu = test::described_hopper();
+  // alex4 forward's split of 3 evens out a last wave; it does not scale with the shape, so it is kept.
+  Config forward = kAlex5BackwardFilter;
+  forward["SPLIT_K"] = 3;
+  const ConvProblem vgg = parse_problem("N=16,C=512,H=14,W=14,K=512,R=3,S=3,pad=1");
+  const auto carried =
+      carry_config(implicit_gemm(), forward, kAlex5.with_direction(Direction::Forward), vgg, gpu);
+  ASSERT_TRUE(carried);
+  EXPECT_EQ(carried->config, forward);
+  // Families without a rule carry everything as tuned.
+  const KernelFamily& direct = kernel_family("direct_tiled");
+  const Config direct_default = direct.default_config(kAlex5, gpu);
+  EXPECT_EQ(direct.carry_config(direct_default, kAlex5, kSmallerBatch, gpu), direct_default);
 }

@@ -132,6 +132,14 @@ Config make_config(int64_t tm, int64_t tn, int64_t tk, int64_t async, int64_t ma
           {"MAX_REGISTERS", max_registers}};
 }
 
+// Backward-filter's split of its N*P*Q reduction: doubled while each slice keeps at least 512 elements and the
+// work-groups stay within about 24 waves of `resident` (multiprocessors x work-groups each holds), at most 64.
+int64_t backward_filter_split(int64_t reduction, int64_t tiles, int64_t resident) {
+  int64_t split = 1;
+  while (split < 64 && reduction / (split * 2) >= 512 && tiles * split * 2 <= 24 * resident) split *= 2;
+  return split;
+}
+
 // GPU default, from the H200 measurements through CUDA and NVIDIA OpenCL (docs/PERFORMANCE.md):
 // - GEMM rows filling 128-row tiles: 128x128x16 tiles on 256 work-items (8x8 register tiles) with asynchronous
 //   copies, the fastest forward choice on both backends; backward-data prefers 128x64 on 128 work-items, and so
@@ -166,7 +174,7 @@ Config gpu_default(const ConvProblem& problem, const DeviceInfo& device) {
   const double waves = static_cast<double>(tiles) / static_cast<double>(sms * per_sm);
   int64_t split = 1;
   if (dir == Direction::BackwardFilter) {
-    while (split < 64 && gemm.reduction / (split * 2) >= 512 && tiles * split * 2 <= 24 * sms * per_sm) split *= 2;
+    split = backward_filter_split(gemm.reduction, tiles, sms * per_sm);
   } else if (gemm.reduction / 3 >= 16 * v(c, "TILE_K")) {
     const bool forward_tail = dir == Direction::Forward && device.backend == BackendKind::Cuda &&
                               v(c, "TILE_N") == 128 && v(c, "TILE_M") == 128 && waves >= 2 && waves < 3;
@@ -246,6 +254,30 @@ class ImplicitGemmFamily final : public KernelFamily {
   }
 
   size_t local_memory_bytes(const Config& config, const ConvProblem&) const override { return local_bytes(config); }
+
+  // Backward-filter's split-K gives a long N*P*Q reduction over few output tiles its parallelism, and its best
+  // value follows the new shape's reduction length and tile count, not the tuned shape's: it is recomputed with
+  // the built-in default's rule on the carried tiles. Measured on the H200 over eight layers never tuned
+  // (docs/PERFORMANCE.md, split-K carry-over), the split this rule gives (fitted) ran within 3% of the best split
+  // on all eight; keeping the tuned split cost 15% on one (0.590 vs 0.514 ms), and scaling it to keep the tuned
+  // work-group count 38% on another (0.929 vs 0.672 ms). The other directions' splits of 2-4 even out a last
+  // wave; they are kept as tuned.
+  Config carry_config(const Config& tuned, const ConvProblem& tuned_problem, const ConvProblem& problem,
+                      const DeviceInfo& device) const override {
+    if (problem.direction != Direction::BackwardFilter || tuned_problem == problem) return tuned;
+    for (const char* name : {"SPLIT_K", "TILE_M", "TILE_N"}) {
+      if (!tuned.count(name)) return tuned;
+    }
+    const GemmShape gemm = gemm_shape(problem);
+    const int64_t tiles =
+        ceil_div(gemm.m, v(tuned, "TILE_M")) * ceil_div(gemm.n, v(tuned, "TILE_N")) * problem.groups;
+    // Work-groups a multiprocessor holds, as the defaults measured them: one of 128x128, three of 64x64 and up.
+    const int64_t area = v(tuned, "TILE_M") * v(tuned, "TILE_N");
+    const int64_t per_sm = area >= 128 * 128 ? 1 : area >= 64 * 64 ? 3 : 4;
+    Config carried = tuned;
+    carried["SPLIT_K"] = backward_filter_split(gemm.reduction, tiles, std::max(1, device.compute_units) * per_sm);
+    return carried;
+  }
 
   KernelRecipe recipe(const ConvProblem& problem, const Epilogue& epilogue, const Config& config,
                       const DeviceInfo& device) const override {
