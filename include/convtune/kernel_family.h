@@ -90,6 +90,9 @@ class KernelFamily {
   // A configuration that is valid for the problem and device and reasonably fast without tuning.
   virtual Config default_config(const ConvProblem& problem, const DeviceInfo& device) const = 0;
   virtual size_t local_memory_bytes(const Config& config, const ConvProblem& problem) const = 0;
+  // Why this family, untuned, is expected to run the problem far slower than another family would (empty when
+  // it is not): a plan without tuning data then takes the next family that supports the problem.
+  virtual std::string untuned_poor_fit(const ConvProblem& /*problem*/) const { return {}; }
   // A configuration tuned for `tuned_problem`, carried to `problem` (a nearest tuned shape's): parameters that
   // decompose the problem rather than shape the kernel may be recomputed for the new shape. Validity is not this
   // function's concern (fit_config in convtune/plan.h repairs that). Default: unchanged.

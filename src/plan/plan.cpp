@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <mutex>
@@ -109,9 +110,21 @@ Plan Plan::create_impl(Device& device, const PlanRequest& request, const KernelF
       plan.config_tier_ = std::string(to_string(found->tier));
       plan.config_source_ = found->explain();
     } else {
+      plan.config_source_ = found ? found->explain() : "built-in default (no tuning database consulted)";
+      // Untuned, a family known to suit the problem badly gives way to the next one that supports it.
+      if (!given && request.family.empty()) {
+        const auto suited = std::find_if(candidates.begin(), candidates.end(), [&](const KernelFamily* f) {
+          return f->untuned_poor_fit(request.problem).empty();
+        });
+        if (suited != candidates.end() && suited != candidates.begin()) {
+          for (auto f = candidates.begin(); f != suited; ++f) {
+            plan.config_source_ += fmt::format("; {} passed over: {}", (*f)->name(), (*f)->untuned_poor_fit(request.problem));
+          }
+          family = *suited;
+        }
+      }
       plan.config_ = family->default_config(request.problem, info);
       plan.config_tier_ = "built-in default";
-      plan.config_source_ = found ? found->explain() : "built-in default (no tuning database consulted)";
     }
   }
   plan.family_ = family->name();

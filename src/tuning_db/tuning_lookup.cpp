@@ -48,6 +48,7 @@ LookupResult lookup_tuning(const std::vector<LookupCandidate>& candidates, const
                            const DeviceInfo& device, const std::map<std::string, std::string>& source_hash_by_family,
                            const LookupOptions& options) {
   LookupResult result;
+  result.max_distance = options.max_distance;
   struct Ranked {
     LookupTier tier;
     const std::string* family;
@@ -65,7 +66,9 @@ LookupResult lookup_tuning(const std::vector<LookupCandidate>& candidates, const
       if (e.problem == problem) result.stale.push_back({e, *c.origin, std::move(reason)});
       continue;
     }
-    usable.push_back({*tier, &family->first, shape_distance(problem, e.problem), &c});
+    const double distance = shape_distance(problem, e.problem);
+    if (distance > options.max_distance) continue;
+    usable.push_back({*tier, &family->first, distance, &c});
   }
   // Tier, then family, then nearest, then fastest. Stable, so equal ranks keep file order (the user database
   // comes before shipped defaults).
@@ -129,7 +132,8 @@ std::string LookupResult::explain() const {
                          short_text(*entry));
       break;
     case LookupTier::BuiltInDefault:
-      text = "no usable tuning entry for this device, architecture or vendor: built-in default";
+      text = fmt::format("no usable tuning entry for this device, architecture or vendor within shape distance {:g}: "
+                         "built-in default", max_distance);
       break;
   }
   if (!fitted.empty()) text += fmt::format("; fitted to this problem: {}", fitted);

@@ -9,6 +9,7 @@
 #include <string_view>
 #include <vector>
 
+#include "src/tuning_db/shape_distance.h"
 #include "src/tuning_db/tuning_entry.h"
 
 namespace convtune {
@@ -34,6 +35,7 @@ struct LookupResult {
   std::optional<TuningEntry> entry;  // absent only for BuiltInDefault
   std::string origin;                // the file the entry came from
   double distance = 0;               // shape_distance(asked problem, entry->problem); 0 for an exact shape
+  double max_distance = kMaxNearestShapeDistance;  // the farthest shape the lookup considered
   // What to run: the entry's parameters, or those LookupOptions::fit made of them for the asked problem.
   Config parameters;
   std::string fitted;  // what fitting changed ("SPLIT_K 32 -> 16"); empty when the entry's parameters fit as stored
@@ -53,6 +55,8 @@ struct LookupOptions {
   // (see fit_config in convtune/plan.h), or nullopt when none can, and the entry is skipped. A nearest shape thus
   // never hands back parameters that do not run. Unset: every entry's parameters are taken as stored.
   std::function<std::optional<FittedConfig>(const TuningEntry&)> fit;
+  // Tuned shapes farther than this (shape_distance) are not used at all (see kMaxNearestShapeDistance).
+  double max_distance = kMaxNearestShapeDistance;
 };
 
 // One entry and the file it came from, as the lookup sees the databases.

@@ -1,7 +1,7 @@
 // implicit_gemm on an OpenCL device (PoCL in CI): backward-data with stride 2 and 4 gathered in place, split-K
 // backward-filter on a small filter (and split-K in the other directions), depthwise in every direction, the
-// bias/ReLU epilogue, configuration validation in Plan::create, a nearest tuned entry carried to a new layer, and
-// the GPU defaults for the benchmark layers.
+// bias/ReLU epilogue, configuration validation in Plan::create, a nearest tuned entry carried to a new layer, the
+// untuned family choice for few channels, and the GPU defaults for the benchmark layers.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
@@ -237,6 +237,21 @@ TEST(ImplicitGemm, NearestTunedEntryIsCarriedToTheLayerAndComputesIt) {
   const auto result = conformance::check(*impl, asked, conformance::make_inputs(asked, 21));
   EXPECT_TRUE(result.passed) << result.message;
   std::filesystem::remove(file);
+}
+
+// Without tuning data, backward-data with a handful of input channels goes to another family: implicit GEMM's
+// tiles would mostly idle. Other directions, and a plan that names the family, keep implicit_gemm.
+TEST(ImplicitGemm, UntunedBackwardDataWithFewChannelsGoesToAnotherFamily) {
+  REQUIRE_DEVICE(device);
+  const ConvProblem rgb = parse_problem("N=2,C=3,H=16,W=16,K=8,R=3,pad=1");
+  const Plan data = Plan::create(*device, {rgb.with_direction(Direction::BackwardData)});
+  EXPECT_NE(data.family(), "implicit_gemm");
+  EXPECT_EQ(data.config_tier(), "built-in default");
+  EXPECT_NE(data.config_source().find("implicit_gemm passed over: backward-data with C/groups=3"), std::string::npos)
+      << data.config_source();
+  EXPECT_EQ(Plan::create(*device, {rgb}).family(), "implicit_gemm");
+  EXPECT_EQ(Plan::create(*device, {rgb.with_direction(Direction::BackwardData), {}, "implicit_gemm"}).family(),
+            "implicit_gemm");
 }
 
 // The GPU defaults (no GPU needed: an H100's description, through CUDA and NVIDIA OpenCL) are valid for the

@@ -199,6 +199,24 @@ TEST_F(TuningDbTest, NearestShapeFamiliesCompeteByTheirGflops) {
   EXPECT_EQ(fitted.rejected.size(), 1u);
 }
 
+TEST_F(TuningDbTest, TunedShapesTooFarAwayAreNotUsed) {
+  TuningDatabase db(file_);
+  // 64 times the batch: distance 6, the limit, still used; 128 times: 7, not.
+  db.insert(entry(kH100, problem("N=128,C=64,H=32,W=32,K=64,R=3,S=3,pad=1"), 1.0, 128));
+  const LookupResult far = db.lookup(kLayer, kH100, kHashes);
+  EXPECT_EQ(far.tier, LookupTier::BuiltInDefault) << far.explain();
+  EXPECT_TRUE(contains(far.explain(), "within shape distance 6")) << far.explain();
+  db.insert(entry(kH100, problem("N=64,C=64,H=32,W=32,K=64,R=3,S=3,pad=1"), 1.0, 64));
+  const LookupResult limit = db.lookup(kLayer, kH100, kHashes);
+  ASSERT_EQ(limit.tier, LookupTier::Nearest) << limit.explain();
+  EXPECT_EQ(limit.distance, 6);
+  LookupOptions wider;
+  wider.max_distance = 8;
+  db.insert(entry(kH100, problem("N=128,C=64,H=32,W=32,K=64,R=3,S=3,pad=1"), 0.1, 32, "direct_tiled", "dt-v1"));
+  EXPECT_EQ(db.lookup(kLayer, kH100, kHashes).entry->family, "implicit_gemm");
+  EXPECT_EQ(db.lookup(kLayer, kH100, kHashes, wider).entry->family, "direct_tiled");
+}
+
 TEST_F(TuningDbTest, ArchitectureThenVendorThenBuiltInDefault) {
   TuningDatabase db(file_);
   db.insert(entry(kH100, kLayer, 0.5, 128));

@@ -255,6 +255,16 @@ class ImplicitGemmFamily final : public KernelFamily {
 
   size_t local_memory_bytes(const Config& config, const ConvProblem&) const override { return local_bytes(config); }
 
+  // Backward-data's GEMM has C/groups rows: with fewer than 8 most of every tile idles. Measured on the H200 with
+  // tuned parameters (tuning/nvidia-h200-cuda.json): C=3 at 111 ms for alex1, where im2col_gemm takes 1.36 ms and
+  // direct_tiled 1.70; the same 60-90x on a second C=3 layer.
+  std::string untuned_poor_fit(const ConvProblem& problem) const override {
+    if (problem.direction == Direction::BackwardData && problem.c_per_group() < 8) {
+      return fmt::format("backward-data with C/groups={} leaves most of each GEMM tile idle", problem.c_per_group());
+    }
+    return {};
+  }
+
   // Backward-filter's split-K gives a long N*P*Q reduction over few output tiles its parallelism, and its best
   // value follows the new shape's reduction length and tile count, not the tuned shape's: it is recomputed with
   // the built-in default's rule on the carried tiles. Measured on the H200 over eight layers never tuned
