@@ -17,7 +17,11 @@ STAGES=${STAGES:-strategies alexnet nearest}
 mkdir -p "$OUT"
 export CONVTUNE_SUITE_DIR=$PWD/bench/suites CONVTUNE_CACHE_DIR=/tmp/convtune-cache CONVTUNE_TUNING_DB=$OUT/tuning.json
 mkdir -p "$OUT/no-shipped-defaults" && export CONVTUNE_SHIPPED_TUNING_DIR=$OUT/no-shipped-defaults
-[ -n "${TUNING_DB_IN:-}" ] && [ -f "$TUNING_DB_IN" ] && cp "$TUNING_DB_IN" "$CONVTUNE_TUNING_DB"
+if [ -n "${TUNING_DB_IN:-}" ]; then
+  # A missing file would quietly start from an empty database and measure built-in defaults instead.
+  [ -f "$TUNING_DB_IN" ] || { echo "TUNING_DB_IN=$TUNING_DB_IN: no such file" >&2; exit 2; }
+  cp "$TUNING_DB_IN" "$CONVTUNE_TUNING_DB"
+fi
 has() { [[ " $STAGES " == *" $1 "* ]]; }
 step() { echo; echo "=== $*"; "$@"; echo "(exit $?)"; }
 ALEX2=N=128,C=64,H=27,W=27,K=192,R=5,S=5,stride=1,pad=2
