@@ -21,6 +21,18 @@ double change_cost(int64_t from, int64_t to) {
   return 1 + std::abs(std::log2(double(std::abs(to - from)) + 1));
 }
 
+// "SPLIT_K 32 -> 16, TILE_K 8 -> 4": every parameter of `from` whose value `to` changes, in name order.
+std::string describe_changes(const Config& from, const Config& to) {
+  std::string text;
+  for (const auto& [name, value] : to) {
+    const auto it = from.find(name);
+    if (it != from.end() && it->second != value) {
+      text += fmt::format("{}{} {} -> {}", text.empty() ? "" : ", ", name, it->second, value);
+    }
+  }
+  return text;
+}
+
 }  // namespace
 
 std::optional<FittedConfig> fit_config(const KernelFamily& family, const Config& config, const ConvProblem& problem,
@@ -46,19 +58,13 @@ std::optional<FittedConfig> fit_config(const KernelFamily& family, const Config&
   }
   // Stable: equal moves keep the family's parameter and candidate order, so the result does not vary by library.
   std::stable_sort(changes.begin(), changes.end(), [](const Change& a, const Change& b) { return a.cost < b.cost; });
-  auto describe = [&](std::initializer_list<const Change*> moves) {
-    std::string text;
-    for (const Change* c : moves) {
-      const std::string& name = parameters[c->parameter].name;
-      text += fmt::format("{}{} {} -> {}", text.empty() ? "" : ", ", name, config.at(name), c->value);
-    }
-    return text;
-  };
   // One parameter changed, the smallest move first.
   for (const Change& c : changes) {
     Config moved = config;
     moved[parameters[c.parameter].name] = c.value;
-    if (config_problem(family, moved, problem, device).empty()) return FittedConfig{moved, describe({&c})};
+    if (config_problem(family, moved, problem, device).empty()) {
+      return FittedConfig{moved, describe_changes(config, moved)};
+    }
   }
   // Two parameters (a tile and the thread count that divides it, say): the smallest total move.
   double best_cost = std::numeric_limits<double>::infinity();
@@ -72,7 +78,7 @@ std::optional<FittedConfig> fit_config(const KernelFamily& family, const Config&
       moved[parameters[y.parameter].name] = y.value;
       if (config_problem(family, moved, problem, device).empty()) {
         best_cost = x.cost + y.cost;
-        best = FittedConfig{moved, describe({&x, &y})};
+        best = FittedConfig{moved, describe_changes(config, moved)};
       }
     }
   }
@@ -84,15 +90,8 @@ std::optional<FittedConfig> carry_config(const KernelFamily& family, const Confi
                                          const DeviceInfo& device) {
   std::optional<FittedConfig> fitted =
       fit_config(family, family.carry_config(tuned, tuned_problem, problem, device), problem, device);
-  if (!fitted) return fitted;
   // Described against what was tuned: the rescaling and the repair are one change to the user.
-  fitted->changes.clear();
-  for (const auto& [name, value] : fitted->config) {
-    const auto it = tuned.find(name);
-    if (it != tuned.end() && it->second != value) {
-      fitted->changes += fmt::format("{}{} {} -> {}", fitted->changes.empty() ? "" : ", ", name, it->second, value);
-    }
-  }
+  if (fitted) fitted->changes = describe_changes(tuned, fitted->config);
   return fitted;
 }
 

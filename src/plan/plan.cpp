@@ -113,14 +113,15 @@ Plan Plan::create_impl(Device& device, const PlanRequest& request, const KernelF
       plan.config_source_ = found ? found->explain() : "built-in default (no tuning database consulted)";
       // Untuned, a family known to suit the problem badly gives way to the next one that supports it.
       if (!given && request.family.empty()) {
-        const auto suited = std::find_if(candidates.begin(), candidates.end(), [&](const KernelFamily* f) {
-          return f->untuned_poor_fit(request.problem).empty();
-        });
-        if (suited != candidates.end() && suited != candidates.begin()) {
-          for (auto f = candidates.begin(); f != suited; ++f) {
-            plan.config_source_ += fmt::format("; {} passed over: {}", (*f)->name(), (*f)->untuned_poor_fit(request.problem));
+        std::string passed_over;
+        for (const KernelFamily* f : candidates) {
+          const std::string why = f->untuned_poor_fit(request.problem);
+          if (why.empty()) {
+            family = f;
+            plan.config_source_ += passed_over;
+            break;
           }
-          family = *suited;
+          passed_over += fmt::format("; {} passed over: {}", f->name(), why);
         }
       }
       plan.config_ = family->default_config(request.problem, info);

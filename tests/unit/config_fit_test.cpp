@@ -70,7 +70,7 @@ TEST(FitConfig, TwoParametersChangeWhenOneIsNotEnough) {
   expected["ASYNC_COPY"] = 0;
   expected["SPLIT_K"] = 16;
   EXPECT_EQ(fitted->config, expected) << fitted->changes;
-  EXPECT_EQ(fitted->changes, "SPLIT_K 32 -> 16, ASYNC_COPY 1 -> 0");
+  EXPECT_EQ(fitted->changes, "ASYNC_COPY 1 -> 0, SPLIT_K 32 -> 16");
 }
 
 // Carrying to another shape: backward-filter's split is recomputed for the new reduction and tile count.
