@@ -86,7 +86,7 @@ void run_report(const ReportOptions& opt) {
   std::vector<std::string> keys;
   std::map<std::string, std::vector<const LoggedTrial*>> ok_by_task;
   for (const LoggedTrial& t : log.trials) {
-    const std::string key = fmt::format("{}-{}-{}", t.layer, to_string(t.problem.direction), t.family);
+    const std::string key = fmt::format("{}-{}-{}", t.layer, t.problem.operation(), t.family);
     if (!ok_by_task.count(key)) keys.push_back(key);
     auto& list = ok_by_task[key];
     if (t.status == "ok") list.push_back(&t);
@@ -125,11 +125,11 @@ void run_report(const ReportOptions& opt) {
     std::string family;
   };
   std::vector<std::string> layers;
-  std::map<std::string, std::map<Direction, Best>> best;
+  std::map<std::string, std::map<std::string, Best>> best;
   for (const LoggedTrial& t : log.trials) {
     if (t.status != "ok") continue;
     if (!best.count(t.layer)) layers.push_back(t.layer);
-    Best& b = best[t.layer][t.problem.direction];
+    Best& b = best[t.layer][std::string(t.problem.operation())];
     if (b.ms == 0 || t.ms < b.ms) b = {t.ms, t.problem.flops(), t.family};
   }
   ReportTable table({"layer", "direction", "ms", "GFLOP/s", "% of peak", "family"});
@@ -140,12 +140,12 @@ void run_report(const ReportOptions& opt) {
                   {{"layer", layer}, {"direction", dir}, {"ms", ms}, {"gflops", gflops},
                    {"percent_of_peak", peak > 0 ? 100 * gflops / peak : 0.0}, {"family", family}});
   };
-  std::map<Direction, Best> totals;
+  std::map<std::string, Best> totals;
   double all_ms = 0, all_flops = 0;
   for (const std::string& layer : layers) {
     double ms = 0, flops = 0;
     for (const auto& [dir, b] : best[layer]) {
-      add(layer, std::string(to_string(dir)), b.ms, b.flops, b.family);
+      add(layer, dir, b.ms, b.flops, b.family);
       ms += b.ms, flops += b.flops;
       totals[dir].ms += b.ms, totals[dir].flops += b.flops;
     }
@@ -153,7 +153,7 @@ void run_report(const ReportOptions& opt) {
     all_ms += ms, all_flops += flops;
   }
   if (layers.size() > 1) {
-    for (const auto& [dir, b] : totals) add("all layers", std::string(to_string(dir)), b.ms, b.flops, "");
+    for (const auto& [dir, b] : totals) add("all layers", dir, b.ms, b.flops, "");
     add("all layers", "combined", all_ms, all_flops, "");
   }
   std::cout << fmt::format("tuning log {}: {} candidates on {}; peak {}\n", opt.log, log.trials.size(),

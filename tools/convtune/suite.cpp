@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "convtune/error.h"
+#include "src/core/install_paths.h"
 
 namespace convtune::cli {
 
@@ -19,7 +20,7 @@ namespace {
 std::vector<std::filesystem::path> suite_dirs() {
   std::vector<std::filesystem::path> dirs;
   if (const char* env = std::getenv("CONVTUNE_SUITE_DIR"); env && *env) dirs.emplace_back(env);
-  dirs.emplace_back(std::filesystem::path(CONVTUNE_SOURCE_DIR) / "bench/suites");
+  if (!data_dir().empty()) dirs.emplace_back(data_dir() / "suites");
   return dirs;
 }
 
@@ -70,7 +71,7 @@ std::vector<Layer> load_suite(const std::string& name_or_path) {
                                         number, line));
     }
     try {
-      layer.problem = parse_problem(spec);
+      layer.problem = parse_any_problem(spec);
     } catch (const InvalidArgument& e) {
       throw InvalidArgument(fmt::format("{}:{}: layer {}: {}", path.string(), number, layer.name, e.what()));
     }
@@ -80,13 +81,16 @@ std::vector<Layer> load_suite(const std::string& name_or_path) {
   return layers;
 }
 
-ConvProblem scale_batch(ConvProblem problem, double scale) {
+Problem scale_batch(Problem problem, double scale) {
   if (!(scale > 0)) throw InvalidArgument(fmt::format("--batch-scale={} is invalid: expected a number > 0", scale));
-  problem.n = std::max<int64_t>(1, std::llround(static_cast<double>(problem.n) * scale));
-  return problem;
+  if (!problem.is_conv()) return problem;
+  ConvProblem conv = problem.conv();
+  conv.n = std::max<int64_t>(1, std::llround(static_cast<double>(conv.n) * scale));
+  return conv;
 }
 
-std::vector<Layer> select_layers(const std::string& suite, const std::vector<std::string>& layer_texts) {
+std::vector<Layer> select_layers(const std::string& suite, const std::vector<std::string>& layer_texts,
+                                 const std::vector<std::string>& gemm_texts) {
   std::vector<Layer> layers;
   if (!suite.empty()) layers = load_suite(suite);
   int index = 0;
@@ -97,7 +101,17 @@ std::vector<Layer> select_layers(const std::string& suite, const std::vector<std
       throw InvalidArgument(fmt::format("--layer '{}': {}", text, e.what()));
     }
   }
-  if (layers.empty()) throw InvalidArgument("nothing to run: give --suite NAME or --layer N=..,C=..,H=..,K=..,R=..");
+  index = 0;
+  for (const auto& text : gemm_texts) {
+    try {
+      layers.push_back({fmt::format("gemm{}", ++index), parse_gemm(text)});
+    } catch (const InvalidArgument& e) {
+      throw InvalidArgument(fmt::format("--gemm '{}': {}", text, e.what()));
+    }
+  }
+  if (layers.empty()) {
+    throw InvalidArgument("nothing to run: give --suite NAME, --layer N=..,C=..,H=..,K=..,R=.. or --gemm M=..,N=..,K=..");
+  }
   return layers;
 }
 

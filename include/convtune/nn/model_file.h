@@ -35,6 +35,6 @@ void load_model(const std::string& path, Network& network);
 
 // Builds the file's architecture on `runtime` (convolutions of conv_family) and loads it.
 std::unique_ptr<Network> load_network(const std::string& path, Runtime& runtime,
-                                      const std::string& conv_family = "implicit_gemm");
+                                      const std::string& conv_family = "");
 
 }  // namespace convtune::nn
