@@ -1,4 +1,5 @@
-// The gemm family on an OpenCL device (PoCL in CI): every transposition, padded leading dimensions, batches (shared
+// The gemm family on every device that runs kernels (PoCL in CI; CUDA and NVIDIA OpenCL on the GPU machine): every
+// transposition, padded leading dimensions, batches (shared
 // and strided operands), accumulation and split-K, with sampled valid configurations plus the default, each checked
 // in full against the float64 reference; and the constraints that keep split-K slices and vector loads valid.
 #include <fmt/format.h>
@@ -16,10 +17,11 @@ using namespace convtune;
 
 namespace {
 
-Device* opencl_device() {
+std::vector<Device*> kernel_devices() {
+  std::vector<Device*> out;
   for (Device* d : Registry::instance().all_devices())
-    if (d->info().backend == BackendKind::OpenCL && d->info().can_run_kernels) return d;
-  return nullptr;
+    if (d->info().can_run_kernels) out.push_back(d);
+  return out;
 }
 
 const KernelFamily& family() { return kernel_family("gemm"); }
@@ -41,30 +43,32 @@ const char* kCases[] = {
 }  // namespace
 
 TEST(Gemm, SampledConfigurationsMatchTheReference) {
-  Device* device = opencl_device();
-  if (!device) GTEST_SKIP() << "no OpenCL device runs kernels here (PoCL missing)";
-  std::set<std::string> distinct;
-  int checks = 0;
-  uint64_t seed = 500;
-  for (const char* text : kCases) {
-    const Problem pb = parse_gemm(text);
-    ASSERT_EQ(family().unsupported_reason(pb, {}, device->info()), "") << text;
-    const SearchSpace space(family(), pb, device->info());
-    ASSERT_GT(space.size(), 0u) << text;
-    std::vector<Config> configs = space.sample(3, ++seed);
-    configs.push_back(family().default_config(pb, device->info()));
-    Config split = configs.back();
-    split["SPLIT_K"] = 4;
-    if (config_problem(family(), split, pb, device->info()).empty()) configs.push_back(split);
-    for (const Config& c : configs) {
-      const auto result = testing_support::check_plan(*device, pb, "gemm", c, seed);
-      ++checks;
-      distinct.insert(to_string(c));
-      EXPECT_TRUE(result.passed) << text << " [" << to_string(c) << "]: " << result.message;
+  const auto devices = kernel_devices();
+  if (devices.empty()) GTEST_SKIP() << "no device runs kernels here (PoCL missing)";
+  for (Device* device : devices) {
+    std::set<std::string> distinct;
+    int checks = 0;
+    uint64_t seed = 500;
+    for (const char* text : kCases) {
+      const Problem pb = parse_gemm(text);
+      ASSERT_EQ(family().unsupported_reason(pb, {}, device->info()), "") << text;
+      const SearchSpace space(family(), pb, device->info());
+      ASSERT_GT(space.size(), 0u) << text;
+      std::vector<Config> configs = space.sample(3, ++seed);
+      configs.push_back(family().default_config(pb, device->info()));
+      Config split = configs.back();
+      split["SPLIT_K"] = 4;
+      if (config_problem(family(), split, pb, device->info()).empty()) configs.push_back(split);
+      for (const Config& c : configs) {
+        const auto result = testing_support::check_plan(*device, pb, "gemm", c, seed);
+        ++checks;
+        distinct.insert(to_string(c));
+        EXPECT_TRUE(result.passed) << text << " [" << to_string(c) << "]: " << result.message;
+      }
     }
+    std::cout << fmt::format("conformance: gemm on {}: {} checks, {} distinct configurations\n", device->info().id,
+                             checks, distinct.size());
   }
-  std::cout << fmt::format("conformance: gemm on {}: {} checks, {} distinct configurations\n", device->info().id,
-                           checks, distinct.size());
 }
 
 TEST(Gemm, DefaultsSplitLongReductionsWithFewTiles) {
