@@ -78,7 +78,7 @@ GEMMS=(--gemm M=1024,N=1024,K=1024 --gemm M=2048,N=2048,K=2048 --gemm M=4096,N=4
        --gemm M=100,N=256,K=3136,trans_b=1 --gemm M=100,N=10,K=256,trans_b=1
        --gemm M=64,N=256,K=3136,trans_b=1 --gemm M=256,N=3136,K=64,trans_a=1 --gemm M=64,N=3136,K=256
        --gemm M=10,N=256,K=64,trans_a=1 --gemm M=64,N=256,K=10)
-export CONVTUNE_TUNING_DB=$OUT/gemm-tuned.json
+export CONVTUNE_TUNING_DB=$OUT/gemm-db.json  # the tuned entries; not a name a table below writes
 timeout 200 "$BIN/convtune" bench "${GEMMS[@]}" --device cuda:0 --against cublas --warmup 3 --repeats 20 \
   --markdown "$OUT/gemm-default.md" --out "$OUT/gemm-default.json" >"$OUT/gemm-default.log" 2>&1
 echo "gemm default: exit $?"
