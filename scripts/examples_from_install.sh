@@ -28,3 +28,12 @@ echo "== tune_layer"
 "$work/build/tune_layer" "$work/tuned.json"
 echo "== train_step"
 "$work/build/train_step"
+# The Debian package holds the same files under /usr.
+(cd "$build" && cpack -G DEB -B "$work/deb" >"$work/cpack.log" 2>&1) || { cat "$work/cpack.log" >&2; exit 1; }
+deb=$(ls "$work"/deb/*.deb)
+contents=$(dpkg-deb -c "$deb")
+for want in ./usr/bin/convtune ./usr/lib/libconvtune.so.0 ./usr/include/convtune/convtune.h \
+            ./usr/lib/cmake/convtune/convtuneConfig.cmake ./usr/share/convtune/tuning/; do
+  [[ "$contents" == *" $want"* ]] || { echo "$deb lacks $want" >&2; exit 1; }
+done
+echo "$(basename "$deb"): $(dpkg-deb -f "$deb" Depends)"
