@@ -253,6 +253,9 @@ struct TuneOptions {
   std::map<std::string, std::vector<int64_t>> only;
   bool skip_tuned = false;  // leave out tasks the database holds a current exact entry for
   bool save = true;         // save the database after every task (an interrupted run keeps what it found)
+  // The device's measured FP32 peak (0: unknown). With it, search time goes where the headroom is: a problem
+  // already near the peak gets less of the budget.
+  double peak_gflops = 0;
 };
 
 // What one candidate gave.
@@ -278,18 +281,28 @@ struct TuneTaskResult {
 };
 
 struct TuneCallbacks {
-  // Before a task starts: its index, the task count, and its configuration space.
+  // When a task's configuration space is known (at the start of the run): its index, the task count, the space.
   std::function<void(const TuneTask& task, size_t index, size_t count, size_t space)> task_started;
-  // After each candidate; `fraction` estimates how much of the task's share is used (0 to 1).
+  // After each candidate of any task; `fraction` estimates how much of that task's search share is used (0 to 1).
   std::function<void(const TuneTaskResult& so_far, const TuneTrial& trial, double fraction)> trial_done;
+  // Every task's result at the end of the run.
   std::function<void(const TuneTaskResult& result)> task_done;
+  // What the run is doing now, in words ("baselines: ...", "search: ... (12.5 s)"), for progress lines.
+  std::function<void(const std::string& text)> status;
 };
 
-// Tunes each task on `device` within options.budget_seconds in all: the family's built-in default is measured
-// first, then the strategy's candidates, each compiled (ahead, on worker threads), run on seeded inputs, verified
-// against the float64 reference at sampled elements, then timed; the fastest verified configuration of each task
-// goes into `database` (saved after each task when options.save). Throws InvalidArgument for a bad strategy or
-// option and TuningDatabaseError when saving fails.
+// Tunes the tasks on `device` within options.budget_seconds of wall time in all (compiles, reference and
+// verification included; nothing starts that would likely end past the deadline, and tasks left out say so):
+//  1. per problem, today's plan (the database's answer, whatever its tier) and each family's built-in default are
+//     measured;
+//  2. the time left is shared by expected gain (the problem's current time, times its headroom to peak_gflops);
+//     a family whose default is three times the problem's best default is not searched; each search starts from
+//     the points already measured. Every candidate is compiled (ahead, on worker threads), run on seeded inputs,
+//     verified against the float64 reference at sampled elements, then timed;
+//  3. each task's fastest verified configuration goes into `database` (saved after each task when options.save);
+//     a problem whose tuned results are all slower than today's plan gets that plan stored as its exact entry, so
+//     tuning never makes a problem slower.
+// Throws InvalidArgument for a bad strategy or option and TuningDatabaseError when saving fails.
 std::vector<TuneTaskResult> tune(Device& device, const std::vector<TuneTask>& tasks, TuningDatabase& database,
                                  const TuneOptions& options = {}, const TuneCallbacks& callbacks = {});
 

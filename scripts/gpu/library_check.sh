@@ -1,12 +1,15 @@
 #!/usr/bin/env bash
-# GPU run for the library redesign (issue 12), in two parts (PART=timing or PART=gemm), binaries carried in .carry
+# GPU run for the library redesign (issue 12) and the tuner (issue 15), in parts (PART=timing, gemm or tune),
+# binaries carried in .carry
 # (scripts/gpu/pack.sh; the pre-redesign binary in .carry/before/convtune):
 #  timing: every AlexNet and seed layer in all three directions through CUDA with the shipped tuning database, timed
 #          by the binary from before the redesign and by this one, interleaved twice, on the same machine.
 #  gemm:   the gemm family's conformance on CUDA and NVIDIA OpenCL (gemm_test); square and LeNet-shaped GEMMs beside
 #          cuBLAS with built-in defaults, a short tune of them, the same table tuned; LeNet trained briefly and
 #          evaluated with per-layer op times (fc1 on the tuned GEMM) beside PyTorch's.
-#   PART=timing|gemm scripts/gpu/library_check.sh OUTDIR
+#  tune:   `tune --suite alexnet --direction all --budget 2m` on a cold program cache (the budget must hold), then
+#          the GEMM shapes tuned for 3 minutes into a database to ship.
+#   PART=timing|gemm|tune scripts/gpu/library_check.sh OUTDIR
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 OUT=${1:?usage: library_check.sh OUTDIR}
@@ -49,6 +52,25 @@ for (layer, d), t in rows.items():
     print(f"{layer:8} {d:10} {b:10.4f} {a:10.4f} {ratio:12.3f}")
 print(f"worst after/before: {worst:.3f} (min of the repetitions on each side)")
 PY
+  exit 0
+fi
+
+if [ "${PART}" = tune ]; then
+  # The budget on a cold program cache: the whole AlexNet suite, every direction and family, in 2 minutes.
+  export CONVTUNE_CACHE_DIR=/tmp/convtune-cold-cache
+  rm -rf "$CONVTUNE_CACHE_DIR"
+  start=$(date +%s)
+  timeout 300 "$BIN/convtune" tune --suite alexnet --direction all --device cuda:0 --budget 2m \
+    --db "$OUT/alexnet-2m-db.json" --log "$OUT/alexnet-2m-log.json" >"$OUT/alexnet-2m.log" 2>&1
+  echo "tune alexnet 2m (cold cache): exit $?, $(( $(date +%s) - start )) s wall"
+  tail -50 "$OUT/alexnet-2m.log" | grep -vE "^tune \[" | cut -c1-200
+  # The GEMM family on the dense layers' and square shapes, tuned for the shipped database.
+  export CONVTUNE_CACHE_DIR=/tmp/convtune-cache
+  timeout 280 "$BIN/convtune" tune --gemm M=1024,N=1024,K=1024 --gemm M=2048,N=2048,K=2048 --gemm M=4096,N=4096,K=4096 \
+    --gemm M=100,N=256,K=3136,trans_b=1 --gemm M=100,N=10,K=256,trans_b=1 --gemm M=64,N=256,K=3136,trans_b=1 \
+    --gemm M=256,N=3136,K=64,trans_a=1 --gemm M=64,N=3136,K=256 --gemm M=10,N=256,K=64,trans_a=1 --gemm M=64,N=256,K=10 \
+    --device cuda:0 --budget 3m --db "$OUT/gemm-db.json" --log "$OUT/gemm-log.json" >"$OUT/gemm-tune.log" 2>&1
+  echo "tune gemm: exit $?"; grep -vE "^tune \[" "$OUT/gemm-tune.log" | tail -14 | cut -c1-200
   exit 0
 fi
 

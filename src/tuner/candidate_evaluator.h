@@ -42,6 +42,10 @@ class CandidateEvaluator {
   Evaluation evaluate(const Config& config);
   // The fastest verified time so far (0 before the first).
   double best_ms() const { return best_ms_; }
+  // A time measured elsewhere for this problem (an earlier evaluator's): candidates far behind it are aborted early.
+  void note_best(double ms) {
+    if (ms > 0 && (best_ms_ == 0 || ms < best_ms_)) best_ms_ = ms;
+  }
 
  private:
   Device& device_;

@@ -117,8 +117,10 @@ std::string utc_now_compact() {
 
 // The command line over the library's tune(): options, the log, progress lines and the closing table.
 void run_tune(const TuneCommandOptions& opt) {
+  const auto command_start = std::chrono::steady_clock::now();
   TuneOptions options;
-  options.budget_seconds = parse_duration_seconds(opt.budget);
+  const double budget_s = parse_duration_seconds(opt.budget);
+  options.budget_seconds = budget_s;
   options.strategy = opt.strategy;
   options.max_fraction = opt.max_fraction;
   options.max_candidates = opt.max_candidates;
@@ -189,7 +191,7 @@ void run_tune(const TuneCommandOptions& opt) {
 
   TuneLog log(log_path);
   log.metadata = {{"device", info.name},       {"device_id", info.id},      {"driver", info.driver_version},
-                  {"fingerprint", info.fingerprint()}, {"strategy", opt.strategy}, {"budget_s", options.budget_seconds},
+                  {"fingerprint", info.fingerprint()}, {"strategy", opt.strategy}, {"budget_s", budget_s},
                   {"batch_scale", opt.batch_scale},    {"repeats", opt.repeats},   {"command", opt.command_line},
                   {"date", utc_date_now()}};
   if (opt.peak && info.can_run_kernels) {
@@ -199,74 +201,68 @@ void run_tune(const TuneCommandOptions& opt) {
     ceiling_options.repeats = 3;
     const Ceilings ceilings = measure_ceilings(device, ceiling_options);
     log.metadata["peak_gflops"] = ceilings.fma_gflops;
+    options.peak_gflops = ceilings.fma_gflops;
     log.metadata["copy_gbs"] = ceilings.copy_gbs;
   }
   std::cerr << fmt::format("tune: {} task(s) (layer x direction x family) on {} ({}), strategy {}, budget {} in all; "
                            "database {}; log {}\n",
                            tasks.size() - already_tuned, info.id, info.name, opt.strategy,
-                           format_duration(options.budget_seconds), db_path.string(), log_path.string());
+                           format_duration(budget_s), db_path.string(), log_path.string());
   for (const auto& s : skipped) std::cerr << "  skipped (unsupported) " << s << "\n";
 
   ReportTable table({"layer", "dir", "family", "space", "tried", "failed", "default ms", "best ms", "GFLOP/s",
-                     "speedup", "best parameters"});
-  const auto run_start = std::chrono::steady_clock::now();
+                     "speedup", "best parameters", "note"});
   size_t stored = 0;
-  std::unique_ptr<Progress> progress;
-  TaskSummary summary;
-  TuneCallbacks callbacks;
-  callbacks.task_started = [&](const TuneTask& task, size_t index, size_t count, size_t space) {
-    summary = TaskSummary{task.name, task.problem, task.family->name(), space};
-    const std::string label =
-        fmt::format("[{}/{}] {} {} {}", index + 1, count, task.name, task.problem.operation(), task.family->name());
-    if (!options.only.empty()) std::cerr << fmt::format("{}: {} valid configurations match --only\n", label, space);
-    if (space == 0) std::cerr << label << ": no valid configuration on this device\n";
-    progress = std::make_unique<Progress>(label, 1000);
+  // One progress line for the whole run, against the budget: the run's phases interleave the tasks.
+  Progress progress("tune", 1000);
+  std::string doing = "starting";
+  size_t candidates = 0, failures = 0;
+  auto redraw = [&] {
+    const double fraction = std::chrono::duration<double>(std::chrono::steady_clock::now() - command_start).count() /
+                            budget_s;
+    progress.update(static_cast<int64_t>(std::clamp(fraction, 0.0, 1.0) * 1000),
+                    fmt::format("{} candidates, {} failed; {}", candidates, failures, doing));
   };
-  callbacks.trial_done = [&](const TuneTaskResult& so_far, const TuneTrial& trial, double fraction) {
+  TuneCallbacks callbacks;
+  callbacks.status = [&](const std::string& text) {
+    doing = text;
+    redraw();
+  };
+  callbacks.trial_done = [&](const TuneTaskResult& so_far, const TuneTrial& trial, double) {
+    TaskSummary summary{so_far.task.name, so_far.task.problem, so_far.task.family->name(), so_far.space};
     log.add_trial(summary, trial);
-    const double best = so_far.trials.empty() ? 0 : [&] {
-      double b = 0;
-      for (const TuneTrial& t : so_far.trials)
-        if (t.ms && (b == 0 || *t.ms < b)) b = *t.ms;
-      return b;
-    }();
-    const size_t failed = static_cast<size_t>(
-        std::count_if(so_far.trials.begin(), so_far.trials.end(), [](const TuneTrial& t) { return !t.ms; }));
-    progress->update(static_cast<int64_t>(fraction * 1000),
-                     fmt::format("{} tried, {} failed, best {}", so_far.trials.size(), failed,
-                                 best > 0 ? fmt::format("{:.3f} ms ({:.0f} GFLOP/s)", best,
-                                                        so_far.task.problem.flops() / (best * 1e6))
-                                          : std::string("-")));
+    ++candidates;
+    failures += !trial.ms;
+    redraw();
   };
   callbacks.task_done = [&](const TuneTaskResult& r) {
+    TaskSummary summary{r.task.name, r.task.problem, r.task.family->name(), r.space};
     summary.tried = r.tried;
     summary.failed = r.failed;
     summary.default_ms = r.default_ms;
     summary.stop_reason = r.stop_reason;
     if (r.best_config) summary.best_ms = r.best_ms, summary.best_config = *r.best_config;
     stored += r.stored && *r.stored != InsertOutcome::KeptExisting;
-    if (progress) {
-      progress->finish(fmt::format("{} tried, {} failed, best {} ({})", r.tried, r.failed,
-                                   r.best_config ? fmt::format("{:.3f} ms", r.best_ms) : std::string("none"),
-                                   r.stop_reason));
-    }
     log.add_task(summary);
-    log.save();
     const double gflops = r.best_config ? r.task.problem.flops() / (r.best_ms * 1e6) : 0;
-    const bool default_measured = !r.trials.empty() && r.trials.front().note == "built-in default";
     table.add_row({r.task.name, std::string(r.task.problem.operation()), r.task.family->name(),
                    std::to_string(r.space), std::to_string(r.tried), std::to_string(r.failed),
-                   r.default_ms > 0 ? fmt::format("{:.3f}", r.default_ms) : default_measured ? "failed" : "-",
+                   r.default_ms > 0 ? fmt::format("{:.3f}", r.default_ms) : "-",
                    r.best_config ? fmt::format("{:.3f}", r.best_ms) : "-",
                    r.best_config ? fmt::format("{:.1f}", gflops) : "-",
                    r.best_config && r.default_ms > 0 ? fmt::format("{:.2f}x", r.default_ms / r.best_ms) : "-",
-                   r.best_config ? to_string(*r.best_config) : "-"},
+                   r.best_config ? to_string(*r.best_config) : "-", r.stop_reason},
                   {});
   };
+  // The budget is for the whole command: what went before (the peak, loading) is taken from it.
+  options.budget_seconds = budget_s - std::chrono::duration<double>(std::chrono::steady_clock::now() - command_start).count();
+  if (options.budget_seconds <= 0) throw Error(fmt::format("the budget of {} was spent before tuning started (measuring the peak): "
+                                                           "give a larger --budget or --no-peak", format_duration(budget_s)));
   tune(device, tasks, database, options, callbacks);
+  progress.finish(fmt::format("{} candidates, {} failed", candidates, failures));
   log.save();
   std::cout << fmt::format("device: {} ({}), strategy {}, {} in all\n", info.id, info.name, opt.strategy,
-                           format_duration(std::chrono::duration<double>(std::chrono::steady_clock::now() - run_start).count()));
+                           format_duration(std::chrono::duration<double>(std::chrono::steady_clock::now() - command_start).count()));
   table.print(std::cout);
   std::cout << fmt::format("{} result(s) stored in {}{}\nlog of every candidate: {}\n", stored, db_path.string(),
                            opt.save ? "" : " (not saved: --no-save)", log_path.string());
