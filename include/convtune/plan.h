@@ -118,6 +118,8 @@ class Plan {
   bool compiled_from_cache() const { return from_cache_; }
   std::string describe() const { return descriptor_.describe(); }
   Device& device() const { return *device_; }
+  // The family's error factor for this configuration (KernelFamily::error_factor).
+  double error_factor() const { return descriptor_.family().error_factor(problem(), config()); }
 
  private:
   Device* device_;

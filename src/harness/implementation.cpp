@@ -46,7 +46,8 @@ Check check_once(Implementation& implementation, Workload& workload, int samples
     implementation.run();
     implementation.collect_output();
     workload.queue().finish();
-    return samples > 0 ? workload.verify_sampled(samples, tolerance) : workload.verify_full(tolerance);
+    const double tol = tolerance.value_or(harness::tolerance(workload.problem()) * implementation.error_factor());
+    return samples > 0 ? workload.verify_sampled(samples, tol) : workload.verify_full(tol);
   } catch (const std::exception& e) {
     Check failed;
     failed.message = fmt::format("threw: {}", e.what());

@@ -31,6 +31,9 @@ class Implementation {
   // A library that computes in its own memory layout (oneDNN) leaves the last run's result there; this converts it
   // into the workload's operand. Called before a result is checked, never inside timed runs.
   virtual void collect_output() {}
+  // How many times the direct sum's tolerance its results are held to (KernelFamily::error_factor for a plan);
+  // check_once multiplies the tolerance by it. Valid after prepare().
+  virtual double error_factor() const { return 1.0; }
   // What it chose: "implicit_gemm[TILE_M=64,...] (exact)", "IMPLICIT_PRECOMP_GEMM (ws 12.0 MiB)", "jit:avx2".
   virtual std::string algorithm() const = 0;
 };
@@ -46,6 +49,7 @@ class PlanImplementation final : public Implementation {
   void prepare(Workload& workload) override;
   void run() override;
   std::string algorithm() const override;
+  double error_factor() const override { return plan_ ? plan_->error_factor() : 1.0; }
   const Plan& plan() const { return *plan_; }
 
  private:

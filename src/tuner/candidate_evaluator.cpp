@@ -60,7 +60,8 @@ Evaluation CandidateEvaluator::evaluate(const Config& config) {
   } catch (const std::exception& e) {
     return Evaluation::failed(fmt::format("launch error: {}", e.what()));
   }
-  const harness::Check check = workload_.verify_sampled(workload_.output(), options_.samples);
+  const harness::Check check = workload_.verify_sampled(workload_.output(), options_.samples,
+                                                        harness::tolerance(problem_) * plan->error_factor());
   if (!check.passed) return Evaluation::failed(fmt::format("wrong result: {}", check.message));
 
   try {

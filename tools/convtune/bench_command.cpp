@@ -338,9 +338,10 @@ void add_bench_command(CLI::App& app) {
                                     "On the CPU backend: reference (cpu_reference), sequential (cpu_direct/cpu_gemm "
                                     "THREADS=1) or threaded (THREADS=0)")
                         ->capture_default_str();
+  std::string family_names;
+  for (const auto& family : kernel_families()) family_names += (family_names.empty() ? "" : ", ") + family->name();
   cmd->add_option("--family", opt->family,
-                  "auto (the plan's choice), all (a row per family), or one family: implicit_gemm, direct_tiled, "
-                  "im2col_gemm, gemm, cpu_direct, cpu_gemm, cpu_reference")
+                  "auto (the plan's choice), all (a row per family), or one family: " + family_names)
       ->capture_default_str();
   cmd->add_option("--config", opt->config, "Parameters for --family, e.g. TILE_M=64,TILE_N=64 (default: the family's)");
   cmd->add_option("--direction", opt->direction, "fwd, bwd-data, bwd-filter or all")->capture_default_str();
