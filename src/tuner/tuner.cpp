@@ -100,6 +100,7 @@ std::vector<TuneTaskResult> tune(Device& device, const std::vector<TuneTask>& al
       if (matches_only(c, options.only)) configs.push_back(c);
     TuneTaskResult result;
     result.task = task;
+    result.device = info.id;
     result.space = configs.size();
     if (callbacks.task_started) callbacks.task_started(task, t, tasks.size(), configs.size());
     if (configs.empty()) {

@@ -148,7 +148,21 @@ void run_tune(const TuneCommandOptions& opt) {
     }
   }
 
-  Device& device = choose_device(opt.device, "tune");
+  // --device cuda:0,cuda:1: the tasks are spread over several alike devices (tune_devices), one database.
+  std::vector<Device*> devices;
+  std::string device_ids;
+  for (size_t pos = 0; pos <= opt.device.size();) {
+    const size_t comma = std::min(opt.device.find(',', pos), opt.device.size());
+    const std::string spec = opt.device.substr(pos, comma - pos);
+    if (spec.empty()) {
+      throw InvalidArgument(fmt::format("--device '{}': empty device name: expected a device or a comma-separated "
+                                        "list such as cuda:0,cuda:1", opt.device));
+    }
+    devices.push_back(&choose_device(spec, "tune"));
+    device_ids += (device_ids.empty() ? "" : ",") + devices.back()->info().id;
+    pos = comma + 1;
+  }
+  Device& device = *devices.front();
   const DeviceInfo& info = device.info();
   if (info.backend == BackendKind::Cpu && opt.family == "all") {
     // The CPU backend's paths have nothing worth searching yet (THREADS only): say so rather than spend the budget.
@@ -188,7 +202,7 @@ void run_tune(const TuneCommandOptions& opt) {
   }
 
   TuneLog log(log_path);
-  log.metadata = {{"device", info.name},       {"device_id", info.id},      {"driver", info.driver_version},
+  log.metadata = {{"device", info.name},       {"device_id", device_ids},      {"driver", info.driver_version},
                   {"fingerprint", info.fingerprint()}, {"strategy", opt.strategy}, {"budget_s", options.budget_seconds},
                   {"batch_scale", opt.batch_scale},    {"repeats", opt.repeats},   {"command", opt.command_line},
                   {"date", utc_date_now()}};
@@ -203,7 +217,7 @@ void run_tune(const TuneCommandOptions& opt) {
   }
   std::cerr << fmt::format("tune: {} task(s) (layer x direction x family) on {} ({}), strategy {}, budget {} in all; "
                            "database {}; log {}\n",
-                           tasks.size() - already_tuned, info.id, info.name, opt.strategy,
+                           tasks.size() - already_tuned, device_ids, info.name, opt.strategy,
                            format_duration(options.budget_seconds), db_path.string(), log_path.string());
   for (const auto& s : skipped) std::cerr << "  skipped (unsupported) " << s << "\n";
 
@@ -211,19 +225,24 @@ void run_tune(const TuneCommandOptions& opt) {
                      "speedup", "best parameters"});
   const auto run_start = std::chrono::steady_clock::now();
   size_t stored = 0;
+  // With several devices, tasks run side by side: their summaries are kept by task, and each task prints a line
+  // when it starts and ends instead of a progress bar.
   std::unique_ptr<Progress> progress;
-  TaskSummary summary;
+  std::map<std::string, TaskSummary> summaries;
+  const auto task_key = [](const TuneTask& t) { return t.name + " " + t.problem.to_string() + " " + t.family->name(); };
   TuneCallbacks callbacks;
   callbacks.task_started = [&](const TuneTask& task, size_t index, size_t count, size_t space) {
-    summary = TaskSummary{task.name, task.problem, task.family->name(), space};
+    summaries[task_key(task)] = TaskSummary{task.name, task.problem, task.family->name(), space};
     const std::string label =
         fmt::format("[{}/{}] {} {} {}", index + 1, count, task.name, task.problem.operation(), task.family->name());
     if (!options.only.empty()) std::cerr << fmt::format("{}: {} valid configurations match --only\n", label, space);
     if (space == 0) std::cerr << label << ": no valid configuration on this device\n";
-    progress = std::make_unique<Progress>(label, 1000);
+    if (devices.size() == 1) progress = std::make_unique<Progress>(label, 1000);
+    else std::cerr << label << ": started\n";
   };
   callbacks.trial_done = [&](const TuneTaskResult& so_far, const TuneTrial& trial, double fraction) {
-    log.add_trial(summary, trial);
+    log.add_trial(summaries[task_key(so_far.task)], trial);
+    if (!progress) return;
     const double best = so_far.trials.empty() ? 0 : [&] {
       double b = 0;
       for (const TuneTrial& t : so_far.trials)
@@ -239,17 +258,19 @@ void run_tune(const TuneCommandOptions& opt) {
                                           : std::string("-")));
   };
   callbacks.task_done = [&](const TuneTaskResult& r) {
+    TaskSummary& summary = summaries[task_key(r.task)];
     summary.tried = r.tried;
     summary.failed = r.failed;
     summary.default_ms = r.default_ms;
     summary.stop_reason = r.stop_reason;
     if (r.best_config) summary.best_ms = r.best_ms, summary.best_config = *r.best_config;
     stored += r.stored && *r.stored != InsertOutcome::KeptExisting;
-    if (progress) {
-      progress->finish(fmt::format("{} tried, {} failed, best {} ({})", r.tried, r.failed,
-                                   r.best_config ? fmt::format("{:.3f} ms", r.best_ms) : std::string("none"),
-                                   r.stop_reason));
-    }
+    const std::string status = fmt::format("{} tried, {} failed, best {} ({})", r.tried, r.failed,
+                                           r.best_config ? fmt::format("{:.3f} ms", r.best_ms) : std::string("none"),
+                                           r.stop_reason);
+    if (progress) progress->finish(status);
+    else std::cerr << fmt::format("{} {} {} on {}: {}\n", r.task.name, r.task.problem.operation(), r.task.family->name(),
+                                  r.device, status);
     log.add_task(summary);
     log.save();
     const double gflops = r.best_config ? r.task.problem.flops() / (r.best_ms * 1e6) : 0;
@@ -263,9 +284,9 @@ void run_tune(const TuneCommandOptions& opt) {
                    r.best_config ? to_string(*r.best_config) : "-"},
                   {});
   };
-  tune(device, tasks, database, options, callbacks);
+  tune_devices(devices, tasks, database, options, callbacks);
   log.save();
-  std::cout << fmt::format("device: {} ({}), strategy {}, {} in all\n", info.id, info.name, opt.strategy,
+  std::cout << fmt::format("device: {} ({}), strategy {}, {} in all\n", device_ids, info.name, opt.strategy,
                            format_duration(std::chrono::duration<double>(std::chrono::steady_clock::now() - run_start).count()));
   table.print(std::cout);
   std::cout << fmt::format("{} result(s) stored in {}{}\nlog of every candidate: {}\n", stored, db_path.string(),
@@ -280,7 +301,9 @@ void add_tune_command(CLI::App& app) {
   cmd->add_option("--suite", opt->suite, "Suite name (alexnet, seeds) or path of a suite file");
   cmd->add_option("--layer", opt->layers, "One layer, e.g. N=128,C=64,H=27,K=192,R=5,pad=2; repeatable");
   cmd->add_option("--gemm", opt->gemms, "One matrix product, e.g. M=100,N=256,K=3136,trans_b=1; repeatable");
-  cmd->add_option("--backend,--device", opt->device, "Device: opencl[:N], cuda[:N] or best")->capture_default_str();
+  cmd->add_option("--backend,--device", opt->device,
+                  "Device: opencl[:N], cuda[:N] or best; a comma-separated list of alike devices (cuda:0,cuda:1) "
+                  "shares the tasks among them")->capture_default_str();
   cmd->add_option("--family", opt->family, "Kernel family to tune, or all that support the layer")->capture_default_str();
   cmd->add_option("--direction", opt->direction, "fwd, bwd-data, bwd-filter or all")->capture_default_str();
   cmd->add_option("--strategy", opt->strategy, "exhaustive, random, annealing or model")->capture_default_str();
