@@ -124,22 +124,40 @@ ArrayView import_array(nb::handle object, const std::string& name, intptr_t cuda
   ArrayView view;
   view.name = name;
   std::tie(view.device_type, view.device_id) = dlpack_device(object, name);
+  // The protocol's stream numbers for CUDA: 1 is the legacy default stream (0 is not allowed), else the handle.
+  const bool cuda = view.device_type == kDLCUDA || view.device_type == kDLCUDAManaged;
+  const intptr_t stream = cuda_stream == 0 ? intptr_t{1} : cuda_stream;
+  nb::object export_ = object.attr("__dlpack__");
+  bool versioned = true;
   try {
-    if (view.device_type == kDLCUDA || view.device_type == kDLCUDAManaged) {
-      // The protocol's stream numbers: 1 is CUDA's legacy default stream (0 is not allowed), else the handle.
-      view.capsule = object.attr("__dlpack__")(nb::arg("stream") = cuda_stream == 0 ? intptr_t{1} : cuda_stream);
-    } else {
-      view.capsule = object.attr("__dlpack__")();
+    try {
+      view.capsule = cuda ? export_(nb::arg("stream") = stream, nb::arg("max_version") = nb::make_tuple(1, 0))
+                          : export_(nb::arg("max_version") = nb::make_tuple(1, 0));
+    } catch (nb::python_error& e) {
+      if (!e.matches(PyExc_TypeError)) throw;
+      versioned = false;  // a producer older than DLPack 1.0 knows no max_version
+      view.capsule = cuda ? export_(nb::arg("stream") = stream) : export_();
     }
   } catch (nb::python_error& e) {
     throw InvalidArgument(name + ": " + class_name(object) + ".__dlpack__() failed: " +
                           nb::cast<std::string>(nb::steal<nb::str>(PyObject_Str(e.value().ptr()))));
   }
-  if (!PyCapsule_IsValid(view.capsule.ptr(), kDLTensorCapsule)) {
+  const DLTensor* tensor = nullptr;
+  if (versioned && PyCapsule_IsValid(view.capsule.ptr(), kDLTensorVersionedCapsule)) {
+    auto* managed =
+        static_cast<DLManagedTensorVersioned*>(PyCapsule_GetPointer(view.capsule.ptr(), kDLTensorVersionedCapsule));
+    if (managed->version.major != 1) {
+      throw nb::type_error((name + ": " + class_name(object) + ".__dlpack__() returned DLPack " +
+                            std::to_string(managed->version.major) + ".x, not the 1.x asked for").c_str());
+    }
+    tensor = &managed->dl_tensor;
+    view.read_only = (managed->flags & kDLFlagReadOnly) != 0;
+  } else if (PyCapsule_IsValid(view.capsule.ptr(), kDLTensorCapsule)) {
+    tensor = &static_cast<DLManagedTensor*>(PyCapsule_GetPointer(view.capsule.ptr(), kDLTensorCapsule))->dl_tensor;
+  } else {
     throw nb::type_error((name + ": " + class_name(object) + ".__dlpack__() returned no unused DLPack capsule").c_str());
   }
-  auto* managed = static_cast<DLManagedTensor*>(PyCapsule_GetPointer(view.capsule.ptr(), kDLTensorCapsule));
-  const DLTensor& t = managed->dl_tensor;
+  const DLTensor& t = *tensor;
   if (t.dtype.code != kDLFloat || t.dtype.bits != 32 || t.dtype.lanes != 1) {
     throw nb::type_error((name + ": dtype " + dclass_name(t.dtype) + " is not supported: convtune computes float32 "
                           "arrays (convert with .astype(numpy.float32) or .float())").c_str());
@@ -190,6 +208,11 @@ void run_on_arrays(const Plan& plan, const std::array<nb::handle, 3>& arrays, in
                           (info.backend == BackendKind::Cpu ? "" : " or host arrays, which are copied"));
   }
   for (const ArrayView& v : views) check_alignment(v, info.backend == BackendKind::Cpu ? sizeof(float) : 16);
+  const ArrayView& written = views[problem.written_operand()];
+  if (written.read_only) {
+    throw InvalidArgument(written.name + ": the array is read-only, but the result is written into it: pass a "
+                          "writable one");
+  }
 
   nb::gil_scoped_release released;
   std::array<std::unique_ptr<Buffer>, 3> buffers;
@@ -207,8 +230,8 @@ void run_on_arrays(const Plan& plan, const std::array<nb::handle, 3>& arrays, in
     queue.write(*buffers[i], views[i].data, views[i].bytes);
   }
   plan.run(queue, {buffers[0].get(), buffers[1].get(), buffers[2].get()});
-  const int written = problem.written_operand();
-  queue.read(*buffers[written], views[written].data, views[written].bytes);
+  const int index = problem.written_operand();
+  queue.read(*buffers[index], views[index].data, views[index].bytes);
 }
 
 void run_on_pointers(const Plan& plan, const std::array<uintptr_t, 3>& pointers, uintptr_t workspace,

@@ -26,6 +26,7 @@ struct ArrayView {
   int32_t device_id = 0;
   std::vector<int64_t> shape;
   size_t bytes = 0;
+  bool read_only = false;  // the producer said so (DLPack 1.x)
 
   bool on_host() const;
   std::string where() const;  // "cpu", "cuda:1", "DLPack device type 10 (ROCm) 0"
@@ -34,7 +35,8 @@ struct ArrayView {
 // The DLPack device (type, index) of `object`, from __dlpack_device__; TypeError when it has none.
 std::pair<int32_t, int32_t> dlpack_device(nb::handle object, const std::string& name);
 
-// Imports `object` as a dense row-major float32 array. `cuda_stream` is the stream the work will run on (0: the
+// Imports `object` as a dense row-major float32 array, through DLPack 1.x where the producer offers it (it can
+// export read-only arrays), else the unversioned protocol. `cuda_stream` is the stream the work will run on (0: the
 // legacy default stream); for CUDA memory it is passed to __dlpack__, so the producer orders its pending writes
 // before that stream's work. Throws TypeError (not an array, another dtype) or InvalidArgument (not contiguous, a
 // failed export), naming the array and what was expected.

@@ -1,5 +1,5 @@
-// The DLPack exchange structures as the DLPack specification lays them out (the unversioned ABI that
-// __dlpack__() returns when no max_version is asked for), declared here so the extension needs no other header.
+// The DLPack exchange structures as the DLPack specification lays them out (the unversioned export of DLPack 0.x
+// and the versioned one of 1.x), declared here so the extension needs no other header.
 #pragma once
 
 #include <cstdint>
@@ -46,7 +46,24 @@ struct DLManagedTensor {
   void (*deleter)(DLManagedTensor* self);
 };
 
-// The capsule names of the protocol: a fresh capsule, and one a consumer has taken ownership of.
+// DLPack 1.0's versioned export (asked for with __dlpack__(max_version=...)): it can say the memory is read-only.
+struct DLPackVersion {
+  uint32_t major;
+  uint32_t minor;
+};
+
+struct DLManagedTensorVersioned {
+  DLPackVersion version;
+  void* manager_ctx;
+  void (*deleter)(DLManagedTensorVersioned* self);
+  uint64_t flags;
+  DLTensor dl_tensor;
+};
+
+inline constexpr uint64_t kDLFlagReadOnly = uint64_t{1} << 0;
+
+// The capsule names of a fresh export, unversioned and versioned.
 inline constexpr const char* kDLTensorCapsule = "dltensor";
+inline constexpr const char* kDLTensorVersionedCapsule = "dltensor_versioned";
 
 }  // namespace convtune::python

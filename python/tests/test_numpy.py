@@ -145,9 +145,14 @@ def test_bad_input_raises_clear_errors(rng):
     readonly = x.copy()
     readonly.setflags(write=False)
     try:
-        convtune.conv2d(readonly, w)  # NumPy 2 exports read-only arrays; NumPy 1 refuses, and convtune says so
+        convtune.conv2d(readonly, w)  # NumPy 2 exports read-only arrays through DLPack 1.x; NumPy 1 refuses
     except convtune.InvalidArgument as e:
         assert "x: ndarray.__dlpack__() failed" in str(e)
+    else:
+        out = np.empty((1, 4, 6, 6), np.float32)
+        out.setflags(write=False)
+        with pytest.raises(ValueError, match="y: the array is read-only, but the result is written into it"):
+            convtune.conv2d(x, w, out=out)
 
 
 def test_errors_are_convtune_errors_and_builtins():
