@@ -19,8 +19,10 @@ import torch
 
 from . import _convtune, _errors
 from ._conv import Plan, conv_problem
+from ._convtune import TuningDatabase
+from ._tune import TuneEvent, TuneResult, tune
 
-__all__ = ["Conv2d", "PatchReport", "conv2d", "patch", "uses_custom_ops"]
+__all__ = ["Conv2d", "PatchReport", "conv2d", "patch", "set_tuning", "tune_model", "uses_custom_ops"]
 
 IntPair = Union[int, Tuple[int, int]]
 
@@ -60,6 +62,22 @@ def _check(tensor: torch.Tensor, name: str) -> None:
 # several streams at once.
 _plans: Dict[Tuple[Any, ...], Tuple[Plan, int, Tuple[int, ...]]] = {}
 _plans_lock = threading.Lock()
+# Where plans take their configurations (set_tuning), and, while tune_model() looks at a model, the convolutions
+# it found instead of computing them.
+_tuning: Union[bool, TuningDatabase] = True
+_recording: Optional[Dict[Tuple[Any, ...], None]] = None
+
+
+def set_tuning(tuning: Union[bool, TuningDatabase]) -> None:
+    """Where plans made from now on take their configurations: True the process's default database (the user's
+    file and the shipped defaults, read once), False the built-in defaults, or a TuningDatabase such as the one
+    tune_model() filled. The plans made so far are dropped, so the next calls compile the new choices."""
+    global _tuning
+    if not isinstance(tuning, (bool, TuningDatabase)):
+        raise TypeError(f"tuning: expected True, False or a convtune.TuningDatabase, got {type(tuning).__name__}")
+    with _plans_lock:
+        _tuning = tuning
+        _plans.clear()
 
 
 def _plan(x_shape: Sequence[int], w_shape: Sequence[int], stride: Sequence[int], padding: Sequence[int],
@@ -69,7 +87,7 @@ def _plan(x_shape: Sequence[int], w_shape: Sequence[int], stride: Sequence[int],
     if found is None:
         problem = conv_problem(key[0], key[1], stride=key[2], padding=key[3], dilation=key[4], groups=groups,
                                direction=direction)
-        plan = Plan(problem=problem, device=device, _external_workspace=True)
+        plan = Plan(problem=problem, device=device, tuning=_tuning, _external_workspace=True)
         found = (plan, problem.written, tuple(problem.shapes[problem.written]))
         with _plans_lock:
             _plans[key] = found
@@ -87,6 +105,10 @@ def _launch(direction: str, a: torch.Tensor, b: torch.Tensor, x_shape: Sequence[
     """Runs one direction on the two tensors it reads (x, w order) and returns the tensor it writes."""
     device = a.device
     name = _plan_device(device)
+    if _recording is not None and direction == "fwd":
+        # tune_model() is looking: note the convolution, skip the work (the zeros have the right shape).
+        _recording[(tuple(x_shape), tuple(w_shape), tuple(stride), tuple(padding), tuple(dilation), groups, name)] = None
+        return torch.zeros(_output_shape(x_shape, w_shape, stride, padding, dilation), device=device)
     plan, written, out_shape = _plan(x_shape, w_shape, stride, padding, dilation, groups, direction, name)
     out = torch.empty(out_shape, dtype=torch.float32, device=device)
     workspace = (torch.empty(plan.workspace_bytes, dtype=torch.uint8, device=device)
@@ -353,3 +375,43 @@ def patch(model: torch.nn.Module, verbose: bool = False) -> PatchReport:
     if verbose:
         print(report, file=sys.stderr)
     return report
+
+
+def tune_model(model: torch.nn.Module, *example_inputs: Any, budget: float = 60.0,
+               database: Optional[TuningDatabase] = None, devices: Optional[Sequence[str]] = None,
+               progress: Any = None, **options: Any) -> List[TuneResult]:
+    """Tunes the convolutions convtune runs in `model` (patch() it first) in all three directions, and makes
+    them use the results (set_tuning). The model is run once on `example_inputs` in eval mode without gradients,
+    convtune's convolutions returning zeros, to see their shapes; its training mode is restored after.
+
+    ``database``: where results go (default: the user's database file); ``devices``: a list of alike devices to
+    share the tuning (default: the device each convolution ran on); ``budget`` is in seconds for the whole run;
+    ``progress`` and the other options are those of convtune.tune()."""
+    global _recording
+    modes = [(m, m.training) for m in model.modules()]
+    found: Dict[Tuple[Any, ...], None] = {}
+    _recording = found
+    try:
+        model.eval()
+        with torch.no_grad():
+            model(*example_inputs)
+    finally:
+        _recording = None
+        for module, training in modes:
+            module.training = training
+    if not found:
+        raise _errors.InvalidArgument("tune_model: the model ran no convolution through convtune: patch(model) "
+                                      "first, and pass inputs its forward takes")
+    by_device: Dict[str, List[Any]] = {}
+    for x_shape, w_shape, stride, padding, dilation, groups, device in found:
+        problem = conv_problem(x_shape, w_shape, stride=stride, padding=padding, dilation=dilation, groups=groups)
+        by_device.setdefault(device, []).append(problem)
+    if database is None:
+        database = TuningDatabase()
+    results: List[TuneResult] = []
+    for device, problems in by_device.items():
+        share = budget * len(problems) / len(found)
+        results += tune(problems, device=list(devices) if devices else device, directions="all", budget=share,
+                        database=database, progress=progress, **options)
+    set_tuning(database)
+    return results

@@ -186,3 +186,26 @@ def test_custom_operators_pass_opcheck():
     x = torch.randn(2, 4, 9, 9, device="cuda", requires_grad=True)
     w = torch.randn(6, 2, 3, 3, device="cuda", requires_grad=True)
     torch.library.opcheck(torch.ops.convtune.conv2d.default, (x, w, [1, 1], [1, 1], [1, 1], 2))
+
+
+def test_tune_model_tunes_the_patched_convolutions_and_uses_them(tmp_path):
+    model = small_net("cpu")
+    ct.patch(model)
+    model.train()
+    db = convtune.TuningDatabase(str(tmp_path / "db.json"), shipped=False)
+    x = torch.randn(4, 1, 12, 12)
+    events = []
+    try:
+        results = ct.tune_model(model, x, budget=20, database=db, max_candidates=1, repeats=1, warmup=0,
+                                progress=events.append)
+        assert model.training and model[4].training  # modes restored
+        assert {r.operation for r in results} == {"fwd", "bwd-data", "bwd-filter"}
+        assert len({r.problem.split(",dir=")[0] for r in results}) == 2  # the two convolutions convtune runs
+        assert len(db) > 0 and events
+        model(x).sum().backward()
+        tiers = {plan.tier for plan, _, _ in ct._plans.values()}
+        assert tiers == {"exact"}
+    finally:
+        ct.set_tuning(True)
+    with pytest.raises(ValueError, match="ran no convolution through convtune"):
+        ct.tune_model(small_net("cpu"), x, database=db)
