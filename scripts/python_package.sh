@@ -6,9 +6,6 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 VENV=.venv
 LIBRARY=build/lib/libconvtune.so.0
-# Build requirements, pinned so every machine builds the same extension (pyproject.toml says what is accepted).
-NANOBIND=nanobind==2.12.0
-SCIKIT_BUILD_CORE=scikit-build-core==0.11.6
 
 if [ ! -e "$LIBRARY" ]; then
   echo "python_package: $LIBRARY is missing: build the library first (scripts/setup.sh)" >&2
@@ -19,8 +16,9 @@ if [ ! -x "$VENV/bin/python" ]; then
   # numpy, pytest and torch (--system-site-packages) instead of downloading them again.
   /usr/bin/python3 -m venv --system-site-packages "$VENV"
 fi
-if ! "$VENV/bin/python" -c "import nanobind, scikit_build_core" 2>/dev/null; then
-  "$VENV/bin/python" -m pip install -q --disable-pip-version-check "$NANOBIND" "$SCIKIT_BUILD_CORE"
+if ! "$VENV/bin/python" -m pip install -q --disable-pip-version-check --no-index -r python/build-requirements.txt \
+     2>/dev/null; then
+  "$VENV/bin/python" -m pip install -q --disable-pip-version-check -r python/build-requirements.txt
 fi
 
 # What the installed package is made of; a change to any of these reinstalls it.

@@ -37,6 +37,7 @@ def parse_args(argv):
     p.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     p.add_argument("--tune", type=float, default=0, metavar="SECONDS",
                    help="tune the model's convolutions (all directions) for this long before training")
+    p.add_argument("--tune-family", default="all", help="tune only this kernel family (default: every one)")
     p.add_argument("--tf32", action="store_true", help="let cuDNN use TF32 tensor cores (PyTorch's default)")
     p.add_argument("--warmup", type=int, default=5, help="steps left out of the timing (compiles, allocations)")
     p.add_argument("--seed", type=int, default=1)
@@ -125,7 +126,7 @@ def main(argv=None):
         import convtune.torch
         example = data[0][:args.batch]
         start = time.perf_counter()
-        results = convtune.torch.tune_model(models["convtune"], example, budget=args.tune)
+        results = convtune.torch.tune_model(models["convtune"], example, budget=args.tune, family=args.tune_family)
         faster = sum(1 for r in results if r.speedup and r.speedup > 1.01)
         say(f"tuned {len(results)} tasks in {time.perf_counter() - start:.1f} s ({faster} beat the built-in default)")
     if len(models) == 2 and world == 1:
