@@ -12,6 +12,7 @@
 
 #include "convtune/error.h"
 #include "convtune/tuning.h"
+#include "src/tuner/skip_tuned.h"
 #include "src/tuner/task_spread.h"
 
 namespace convtune {
@@ -94,16 +95,8 @@ std::vector<TuneTaskResult> tune_devices(const std::vector<Device*>& devices, co
   tune(*devices.front(), {}, database, options);
   if (devices.size() == 1) return tune(*devices.front(), all_tasks, database, options, callbacks);
 
-  const DeviceInfo& info = devices.front()->info();
-  std::vector<TuneTask> tasks;
-  for (const TuneTask& t : all_tasks) {
-    if (options.skip_tuned) {
-      const LookupResult found =
-          database.lookup(t.problem, info, {{t.family->name(), kernel_source_hash(*t.family, t.problem, info)}});
-      if (found.tier == LookupTier::Exact) continue;
-    }
-    tasks.push_back(t);
-  }
+  const std::vector<TuneTask> tasks =
+      tasks_to_tune(all_tasks, database, devices.front()->info(), options.skip_tuned);
 
   // Compiling ahead is CPU work: the devices share the host's cores instead of each taking tune()'s default.
   int jobs = options.jobs;

@@ -12,6 +12,7 @@
 #include "src/tuner/candidate_evaluator.h"
 #include "src/tuner/search_space.h"
 #include "src/tuner/searcher.h"
+#include "src/tuner/skip_tuned.h"
 
 namespace convtune {
 
@@ -34,6 +35,22 @@ TuneTrial to_trial(const Config& config, const Evaluation& e, double wall_ms, st
 }
 
 }  // namespace
+
+std::vector<TuneTask> tasks_to_tune(const std::vector<TuneTask>& all_tasks, const TuningDatabase& database,
+                                    const DeviceInfo& info, bool skip_tuned) {
+  // A current exact entry for this device means the task was tuned before (an interrupted run, a suite that
+  // grew): with skip_tuned it is left as it is.
+  std::vector<TuneTask> tasks;
+  for (const TuneTask& t : all_tasks) {
+    if (skip_tuned) {
+      const LookupResult found =
+          database.lookup(t.problem, info, {{t.family->name(), kernel_source_hash(*t.family, t.problem, info)}});
+      if (found.tier == LookupTier::Exact) continue;
+    }
+    tasks.push_back(t);
+  }
+  return tasks;
+}
 
 std::vector<TuneTask> make_tune_tasks(const DeviceInfo& device,
                                       const std::vector<std::pair<std::string, Problem>>& problems,
@@ -71,17 +88,7 @@ std::vector<TuneTaskResult> tune(Device& device, const std::vector<TuneTask>& al
   }
   const DeviceInfo& info = device.info();
 
-  // A current exact entry for this device means the task was tuned before (an interrupted run, a suite that
-  // grew): with skip_tuned it is left as it is.
-  std::vector<TuneTask> tasks;
-  for (const TuneTask& t : all_tasks) {
-    if (options.skip_tuned) {
-      const LookupResult found =
-          database.lookup(t.problem, info, {{t.family->name(), kernel_source_hash(*t.family, t.problem, info)}});
-      if (found.tier == LookupTier::Exact) continue;
-    }
-    tasks.push_back(t);
-  }
+  const std::vector<TuneTask> tasks = tasks_to_tune(all_tasks, database, info, options.skip_tuned);
 
   const unsigned hardware = std::max(1u, std::thread::hardware_concurrency());
   const size_t jobs = options.jobs > 0 ? static_cast<size_t>(options.jobs) : std::clamp<size_t>(hardware - 1, 1, 8);
