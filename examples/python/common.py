@@ -142,11 +142,15 @@ def gradient_check(reference, model, images, labels):
 
 
 def distributed():
-    """(rank, world size, device) under torchrun (one process per GPU, NCCL), else (0, 1, None)."""
+    """(rank, world size, device) under torchrun: one process per GPU over NCCL (or, on a machine without CUDA, CPU
+    processes over Gloo); (0, 1, None) otherwise."""
     world = int(os.environ.get("WORLD_SIZE", "1"))
     if world == 1:
         return 0, 1, None
     import torch.distributed as dist
+    if not torch.cuda.is_available():
+        dist.init_process_group("gloo")
+        return dist.get_rank(), world, torch.device("cpu")
     local = int(os.environ["LOCAL_RANK"])
     torch.cuda.set_device(local)
     try:

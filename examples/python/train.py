@@ -4,7 +4,7 @@ epoch or step, throughput, loss and test accuracy for each. On the first step th
 Under torchrun (one process per GPU) it trains data-parallel with DistributedDataParallel over NCCL.
 
   python train.py --model resnet18 --conv both --steps 300                # one GPU: cuDNN, then convtune
-  torchrun --nproc-per-node 2 train.py --model resnet18 --conv convtune --steps 300
+  torchrun --nproc_per_node 2 train.py --model resnet18 --conv convtune --steps 300
   python train.py --model lenet --conv both --epochs 2 --tune 60          # tune the layers for 60 s first
 
 The data are Fashion-MNIST's IDX files (--data, default $CONVTUNE_DATA or Debian's dataset-fashion-mnist).
@@ -64,7 +64,8 @@ def train(args, conv, model, data, test, rank, world, device, say):
     """Trains `model`; returns a summary dict. Every rank takes its slice of each global batch."""
     images, labels = data
     if world > 1:
-        model = torch.nn.parallel.DistributedDataParallel(model, device_ids=[device.index])
+        model = torch.nn.parallel.DistributedDataParallel(
+            model, device_ids=[device.index] if device.type == "cuda" else None)
     if args.model == "resnet18":
         optimizer = torch.optim.SGD(model.parameters(), lr=args.lr or 0.05, momentum=0.9, weight_decay=5e-4)
     else:

@@ -131,7 +131,7 @@ PY
   for conv in convtune torch; do
     run 70 "$OUT/ddp.log" $PY examples/python/train.py --model resnet18 --conv $conv --steps 100 --batch 128 \
       --log-every 0
-    run 90 "$OUT/ddp.log" $PY -m torch.distributed.run --standalone --nproc-per-node 2 examples/python/train.py \
+    run 90 "$OUT/ddp.log" $PY -m torch.distributed.run --standalone --nproc_per_node 2 examples/python/train.py \
       --model resnet18 --conv $conv --steps 100 --batch 128 --log-every 0
   done
   summaries "$OUT/ddp.log"
