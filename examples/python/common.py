@@ -141,14 +141,14 @@ def gradient_check(reference, model, images, labels):
     return worst, where
 
 
-def distributed():
-    """(rank, world size, device) under torchrun: one process per GPU over NCCL (or, on a machine without CUDA, CPU
-    processes over Gloo); (0, 1, None) otherwise."""
+def distributed(device_type):
+    """(rank, world size, device) under torchrun: one process per GPU over NCCL, or for `device_type` 'cpu' CPU
+    processes over Gloo; (0, 1, None) outside torchrun."""
     world = int(os.environ.get("WORLD_SIZE", "1"))
     if world == 1:
         return 0, 1, None
     import torch.distributed as dist
-    if not torch.cuda.is_available():
+    if device_type == "cpu":
         dist.init_process_group("gloo")
         return dist.get_rank(), world, torch.device("cpu")
     local = int(os.environ["LOCAL_RANK"])

@@ -105,7 +105,7 @@ def train(args, conv, model, data, test, rank, world, device, say):
 
 def main(argv=None):
     args = parse_args(sys.argv[1:] if argv is None else argv)
-    rank, world, device = common.distributed()
+    rank, world, device = common.distributed(torch.device(args.device).type)
     device = device or torch.device(args.device)
     say = print if rank == 0 else (lambda *a, **k: None)
     if device.type == "cuda":

@@ -24,3 +24,24 @@ def test_train_example_runs_both_and_gradients_agree(capsys, model, extra):
     assert "summary: conv=torch" in out and "summary: conv=convtune" in out
     losses = [line.split("final_loss=")[1].split()[0] for line in out.splitlines() if line.startswith("summary")]
     assert abs(float(losses[0]) - float(losses[1])) < 1e-3  # two steps from the same weights and batches
+
+
+def test_train_example_data_parallel_on_two_cpu_processes():
+    """DistributedDataParallel with convtune's convolutions, as torchrun would start it (two ranks over Gloo on the
+    loopback interface here; NCCL and a GPU each on the GPU machine)."""
+    import socket
+    import subprocess
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    script = os.path.join(EXAMPLES, "train.py")
+    args = ["--model", "lenet", "--conv", "convtune", "--device", "cpu", "--limit", "64", "--test-limit", "32",
+            "--steps", "2", "--batch", "8", "--warmup", "0", "--log-every", "0", "--width", "4"]
+    ranks = [subprocess.Popen([sys.executable, script] + args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                              text=True, env=dict(os.environ, MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port),
+                                                  RANK=str(r), LOCAL_RANK=str(r), WORLD_SIZE="2"))
+             for r in range(2)]
+    outputs = [p.communicate(timeout=120)[0] for p in ranks]
+    assert [p.returncode for p in ranks] == [0, 0], outputs
+    assert "summary: conv=convtune model=lenet processes=2" in outputs[0]
+    assert "summary:" not in outputs[1]  # rank 0 reports
