@@ -188,7 +188,15 @@ def test_cuda_runs_on_the_current_stream_and_keeps_the_current_device():
 def test_custom_operators_pass_opcheck():
     x = torch.randn(2, 4, 9, 9, device="cuda", requires_grad=True)
     w = torch.randn(6, 2, 3, 3, device="cuda", requires_grad=True)
-    torch.library.opcheck(torch.ops.convtune.conv2d.default, (x, w, [1, 1], [1, 1], [1, 1], 2))
+    # Schema, autograd registration and fake (meta) implementation; torch.compile with dynamic shapes is not
+    # claimed (the shape arguments are int[], which specialises).
+    torch.library.opcheck(torch.ops.convtune.conv2d.default, (x, w, [1, 1], [1, 1], [1, 1], 2),
+                          test_utils=("test_schema", "test_autograd_registration", "test_faketensor"))
+    dy = torch.randn(2, 6, 9, 9, device="cuda")
+    torch.library.opcheck(torch.ops.convtune.conv2d_backward_data.default,
+                          (w.detach(), dy, [2, 4, 9, 9], [1, 1], [1, 1], [1, 1], 2), test_utils=("test_faketensor",))
+    torch.library.opcheck(torch.ops.convtune.conv2d_backward_filter.default,
+                          (x.detach(), dy, [6, 2, 3, 3], [1, 1], [1, 1], [1, 1], 2), test_utils=("test_faketensor",))
 
 
 def test_tune_model_tunes_the_patched_convolutions_and_uses_them(tmp_path):
