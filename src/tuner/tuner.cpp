@@ -19,6 +19,7 @@
 #include "src/tuner/candidate_evaluator.h"
 #include "src/tuner/search_space.h"
 #include "src/tuner/searcher.h"
+#include "src/tuner/skip_tuned.h"
 
 namespace convtune {
 
@@ -66,6 +67,22 @@ struct ProblemState {
 
 }  // namespace
 
+std::vector<TuneTask> tasks_to_tune(const std::vector<TuneTask>& all_tasks, const TuningDatabase& database,
+                                    const DeviceInfo& info, bool skip_tuned) {
+  // A current exact entry for this device means the task was tuned before (an interrupted run, a suite that
+  // grew): with skip_tuned it is left as it is.
+  std::vector<TuneTask> tasks;
+  for (const TuneTask& t : all_tasks) {
+    if (skip_tuned) {
+      const LookupResult found =
+          database.lookup(t.problem, info, {{t.family->name(), kernel_source_hash(*t.family, t.problem, info)}});
+      if (found.tier == LookupTier::Exact) continue;
+    }
+    tasks.push_back(t);
+  }
+  return tasks;
+}
+
 std::vector<TuneTask> make_tune_tasks(const DeviceInfo& device,
                                       const std::vector<std::pair<std::string, Problem>>& problems,
                                       const std::string& family, std::vector<std::string>* skipped) {
@@ -112,17 +129,10 @@ std::vector<TuneTaskResult> tune(Device& device, const std::vector<TuneTask>& al
     if (callbacks.status) callbacks.status(text);
   };
 
-  // A current exact entry for this device means the task was tuned before (an interrupted run, a suite that
-  // grew): with skip_tuned it is left as it is.
   std::vector<TaskState> tasks;
   std::vector<ProblemState> problems;
   std::map<std::string, size_t> problem_index;
-  for (const TuneTask& t : all_tasks) {
-    if (options.skip_tuned) {
-      const LookupResult found =
-          database.lookup(t.problem, info, {{t.family->name(), kernel_source_hash(*t.family, t.problem, info)}});
-      if (found.tier == LookupTier::Exact) continue;
-    }
+  for (const TuneTask& t : tasks_to_tune(all_tasks, database, info, options.skip_tuned)) {
     const std::string key = t.problem.to_string();
     if (!problem_index.count(key)) {
       problem_index[key] = problems.size();
@@ -131,6 +141,7 @@ std::vector<TuneTaskResult> tune(Device& device, const std::vector<TuneTask>& al
     problems[problem_index[key]].tasks.push_back(tasks.size());
     TaskState state;
     state.result.task = t;
+    state.result.device = info.id;
     tasks.push_back(std::move(state));
   }
 
