@@ -211,7 +211,18 @@ class WinogradFamily final : public KernelFamily {
     p.transform_threads = device.max_work_group_size >= 128 ? 128 : 64;
     Config config;
     const Layout l = layout(pb, p.m_tile, p.batch_chunk, p.split);
-    for (const gemm::TileParams& tiles : gemm::preferred_tiles()) {
+    std::vector<gemm::TileParams> candidates = gemm::preferred_tiles();
+    if (device.is_gpu && l.gemm_m >= 128 && l.gemm_n >= 128 * 16) {
+      // Large GEMMs on a GPU: 128x128 tiles with 8x8 register tiles, the setup the gemm family's tuning chose for
+      // large squares on an H200 (28-35 TFLOP/s, tuning/nvidia-h200-cuda.json).
+      gemm::TileParams large;
+      large.tile_m = large.tile_n = 128, large.tile_k = 32, large.threads_m = large.threads_n = 16;
+      large.local_padding = 2, large.vector_width = 1;
+      candidates.insert(candidates.begin(), large);
+    }
+    for (const gemm::TileParams& tiles : candidates) {
+      // CPUs (PoCL) run a work-group's threads one after another between barriers: large groups only cost there.
+      if (!device.is_gpu && tiles.threads() > 64) continue;
       static_cast<gemm::TileParams&>(p) = tiles;
       // The widest loads both operands take, else the widest either takes.
       for (int64_t width : {4, 2, 1}) {
