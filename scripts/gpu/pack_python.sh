@@ -6,8 +6,8 @@
 #   .carry/py/data/            Fashion-MNIST as gzip IDX files: the first $TRAIN_IMAGES (20000) training images and
 #                              all 10,000 test images (the full set would not fit the carry)
 #   .carry/py/MANIFEST.txt     commit, date, Python used, sizes
-# The extension is built here with a Python 3.12 ($PY312, default pyenv's) against build/'s library; build/ must be
-# current (scripts/setup.sh). About 20 MB in all.
+# The extension is built here with a Python 3.12 ($PY312, default pyenv's) against $BUILD's library (default build/,
+# brought up to date first). About 20 MB in all.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 OUTDIR=.carry/py
@@ -15,20 +15,21 @@ DATA=${CONVTUNE_DATA:-/usr/share/datasets/fashion-mnist}
 TRAIN_IMAGES=${TRAIN_IMAGES:-20000}
 PY312=${PY312:-$(ls -d /root/.pyenv/versions/3.1[2-9]*/bin/python3 2>/dev/null | head -1)}
 [ -x "${PY312:-}" ] || { echo "pack_python: no Python 3.12 or later found: set PY312" >&2; exit 2; }
-cmake --build build -j2 >/dev/null
+BUILD=${BUILD:-build}
+cmake --build "$BUILD" -j2 >/dev/null
 
 # A build environment of that Python with the pinned build requirements, kept in build/ between runs.
-ENV=build/py312-venv
+ENV=$BUILD/py312-venv
 [ -x "$ENV/bin/python" ] || "$PY312" -m venv "$ENV"
 "$ENV/bin/python" -m pip install -q --disable-pip-version-check -r python/build-requirements.txt
-rm -rf build/py312-wheel
-"$ENV/bin/python" -m pip wheel -q --disable-pip-version-check --no-build-isolation --no-deps . -w build/py312-wheel \
-  --config-settings=cmake.define.CONVTUNE_LIBRARY="$PWD/build/lib/libconvtune.so.0"
+rm -rf "$BUILD/py312-wheel"
+"$ENV/bin/python" -m pip wheel -q --disable-pip-version-check --no-build-isolation --no-deps . -w "$BUILD/py312-wheel" \
+  --config-settings=cmake.define.CONVTUNE_LIBRARY="$PWD/$BUILD/lib/libconvtune.so.0"
 
 rm -rf "$OUTDIR" && mkdir -p "$OUTDIR/site" "$OUTDIR/bin" "$OUTDIR/data"
-"$ENV/bin/python" -m zipfile -e build/py312-wheel/convtune-*-cp312-abi3-*.whl "$OUTDIR/site"
+"$ENV/bin/python" -m zipfile -e "$BUILD"/py312-wheel/convtune-*-cp312-abi3-*.whl "$OUTDIR/site"
 rm -rf "$OUTDIR"/site/*.dist-info
-cp build/convtune "$OUTDIR/bin/"
+cp "$BUILD/convtune" "$OUTDIR/bin/"
 "$ENV/bin/python" - "$DATA" "$OUTDIR/data" "$TRAIN_IMAGES" <<'PY'
 import gzip, os, struct, sys
 source, target, limit = sys.argv[1], sys.argv[2], int(sys.argv[3])

@@ -177,10 +177,9 @@ std::vector<TuneTaskResult> tune(Device& device, const std::vector<TuneTask>& al
     for (size_t index : p.tasks) {
       TaskState& task = tasks[index];
       const KernelFamily& family = *task.result.task.family;
-      const SearchSpace space(family, p.problem, info);
-      for (const Config& c : space.configs())
-        if (matches_only(c, options.only)) task.configs.push_back(c);
-      task.result.space = task.configs.size();
+      SearchSpace space(family, p.problem, info, [&](const Config& c) { return matches_only(c, options.only); });
+      task.configs = space.configs();
+      task.result.space = space.size();
       if (callbacks.task_started) callbacks.task_started(task.result.task, index, tasks.size(), task.result.space);
     }
     // Today's plan for this problem, as any caller would get it.
@@ -335,6 +334,7 @@ std::vector<TuneTaskResult> tune(Device& device, const std::vector<TuneTask>& al
                                           [&](const Config& c) { return task.evaluator->evaluate(c); }, loop);
     task.result.stop_reason = searched.stop_reason;
     task.evaluator.reset();
+    std::vector<Config>().swap(task.configs);  // a large space's sample is megabytes: gone once searched
     store(task);  // saved now, so an interrupted run keeps what it found
   }
   // Compiles still running for candidates that will not be measured are not waited for in the budget's name: the

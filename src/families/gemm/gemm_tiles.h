@@ -17,7 +17,11 @@ struct TileParams {
   int64_t tile_m = 0, tile_n = 0, tile_k = 0;
   int64_t threads_m = 0, threads_n = 0;
   int64_t local_padding = 0, vector_width = 0;
+  int64_t register_vector = 1;  // runs of adjacent register-tile rows/columns read as one local vector
+  int64_t prefetch = 0;         // 1: next tiles' global loads in flight during the FMAs
   int64_t threads() const { return threads_m * threads_n; }
+  // Floats of both operands' tiles each thread holds between global load and local store.
+  int64_t fetch_floats() const { return (tile_m * tile_k + tile_n * tile_k + threads() - 1) / threads(); }
 };
 
 inline constexpr uint64_t kPortableLocalBytes = 48 * 1024;  // CUDA's static shared memory limit
@@ -41,9 +45,14 @@ void add_tile_fields(std::vector<typename ParameterTable<P>::Field>& fields) {
   fields.push_back(
       {"THREADS_N", &P::threads_n, {4, 8, 16, 32}, "work-group columns; a thread owns TILE_N/THREADS_N columns"});
   fields.push_back({"TILE_K", &P::tile_k, {4, 8, 16, 32}, "GEMM reduction depth per local-memory tile"});
-  fields.push_back({"LOCAL_PADDING", &P::local_padding, {0, 1, 2}, "floats added to each local tile row against bank conflicts"});
+  fields.push_back(
+      {"LOCAL_PADDING", &P::local_padding, {0, 1, 2, 4}, "floats added to each local tile row against bank conflicts"});
   fields.push_back({"VECTOR_WIDTH", &P::vector_width, {1, 2, 4},
                     "floats per global load where an operand's layout keeps vectors aligned"});
+  fields.push_back({"REGISTER_VECTOR", &P::register_vector, {1, 4},
+                    "a thread's register tile in runs of this many adjacent rows/columns, one local-memory vector each"});
+  fields.push_back({"PREFETCH", &P::prefetch, {0, 1},
+                    "1: the next tiles' global loads go out before the FMAs on the current ones (more registers)"});
 }
 
 // The kernel's own limits. `max_rows`: the most GEMM rows any launch has (for the grid limit);
@@ -73,11 +82,21 @@ std::vector<Constraint> tile_constraints(const ParameterTable<P>& t, int64_t max
                      return (p.tile_m / p.threads_m) * (p.tile_n / p.threads_n) <= kMaxAccumulators;
                    }),
       // CUDA launches fail outright when a block needs more registers than a multiprocessor has (64K on every GPU
-      // since sm_50); launch bounds make the compiler spill instead. Estimate: accumulators + 32 per thread.
-      t.constraint("estimated registers per work-group within 64K", {&P::tile_m, &P::threads_m, &P::tile_n, &P::threads_n},
+      // since sm_50); launch bounds make the compiler spill instead. Estimate: accumulators + 32 per thread, plus
+      // the prefetched tiles' floats with PREFETCH.
+      t.constraint("estimated registers per work-group within 64K",
+                   {&P::tile_m, &P::threads_m, &P::tile_n, &P::threads_n, &P::tile_k, &P::prefetch},
                    [](const P& p, const X&) {
                      const int64_t accumulators = p.tile_m * p.tile_n / p.threads();
-                     return p.threads() * (accumulators + kRegistersBesideAccumulators) <= kRegisterFile;
+                     const int64_t prefetched = p.prefetch ? p.fetch_floats() : 0;
+                     return p.threads() * (accumulators + kRegistersBesideAccumulators + prefetched) <= kRegisterFile;
+                   }),
+      t.constraint("REGISTER_VECTOR divides each thread's rows and columns and the padded local rows",
+                   {&P::tile_m, &P::threads_m, &P::tile_n, &P::threads_n, &P::local_padding, &P::register_vector},
+                   [](const P& p, const X&) {
+                     const int64_t rv = p.register_vector;
+                     return (p.tile_m / p.threads_m) % rv == 0 && (p.tile_n / p.threads_n) % rv == 0 &&
+                            (p.tile_m + p.local_padding) % rv == 0 && (p.tile_n + p.local_padding) % rv == 0;
                    }),
       t.constraint("local memory within the device limit and 48 KiB",
                    {&P::tile_m, &P::tile_n, &P::tile_k, &P::local_padding}, [](const P& p, const X& x) {
