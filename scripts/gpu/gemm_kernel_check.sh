@@ -2,8 +2,11 @@
 # GPU run for gemm.cl's REGISTER_VECTOR and PREFETCH parameters (and through them winograd and im2col_gemm),
 # binaries carried in .carry/bin (scripts/gpu/pack.sh):
 #   PART=cuda (default): 1. family conformance of gemm, im2col_gemm, implicit_gemm and winograd on CUDA and NVIDIA
-#     OpenCL; 2. ten GEMM shapes beside cuBLAS FP32: the 128x128 tile setup with each REGISTER_VECTOR x PREFETCH;
-#   PART=wino: the stride1 suite (winograd) beside cuDNN FP32, built-in default and with vector reads + prefetch;
+#     OpenCL (DEVICES, default cuda:0,opencl:1: the GPU machine also has PoCL, whose compiler asserts on some
+#     implicit_gemm samples); 2. ten GEMM shapes beside cuBLAS FP32: the 128x128 tile setup with each REGISTER_VECTOR x PREFETCH;
+#     3. the alexnet suite's im2col_gemm default beside the same with scalar register reads and no prefetch;
+#   PART=wino: the stride1 suite (winograd) beside cuDNN FP32, built-in default and with scalar register reads
+#     and no prefetch;
 #   PART=opencl instead: the stride1 suite's winograd default through NVIDIA's OpenCL beside cuDNN FP32;
 #   PART=tune instead: a 3-minute tune of the ten GEMM shapes into OUTDIR/gemm-db.json (the shipped tuning/
 #   entries go stale with gemm.cl's source).
@@ -54,7 +57,7 @@ fi
 if [ "$PART" = cuda ]; then
 echo "== conformance (CUDA and NVIDIA OpenCL)" | tee -a "$SUMMARY"
 {
-  timeout 240 "$BIN/family_conformance_test" --gtest_filter='*gemm*:*winograd*' 2>&1
+  CONVTUNE_CONFORMANCE_DEVICES=${DEVICES:-cuda:0,opencl:1} timeout 240 "$BIN/family_conformance_test" --gtest_filter='*gemm*:*winograd*' 2>&1
 } >"$OUT/conformance.txt" 2>&1
 echo "passed: $(grep -cE '^\[       OK' "$OUT/conformance.txt"), failed: $(grep -cE '^\[  FAILED' "$OUT/conformance.txt")" |
   tee -a "$SUMMARY"
@@ -73,6 +76,12 @@ done
 run_bench gemm-rv4-pf1-k32 120 "${GEMMS[@]}" --device cuda:0 --family gemm \
   --config "${LARGE/TILE_K=16/TILE_K=32},REGISTER_VECTOR=4,PREFETCH=1" "${GB[@]}"
 python3 scripts/gpu/variant_table.py cublas "${LABELS[@]}" | tee -a "$SUMMARY"
+echo "== alexnet suite, im2col_gemm beside cuDNN FP32" | tee -a "$SUMMARY"
+LABELS=()
+ALEX=(--suite alexnet --direction all --family im2col_gemm --warmup 2 --repeats 10 --against cudnn --math fp32)
+run_bench gemm-im2col-default 120 "${ALEX[@]}" --device cuda:0
+run_bench gemm-im2col-scalar 120 "${ALEX[@]}" --device cuda:0 --config LOCAL_PADDING=1,REGISTER_VECTOR=1,PREFETCH=0
+python3 scripts/gpu/variant_table.py cudnn "${LABELS[@]}" | tee -a "$SUMMARY"
 tar czf "$OUT/gemm-json.tgz" -C /tmp $(cd /tmp && ls gemm-*.json 2>/dev/null)
 exit 0
 fi
@@ -81,8 +90,8 @@ if [ "$PART" = wino ]; then
 echo "== stride1 suite, winograd beside cuDNN FP32" | tee -a "$SUMMARY"
 LABELS=()
 run_bench wino-default 200 "${SUITE[@]}" --device cuda:0
-run_bench wino-rv4-pf1 200 "${SUITE[@]}" --device cuda:0 --config LOCAL_PADDING=4,REGISTER_VECTOR=4,PREFETCH=1
+run_bench wino-scalar 200 "${SUITE[@]}" --device cuda:0 --config LOCAL_PADDING=1,REGISTER_VECTOR=1,PREFETCH=0
 python3 scripts/gpu/variant_table.py cudnn "${LABELS[@]}" | tee -a "$SUMMARY"
-cp /tmp/wino-default.json /tmp/wino-rv4-pf1.json "$OUT/" 2>/dev/null
+cp /tmp/wino-default.json /tmp/wino-scalar.json "$OUT/" 2>/dev/null
 fi
 
