@@ -91,7 +91,10 @@ TEST(Tuner, KeepsItsBudgetOverSeveralTasks) {
   const auto start = std::chrono::steady_clock::now();
   const auto results = tune(*device, make_tune_tasks(info, problems), db, options, callbacks);
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  EXPECT_LE(seconds, options.budget_seconds + 4) << "the budget is " << options.budget_seconds << " s";
+  // The slack is one program compile: the tuner starts nothing it expects to end past the deadline, but cannot stop
+  // a compile in flight, and PoCL takes 3-5 s for a Winograd program (three kernels and gemm.cl) on a busy 2-core
+  // machine.
+  EXPECT_LE(seconds, options.budget_seconds + 6) << "the budget is " << options.budget_seconds << " s";
   EXPECT_FALSE(statuses.empty());
   size_t tuned = 0;
   for (const TuneTaskResult& r : results) {
