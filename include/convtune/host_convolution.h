@@ -30,7 +30,8 @@ class HostConvolution {
 };
 
 // The CPU paths: "reference" (float64 accumulation, the oracle), "sequential" (plain FP32 loops, one thread,
-// seed 000's test-seq baseline) and "threaded" (the same loops on every core).
+// seed 000's test-seq baseline), "threaded" (the same loops on every core) and "blocked" (cpu_blocked's SIMD
+// kernels, each problem's default configuration; "blocked[ORIENT=0,VECS=2,...]" fixes one configuration).
 std::vector<std::string> cpu_convolution_names();
 std::unique_ptr<HostConvolution> make_cpu_convolution(std::string_view name);
 

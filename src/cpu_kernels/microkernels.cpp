@@ -1,0 +1,235 @@
+// The CPU module's micro-kernels, compiled once per Highway target (AVX-512, AVX2, scalar) by foreach_target:
+// register-blocked broadcast and dot kernels for every block shape that fits the ISA's vector registers.
+#include "src/cpu_kernels/hwy_targets.h"
+// Highway re-includes this file once per target.
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "src/cpu_kernels/microkernels.cpp"
+#include <hwy/foreach_target.h>
+#include <hwy/highway.h>
+
+#include <algorithm>
+
+#include "src/cpu_kernels/microkernels.h"
+
+HWY_BEFORE_NAMESPACE();
+namespace convtune::cpu_blocked::detail {
+namespace HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+using D = hn::ScalableTag<float>;
+using V = hn::Vec<D>;
+
+// Writes a finished block from `tile` (the accumulators stored as tile[(v * nj + j) * lanes + lane]): whole vectors
+// where lanes are adjacent in memory, else lane by lane (channel-blocked accumulators written to channel-major
+// tensors), leaving out lanes beyond `valid`. Not inlined: one copy serves every block shape, which keeps the
+// kernels' code (and the build) small; it runs once per block, after the whole reduction.
+HWY_NOINLINE void StoreBlock(const float* HWY_RESTRICT tile, int nv, int nj, const BcastArgs& p) {
+  const D d;
+  const int64_t lanes = static_cast<int64_t>(hn::Lanes(d));
+  for (int v = 0; v < nv; ++v) {
+    const int64_t valid = std::min<int64_t>(p.valid - v * lanes, lanes);
+    if (valid <= 0) return;
+    const auto m = hn::FirstN(d, static_cast<size_t>(valid));
+    for (int j = 0; j < nj; ++j) {
+      const float* t = tile + (v * nj + j) * lanes;
+      float* out = p.out + v * p.o_v + j * p.o_j;
+      if (p.o_lane == 1) {
+        V x = hn::LoadU(d, t);
+        if (p.accumulate) x = hn::Add(x, hn::MaskedLoad(m, d, out));
+        hn::BlendedStore(x, m, d, out);
+      } else if (p.accumulate) {
+        for (int64_t l = 0; l < valid; ++l) out[l * p.o_lane] += t[l];
+      } else {
+        for (int64_t l = 0; l < valid; ++l) out[l * p.o_lane] = t[l];
+      }
+    }
+  }
+}
+
+// acc[v][j] += A[v] * broadcast(B[j]) over three reduction levels; see BcastArgs. (GCC versions the inner loop
+// for b_j == 1 by itself, so unit-stride columns get constant offsets without a separate instantiation.)
+template <int NV, int NJ>
+void Bcast(const BcastArgs& p) {
+  const D d;
+  const int64_t lanes = static_cast<int64_t>(hn::Lanes(d));
+  V acc[NV][NJ];
+#pragma GCC unroll 32
+  for (int v = 0; v < NV; ++v) {
+#pragma GCC unroll 32
+    for (int j = 0; j < NJ; ++j) acc[v][j] = hn::Zero(d);
+  }
+  const int64_t bj = p.b_j;
+  const float* a0 = p.a;
+  const float* b0 = p.b;
+  for (int64_t i0 = 0; i0 < p.n0; ++i0, a0 += p.a0, b0 += p.b0) {
+    const float* a1 = a0;
+    const float* b1 = b0;
+    for (int64_t i1 = 0; i1 < p.n1; ++i1, a1 += p.a1, b1 += p.b1) {
+      const float* a = a1;
+      const float* b = b1;
+      for (int64_t i2 = 0; i2 < p.n2; ++i2, a += p.a2, b += p.b2) {
+        V av[NV];
+#pragma GCC unroll 32
+        for (int v = 0; v < NV; ++v) av[v] = hn::LoadU(d, a + v * lanes);
+#pragma GCC unroll 32
+        for (int j = 0; j < NJ; ++j) {
+          const V bv = hn::Set(d, b[j * bj]);
+#pragma GCC unroll 32
+          for (int v = 0; v < NV; ++v) acc[v][j] = hn::MulAdd(av[v], bv, acc[v][j]);
+        }
+      }
+    }
+  }
+  HWY_ALIGN float tile[NV * NJ * hn::MaxLanes(d)];
+#pragma GCC unroll 32
+  for (int v = 0; v < NV; ++v) {
+#pragma GCC unroll 32
+    for (int j = 0; j < NJ; ++j) hn::Store(acc[v][j], d, tile + (v * NJ + j) * lanes);
+  }
+  StoreBlock(tile, NV, NJ, p);
+}
+
+// acc[i][j] += A_i[x] * B_j[x] along runs of `len` floats, then a horizontal sum per accumulator; see DotArgs.
+template <int NI, int NJ>
+void Dot(const DotArgs& p) {
+  const D d;
+  const int64_t lanes = static_cast<int64_t>(hn::Lanes(d));
+  V acc[NI][NJ];
+#pragma GCC unroll 32
+  for (int i = 0; i < NI; ++i) {
+#pragma GCC unroll 32
+    for (int j = 0; j < NJ; ++j) acc[i][j] = hn::Zero(d);
+  }
+  const int64_t full = p.len / lanes * lanes;
+  const auto tail = hn::FirstN(d, static_cast<size_t>(p.len - full));
+  const float* a0 = p.a;
+  const float* b0 = p.b;
+  for (int64_t i0 = 0; i0 < p.n0; ++i0, a0 += p.a0, b0 += p.b0) {
+    const float* a = a0;
+    const float* b = b0;
+    for (int64_t i1 = 0; i1 < p.n1; ++i1, a += p.a1, b += p.b1) {
+      int64_t x = 0;
+      for (; x < full; x += lanes) {
+        V bv[NJ];
+#pragma GCC unroll 32
+        for (int j = 0; j < NJ; ++j) bv[j] = hn::LoadU(d, b + j * p.b_j + x);
+#pragma GCC unroll 32
+        for (int i = 0; i < NI; ++i) {
+          const V av = hn::LoadU(d, a + i * p.a_i + x);
+#pragma GCC unroll 32
+          for (int j = 0; j < NJ; ++j) acc[i][j] = hn::MulAdd(av, bv[j], acc[i][j]);
+        }
+      }
+      if (x < p.len) {
+        // Both operands masked: lanes past the run read as zero, whatever memory holds there.
+        V bv[NJ];
+#pragma GCC unroll 32
+        for (int j = 0; j < NJ; ++j) bv[j] = hn::MaskedLoad(tail, d, b + j * p.b_j + x);
+#pragma GCC unroll 32
+        for (int i = 0; i < NI; ++i) {
+          const V av = hn::MaskedLoad(tail, d, a + i * p.a_i + x);
+#pragma GCC unroll 32
+          for (int j = 0; j < NJ; ++j) acc[i][j] = hn::MulAdd(av, bv[j], acc[i][j]);
+        }
+      }
+    }
+  }
+#pragma GCC unroll 32
+  for (int i = 0; i < NI; ++i) {
+#pragma GCC unroll 32
+    for (int j = 0; j < NJ; ++j) {
+      const float sum = hn::GetLane(hn::SumOfLanes(d, acc[i][j]));
+      float* out = p.out + i * p.o_i + j * p.o_j;
+      *out = p.accumulate ? *out + sum : sum;
+    }
+  }
+}
+
+// Column counts compiled: every count up to 8, then the widths that cover common rows (13, 14, 27 = 14 + 13,
+// 28, 56 = 2 x 28...). The planner splits other widths into compiled ones.
+constexpr int kColumns[] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 12, 13, 14, 16, 20, 24, 28};
+
+// Registers a block shape when its accumulators, the NV A vectors and one broadcast fit the register file.
+template <int NV, size_t I = 0>
+void AddBcast(KernelTable& t) {
+  if constexpr (I < sizeof(kColumns) / sizeof(kColumns[0])) {
+    constexpr int NJ = kColumns[I];
+    if constexpr (NV * NJ + NV + 1 <= 32) {
+      if (NV * NJ + NV + 1 <= t.registers) t.bcast[NV - 1][NJ - 1] = &Bcast<NV, NJ>;
+      AddBcast<NV, I + 1>(t);
+    }
+  }
+}
+
+// Dot blocks keep the NJ B vectors live beside the accumulators; rows i come in these counts.
+constexpr int kDotRows[] = {1, 2, 3, 4, 6, 8};
+
+template <int NI, int NJ>
+void AddDot(KernelTable& t) {
+  if constexpr (NJ <= kMaxDotColumns && NI * NJ + NJ + 1 <= 32) {
+    if (NI * NJ + NJ + 1 <= t.registers) t.dot[NI - 1][NJ - 1] = &Dot<NI, NJ>;
+    AddDot<NI, NJ + 1>(t);
+  }
+}
+
+template <size_t I = 0>
+void AddDots(KernelTable& t) {
+  if constexpr (I < sizeof(kDotRows) / sizeof(kDotRows[0])) {
+    AddDot<kDotRows[I], 1>(t);
+    AddDots<I + 1>(t);
+  }
+}
+
+void FillTable(KernelTable& t) {
+  t.lanes = static_cast<int>(hn::Lanes(D()));
+  AddBcast<1>(t);
+  AddBcast<2>(t);
+  AddBcast<3>(t);
+  AddBcast<4>(t);
+  AddDots(t);
+}
+
+}  // namespace HWY_NAMESPACE
+}  // namespace convtune::cpu_blocked::detail
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+#include <fmt/format.h>
+
+#include <mutex>
+
+#include "convtune/error.h"
+
+namespace convtune::cpu_blocked::detail {
+
+void fill_kernel_table(Isa isa, KernelTable& table) {
+  table.isa = isa;
+  table.registers = vector_registers(isa);
+  switch (isa) {
+#if HWY_TARGETS & HWY_AVX3
+    case Isa::Avx512: N_AVX3::FillTable(table); return;
+#endif
+#if HWY_TARGETS & HWY_AVX2
+    case Isa::Avx2: N_AVX2::FillTable(table); return;
+#endif
+#if HWY_TARGETS & HWY_SCALAR
+    case Isa::Scalar: N_SCALAR::FillTable(table); return;
+#elif HWY_TARGETS & HWY_EMU128
+    // Newer compilers' portable fallback (4 lanes emulated in plain C++) stands in for scalar.
+    case Isa::Scalar: N_EMU128::FillTable(table); return;
+#endif
+    default: break;
+  }
+  throw Unsupported(fmt::format("this binary has no {} kernels (Highway target not compiled)", to_string(isa)));
+}
+
+const KernelTable& kernel_table(Isa isa) {
+  static KernelTable tables[3];
+  static std::once_flag once[3];
+  const int index = static_cast<int>(isa);
+  std::call_once(once[index], [&] { fill_kernel_table(isa, tables[index]); });
+  return tables[index];
+}
+
+}  // namespace convtune::cpu_blocked::detail
+#endif  // HWY_ONCE

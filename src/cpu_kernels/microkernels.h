@@ -1,0 +1,72 @@
+// The CPU convolution module's micro-kernels as seen by its ISA-independent planner: argument blocks, and per
+// instruction set a table of kernels compiled with Highway for each register-block shape.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "src/cpu_kernels/isa.h"
+
+namespace convtune::cpu_blocked::detail {
+
+// Broadcast kernel: a register block acc[v][j] of NV vectors x NJ columns,
+//   acc[v][j] += A[v] (Lanes contiguous floats) * broadcast(B[j]),
+// summed over a reduction of three nested levels (n0 outer .. n2 inner) that each advance A and B by a fixed
+// number of floats. A's NV vectors are contiguous (a packed layout), so one block reads NV*Lanes floats a step.
+// Forward with vectors over output channels: A = packed weights, B = input pixels, j = output pixels.
+struct BcastArgs {
+  const float* a = nullptr;
+  const float* b = nullptr;
+  float* out = nullptr;
+  int64_t b_j = 1;  // floats between broadcast columns j
+  int64_t n0 = 1, n1 = 1, n2 = 1;
+  int64_t a0 = 0, a1 = 0, a2 = 0;
+  int64_t b0 = 0, b1 = 0, b2 = 0;
+  // Output element (v, lane, j) is out[v * o_v + lane * o_lane + j * o_j]; o_lane == 1 stores whole vectors.
+  int64_t o_v = 0, o_lane = 1, o_j = 0;
+  int64_t valid = 0;        // lanes of the NV*Lanes stored (the rest are channel or pixel padding)
+  bool accumulate = false;  // add to out (a later chunk of the reduction) instead of overwriting
+};
+
+// Dot kernel: acc[i][j] += A_i[x] * B_j[x] over runs x in [0, len) (vectors of Lanes, a masked tail), summed over
+// two outer levels, then each accumulator's lanes are added: out[i * o_i + j * o_j] (+)= sum. Used where the
+// reduction runs along contiguous pixels (backward-filter with few channels).
+struct DotArgs {
+  const float* a = nullptr;
+  const float* b = nullptr;
+  float* out = nullptr;
+  int64_t a_i = 0;  // floats between rows i of A
+  int64_t b_j = 0;  // floats between columns j of B
+  int64_t len = 0;
+  int64_t n0 = 1, n1 = 1;
+  int64_t a0 = 0, a1 = 0, b0 = 0, b1 = 0;
+  int64_t o_i = 0, o_j = 0;
+  bool accumulate = false;
+};
+
+using BcastFn = void (*)(const BcastArgs&);
+using DotFn = void (*)(const DotArgs&);
+
+// Largest register blocks compiled: kMaxNv vectors, and per vector count the most columns.
+inline constexpr int kMaxNv = 4;
+inline constexpr int kMaxNj = 28;
+inline constexpr int kMaxDotRows = 8;
+inline constexpr int kMaxDotColumns = 6;
+
+struct KernelTable {
+  Isa isa = Isa::Scalar;
+  int lanes = 1;      // floats per vector
+  int registers = 16; // vector registers the ISA names
+  // bcast[nv - 1][nj - 1], dot[ni - 1][nj - 1]: null where the block was not compiled (it does not fit the
+  // registers, or the count is not one of the compiled ones).
+  BcastFn bcast[kMaxNv][kMaxNj] = {};
+  DotFn dot[kMaxDotRows][kMaxDotColumns] = {};
+};
+
+// The kernels compiled for `isa`; throws Unsupported when this binary or CPU lacks it.
+const KernelTable& kernel_table(Isa isa);
+
+// Per ISA (one Highway target each): fills the table. Defined in microkernels.cpp.
+void fill_kernel_table(Isa isa, KernelTable& table);
+
+}  // namespace convtune::cpu_blocked::detail

@@ -1,0 +1,340 @@
+// Forward and backward-data as one output-stationary direct convolution over a zero-padded input copy:
+// backward-data is a forward pass over dy with the filter transposed and flipped, split into stride x stride
+// phases when strided. Register blocks hold output channels x pixels (ORIENT 0) or pixels x channels (ORIENT 1).
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <numeric>
+
+#include "convtune/error.h"
+#include "src/core/parallel_for.h"
+#include "src/cpu_kernels/plan.h"
+
+namespace convtune::cpu_blocked::detail {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double ms_since(Clock::time_point start) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+}
+
+// Drops reduction levels of one iteration by shifting the outer ones inward, so 1x1 filters loop over channels
+// in the innermost (cheapest) loop rather than three nested loops of which two run once.
+void normalize(BcastArgs& a) {
+  for (int pass = 0; pass < 2; ++pass) {
+    if (a.n2 == 1) {
+      a.n2 = a.n1, a.a2 = a.a1, a.b2 = a.b1;
+      a.n1 = a.n0, a.a1 = a.a0, a.b1 = a.b0;
+      a.n0 = 1, a.a0 = 0, a.b0 = 0;
+    } else if (a.n1 == 1) {
+      a.n1 = a.n0, a.a1 = a.a0, a.b1 = a.b0;
+      a.n0 = 1, a.a0 = 0, a.b0 = 0;
+    }
+  }
+}
+
+class ViewStrategy final : public Strategy {
+ public:
+  ViewStrategy(const ConvProblem& pb, const Choice& choice, const KernelTable& kt)
+      : pb_(pb), choice_(choice), kt_(kt), lanes_(kt.lanes) {
+    forward_ = pb.direction == Direction::Forward;
+    groups_ = pb.groups;
+    // Channels of the tensor read (input) and written (output), per group.
+    ic_ = forward_ ? pb.c_per_group() : pb.k_per_group();
+    oc_ = forward_ ? pb.k_per_group() : pb.c_per_group();
+    src_rows_ = forward_ ? pb.h : pb.p();
+    src_cols_ = forward_ ? pb.w : pb.q();
+    out_rows_ = forward_ ? pb.p() : pb.h;
+    out_cols_ = forward_ ? pb.q() : pb.w;
+    if (forward_) {
+      ph_h_ = forward_axis(pb.p(), pb.stride.h, pb.pad.h, pb.dilation.h, pb.r);
+      ph_w_ = forward_axis(pb.q(), pb.stride.w, pb.pad.w, pb.dilation.w, pb.s);
+    } else {
+      ph_h_ = backward_data_axis(pb.h, pb.stride.h, pb.pad.h, pb.dilation.h, pb.r);
+      ph_w_ = backward_data_axis(pb.w, pb.stride.w, pb.pad.w, pb.dilation.w, pb.s);
+    }
+    std::tie(pad_top_, pad_bottom_) = pad_for(ph_h_, src_rows_);
+    std::tie(pad_left_, pad_right_) = pad_for(ph_w_, src_cols_);
+    hi_ = src_rows_ + pad_top_ + pad_bottom_;
+    wi_ = src_cols_ + pad_left_ + pad_right_;
+    pixel_vectors_ = choice.orient == 1;
+    // Pixel vectors read whole vectors past a row's last pixel (lanes that are never stored): the copy gets
+    // slack so they stay inside the buffer. Channel vectors read only real pixels, so an unpadded input is
+    // used in place.
+    copy_input_ = pixel_vectors_ || pad_top_ || pad_bottom_ || pad_left_ || pad_right_;
+    if (pixel_vectors_) {
+      nv_ = choice.vecs;
+      nj_ = choice.cols;
+    } else {
+      nv_ = static_cast<int>(std::min<int64_t>(choice.vecs, (oc_ + lanes_ - 1) / lanes_));
+      nj_ = choice.cols;
+      block_ = int64_t{nv_} * lanes_;
+      oc_blocks_ = (oc_ + block_ - 1) / block_;
+    }
+    // Packed weights: one slab per (group, phase h, phase w).
+    int64_t offset = 0;
+    for (int64_t g = 0; g < groups_; ++g)
+      for (const auto& h : ph_h_)
+        for (const auto& w : ph_w_) {
+          slab_offsets_.push_back(offset);
+          const int64_t taps = h.taps * w.taps;
+          offset += pixel_vectors_ ? ic_ * taps * oc_ : oc_blocks_ * ic_ * taps * block_;
+        }
+    packed_floats_ = static_cast<size_t>(offset);
+    rows_max_ = 0;
+    for (const auto& h : ph_h_) rows_max_ = std::max(rows_max_, h.count);
+    row_block_ = choice.row_block > 0 ? std::min(choice.row_block, std::max<int64_t>(rows_max_, 1))
+                                      : std::max<int64_t>(rows_max_, 1);
+    row_blocks_ = (rows_max_ + row_block_ - 1) / row_block_;
+    threads_ = threads_for(pb);
+    Carver size(nullptr);
+    carve(size);
+    workspace_ = size.used();
+  }
+
+  size_t workspace_bytes() const override { return workspace_; }
+  size_t packed_weight_floats() const override { return packed_floats_; }
+
+  // Filter value of output channel `o`, input channel `i` (both within group g) at filter position (kh, kw).
+  float weight(const float* w, int64_t g, int64_t o, int64_t i, int64_t kh, int64_t kw) const {
+    const int64_t rs = pb_.r * pb_.s;
+    if (forward_) return w[((g * oc_ + o) * ic_ + i) * rs + kh * pb_.s + kw];
+    // Backward-data reads the forward filter transposed: its output channel is the forward input channel.
+    return w[((g * ic_ + i) * oc_ + o) * rs + kh * pb_.s + kw];
+  }
+
+  void pack_weights(const float* w, float* packed) const override {
+    const int64_t phases = static_cast<int64_t>(ph_h_.size() * ph_w_.size());
+    const int64_t items = groups_ * phases * (pixel_vectors_ ? 1 : oc_blocks_);
+    parallel_items(items, threads_, [&](int64_t item, unsigned) {
+      const int64_t ocb = pixel_vectors_ ? 0 : item % oc_blocks_;
+      const int64_t slab = pixel_vectors_ ? item : item / oc_blocks_;
+      const int64_t g = slab / phases;
+      const AxisPhase& h = ph_h_[static_cast<size_t>((slab % phases) / static_cast<int64_t>(ph_w_.size()))];
+      const AxisPhase& wp = ph_w_[static_cast<size_t>(slab % static_cast<int64_t>(ph_w_.size()))];
+      float* out = packed + slab_offsets_[static_cast<size_t>(slab)];
+      const int64_t taps = h.taps * wp.taps;
+      if (pixel_vectors_) {
+        // [ic][th][tw][oc]: the broadcast columns are adjacent output channels.
+        for (int64_t i = 0; i < ic_; ++i)
+          for (int64_t th = 0; th < h.taps; ++th)
+            for (int64_t tw = 0; tw < wp.taps; ++tw)
+              for (int64_t o = 0; o < oc_; ++o)
+                *out++ = weight(w, g, o, i, h.filter_index(th), wp.filter_index(tw));
+        return;
+      }
+      // [ocb][ic][th][tw][block]: a block's vectors adjacent, output channels past oc_ zero.
+      out += ocb * ic_ * taps * block_;
+      for (int64_t i = 0; i < ic_; ++i)
+        for (int64_t th = 0; th < h.taps; ++th)
+          for (int64_t tw = 0; tw < wp.taps; ++tw)
+            for (int64_t l = 0; l < block_; ++l) {
+              const int64_t o = ocb * block_ + l;
+              *out++ = o < oc_ ? weight(w, g, o, i, h.filter_index(th), wp.filter_index(tw)) : 0.0f;
+            }
+    });
+  }
+
+  void run(float* x, const float* packed, float*, float* y, void* workspace, StageTimes& times) override {
+    const float* src = forward_ ? x : y;
+    float* dst = forward_ ? y : x;
+    Carver carver(workspace);
+    float* in = carve(carver);
+    auto start = Clock::now();
+    if (copy_input_) {
+      copy_padded(src, in);
+    } else {
+      in = const_cast<float*>(src);  // read only: an unpadded input is used where it is
+    }
+    times.input_ms = ms_since(start);
+    start = Clock::now();
+    compute(in, packed, dst);
+    times.compute_ms = ms_since(start);
+    times.output_ms = 0;
+  }
+
+  std::string describe() const override {
+    std::string phases = ph_h_.size() * ph_w_.size() > 1 ? fmt::format(", {} phases", ph_h_.size() * ph_w_.size())
+                                                          : "";
+    return fmt::format("{}, {} block {}x{}{}, {} row(s) per item, {}", pixel_vectors_ ? "vectors over pixels" : "vectors over output channels",
+                       pixel_vectors_ ? "pixels x channels" : "channels x pixels", nv_, nj_, phases, row_block_,
+                       copy_input_ ? fmt::format("input copied padded to {}x{}", hi_, wi_) : "input read in place");
+  }
+
+ private:
+  // Slack after the padded input for whole-vector reads past a row's end.
+  int64_t slack() const { return int64_t{kMaxNv} * lanes_ + wi_; }
+
+  float* carve(Carver& c) const {
+    if (!copy_input_) return nullptr;
+    return c.floats(static_cast<size_t>(pb_.n * groups_ * ic_ * hi_ * wi_ + slack()));
+  }
+
+  void copy_padded(const float* src, float* in) const {
+    const int64_t planes = pb_.n * groups_ * ic_;
+    const int64_t plane = hi_ * wi_;
+    parallel_items(planes, threads_, [&](int64_t p, unsigned) {
+      const float* s = src + p * src_rows_ * src_cols_;
+      float* d = in + p * plane;
+      std::memset(d, 0, static_cast<size_t>(pad_top_ * wi_) * sizeof(float));
+      for (int64_t r = 0; r < src_rows_; ++r) {
+        float* row = d + (pad_top_ + r) * wi_;
+        std::memset(row, 0, static_cast<size_t>(pad_left_) * sizeof(float));
+        std::memcpy(row + pad_left_, s + r * src_cols_, static_cast<size_t>(src_cols_) * sizeof(float));
+        std::memset(row + pad_left_ + src_cols_, 0, static_cast<size_t>(pad_right_) * sizeof(float));
+      }
+      std::memset(d + (pad_top_ + src_rows_) * wi_, 0, static_cast<size_t>(pad_bottom_ * wi_) * sizeof(float));
+    });
+    std::memset(in + planes * plane, 0, static_cast<size_t>(slack()) * sizeof(float));
+  }
+
+  // Work items: (image, group, phase, channel block, row block), channel blocks outside or inside row blocks.
+  void compute(const float* in, const float* packed, float* dst) const {
+    const int64_t phases = static_cast<int64_t>(ph_h_.size() * ph_w_.size());
+    const int64_t cb = pixel_vectors_ ? 1 : oc_blocks_;
+    const int64_t items = pb_.n * groups_ * phases * cb * row_blocks_;
+    parallel_items(items, threads_, [&](int64_t item, unsigned) {
+      int64_t ocb, rb;
+      if (choice_.order == 0) {
+        rb = item % row_blocks_;
+        item /= row_blocks_;
+        ocb = item % cb;
+        item /= cb;
+      } else {
+        ocb = item % cb;
+        item /= cb;
+        rb = item % row_blocks_;
+        item /= row_blocks_;
+      }
+      const int64_t phase = item % phases;
+      item /= phases;
+      const int64_t g = item % groups_;
+      const int64_t n = item / groups_;
+      const AxisPhase& h = ph_h_[static_cast<size_t>(phase / static_cast<int64_t>(ph_w_.size()))];
+      const AxisPhase& w = ph_w_[static_cast<size_t>(phase % static_cast<int64_t>(ph_w_.size()))];
+      const int64_t y0 = rb * row_block_;
+      const int64_t y1 = std::min(h.count, y0 + row_block_);
+      if (y0 >= y1 || w.count == 0) return;
+      const float* image_in = in + (n * groups_ + g) * ic_ * hi_ * wi_;
+      float* image_out = dst + (n * groups_ + g) * oc_ * out_rows_ * out_cols_;
+      const float* slab = packed + slab_offsets_[static_cast<size_t>((g * phases) + phase)];
+      if (h.taps == 0 || w.taps == 0) {
+        zero_phase(image_out, h, w, y0, y1, ocb);
+        return;
+      }
+      if (pixel_vectors_) {
+        pixel_rows(image_in, slab, image_out, h, w, y0, y1);
+      } else {
+        channel_rows(image_in, slab + ocb * ic_ * h.taps * w.taps * block_, image_out, h, w, y0, y1, ocb);
+      }
+    });
+  }
+
+  // A phase no filter tap reaches (stride above the dilated filter): its outputs are zero.
+  void zero_phase(float* out, const AxisPhase& h, const AxisPhase& w, int64_t y0, int64_t y1, int64_t ocb) const {
+    const int64_t o0 = pixel_vectors_ ? 0 : ocb * block_;
+    const int64_t o1 = pixel_vectors_ ? oc_ : std::min(oc_, o0 + block_);
+    for (int64_t o = o0; o < o1; ++o)
+      for (int64_t yy = y0; yy < y1; ++yy) {
+        float* row = out + o * out_rows_ * out_cols_ + (h.out_start + yy * h.out_step) * out_cols_ + w.out_start;
+        for (int64_t xx = 0; xx < w.count; ++xx) row[xx * w.out_step] = 0.0f;
+      }
+  }
+
+  // ORIENT 0: acc[output-channel vector][pixel] += packed weights x broadcast input pixel.
+  void channel_rows(const float* in, const float* weights, float* out, const AxisPhase& h, const AxisPhase& w,
+                    int64_t y0, int64_t y1, int64_t ocb) const {
+    const int64_t plane_out = out_rows_ * out_cols_;
+    const auto widths = split_columns(w.count, nj_, [&](int n) { return kt_.bcast[nv_ - 1][n - 1] != nullptr; });
+    BcastArgs a;
+    a.b_j = w.ins;
+    a.n0 = ic_, a.a0 = h.taps * w.taps * block_, a.b0 = hi_ * wi_;
+    a.n1 = h.taps, a.a1 = w.taps * block_, a.b1 = h.step * wi_;
+    a.n2 = w.taps, a.a2 = block_, a.b2 = w.step;
+    normalize(a);
+    a.a = weights;
+    a.o_v = lanes_ * plane_out, a.o_lane = plane_out, a.o_j = w.out_step;
+    a.valid = std::min(block_, oc_ - ocb * block_);
+    for (int64_t yy = y0; yy < y1; ++yy) {
+      const float* in_row = in + (yy * h.ins + h.off) * wi_ + w.off;
+      float* out_row = out + ocb * block_ * plane_out + (h.out_start + yy * h.out_step) * out_cols_ + w.out_start;
+      int64_t x0 = 0;
+      for (int width : widths) {
+        a.b = in_row + x0 * w.ins;
+        a.out = out_row + x0 * w.out_step;
+        kt_.bcast[nv_ - 1][width - 1](a);
+        x0 += width;
+      }
+    }
+  }
+
+  // ORIENT 1: acc[pixel vector][output channel] += input row vectors x broadcast weight (unit input stride).
+  void pixel_rows(const float* in, const float* weights, float* out, const AxisPhase& h, const AxisPhase& w,
+                  int64_t y0, int64_t y1) const {
+    const int64_t plane_out = out_rows_ * out_cols_;
+    const int64_t span = int64_t{nv_} * lanes_;
+    const auto widths = [&](int nv) {
+      return split_columns(oc_, nj_, [&](int n) { return kt_.bcast[nv - 1][n - 1] != nullptr; });
+    };
+    const auto full = widths(nv_);
+    const int64_t last_nv = ((w.count - 1) % span) / lanes_ + 1;
+    const auto last = widths(static_cast<int>(last_nv));
+    BcastArgs a;
+    a.b_j = 1;
+    a.n0 = ic_, a.a0 = hi_ * wi_, a.b0 = h.taps * w.taps * oc_;
+    a.n1 = h.taps, a.a1 = h.step * wi_, a.b1 = w.taps * oc_;
+    a.n2 = w.taps, a.a2 = w.step, a.b2 = oc_;
+    normalize(a);
+    a.o_v = lanes_ * w.out_step, a.o_lane = w.out_step, a.o_j = plane_out;
+    const auto run_rows = [&](int64_t yy_begin, int64_t yy_end, int64_t x0, int nv, const std::vector<int>& split) {
+      a.valid = std::min<int64_t>(int64_t{nv} * lanes_, w.count - x0);
+      for (int64_t yy = yy_begin; yy < yy_end; ++yy) {
+        a.a = in + (yy * h.ins + h.off) * wi_ + w.off + x0;
+        float* out_px = out + (h.out_start + yy * h.out_step) * out_cols_ + w.out_start + x0 * w.out_step;
+        int64_t o0 = 0;
+        for (int width : split) {
+          a.b = weights + o0;
+          a.out = out_px + o0 * plane_out;
+          kt_.bcast[nv - 1][width - 1](a);
+          o0 += width;
+        }
+      }
+    };
+    for (int64_t x0 = 0; x0 < w.count; x0 += span) {
+      const bool tail = x0 + span > w.count;
+      const int nv = tail ? static_cast<int>(last_nv) : nv_;
+      run_rows(y0, y1, x0, nv, tail ? last : full);
+    }
+  }
+
+  ConvProblem pb_;
+  Choice choice_;
+  const KernelTable& kt_;
+  int64_t lanes_;
+  bool forward_ = true;
+  bool pixel_vectors_ = false;
+  bool copy_input_ = true;
+  int64_t groups_ = 1, ic_ = 1, oc_ = 1;
+  int64_t src_rows_ = 0, src_cols_ = 0, out_rows_ = 0, out_cols_ = 0;
+  std::vector<AxisPhase> ph_h_, ph_w_;
+  int64_t pad_top_ = 0, pad_bottom_ = 0, pad_left_ = 0, pad_right_ = 0, hi_ = 0, wi_ = 0;
+  int nv_ = 1, nj_ = 1;
+  int64_t block_ = 1, oc_blocks_ = 1;
+  std::vector<int64_t> slab_offsets_;
+  size_t packed_floats_ = 0;
+  int64_t rows_max_ = 0, row_block_ = 1, row_blocks_ = 1;
+  size_t workspace_ = 0;
+  unsigned threads_ = 1;
+};
+
+}  // namespace
+
+std::unique_ptr<Strategy> make_view_strategy(const ConvProblem& problem, const Choice& choice,
+                                             const KernelTable& kernels) {
+  return std::make_unique<ViewStrategy>(problem, choice, kernels);
+}
+
+}  // namespace convtune::cpu_blocked::detail
