@@ -181,9 +181,14 @@ class FilterStrategy final : public Strategy {
           std::memcpy(row + pad_left_, s + r * pb_.w, static_cast<size_t>(pb_.w) * sizeof(float));
           continue;
         }
-        for (int64_t col = 0; col < pb_.w; ++col) {
-          const int64_t i = col + pad_left_;
-          row[(i % phases_) * ws_ + i / phases_] = s[r * pb_.w + col];
+        // Phase by phase: padded column i = phase + j * stride comes from input column i - pad_left.
+        const float* in_row = s + r * pb_.w;
+        for (int64_t ph = 0; ph < phases_; ++ph) {
+          float* out = row + ph * ws_;
+          int64_t j = 0, col = ph - pad_left_;
+          for (; col < 0; ++j, col += phases_) {
+          }
+          for (; col < pb_.w; ++j, col += phases_) out[j] = in_row[col];
         }
       }
     });

@@ -36,6 +36,26 @@ void normalize(BcastArgs& a) {
   }
 }
 
+// Where filter index k sits along one axis: its phase and its tap index within the phase.
+struct TapSlot {
+  int64_t phase = 0;
+  int64_t tap = 0;
+};
+
+std::vector<TapSlot> tap_slots(const std::vector<AxisPhase>& phases, int64_t filter) {
+  std::vector<TapSlot> slots(static_cast<size_t>(filter));
+  std::vector<bool> seen(static_cast<size_t>(filter), false);
+  for (size_t ph = 0; ph < phases.size(); ++ph)
+    for (int64_t t = 0; t < phases[ph].taps; ++t) {
+      const int64_t k = phases[ph].filter_index(t);
+      slots[static_cast<size_t>(k)] = {static_cast<int64_t>(ph), t};
+      seen[static_cast<size_t>(k)] = true;
+    }
+  for (int64_t k = 0; k < filter; ++k)
+    if (!seen[static_cast<size_t>(k)]) throw Error(fmt::format("cpu_blocked: filter index {} belongs to no phase", k));
+  return slots;
+}
+
 class ViewStrategy final : public Strategy {
  public:
   ViewStrategy(const ConvProblem& pb, const Choice& choice, const KernelTable& kt)
@@ -56,6 +76,8 @@ class ViewStrategy final : public Strategy {
       ph_h_ = backward_data_axis(pb.h, pb.stride.h, pb.pad.h, pb.dilation.h, pb.r);
       ph_w_ = backward_data_axis(pb.w, pb.stride.w, pb.pad.w, pb.dilation.w, pb.s);
     }
+    tap_h_ = tap_slots(ph_h_, pb.r);
+    tap_w_ = tap_slots(ph_w_, pb.s);
     std::tie(pad_top_, pad_bottom_) = pad_for(ph_h_, src_rows_);
     std::tie(pad_left_, pad_right_) = pad_for(ph_w_, src_cols_);
     hi_ = src_rows_ + pad_top_ + pad_bottom_;
@@ -98,43 +120,60 @@ class ViewStrategy final : public Strategy {
   size_t workspace_bytes() const override { return workspace_; }
   size_t packed_weight_floats() const override { return packed_floats_; }
 
-  // Filter value of output channel `o`, input channel `i` (both within group g) at filter position (kh, kw).
-  float weight(const float* w, int64_t g, int64_t o, int64_t i, int64_t kh, int64_t kw) const {
+  // Offset of filter (o, i)'s R x S taps (contiguous in KCRS) within group g: o indexes the channels written, i
+  // those read. Backward-data reads the forward filter transposed (its output channel is the forward input one).
+  int64_t filter_offset(int64_t g, int64_t o, int64_t i) const {
     const int64_t rs = pb_.r * pb_.s;
-    if (forward_) return w[((g * oc_ + o) * ic_ + i) * rs + kh * pb_.s + kw];
-    // Backward-data reads the forward filter transposed: its output channel is the forward input channel.
-    return w[((g * ic_ + i) * oc_ + o) * rs + kh * pb_.s + kw];
+    return forward_ ? ((g * oc_ + o) * ic_ + i) * rs : ((g * ic_ + i) * oc_ + o) * rs;
   }
 
+  // Packs in the filter's own order (each (o, i)'s taps are read contiguously) and scatters into the slabs:
+  // every filter tap belongs to exactly one phase per axis, at tap index tap_h_/tap_w_.
   void pack_weights(const float* w, float* packed) const override {
-    const int64_t phases = static_cast<int64_t>(ph_h_.size() * ph_w_.size());
-    const int64_t items = groups_ * phases * (pixel_vectors_ ? 1 : oc_blocks_);
-    parallel_items(items, threads_, [&](int64_t item, unsigned) {
-      const int64_t ocb = pixel_vectors_ ? 0 : item % oc_blocks_;
-      const int64_t slab = pixel_vectors_ ? item : item / oc_blocks_;
-      const int64_t g = slab / phases;
-      const AxisPhase& h = ph_h_[static_cast<size_t>((slab % phases) / static_cast<int64_t>(ph_w_.size()))];
-      const AxisPhase& wp = ph_w_[static_cast<size_t>(slab % static_cast<int64_t>(ph_w_.size()))];
-      float* out = packed + slab_offsets_[static_cast<size_t>(slab)];
-      const int64_t taps = h.taps * wp.taps;
-      if (pixel_vectors_) {
-        // [ic][th][tw][oc]: the broadcast columns are adjacent output channels.
-        for (int64_t i = 0; i < ic_; ++i)
-          for (int64_t th = 0; th < h.taps; ++th)
-            for (int64_t tw = 0; tw < wp.taps; ++tw)
-              for (int64_t o = 0; o < oc_; ++o)
-                *out++ = weight(w, g, o, i, h.filter_index(th), wp.filter_index(tw));
-        return;
-      }
-      // [ocb][ic][th][tw][block]: a block's vectors adjacent, output channels past oc_ zero.
-      out += ocb * ic_ * taps * block_;
-      for (int64_t i = 0; i < ic_; ++i)
-        for (int64_t th = 0; th < h.taps; ++th)
-          for (int64_t tw = 0; tw < wp.taps; ++tw)
-            for (int64_t l = 0; l < block_; ++l) {
-              const int64_t o = ocb * block_ + l;
-              *out++ = o < oc_ ? weight(w, g, o, i, h.filter_index(th), wp.filter_index(tw)) : 0.0f;
+    const int64_t phases_w = static_cast<int64_t>(ph_w_.size());
+    const auto slab_of = [&](int64_t g, const TapSlot& h, const TapSlot& wt) {
+      return packed + slab_offsets_[static_cast<size_t>((g * static_cast<int64_t>(ph_h_.size()) + h.phase) * phases_w + wt.phase)];
+    };
+    if (pixel_vectors_) {
+      // [ic][th][tw][oc] per slab: the broadcast columns are adjacent output channels.
+      parallel_items(groups_ * ic_, threads_, [&](int64_t item, unsigned) {
+        const int64_t g = item / ic_, i = item % ic_;
+        for (int64_t o = 0; o < oc_; ++o) {
+          const float* src = w + filter_offset(g, o, i);
+          for (int64_t kh = 0; kh < pb_.r; ++kh)
+            for (int64_t kw = 0; kw < pb_.s; ++kw) {
+              const TapSlot& h = tap_h_[static_cast<size_t>(kh)];
+              const TapSlot& wt = tap_w_[static_cast<size_t>(kw)];
+              const int64_t th = ph_h_[static_cast<size_t>(h.phase)].taps, tw = ph_w_[static_cast<size_t>(wt.phase)].taps;
+              slab_of(g, h, wt)[((i * th + h.tap) * tw + wt.tap) * oc_ + o] = src[kh * pb_.s + kw];
             }
+        }
+      });
+      return;
+    }
+    // [ocb][ic][th][tw][block] per slab: a block's vectors adjacent, output channels past oc_ zero.
+    parallel_items(groups_ * oc_blocks_, threads_, [&](int64_t item, unsigned) {
+      const int64_t g = item / oc_blocks_, ocb = item % oc_blocks_;
+      const int64_t valid = std::min(block_, oc_ - ocb * block_);
+      for (size_t ph = 0; ph < ph_h_.size(); ++ph)
+        for (size_t pw = 0; pw < ph_w_.size(); ++pw) {
+          const int64_t taps = ph_h_[ph].taps * ph_w_[pw].taps;
+          float* slab = packed + slab_offsets_[(static_cast<size_t>(g) * ph_h_.size() + ph) * ph_w_.size() + pw];
+          if (valid < block_) std::fill(slab + ocb * ic_ * taps * block_, slab + (ocb + 1) * ic_ * taps * block_, 0.0f);
+        }
+      for (int64_t l = 0; l < valid; ++l) {
+        const int64_t o = ocb * block_ + l;
+        for (int64_t i = 0; i < ic_; ++i) {
+          const float* src = w + filter_offset(g, o, i);
+          for (int64_t kh = 0; kh < pb_.r; ++kh)
+            for (int64_t kw = 0; kw < pb_.s; ++kw) {
+              const TapSlot& h = tap_h_[static_cast<size_t>(kh)];
+              const TapSlot& wt = tap_w_[static_cast<size_t>(kw)];
+              const int64_t th = ph_h_[static_cast<size_t>(h.phase)].taps, tw = ph_w_[static_cast<size_t>(wt.phase)].taps;
+              slab_of(g, h, wt)[(((ocb * ic_ + i) * th + h.tap) * tw + wt.tap) * block_ + l] = src[kh * pb_.s + kw];
+            }
+        }
+      }
     });
   }
 
@@ -320,6 +359,7 @@ class ViewStrategy final : public Strategy {
   int64_t groups_ = 1, ic_ = 1, oc_ = 1;
   int64_t src_rows_ = 0, src_cols_ = 0, out_rows_ = 0, out_cols_ = 0;
   std::vector<AxisPhase> ph_h_, ph_w_;
+  std::vector<TapSlot> tap_h_, tap_w_;
   int64_t pad_top_ = 0, pad_bottom_ = 0, pad_left_ = 0, pad_right_ = 0, hi_ = 0, wi_ = 0;
   int nv_ = 1, nj_ = 1;
   int64_t block_ = 1, oc_blocks_ = 1;
