@@ -73,22 +73,46 @@ int64_t taps_per_class(const ConvProblem& pb) {
   return ceil_div(pb.s, period);
 }
 
-// The register block's shape for a broadcast kernel: as many accumulators as the registers allow, the vector
-// count no larger than the channels need, the columns no wider than the row.
-std::pair<int64_t, int64_t> best_bcast_block(int64_t vec_limit, int64_t col_limit) {
+// Cycles of one reduction step of an nv x nj broadcast block: FMA-bound (2 vector FMAs a cycle), load-bound
+// (nv vectors + nj broadcasts, 2 loads a cycle, plus loop upkeep) or latency-bound (each accumulator is updated
+// once a step and an FMA takes 4 cycles). A model for choosing defaults, not a promise.
+double step_cycles(int64_t nv, int64_t nj) {
+  return std::max({static_cast<double>(nv * nj) / 2.0, static_cast<double>(nv + nj) / 2.0 + 0.5, 4.0});
+}
+
+// How busy a broadcast block keeps the FMA units over a problem: `vector_extent` elements laid along the vectors
+// (channel padding to whole blocks is wasted) and `columns` along the broadcasts (split into blocks of nj and
+// smaller compiled widths for the rest).
+double block_efficiency(const KernelTable& kt, int64_t nv, int64_t nj, int64_t vector_extent, int64_t columns) {
+  const int64_t span = nv * kt.lanes;
+  const double fill = static_cast<double>(vector_extent) / static_cast<double>(ceil_div(vector_extent, span) * span);
+  double cycles = 0;
+  int64_t left = columns;
+  while (left > 0) {
+    int64_t w = std::min(left, nj);
+    while (w > 1 && !kt.bcast[nv - 1][w - 1]) --w;
+    cycles += step_cycles(nv, w);
+    left -= w;
+  }
+  return fill * static_cast<double>(nv * columns) / 2.0 / cycles;
+}
+
+// The most efficient compiled block by that model (ties: the larger block, fewer calls).
+std::pair<int64_t, int64_t> best_bcast_block(int64_t vector_extent, int64_t columns, double* efficiency = nullptr) {
   const KernelTable& kt = table();
   std::pair<int64_t, int64_t> best{1, 1};
-  double best_score = -1;
-  for (int64_t nv = 1; nv <= std::min<int64_t>(vec_limit, detail::kMaxNv); ++nv) {
+  double best_eff = -1;
+  const int64_t vec_limit = std::min<int64_t>(ceil_div(vector_extent, kt.lanes), detail::kMaxNv);
+  for (int64_t nv = 1; nv <= vec_limit; ++nv) {
     for (int64_t nj : kCols) {
-      if (nj > col_limit || !kt.bcast[nv - 1][nj - 1]) continue;
-      // Accumulators hide the FMA latency; each step loads nv vectors and nj broadcasts for nv * nj FMAs, so
-      // a block that loads less per FMA wins among equally large ones.
-      const double fmas = static_cast<double>(nv * nj);
-      const double score = fmas - 0.25 * static_cast<double>(nv + nj);
-      if (score > best_score) best_score = score, best = {nv, nj};
+      if (nj > columns || !kt.bcast[nv - 1][nj - 1]) continue;
+      const double eff = block_efficiency(kt, nv, nj, vector_extent, columns);
+      if (eff > best_eff + 1e-9 || (eff > best_eff - 1e-9 && nv * nj > best.first * best.second)) {
+        best_eff = eff, best = {nv, nj};
+      }
     }
   }
+  if (efficiency) *efficiency = best_eff;
   return best;
 }
 
@@ -97,12 +121,14 @@ std::pair<int64_t, int64_t> best_bcast_block(int64_t vec_limit, int64_t col_limi
 std::vector<Parameter> parameters(const ConvProblem& problem) {
   const bool filter = is_filter(problem);
   return {
-      {"ORIENT", {0, 1},
-       filter ? "0: vectors over input channels, dy broadcast; 1: dot products along output rows"
+      {"ORIENT", filter ? std::vector<int64_t>{0, 1, 2} : std::vector<int64_t>{0, 1},
+       filter ? "0: vectors over input channels, dy broadcast; 1: dot products along output rows; 2: vectors over "
+                "output channels, x broadcast along a row of taps"
               : "0: vectors over output channels, input pixels broadcast; 1: vectors over output pixels, weights broadcast"},
-      {"VECS", kVecs, filter ? "register block: vectors of input channels (ORIENT 0) or output channels (ORIENT 1)"
+      {"VECS", kVecs, filter ? "register block: vectors of input channels (ORIENT 0), output channels (ORIENT 1: one "
+                             "per dot product; 2: vectors)"
                              : "register block: vectors (of output channels or of pixels)"},
-      {"COLS", kCols, filter ? "register block: output channels (ORIENT 0) or filter taps (ORIENT 1)"
+      {"COLS", kCols, filter ? "register block: output channels (ORIENT 0) or filter taps along a row (ORIENT 1, 2)"
                              : "register block: broadcast columns (pixels for ORIENT 0, output channels for ORIENT 1)"},
       {"ROW_BLOCK", kRowBlocks, filter ? "output rows per reduction tile (0: whole images, as many as fit ~1 MiB)"
                                        : "output rows per work item (0: all rows of a phase)"},
@@ -122,6 +148,8 @@ std::vector<Constraint> constraints(const ConvProblem& problem) {
   out.push_back({"pixel vectors need input rows read at unit stride", {"ORIENT"}, [sh, filter](const ConstraintContext& c) {
                    return filter || value(c.config, "ORIENT") == 0 || sh.unit_rows;
                  }});
+  out.push_back({"ORIENT 2 (output-channel vectors, taps broadcast) is backward-filter's", {"ORIENT"},
+                 [filter](const ConstraintContext& c) { return filter || value(c.config, "ORIENT") != 2; }});
   out.push_back({"register block fits the ISA's vector registers", {"ORIENT", "VECS", "COLS"},
                  [filter, regs](const ConstraintContext& c) {
                    const int64_t v = value(c.config, "VECS"), j = value(c.config, "COLS");
@@ -136,12 +164,18 @@ std::vector<Constraint> constraints(const ConvProblem& problem) {
   // The ones below only remove configurations that run exactly like a smaller one (the plan clamps them).
   out.push_back({"vectors no more than the problem fills", {"ORIENT", "VECS"}, [sh, filter, lanes](const ConstraintContext& c) {
                    const int64_t v = value(c.config, "VECS");
-                   if (filter) return value(c.config, "ORIENT") == 0 ? v <= ceil_div(sh.ic, lanes) : v <= sh.oc;
+                   if (filter) {
+                     const int64_t o = value(c.config, "ORIENT");
+                     return o == 0 ? v <= ceil_div(sh.ic, lanes) : o == 1 ? v <= sh.oc : v <= ceil_div(sh.oc, lanes);
+                   }
                    return v <= ceil_div(value(c.config, "ORIENT") == 0 ? sh.oc : sh.row, lanes);
                  }});
   out.push_back({"columns no more than the problem fills", {"ORIENT", "COLS"}, [sh, filter, problem](const ConstraintContext& c) {
                    const int64_t j = value(c.config, "COLS");
-                   if (filter) return value(c.config, "ORIENT") == 0 ? j <= sh.oc : j <= taps_per_class(problem);
+                   if (filter) {
+                     const int64_t o = value(c.config, "ORIENT");
+                     return o == 0 ? j <= sh.oc : o == 1 ? j <= taps_per_class(problem) : j <= problem.s;
+                   }
                    return j <= (value(c.config, "ORIENT") == 0 ? sh.row : sh.oc);
                  }});
   out.push_back({"row block no more than the rows", {"ROW_BLOCK"}, [sh](const ConstraintContext& c) {
@@ -160,13 +194,19 @@ Config default_config(const ConvProblem& problem) {
   Config c;
   c["ORDER"] = 0;
   if (is_filter(problem)) {
-    // Channel vectors when the input channels fill them about as well as rows would fill row vectors; dot
-    // products (which also pay a horizontal sum per block) for few channels.
-    const double channel_fill = static_cast<double>(sh.ic) / static_cast<double>(ceil_div(sh.ic, lanes) * lanes);
+    // Vectors over input channels when they fill the vectors; else vectors over output channels when those do and
+    // copying dy channel-interleaved is cheap beside the work (AlexNet's first layer: 0.01 bytes per FLOP; the
+    // Fashion-MNIST layer with one input channel: 0.08); else dot products along rows (which pay a horizontal sum
+    // per block and partial vectors at row ends, but copy nothing of dy).
+    double eff_c = 0, eff_k = 0;
+    const auto by_c = best_bcast_block(sh.ic, sh.oc, &eff_c);
+    const auto by_k = best_bcast_block(sh.oc, problem.s, &eff_k);
+    const double dy_bytes_per_flop = 8.0 * static_cast<double>(problem.y_elements()) / problem.flops();
     const double row_fill = static_cast<double>(sh.row) / static_cast<double>(ceil_div(sh.row, lanes) * lanes);
-    if (channel_fill >= 0.75 || channel_fill >= row_fill) {
-      const auto [nv, nj] = best_bcast_block(ceil_div(sh.ic, lanes), sh.oc);
-      c["ORIENT"] = 0, c["VECS"] = nv, c["COLS"] = nj;
+    if (eff_c >= 0.75 || (eff_c >= eff_k && eff_c >= row_fill)) {
+      c["ORIENT"] = 0, c["VECS"] = by_c.first, c["COLS"] = by_c.second;
+    } else if (eff_k >= 0.75 && dy_bytes_per_flop < 0.03) {
+      c["ORIENT"] = 2, c["VECS"] = by_k.first, c["COLS"] = by_k.second;
     } else {
       int64_t ni = std::min<int64_t>(sh.oc, regs >= 32 ? 4 : 2);
       while (ni > 1 && std::find(kVecs.begin(), kVecs.end(), ni) == kVecs.end()) --ni;
@@ -175,8 +215,12 @@ Config default_config(const ConvProblem& problem) {
       c["ORIENT"] = 1, c["VECS"] = ni, c["COLS"] = nj;
     }
     // Threads split the output tiles when there are plenty; else the reduction.
-    const int64_t tiles = c["ORIENT"] == 0 ? ceil_div(sh.ic, c["VECS"] * lanes) * ceil_div(sh.oc, c["COLS"]) * problem.r * problem.s * problem.groups
-                                           : ceil_div(sh.oc, c["VECS"]) * sh.ic * problem.r * problem.groups;
+    const int64_t orient = c["ORIENT"];
+    const int64_t tiles =
+        problem.groups * problem.r *
+        (orient == 0   ? ceil_div(sh.ic, c["VECS"] * lanes) * ceil_div(sh.oc, c["COLS"]) * problem.s
+         : orient == 1 ? ceil_div(sh.oc, c["VECS"]) * sh.ic
+                       : ceil_div(sh.oc, c["VECS"] * lanes) * sh.ic * ceil_div(problem.s, c["COLS"]));
     c["ORDER"] = tiles >= 8 * static_cast<int64_t>(hardware_threads()) ? 0 : 1;
     // Whole images per tile when an image is small; else blocks of rows that keep x and dy rows in L2.
     const int64_t row_bytes = 4 * (problem.c * problem.w * problem.stride.h + problem.k * problem.q());
@@ -188,17 +232,19 @@ Config default_config(const ConvProblem& problem) {
     c["ROW_BLOCK"] = rb;
     return c;
   }
-  // Forward / backward-data: channel vectors when the output channels fill the vectors at least as well as a
-  // row fills pixel vectors and the reduction is long enough to pay the transposed stores.
-  const double channel_fill = static_cast<double>(sh.oc) / static_cast<double>(ceil_div(sh.oc, lanes) * lanes);
-  const double row_fill = static_cast<double>(sh.row) / static_cast<double>(ceil_div(sh.row, lanes) * lanes);
-  const bool channels = !sh.unit_rows || (channel_fill >= row_fill && sh.ic * sh.taps >= 16);
-  if (channels) {
-    const auto [nv, nj] = best_bcast_block(ceil_div(sh.oc, lanes), sh.row);
-    c["ORIENT"] = 0, c["VECS"] = nv, c["COLS"] = nj;
+  // Forward / backward-data: the orientation whose best block keeps the FMA units busier. Channel vectors also
+  // pay a transposed store per block (a scalar store per lane), amortised over the reduction (input channels x
+  // taps steps).
+  double eff_oc = 0, eff_px = 0;
+  const auto by_oc = best_bcast_block(sh.oc, sh.row, &eff_oc);
+  const auto by_px = best_bcast_block(sh.row, sh.oc, &eff_px);
+  const double store_cycles = static_cast<double>(by_oc.first * by_oc.second * lanes) / 2.0;
+  const double reduce_cycles = static_cast<double>(sh.ic * sh.taps) * step_cycles(by_oc.first, by_oc.second);
+  eff_oc *= reduce_cycles / (reduce_cycles + store_cycles);
+  if (!sh.unit_rows || eff_oc >= eff_px) {
+    c["ORIENT"] = 0, c["VECS"] = by_oc.first, c["COLS"] = by_oc.second;
   } else {
-    const auto [nv, nj] = best_bcast_block(ceil_div(sh.row, lanes), sh.oc);
-    c["ORIENT"] = 1, c["VECS"] = nv, c["COLS"] = nj;
+    c["ORIENT"] = 1, c["VECS"] = by_px.first, c["COLS"] = by_px.second;
   }
   // Enough work items for the threads to balance, each a few rows.
   int64_t rb = 0;

@@ -1,7 +1,10 @@
 // Backward-filter: dW[k][c][kh][kw] = sum over images and output pixels of dy[k][pixel] x[c][pixel + tap], as
-// register blocks that stay in registers over a whole reduction tile (images x rows). ORIENT 0 holds vectors of
-// input channels from a channel-interleaved padded copy of x and broadcasts dy; ORIENT 1 runs dot products along
-// output rows (for few channels), from a padded copy of x split into stride phases so the rows are contiguous.
+// register blocks that stay in registers over a whole reduction tile (images x rows). Three forms (ORIENT):
+//   0 vectors of input channels (x copied channel-interleaved and padded), dy broadcast: many input channels;
+//   1 dot products along output rows (x copied padded and split into stride phases so rows are contiguous),
+//     lanes summed at the end: few channels on both sides;
+//   2 vectors of output channels (dy copied channel-interleaved), x broadcast along a row of filter taps: few
+//     input channels, many output channels (AlexNet's first layer).
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -26,15 +29,17 @@ double ms_since(Clock::time_point start) {
 // smaller L2s only cost some reuse), so x and dy rows of a tile are read from cache by every output tile.
 constexpr int64_t kTileBytes = 1 << 20;
 
+enum class Mode { ChannelVectors = 0, Dots = 1, KernelVectors = 2 };
+
 class FilterStrategy final : public Strategy {
  public:
   FilterStrategy(const ConvProblem& pb, const Choice& choice, const KernelTable& kt)
-      : pb_(pb), choice_(choice), kt_(kt), lanes_(kt.lanes) {
+      : pb_(pb), kt_(kt), lanes_(kt.lanes) {
+    mode_ = static_cast<Mode>(choice.orient);
     cg_ = pb.c_per_group();
     kg_ = pb.k_per_group();
     p_ = pb.p();
     q_ = pb.q();
-    dots_ = choice.orient == 1;
     // Padding: input rows oh * s + kh * d - pad for every output row and tap.
     pad_top_ = pb.pad.h;
     pad_left_ = pb.pad.w;
@@ -42,18 +47,27 @@ class FilterStrategy final : public Strategy {
     pad_right_ = std::max<int64_t>(0, (q_ - 1) * pb.stride.w + (pb.s - 1) * pb.dilation.w - pb.pad.w - (pb.w - 1));
     hi_ = pb.h + pad_top_ + pad_bottom_;
     wi_ = pb.w + pad_left_ + pad_right_;
-    if (dots_) {
-      ni_ = choice.vecs;
-      nj_ = choice.cols;
-      phases_ = pb.stride.w;
-      ws_ = (wi_ + phases_ - 1) / phases_;
-      row_floats_ = phases_ * ws_;
-      tap_period_ = pb.stride.w / std::gcd(pb.stride.w, pb.dilation.w);
-    } else {
-      nv_ = static_cast<int>(std::min<int64_t>(choice.vecs, (cg_ + lanes_ - 1) / lanes_));
-      nj_ = choice.cols;
-      block_ = int64_t{nv_} * lanes_;
-      c_blocks_ = (cg_ + block_ - 1) / block_;
+    nj_ = choice.cols;
+    switch (mode_) {
+      case Mode::Dots:
+        ni_ = choice.vecs;
+        phases_ = pb.stride.w;
+        ws_ = (wi_ + phases_ - 1) / phases_;
+        row_floats_ = phases_ * ws_;
+        tap_period_ = pb.stride.w / std::gcd(pb.stride.w, pb.dilation.w);
+        break;
+      case Mode::ChannelVectors:
+        nv_ = static_cast<int>(std::min<int64_t>(choice.vecs, (cg_ + lanes_ - 1) / lanes_));
+        block_ = int64_t{nv_} * lanes_;
+        blocks_ = (cg_ + block_ - 1) / block_;
+        row_floats_ = wi_ * block_;
+        break;
+      case Mode::KernelVectors:
+        nv_ = static_cast<int>(std::min<int64_t>(choice.vecs, (kg_ + lanes_ - 1) / lanes_));
+        block_ = int64_t{nv_} * lanes_;
+        blocks_ = (kg_ + block_ - 1) / block_;
+        row_floats_ = wi_;
+        break;
     }
     // Reduction tiles: a block of rows of one image, or (all rows) as many whole images as fit kTileBytes.
     const int64_t image_bytes = static_cast<int64_t>(sizeof(float)) * (pb.c * hi_ * wi_ + pb.k * p_ * q_);
@@ -65,8 +79,7 @@ class FilterStrategy final : public Strategy {
       images_per_tile_ = std::clamp<int64_t>(kTileBytes / std::max<int64_t>(image_bytes, 1), 1, pb.n);
     }
     row_tiles_ = (p_ + rows_per_tile_ - 1) / rows_per_tile_;
-    image_tiles_ = (pb.n + images_per_tile_ - 1) / images_per_tile_;
-    tiles_ = image_tiles_ * row_tiles_;
+    tiles_ = (pb.n + images_per_tile_ - 1) / images_per_tile_ * row_tiles_;
     threads_ = threads_for(pb);
     // Splitting the reduction needs a private result per thread; with fewer tiles than threads it cannot pay.
     split_reduction_ = choice.order == 1 && tiles_ > 1;
@@ -81,15 +94,19 @@ class FilterStrategy final : public Strategy {
     Carver carver(workspace);
     Buffers b = carve(carver);
     auto start = Clock::now();
-    if (dots_) {
-      copy_phase_split(x, b.input);
-    } else {
-      copy_channel_blocked(x, b.input);
+    switch (mode_) {
+      case Mode::ChannelVectors: copy_x_channel_blocked(x, b.x); break;
+      case Mode::Dots: copy_x_phase_split(x, b.x); break;
+      case Mode::KernelVectors:
+        copy_x_padded(x, b.x);
+        copy_dy_channel_blocked(y, b.dy);
+        break;
     }
+    const float* dy = mode_ == Mode::KernelVectors ? b.dy : y;
     times.input_ms = ms_since(start);
     start = Clock::now();
-    // Results go to per-thread copies when threads split the reduction, else (dots) straight to dW or
-    // (channel vectors) to the channel-blocked result.
+    // Results go to per-thread copies when threads split the reduction, else (dots) straight to dW or to the
+    // channel-blocked result.
     const unsigned copies = split_reduction_ ? threads_ : 1;
     parallel_threads(threads_, [&](unsigned t, unsigned nt) {
       if (split_reduction_) {
@@ -100,12 +117,12 @@ class FilterStrategy final : public Strategy {
           return;
         }
         for (int64_t tile = begin; tile < end; ++tile)
-          for (int64_t o = 0; o < output_tiles(); ++o) output_tile(b.input, y, result, tile, o, tile > begin);
+          for (int64_t o = 0; o < output_tiles(); ++o) output_tile(b.x, dy, result, tile, o, tile > begin);
       } else {
         const int64_t begin = output_tiles() * t / nt, end = output_tiles() * (t + 1) / nt;
-        float* result = dots_ ? w : b.results;
+        float* result = b.results ? b.results : w;
         for (int64_t tile = 0; tile < tiles_; ++tile)
-          for (int64_t o = begin; o < end; ++o) output_tile(b.input, y, result, tile, o, tile > 0);
+          for (int64_t o = begin; o < end; ++o) output_tile(b.x, dy, result, tile, o, tile > 0);
       }
     });
     times.compute_ms = ms_since(start);
@@ -115,155 +132,220 @@ class FilterStrategy final : public Strategy {
   }
 
   std::string describe() const override {
-    return fmt::format("{} block {}x{}, reduction tiles of {} image(s) x {} row(s), threads split the {}",
-                       dots_ ? "dot products along rows, channels x taps" : "vectors over input channels, channels x output channels",
-                       dots_ ? ni_ : nv_, nj_, images_per_tile_, rows_per_tile_,
+    const char* form = mode_ == Mode::ChannelVectors ? "vectors over input channels, channels x output channels"
+                       : mode_ == Mode::Dots         ? "dot products along rows, output channels x taps"
+                                                     : "vectors over output channels, channels x taps";
+    return fmt::format("{} block {}x{}, reduction tiles of {} image(s) x {} row(s), threads split the {}", form,
+                       mode_ == Mode::Dots ? ni_ : nv_, nj_, images_per_tile_, rows_per_tile_,
                        split_reduction_ ? "reduction (private sums)" : "output tiles");
   }
 
  private:
   struct Buffers {
-    float* input = nullptr;
+    float* x = nullptr;
+    float* dy = nullptr;
     float* results = nullptr;
   };
 
-  // Floats of one result copy: dW itself (dots) or its channel-blocked form.
+  // Floats of one result copy: dW itself (dots) or its channel-blocked form [group][block][other channel][R][S][lanes].
   int64_t result_floats() const {
-    return dots_ ? pb_.w_elements() : pb_.groups * c_blocks_ * kg_ * pb_.r * pb_.s * block_;
+    if (mode_ == Mode::Dots) return pb_.w_elements();
+    return pb_.groups * blocks_ * (mode_ == Mode::ChannelVectors ? kg_ : cg_) * pb_.r * pb_.s * block_;
   }
 
   Buffers carve(Carver& c) const {
     Buffers b;
-    if (dots_) {
-      b.input = c.floats(static_cast<size_t>(pb_.n * pb_.c * hi_ * row_floats_));
-    } else {
-      b.input = c.floats(static_cast<size_t>(pb_.n * pb_.groups * c_blocks_ * hi_ * wi_ * block_));
-    }
-    const bool direct = dots_ && !split_reduction_;
+    const int64_t x_planes = mode_ == Mode::ChannelVectors ? pb_.n * pb_.groups * blocks_ : pb_.n * pb_.c;
+    b.x = c.floats(static_cast<size_t>(x_planes * hi_ * row_floats_));
+    if (mode_ == Mode::KernelVectors) b.dy = c.floats(static_cast<size_t>(pb_.n * pb_.groups * blocks_ * p_ * q_ * block_));
+    const bool direct = mode_ == Mode::Dots && !split_reduction_;
     const int64_t copies = split_reduction_ ? threads_ : 1;
     if (!direct) b.results = c.floats(static_cast<size_t>(copies * result_floats()));
     return b;
   }
 
-  // x -> [n][group][channel block][Hi][Wi][block]: a block of channels per pixel, zero borders and channels.
-  void copy_channel_blocked(const float* x, float* out) const {
-    const int64_t blocks = pb_.n * pb_.groups * c_blocks_;
-    parallel_items(blocks, threads_, [&](int64_t item, unsigned) {
-      const int64_t cb = item % c_blocks_;
-      const int64_t g = (item / c_blocks_) % pb_.groups;
-      const int64_t n = item / (c_blocks_ * pb_.groups);
-      float* d = out + item * hi_ * wi_ * block_;
-      std::memset(d, 0, static_cast<size_t>(hi_ * wi_ * block_) * sizeof(float));
+  // [planes][rows][cols] -> [n][group][block][rows + pads][cols + pads][block]: a block of channels per pixel,
+  // zero borders and zero channels past the group's (x for channel vectors, dy for kernel vectors).
+  void copy_channel_blocked(const float* src, float* out, int64_t per_group, int64_t rows, int64_t cols,
+                            int64_t top, int64_t left, int64_t out_rows, int64_t out_cols) const {
+    const int64_t items = pb_.n * pb_.groups * blocks_;
+    parallel_items(items, threads_, [&](int64_t item, unsigned) {
+      const int64_t cb = item % blocks_;
+      const int64_t ng = item / blocks_;  // image * groups + group
+      float* d = out + item * out_rows * out_cols * block_;
+      std::memset(d, 0, static_cast<size_t>(out_rows * out_cols * block_) * sizeof(float));
       const int64_t c0 = cb * block_;
-      const int64_t count = std::min(block_, cg_ - c0);
+      const int64_t count = std::min(block_, per_group - c0);
       for (int64_t l = 0; l < count; ++l) {
-        const float* plane = x + ((n * pb_.groups + g) * cg_ + c0 + l) * pb_.h * pb_.w;
-        for (int64_t r = 0; r < pb_.h; ++r) {
-          float* row = d + ((r + pad_top_) * wi_ + pad_left_) * block_ + l;
-          const float* s = plane + r * pb_.w;
-          for (int64_t col = 0; col < pb_.w; ++col) row[col * block_] = s[col];
+        const float* plane = src + (ng * per_group + c0 + l) * rows * cols;
+        for (int64_t r = 0; r < rows; ++r) {
+          float* row = d + ((r + top) * out_cols + left) * block_ + l;
+          const float* s = plane + r * cols;
+          for (int64_t col = 0; col < cols; ++col) row[col * block_] = s[col];
         }
       }
+    });
+  }
+
+  void copy_x_channel_blocked(const float* x, float* out) const {
+    copy_channel_blocked(x, out, cg_, pb_.h, pb_.w, pad_top_, pad_left_, hi_, wi_);
+  }
+  void copy_dy_channel_blocked(const float* dy, float* out) const {
+    copy_channel_blocked(dy, out, kg_, p_, q_, 0, 0, p_, q_);
+  }
+
+  // x -> [n][c][Hi][Wi], zero borders.
+  void copy_x_padded(const float* x, float* out) const {
+    parallel_items(pb_.n * pb_.c, threads_, [&](int64_t plane, unsigned) {
+      float* d = out + plane * hi_ * wi_;
+      std::memset(d, 0, static_cast<size_t>(hi_ * wi_) * sizeof(float));
+      const float* s = x + plane * pb_.h * pb_.w;
+      for (int64_t r = 0; r < pb_.h; ++r)
+        std::memcpy(d + (r + pad_top_) * wi_ + pad_left_, s + r * pb_.w, static_cast<size_t>(pb_.w) * sizeof(float));
     });
   }
 
   // x -> [n][c][Hi][phase][Ws]: padded rows with column i at (i % stride, i / stride), so a stride-s row of
   // taps is a contiguous run in its phase.
-  void copy_phase_split(const float* x, float* out) const {
-    const int64_t planes = pb_.n * pb_.c;
-    parallel_items(planes, threads_, [&](int64_t plane, unsigned) {
+  void copy_x_phase_split(const float* x, float* out) const {
+    parallel_items(pb_.n * pb_.c, threads_, [&](int64_t plane, unsigned) {
       float* d = out + plane * hi_ * row_floats_;
       std::memset(d, 0, static_cast<size_t>(hi_ * row_floats_) * sizeof(float));
       const float* s = x + plane * pb_.h * pb_.w;
       for (int64_t r = 0; r < pb_.h; ++r) {
         float* row = d + (r + pad_top_) * row_floats_;
+        const float* in_row = s + r * pb_.w;
         if (phases_ == 1) {
-          std::memcpy(row + pad_left_, s + r * pb_.w, static_cast<size_t>(pb_.w) * sizeof(float));
+          std::memcpy(row + pad_left_, in_row, static_cast<size_t>(pb_.w) * sizeof(float));
           continue;
         }
         // Phase by phase: padded column i = phase + j * stride comes from input column i - pad_left.
-        const float* in_row = s + r * pb_.w;
         for (int64_t ph = 0; ph < phases_; ++ph) {
-          float* out = row + ph * ws_;
+          float* o = row + ph * ws_;
           int64_t j = 0, col = ph - pad_left_;
           for (; col < 0; ++j, col += phases_) {
           }
-          for (; col < pb_.w; ++j, col += phases_) out[j] = in_row[col];
+          for (; col < pb_.w; ++j, col += phases_) o[j] = in_row[col];
         }
       }
     });
   }
 
-  // Output tiles: channel vectors: (group, channel block, output-channel block, kh, kw);
-  // dots: (group, output-channel block, channel, kh, tap class, tap block).
+  // Output tiles: channel vectors (group, channel block, output-channel block of COLS, kh, kw); dots (group,
+  // output-channel block of VECS, channel, kh, tap class, tap block); kernel vectors (group, output-channel
+  // block, channel, kh, block of COLS taps kw).
   int64_t output_tiles() const {
-    if (!dots_) return pb_.groups * c_blocks_ * k_blocks() * pb_.r * pb_.s;
-    return pb_.groups * k_blocks() * cg_ * pb_.r * tap_blocks();
+    switch (mode_) {
+      case Mode::ChannelVectors: return pb_.groups * blocks_ * ceil_div(kg_, nj_) * pb_.r * pb_.s;
+      case Mode::Dots: return pb_.groups * ceil_div(kg_, ni_) * cg_ * pb_.r * tap_blocks();
+      case Mode::KernelVectors: return pb_.groups * blocks_ * cg_ * pb_.r * ceil_div(pb_.s, nj_);
+    }
+    return 0;
   }
-  int64_t k_blocks() const { return (kg_ + (dots_ ? ni_ : nj_) - 1) / (dots_ ? ni_ : nj_); }
+  static int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
   // Taps kw of one class (kw % tap_period) are adjacent in the phase-split rows.
   int64_t taps_in_class(int64_t cls) const { return cls < pb_.s ? (pb_.s - cls + tap_period_ - 1) / tap_period_ : 0; }
   int64_t tap_blocks() const {
     int64_t most = 0;
     for (int64_t cls = 0; cls < std::min(tap_period_, pb_.s); ++cls) most = std::max(most, taps_in_class(cls));
-    return std::min(tap_period_, pb_.s) * ((most + nj_ - 1) / nj_);
+    return std::min(tap_period_, pb_.s) * ceil_div(most, nj_);
   }
 
   // Widest compiled column count not above n (the last block of a dimension that does not divide).
   int fit(int n) const {
     for (int m = n; m > 1; --m)
-      if (dots_ ? kt_.dot[ni_ - 1][m - 1] != nullptr : kt_.bcast[nv_ - 1][m - 1] != nullptr) return m;
+      if (mode_ == Mode::Dots ? kt_.dot[ni_ - 1][m - 1] != nullptr : kt_.bcast[nv_ - 1][m - 1] != nullptr) return m;
     return 1;
   }
 
   void output_tile(const float* input, const float* dy, float* result, int64_t tile, int64_t o,
                    bool accumulate) const {
-    const int64_t n0 = (tile / row_tiles_) * images_per_tile_;
-    const int64_t images = std::min(images_per_tile_, pb_.n - n0);
-    const int64_t oh0 = (tile % row_tiles_) * rows_per_tile_;
-    const int64_t rows = std::min(rows_per_tile_, p_ - oh0);
-    if (dots_) {
-      dot_tile(input, dy, result, n0, images, oh0, rows, o, accumulate);
-    } else {
-      bcast_tile(input, dy, result, n0, images, oh0, rows, o, accumulate);
+    Range r;
+    r.n0 = (tile / row_tiles_) * images_per_tile_;
+    r.images = std::min(images_per_tile_, pb_.n - r.n0);
+    r.oh0 = (tile % row_tiles_) * rows_per_tile_;
+    r.rows = std::min(rows_per_tile_, p_ - r.oh0);
+    switch (mode_) {
+      case Mode::ChannelVectors: channel_tile(input, dy, result, r, o, accumulate); break;
+      case Mode::Dots: dot_tile(input, dy, result, r, o, accumulate); break;
+      case Mode::KernelVectors: kernel_tile(input, dy, result, r, o, accumulate); break;
     }
   }
 
-  void bcast_tile(const float* xb, const float* dy, float* result, int64_t n0, int64_t images, int64_t oh0,
-                  int64_t rows, int64_t o, bool accumulate) const {
+  // The reduction tile: images [n0, n0 + images), output rows [oh0, oh0 + rows).
+  struct Range {
+    int64_t n0 = 0, images = 1, oh0 = 0, rows = 1;
+  };
+
+  void channel_tile(const float* xb, const float* dy, float* result, const Range& r, int64_t o,
+                    bool accumulate) const {
     const int64_t kw = o % pb_.s;
     o /= pb_.s;
     const int64_t kh = o % pb_.r;
     o /= pb_.r;
-    const int64_t kb = o % k_blocks();
-    o /= k_blocks();
-    const int64_t cb = o % c_blocks_;
-    const int64_t g = o / c_blocks_;
+    const int64_t kbs = ceil_div(kg_, nj_);
+    const int64_t kb = o % kbs;
+    o /= kbs;
+    const int64_t cb = o % blocks_;
+    const int64_t g = o / blocks_;
     const int64_t k0 = kb * nj_;
     const int64_t k_end = std::min(kg_, k0 + nj_);
     BcastArgs a;
     a.b_j = p_ * q_;
-    a.n0 = images, a.a0 = pb_.groups * c_blocks_ * hi_ * wi_ * block_, a.b0 = pb_.k * p_ * q_;
-    a.n1 = rows, a.a1 = pb_.stride.h * wi_ * block_, a.b1 = q_;
+    a.n0 = r.images, a.a0 = pb_.groups * blocks_ * hi_ * wi_ * block_, a.b0 = pb_.k * p_ * q_;
+    a.n1 = r.rows, a.a1 = pb_.stride.h * wi_ * block_, a.b1 = q_;
     a.n2 = q_, a.a2 = pb_.stride.w * block_, a.b2 = 1;
     a.o_v = lanes_, a.o_lane = 1, a.o_j = pb_.r * pb_.s * block_;
     a.valid = block_;
     a.accumulate = accumulate;
-    const float* x_image = xb + ((n0 * pb_.groups + g) * c_blocks_ + cb) * hi_ * wi_ * block_;
-    a.a = x_image + ((oh0 * pb_.stride.h + kh * pb_.dilation.h) * wi_ + kw * pb_.dilation.w) * block_;
+    const float* x_image = xb + ((r.n0 * pb_.groups + g) * blocks_ + cb) * hi_ * wi_ * block_;
+    a.a = x_image + ((r.oh0 * pb_.stride.h + kh * pb_.dilation.h) * wi_ + kw * pb_.dilation.w) * block_;
     // Channel-blocked result [group][channel block][k][kh][kw][block].
-    float* out = result + ((((g * c_blocks_ + cb) * kg_) * pb_.r + kh) * pb_.s + kw) * block_;
+    float* out = result + ((((g * blocks_ + cb) * kg_) * pb_.r + kh) * pb_.s + kw) * block_;
     for (int64_t k = k0; k < k_end;) {
       const int use = fit(static_cast<int>(std::min<int64_t>(k_end - k, nj_)));
-      a.b = dy + ((n0 * pb_.k + g * kg_ + k) * p_ + oh0) * q_;
+      a.b = dy + ((r.n0 * pb_.k + g * kg_ + k) * p_ + r.oh0) * q_;
       a.out = out + k * pb_.r * pb_.s * block_;
       kt_.bcast[nv_ - 1][use - 1](a);
       k += use;
     }
   }
 
-  void dot_tile(const float* xs, const float* dy, float* result, int64_t n0, int64_t images, int64_t oh0,
-                int64_t rows, int64_t o, bool accumulate) const {
+  void kernel_tile(const float* xp, const float* dyb, float* result, const Range& r, int64_t o,
+                   bool accumulate) const {
+    const int64_t tbs = ceil_div(pb_.s, nj_);
+    const int64_t tb = o % tbs;
+    o /= tbs;
+    const int64_t kh = o % pb_.r;
+    o /= pb_.r;
+    const int64_t c = o % cg_;
+    o /= cg_;
+    const int64_t kb = o % blocks_;
+    const int64_t g = o / blocks_;
+    const int64_t kw0 = tb * nj_;
+    const int64_t kw_end = std::min(pb_.s, kw0 + nj_);
+    BcastArgs a;
+    a.b_j = pb_.dilation.w;
+    a.n0 = r.images, a.a0 = pb_.groups * blocks_ * p_ * q_ * block_, a.b0 = pb_.c * hi_ * wi_;
+    a.n1 = r.rows, a.a1 = q_ * block_, a.b1 = pb_.stride.h * wi_;
+    a.n2 = q_, a.a2 = block_, a.b2 = pb_.stride.w;
+    a.o_v = lanes_, a.o_lane = 1, a.o_j = block_;
+    a.valid = block_;
+    a.accumulate = accumulate;
+    a.a = dyb + (((r.n0 * pb_.groups + g) * blocks_ + kb) * p_ + r.oh0) * q_ * block_;
+    const float* x_row = xp + ((r.n0 * pb_.c + g * cg_ + c) * hi_ + r.oh0 * pb_.stride.h + kh * pb_.dilation.h) * wi_;
+    // Channel-blocked result [group][output-channel block][c][kh][kw][block].
+    float* out = result + ((((g * blocks_ + kb) * cg_ + c) * pb_.r + kh) * pb_.s) * block_;
+    for (int64_t kw = kw0; kw < kw_end;) {
+      const int use = fit(static_cast<int>(std::min<int64_t>(kw_end - kw, nj_)));
+      a.b = x_row + kw * pb_.dilation.w;
+      a.out = out + kw * block_;
+      kt_.bcast[nv_ - 1][use - 1](a);
+      kw += use;
+    }
+  }
+
+  void dot_tile(const float* xs, const float* dy, float* result, const Range& r, int64_t o, bool accumulate) const {
     const int64_t classes = std::min(tap_period_, pb_.s);
     const int64_t per_class = tap_blocks() / classes;
     const int64_t tb = o % per_class;
@@ -274,8 +356,9 @@ class FilterStrategy final : public Strategy {
     o /= pb_.r;
     const int64_t c = o % cg_;
     o /= cg_;
-    const int64_t kb = o % k_blocks();
-    const int64_t g = o / k_blocks();
+    const int64_t kbs = ceil_div(kg_, ni_);
+    const int64_t kb = o % kbs;
+    const int64_t g = o / kbs;
     // Taps of this block: kw = cls + (tb * nj + m) * tap_period.
     const int64_t first = tb * nj_;
     const int64_t taps = std::min<int64_t>(nj_, taps_in_class(cls) - first);
@@ -288,20 +371,19 @@ class FilterStrategy final : public Strategy {
     a.a_i = p_ * q_;
     a.b_j = tap_period_ * pb_.dilation.w / phases_;
     a.len = q_;
-    a.n0 = images, a.a0 = pb_.k * p_ * q_, a.b0 = pb_.c * hi_ * row_floats_;
-    a.n1 = rows, a.a1 = q_, a.b1 = pb_.stride.h * row_floats_;
+    a.n0 = r.images, a.a0 = pb_.k * p_ * q_, a.b0 = pb_.c * hi_ * row_floats_;
+    a.n1 = r.rows, a.a1 = q_, a.b1 = pb_.stride.h * row_floats_;
     a.o_i = cg_ * pb_.r * pb_.s, a.o_j = tap_period_;
     a.accumulate = accumulate;
-    const float* x_plane = xs + (n0 * pb_.c + g * cg_ + c) * hi_ * row_floats_;
-    const float* b = x_plane + (oh0 * pb_.stride.h + kh * pb_.dilation.h) * row_floats_ + (e0 % phases_) * ws_ +
+    const float* x_plane = xs + (r.n0 * pb_.c + g * cg_ + c) * hi_ * row_floats_;
+    const float* b = x_plane + (r.oh0 * pb_.stride.h + kh * pb_.dilation.h) * row_floats_ + (e0 % phases_) * ws_ +
                      e0 / phases_;
     for (int64_t t = 0; t < taps;) {
       const int use_j = fit(static_cast<int>(std::min<int64_t>(taps - t, nj_)));
       for (int64_t k = k0; k < k0 + ks;) {
-        const int nk = static_cast<int>(std::min<int64_t>(k0 + ks - k, ni_));
-        int use_i = nk;
+        int use_i = static_cast<int>(std::min<int64_t>(k0 + ks - k, ni_));
         while (use_i > 1 && kt_.dot[use_i - 1][use_j - 1] == nullptr) --use_i;
-        a.a = dy + ((n0 * pb_.k + g * kg_ + k) * p_ + oh0) * q_;
+        a.a = dy + ((r.n0 * pb_.k + g * kg_ + k) * p_ + r.oh0) * q_;
         a.b = b + t * a.b_j;
         a.out = result + ((g * kg_ + k) * cg_ + c) * pb_.r * pb_.s + kh * pb_.s + kw0 + t * tap_period_;
         kt_.dot[use_i - 1][use_j - 1](a);
@@ -314,7 +396,7 @@ class FilterStrategy final : public Strategy {
   // Adds the per-thread copies (when threads split the reduction) and writes KCRS dW.
   void finish(const float* results, unsigned copies, float* w) const {
     const int64_t rs = pb_.r * pb_.s;
-    if (dots_) {
+    if (mode_ == Mode::Dots) {
       if (!split_reduction_) return;  // written in place
       const int64_t count = pb_.w_elements();
       parallel_items((count + 4095) / 4096, threads_, [&](int64_t chunk, unsigned) {
@@ -328,13 +410,18 @@ class FilterStrategy final : public Strategy {
       return;
     }
     const int64_t per_copy = result_floats();
+    const bool channel_vectors = mode_ == Mode::ChannelVectors;
     parallel_items(pb_.k, threads_, [&](int64_t k, unsigned) {
       const int64_t g = k / kg_;
       const int64_t kk = k % kg_;
       for (int64_t c = 0; c < cg_; ++c) {
-        const int64_t cb = c / block_, l = c % block_;
+        // Channel vectors: [g][c block][k][kh][kw][c lane]; kernel vectors: [g][k block][c][kh][kw][k lane].
+        const int64_t vec = channel_vectors ? c : kk;
+        const int64_t other = channel_vectors ? kk : c;
+        const int64_t others = channel_vectors ? kg_ : cg_;
+        const int64_t base = ((g * blocks_ + vec / block_) * others + other) * rs;
         for (int64_t t = 0; t < rs; ++t) {
-          const int64_t at = (((g * c_blocks_ + cb) * kg_ + kk) * rs + t) * block_ + l;
+          const int64_t at = (base + t) * block_ + vec % block_;
           float sum = 0;
           for (unsigned copy = 0; copy < copies; ++copy) sum += results[copy * per_copy + at];
           w[(k * cg_ + c) * rs + t] = sum;
@@ -344,16 +431,15 @@ class FilterStrategy final : public Strategy {
   }
 
   ConvProblem pb_;
-  Choice choice_;
   const KernelTable& kt_;
   int64_t lanes_;
-  bool dots_ = false;
+  Mode mode_ = Mode::ChannelVectors;
   int64_t cg_ = 1, kg_ = 1, p_ = 1, q_ = 1;
   int64_t pad_top_ = 0, pad_left_ = 0, pad_bottom_ = 0, pad_right_ = 0, hi_ = 0, wi_ = 0;
   int nv_ = 1, ni_ = 1, nj_ = 1;
-  int64_t block_ = 1, c_blocks_ = 1;
+  int64_t block_ = 1, blocks_ = 1;
   int64_t phases_ = 1, ws_ = 0, row_floats_ = 0, tap_period_ = 1;
-  int64_t rows_per_tile_ = 1, images_per_tile_ = 1, row_tiles_ = 1, image_tiles_ = 1, tiles_ = 1;
+  int64_t rows_per_tile_ = 1, images_per_tile_ = 1, row_tiles_ = 1, tiles_ = 1;
   unsigned threads_ = 1;
   bool split_reduction_ = false;
   size_t workspace_ = 0;
