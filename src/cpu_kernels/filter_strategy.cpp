@@ -176,12 +176,14 @@ class FilterStrategy final : public Strategy {
       std::memset(d, 0, static_cast<size_t>(out_rows * out_cols * block_) * sizeof(float));
       const int64_t c0 = cb * block_;
       const int64_t count = std::min(block_, per_group - c0);
-      for (int64_t l = 0; l < count; ++l) {
-        const float* plane = src + (ng * per_group + c0 + l) * rows * cols;
-        for (int64_t r = 0; r < rows; ++r) {
-          float* row = d + ((r + top) * out_cols + left) * block_ + l;
-          const float* s = plane + r * cols;
-          for (int64_t col = 0; col < cols; ++col) row[col * block_] = s[col];
+      const float* planes = src + (ng * per_group + c0) * rows * cols;
+      // Row by row, so the interleaved row being written (cols x block floats) stays in L1 while each channel's
+      // row is read in order.
+      for (int64_t r = 0; r < rows; ++r) {
+        float* row = d + ((r + top) * out_cols + left) * block_;
+        for (int64_t l = 0; l < count; ++l) {
+          const float* s = planes + (l * rows + r) * cols;
+          for (int64_t col = 0; col < cols; ++col) row[col * block_ + l] = s[col];
         }
       }
     });

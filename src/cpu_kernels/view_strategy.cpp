@@ -161,19 +161,18 @@ class ViewStrategy final : public Strategy {
           float* slab = packed + slab_offsets_[(static_cast<size_t>(g) * ph_h_.size() + ph) * ph_w_.size() + pw];
           if (valid < block_) std::fill(slab + ocb * ic_ * taps * block_, slab + (ocb + 1) * ic_ * taps * block_, 0.0f);
         }
-      for (int64_t l = 0; l < valid; ++l) {
-        const int64_t o = ocb * block_ + l;
-        for (int64_t i = 0; i < ic_; ++i) {
-          const float* src = w + filter_offset(g, o, i);
-          for (int64_t kh = 0; kh < pb_.r; ++kh)
-            for (int64_t kw = 0; kw < pb_.s; ++kw) {
-              const TapSlot& h = tap_h_[static_cast<size_t>(kh)];
-              const TapSlot& wt = tap_w_[static_cast<size_t>(kw)];
-              const int64_t th = ph_h_[static_cast<size_t>(h.phase)].taps, tw = ph_w_[static_cast<size_t>(wt.phase)].taps;
-              slab_of(g, h, wt)[(((ocb * ic_ + i) * th + h.tap) * tw + wt.tap) * block_ + l] = src[kh * pb_.s + kw];
-            }
-        }
-      }
+      // Writes in the packed order (output channel innermost), reading the block's filters side by side: the
+      // block's filters (block x ic x R x S floats) stay in cache while every cache line of them is used.
+      for (int64_t i = 0; i < ic_; ++i)
+        for (int64_t kh = 0; kh < pb_.r; ++kh)
+          for (int64_t kw = 0; kw < pb_.s; ++kw) {
+            const TapSlot& h = tap_h_[static_cast<size_t>(kh)];
+            const TapSlot& wt = tap_w_[static_cast<size_t>(kw)];
+            const int64_t th = ph_h_[static_cast<size_t>(h.phase)].taps, tw = ph_w_[static_cast<size_t>(wt.phase)].taps;
+            float* dst = slab_of(g, h, wt) + (((ocb * ic_ + i) * th + h.tap) * tw + wt.tap) * block_;
+            const int64_t tap = kh * pb_.s + kw;
+            for (int64_t l = 0; l < valid; ++l) dst[l] = w[filter_offset(g, ocb * block_ + l, i) + tap];
+          }
     });
   }
 
