@@ -24,6 +24,7 @@ using detail::KernelTable;
 const std::vector<int64_t> kVecs = {1, 2, 3, 4, 6, 8};
 const std::vector<int64_t> kCols = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 12, 13, 14, 16, 20, 24, 28};
 const std::vector<int64_t> kRowBlocks = {1, 2, 4, 8, 16, 32, 0};
+const std::vector<int64_t> kChunks = {0, 16, 32, 64, 128, 256};
 
 bool is_filter(const ConvProblem& pb) { return pb.direction == Direction::BackwardFilter; }
 
@@ -134,6 +135,10 @@ std::vector<Parameter> parameters(const ConvProblem& problem) {
                                        : "output rows per work item (0: all rows of a phase)"},
       {"ORDER", {0, 1}, filter ? "0: threads split the output tiles; 1: threads split the reduction"
                                : "0: channel blocks outside row blocks; 1: row blocks outside channel blocks"},
+      {"IC_CHUNK", filter ? std::vector<int64_t>{0} : kChunks,
+       filter ? "backward-filter tiles its reduction with ROW_BLOCK; always 0"
+              : "input channels per pass over a row block (0: all), so the pass's filter slab and input rows stay in "
+                "L2; later passes add to the outputs"},
   };
 }
 
@@ -178,6 +183,10 @@ std::vector<Constraint> constraints(const ConvProblem& problem) {
                    }
                    return j <= (value(c.config, "ORIENT") == 0 ? sh.row : sh.oc);
                  }});
+  out.push_back({"input-channel chunk smaller than the input channels", {"IC_CHUNK"}, [sh](const ConstraintContext& c) {
+                   const int64_t chunk = value(c.config, "IC_CHUNK");
+                   return chunk == 0 || chunk < sh.ic;
+                 }});
   out.push_back({"row block no more than the rows", {"ROW_BLOCK"}, [sh](const ConstraintContext& c) {
                    const int64_t rb = value(c.config, "ROW_BLOCK");
                    // Powers of two up to the first that covers every row; 0 (all rows) always.
@@ -193,6 +202,7 @@ Config default_config(const ConvProblem& problem) {
   const int regs = vector_registers(isa);
   Config c;
   c["ORDER"] = 0;
+  c["IC_CHUNK"] = 0;
   if (is_filter(problem)) {
     // Vectors over input channels when they fill the vectors; else vectors over output channels when those do and
     // copying dy channel-interleaved is cheap beside the work (AlexNet's first layer: 0.01 bytes per FLOP; the
@@ -241,11 +251,29 @@ Config default_config(const ConvProblem& problem) {
   const double store_cycles = static_cast<double>(by_oc.first * by_oc.second * lanes) / 2.0;
   const double reduce_cycles = static_cast<double>(sh.ic * sh.taps) * step_cycles(by_oc.first, by_oc.second);
   eff_oc *= reduce_cycles / (reduce_cycles + store_cycles);
+  // Pixel vectors broadcast from the whole filter (one cache line per reduction step, used once per block):
+  // beyond about half an L2 it streams from L3 for every block (ucla5x5 forward, a 6.5 MB filter: 2.2x oneDNN's
+  // time, against 1.0x with channel vectors, whose per-block filter slab stays in L2).
+  const double filter_bytes = 4.0 * static_cast<double>(sh.ic * sh.taps * sh.oc);
+  if (filter_bytes > 1e6) eff_px *= 0.5;
   if (!sh.unit_rows || eff_oc >= eff_px) {
     c["ORIENT"] = 0, c["VECS"] = by_oc.first, c["COLS"] = by_oc.second;
   } else {
     c["ORIENT"] = 1, c["VECS"] = by_px.first, c["COLS"] = by_px.second;
   }
+  // Input channels per pass: all unless a pass's filter slab and the input rows of one output row outgrow about
+  // half an L2 (ucla5x5: 256 channels x 5 rows x 228 columns plus a 256 x 25 x 32 slab is 2 MB).
+  const int64_t block = c["ORIENT"] == 0 ? c["VECS"] * lanes : sh.oc;
+  const int64_t window = problem.r * (problem.direction == Direction::Forward ? problem.w + 2 * problem.pad.w
+                                                                              : problem.q() + 2 * problem.s);
+  const auto pass_bytes = [&](int64_t channels) { return 4 * channels * (sh.taps * block + window); };
+  int64_t chunk = 0;
+  if (pass_bytes(sh.ic) > (int64_t{1} << 20)) {
+    for (int64_t candidate : kChunks)
+      if (candidate > 0 && candidate < sh.ic && pass_bytes(candidate) <= (int64_t{1} << 20)) chunk = candidate;
+    if (chunk == 0) chunk = kChunks[1];
+  }
+  c["IC_CHUNK"] = chunk;
   // Enough work items for the threads to balance, each a few rows.
   int64_t rb = 0;
   if (sh.rows > 16) rb = 8;
@@ -270,7 +298,7 @@ std::string invalid_reason(const ConvProblem& problem, const Config& config) {
   for (const auto& [name, v] : config) {
     const auto params = parameters(problem);
     if (std::none_of(params.begin(), params.end(), [&](const Parameter& p) { return p.name == name; }))
-      return fmt::format("unknown parameter {}: expected ORIENT, VECS, COLS, ROW_BLOCK, ORDER", name);
+      return fmt::format("unknown parameter {}: expected ORIENT, VECS, COLS, ROW_BLOCK, ORDER, IC_CHUNK", name);
   }
   DeviceInfo none;
   for (const Constraint& c : constraints(problem)) {

@@ -19,14 +19,17 @@ namespace convtune::cpu_blocked {
 //   ORIENT     forward/backward-data: 0 = vectors over output channels (weights loaded as vectors, input pixels
 //              broadcast), 1 = vectors over output pixels (input rows loaded, weights broadcast).
 //              backward-filter: 0 = vectors over input channels (broadcast kernel), 1 = vectors along output rows
-//              (dot kernel, lanes summed at the end).
-//   VECS       vectors in the register block (dot kernel: output channels per block)
+//              (dot kernel, lanes summed at the end), 2 = vectors over output channels (dy copied channel-
+//              interleaved), x broadcast along a row of filter taps.
+//   VECS       vectors in the register block (backward-filter ORIENT 1: output channels, one dot product each)
 //   COLS       broadcast columns in the register block: output pixels (ORIENT 0) or output channels (ORIENT 1);
-//              backward-filter: output channels (ORIENT 0) or filter taps (ORIENT 1)
+//              backward-filter: output channels (ORIENT 0) or filter taps along a row (ORIENT 1, 2)
 //   ROW_BLOCK  output rows per work item handed to a thread (backward-filter: rows per reduction tile); 0 = all
 //   ORDER      forward/backward-data: 0 = channel blocks outside row blocks (weights stay in cache), 1 = rows
 //              outside channel blocks (input rows stay in cache). backward-filter: 0 = threads split the output
 //              tiles, 1 = threads split the reduction (each sums into its own copy, added at the end)
+//   IC_CHUNK   forward/backward-data: input channels per pass over a row block (0 = all), so a pass's filter
+//              slab and input rows stay in L2; later passes add to the outputs. backward-filter: 0
 std::vector<Parameter> parameters(const ConvProblem& problem);
 // Named constraints over those parameters for the problem on the active ISA (register file, compiled blocks,
 // unit-stride rows for pixel vectors). Constraints read ISA facts, not the DeviceInfo they are given.

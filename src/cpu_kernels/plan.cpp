@@ -25,6 +25,7 @@ Choice decode(const Config& config) {
   c.cols = static_cast<int>(get("COLS"));
   c.row_block = get("ROW_BLOCK");
   c.order = static_cast<int>(get("ORDER"));
+  c.ic_chunk = get("IC_CHUNK");
   return c;
 }
 

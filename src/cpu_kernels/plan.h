@@ -23,6 +23,7 @@ struct Choice {
   int cols = 1;
   int64_t row_block = 0;
   int order = 0;
+  int64_t ic_chunk = 0;
 };
 Choice decode(const Config& config);
 

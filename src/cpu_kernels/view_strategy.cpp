@@ -111,6 +111,7 @@ class ViewStrategy final : public Strategy {
     row_block_ = choice.row_block > 0 ? std::min(choice.row_block, std::max<int64_t>(rows_max_, 1))
                                       : std::max<int64_t>(rows_max_, 1);
     row_blocks_ = (rows_max_ + row_block_ - 1) / row_block_;
+    chunk_ = choice.ic_chunk;
     threads_ = threads_for(pb);
     Carver size(nullptr);
     carve(size);
@@ -197,8 +198,9 @@ class ViewStrategy final : public Strategy {
   std::string describe() const override {
     std::string phases = ph_h_.size() * ph_w_.size() > 1 ? fmt::format(", {} phases", ph_h_.size() * ph_w_.size())
                                                           : "";
-    return fmt::format("{}, {} block {}x{}{}, {} row(s) per item, {}", pixel_vectors_ ? "vectors over pixels" : "vectors over output channels",
-                       pixel_vectors_ ? "pixels x channels" : "channels x pixels", nv_, nj_, phases, row_block_,
+    const std::string chunk = chunk_ > 0 && chunk_ < ic_ ? fmt::format(", {} input channels per pass", chunk_) : "";
+    return fmt::format("{}, {} block {}x{}{}{}, {} row(s) per item, {}", pixel_vectors_ ? "vectors over pixels" : "vectors over output channels",
+                       pixel_vectors_ ? "pixels x channels" : "channels x pixels", nv_, nj_, phases, chunk, row_block_,
                        copy_input_ ? fmt::format("input copied padded to {}x{}", hi_, wi_) : "input read in place");
   }
 
@@ -282,31 +284,42 @@ class ViewStrategy final : public Strategy {
       }
   }
 
+  // Input channels of one pass over a row block: all, or IC_CHUNK at a time so the pass's filter slab and input
+  // rows stay in L2; later passes add to the outputs.
+  template <class Pass>
+  void chunked(const Pass& pass) const {
+    const int64_t chunk = chunk_ > 0 ? chunk_ : ic_;
+    for (int64_t c0 = 0; c0 < ic_; c0 += chunk) pass(c0, std::min(chunk, ic_ - c0));
+  }
+
   // ORIENT 0: acc[output-channel vector][pixel] += packed weights x broadcast input pixel.
   void channel_rows(const float* in, const float* weights, float* out, const AxisPhase& h, const AxisPhase& w,
                     int64_t y0, int64_t y1, int64_t ocb) const {
     const int64_t plane_out = out_rows_ * out_cols_;
     const auto widths = split_columns(w.count, nj_, [&](int n) { return kt_.bcast[nv_ - 1][n - 1] != nullptr; });
-    BcastArgs a;
-    a.b_j = w.ins;
-    a.n0 = ic_, a.a0 = h.taps * w.taps * block_, a.b0 = hi_ * wi_;
-    a.n1 = h.taps, a.a1 = w.taps * block_, a.b1 = h.step * wi_;
-    a.n2 = w.taps, a.a2 = block_, a.b2 = w.step;
-    normalize(a);
-    a.a = weights;
-    a.o_v = lanes_ * plane_out, a.o_lane = plane_out, a.o_j = w.out_step;
-    a.valid = std::min(block_, oc_ - ocb * block_);
-    for (int64_t yy = y0; yy < y1; ++yy) {
-      const float* in_row = in + (yy * h.ins + h.off) * wi_ + w.off;
-      float* out_row = out + ocb * block_ * plane_out + (h.out_start + yy * h.out_step) * out_cols_ + w.out_start;
-      int64_t x0 = 0;
-      for (int width : widths) {
-        a.b = in_row + x0 * w.ins;
-        a.out = out_row + x0 * w.out_step;
-        kt_.bcast[nv_ - 1][width - 1](a);
-        x0 += width;
+    chunked([&](int64_t c0, int64_t channels) {
+      BcastArgs a;
+      a.b_j = w.ins;
+      a.n0 = channels, a.a0 = h.taps * w.taps * block_, a.b0 = hi_ * wi_;
+      a.n1 = h.taps, a.a1 = w.taps * block_, a.b1 = h.step * wi_;
+      a.n2 = w.taps, a.a2 = block_, a.b2 = w.step;
+      normalize(a);
+      a.a = weights + c0 * h.taps * w.taps * block_;
+      a.o_v = lanes_ * plane_out, a.o_lane = plane_out, a.o_j = w.out_step;
+      a.valid = std::min(block_, oc_ - ocb * block_);
+      a.accumulate = c0 > 0;
+      for (int64_t yy = y0; yy < y1; ++yy) {
+        const float* in_row = in + c0 * hi_ * wi_ + (yy * h.ins + h.off) * wi_ + w.off;
+        float* out_row = out + ocb * block_ * plane_out + (h.out_start + yy * h.out_step) * out_cols_ + w.out_start;
+        int64_t x0 = 0;
+        for (int width : widths) {
+          a.b = in_row + x0 * w.ins;
+          a.out = out_row + x0 * w.out_step;
+          kt_.bcast[nv_ - 1][width - 1](a);
+          x0 += width;
+        }
       }
-    }
+    });
   }
 
   // ORIENT 1: acc[pixel vector][output channel] += input row vectors x broadcast weight (unit input stride).
@@ -320,32 +333,35 @@ class ViewStrategy final : public Strategy {
     const auto full = widths(nv_);
     const int64_t last_nv = ((w.count - 1) % span) / lanes_ + 1;
     const auto last = widths(static_cast<int>(last_nv));
-    BcastArgs a;
-    a.b_j = 1;
-    a.n0 = ic_, a.a0 = hi_ * wi_, a.b0 = h.taps * w.taps * oc_;
-    a.n1 = h.taps, a.a1 = h.step * wi_, a.b1 = w.taps * oc_;
-    a.n2 = w.taps, a.a2 = w.step, a.b2 = oc_;
-    normalize(a);
-    a.o_v = lanes_ * w.out_step, a.o_lane = w.out_step, a.o_j = plane_out;
-    const auto run_rows = [&](int64_t yy_begin, int64_t yy_end, int64_t x0, int nv, const std::vector<int>& split) {
-      a.valid = std::min<int64_t>(int64_t{nv} * lanes_, w.count - x0);
-      for (int64_t yy = yy_begin; yy < yy_end; ++yy) {
-        a.a = in + (yy * h.ins + h.off) * wi_ + w.off + x0;
-        float* out_px = out + (h.out_start + yy * h.out_step) * out_cols_ + w.out_start + x0 * w.out_step;
-        int64_t o0 = 0;
-        for (int width : split) {
-          a.b = weights + o0;
-          a.out = out_px + o0 * plane_out;
-          kt_.bcast[nv - 1][width - 1](a);
-          o0 += width;
+    chunked([&](int64_t c0, int64_t channels) {
+      BcastArgs a;
+      a.b_j = 1;
+      a.n0 = channels, a.a0 = hi_ * wi_, a.b0 = h.taps * w.taps * oc_;
+      a.n1 = h.taps, a.a1 = h.step * wi_, a.b1 = w.taps * oc_;
+      a.n2 = w.taps, a.a2 = w.step, a.b2 = oc_;
+      normalize(a);
+      a.o_v = lanes_ * w.out_step, a.o_lane = w.out_step, a.o_j = plane_out;
+      a.accumulate = c0 > 0;
+      const float* in_c = in + c0 * hi_ * wi_;
+      const float* weights_c = weights + c0 * h.taps * w.taps * oc_;
+      for (int64_t x0 = 0; x0 < w.count; x0 += span) {
+        const bool tail = x0 + span > w.count;
+        const int nv = tail ? static_cast<int>(last_nv) : nv_;
+        const auto& split = tail ? last : full;
+        a.valid = std::min<int64_t>(int64_t{nv} * lanes_, w.count - x0);
+        for (int64_t yy = y0; yy < y1; ++yy) {
+          a.a = in_c + (yy * h.ins + h.off) * wi_ + w.off + x0;
+          float* out_px = out + (h.out_start + yy * h.out_step) * out_cols_ + w.out_start + x0 * w.out_step;
+          int64_t o0 = 0;
+          for (int width : split) {
+            a.b = weights_c + o0;
+            a.out = out_px + o0 * plane_out;
+            kt_.bcast[nv - 1][width - 1](a);
+            o0 += width;
+          }
         }
       }
-    };
-    for (int64_t x0 = 0; x0 < w.count; x0 += span) {
-      const bool tail = x0 + span > w.count;
-      const int nv = tail ? static_cast<int>(last_nv) : nv_;
-      run_rows(y0, y1, x0, nv, tail ? last : full);
-    }
+    });
   }
 
   ConvProblem pb_;
@@ -365,6 +381,7 @@ class ViewStrategy final : public Strategy {
   std::vector<int64_t> slab_offsets_;
   size_t packed_floats_ = 0;
   int64_t rows_max_ = 0, row_block_ = 1, row_blocks_ = 1;
+  int64_t chunk_ = 0;
   size_t workspace_ = 0;
   unsigned threads_ = 1;
 };
