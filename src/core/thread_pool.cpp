@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 
 namespace convtune {
 
@@ -18,7 +19,16 @@ constexpr auto kSpin = std::chrono::microseconds(200);
 }  // namespace
 
 ThreadPool& ThreadPool::instance() {
-  static ThreadPool pool(std::max(1u, std::thread::hardware_concurrency()) - 1);
+  // CONVTUNE_THREADS caps the threads (the caller included), e.g. to time one core; default: every hardware
+  // thread.
+  static ThreadPool pool([] {
+    unsigned threads = std::max(1u, std::thread::hardware_concurrency());
+    if (const char* env = std::getenv("CONVTUNE_THREADS"); env && *env) {
+      const long wanted = std::strtol(env, nullptr, 10);
+      if (wanted >= 1) threads = static_cast<unsigned>(std::min<long>(wanted, 4096));
+    }
+    return threads - 1;
+  }());
   return pool;
 }
 
