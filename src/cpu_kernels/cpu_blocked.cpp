@@ -30,6 +30,7 @@ bool is_filter(const ConvProblem& pb) { return pb.direction == Direction::Backwa
 
 // Facts of a problem the constraints and the default read.
 struct Shape {
+  bool adjacent_taps = true;  // forward/backward-data: every phase's taps along a row read adjacent columns
   int64_t oc = 1;        // forward/backward-data: channels written per group
   int64_t ic = 1;        // channels read per group
   int64_t row = 1;       // longest output row of a phase (pixels a broadcast block can cover)
@@ -44,10 +45,13 @@ Shape shape_of(const ConvProblem& pb) {
     s.oc = pb.k_per_group(), s.ic = pb.c_per_group();
     s.row = pb.q(), s.rows = pb.p(), s.taps = pb.r * pb.s;
     s.unit_rows = pb.stride.w == 1;
+    s.adjacent_taps = pb.dilation.w == 1 || pb.s == 1;
   } else if (pb.direction == Direction::BackwardData) {
     s.oc = pb.c_per_group(), s.ic = pb.k_per_group();
     s.row = (pb.w + pb.stride.w - 1) / pb.stride.w, s.rows = (pb.h + pb.stride.h - 1) / pb.stride.h;
     s.taps = std::max<int64_t>(1, (pb.r / pb.stride.h) * (pb.s / pb.stride.w));
+    for (const auto& phase : detail::backward_data_axis(pb.w, pb.stride.w, pb.pad.w, pb.dilation.w, pb.s))
+      if (phase.taps > 1 && phase.step != 1) s.adjacent_taps = false;
   } else {
     s.oc = pb.k_per_group(), s.ic = pb.c_per_group();
     s.row = pb.q(), s.rows = pb.p(), s.taps = pb.r * pb.s;
@@ -135,6 +139,10 @@ std::vector<Parameter> parameters(const ConvProblem& problem) {
                                        : "output rows per work item (0: all rows of a phase)"},
       {"ORDER", {0, 1}, filter ? "0: threads split the output tiles; 1: threads split the reduction"
                                : "0: channel blocks outside row blocks; 1: row blocks outside channel blocks"},
+      {"LAYOUT", filter ? std::vector<int64_t>{0} : std::vector<int64_t>{0, 1},
+       filter ? "backward-filter's copies follow ORIENT; always 0"
+              : "input copy for channel vectors: 0 planar (padded NCHW), 1 channel-blocked (a vector of input "
+                "channels per pixel, nChw16c on AVX-512)"},
       {"IC_CHUNK", filter ? std::vector<int64_t>{0} : kChunks,
        filter ? "backward-filter tiles its reduction with ROW_BLOCK; always 0"
               : "input channels per pass over a row block (0: all), so the pass's filter slab and input rows stay in "
@@ -183,6 +191,12 @@ std::vector<Constraint> constraints(const ConvProblem& problem) {
                    }
                    return j <= (value(c.config, "ORIENT") == 0 ? sh.row : sh.oc);
                  }});
+  out.push_back({"channel-blocked input feeds channel vectors", {"ORIENT", "LAYOUT"}, [](const ConstraintContext& c) {
+                   return value(c.config, "LAYOUT") == 0 || value(c.config, "ORIENT") == 0;
+                 }});
+  out.push_back({"channel-blocked input needs adjacent filter taps along a row", {"LAYOUT"}, [sh](const ConstraintContext& c) {
+                   return value(c.config, "LAYOUT") == 0 || sh.adjacent_taps;
+                 }});
   out.push_back({"input-channel chunk smaller than the input channels", {"IC_CHUNK"}, [sh](const ConstraintContext& c) {
                    const int64_t chunk = value(c.config, "IC_CHUNK");
                    return chunk == 0 || chunk < sh.ic;
@@ -203,6 +217,7 @@ Config default_config(const ConvProblem& problem) {
   Config c;
   c["ORDER"] = 0;
   c["IC_CHUNK"] = 0;
+  c["LAYOUT"] = 0;
   if (is_filter(problem)) {
     // Vectors over input channels when they fill the vectors; else vectors over output channels when those do and
     // copying dy channel-interleaved is cheap beside the work (AlexNet's first layer: 0.01 bytes per FLOP; the
@@ -261,6 +276,9 @@ Config default_config(const ConvProblem& problem) {
   } else {
     c["ORIENT"] = 1, c["VECS"] = by_px.first, c["COLS"] = by_px.second;
   }
+  // Channel-blocked input for channel vectors when the input channels fill whole blocks well (not AlexNet's 3).
+  const double ic_fill = static_cast<double>(sh.ic) / static_cast<double>(ceil_div(sh.ic, lanes) * lanes);
+  if (c["ORIENT"] == 0 && sh.adjacent_taps && ic_fill >= 0.75) c["LAYOUT"] = 1;
   // Input channels per pass: all unless a pass's filter slab and the input rows of one output row outgrow about
   // half an L2 (ucla5x5: 256 channels x 5 rows x 228 columns plus a 256 x 25 x 32 slab is 2 MB).
   const int64_t block = c["ORIENT"] == 0 ? c["VECS"] * lanes : sh.oc;
@@ -298,7 +316,7 @@ std::string invalid_reason(const ConvProblem& problem, const Config& config) {
   for (const auto& [name, v] : config) {
     const auto params = parameters(problem);
     if (std::none_of(params.begin(), params.end(), [&](const Parameter& p) { return p.name == name; }))
-      return fmt::format("unknown parameter {}: expected ORIENT, VECS, COLS, ROW_BLOCK, ORDER, IC_CHUNK", name);
+      return fmt::format("unknown parameter {}: expected ORIENT, VECS, COLS, ROW_BLOCK, ORDER, LAYOUT, IC_CHUNK", name);
   }
   DeviceInfo none;
   for (const Constraint& c : constraints(problem)) {

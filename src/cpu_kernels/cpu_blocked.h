@@ -28,6 +28,8 @@ namespace convtune::cpu_blocked {
 //   ORDER      forward/backward-data: 0 = channel blocks outside row blocks (weights stay in cache), 1 = rows
 //              outside channel blocks (input rows stay in cache). backward-filter: 0 = threads split the output
 //              tiles, 1 = threads split the reduction (each sums into its own copy, added at the end)
+//   LAYOUT     forward/backward-data with ORIENT 0: the input copy, 0 = planar (padded NCHW), 1 = channel-
+//              blocked (a vector of input channels per pixel: nChw16c on AVX-512, nChw8c on AVX2). backward-filter: 0
 //   IC_CHUNK   forward/backward-data: input channels per pass over a row block (0 = all), so a pass's filter
 //              slab and input rows stay in L2; later passes add to the outputs. backward-filter: 0
 std::vector<Parameter> parameters(const ConvProblem& problem);

@@ -164,36 +164,11 @@ class FilterStrategy final : public Strategy {
     return b;
   }
 
-  // [planes][rows][cols] -> [n][group][block][rows + pads][cols + pads][block]: a block of channels per pixel,
-  // zero borders and zero channels past the group's (x for channel vectors, dy for kernel vectors).
-  void copy_channel_blocked(const float* src, float* out, int64_t per_group, int64_t rows, int64_t cols,
-                            int64_t top, int64_t left, int64_t out_rows, int64_t out_cols) const {
-    const int64_t items = pb_.n * pb_.groups * blocks_;
-    parallel_items(items, threads_, [&](int64_t item, unsigned) {
-      const int64_t cb = item % blocks_;
-      const int64_t ng = item / blocks_;  // image * groups + group
-      float* d = out + item * out_rows * out_cols * block_;
-      std::memset(d, 0, static_cast<size_t>(out_rows * out_cols * block_) * sizeof(float));
-      const int64_t c0 = cb * block_;
-      const int64_t count = std::min(block_, per_group - c0);
-      const float* planes = src + (ng * per_group + c0) * rows * cols;
-      // Row by row, so the interleaved row being written (cols x block floats) stays in L1 while each channel's
-      // row is read in order.
-      for (int64_t r = 0; r < rows; ++r) {
-        float* row = d + ((r + top) * out_cols + left) * block_;
-        for (int64_t l = 0; l < count; ++l) {
-          const float* s = planes + (l * rows + r) * cols;
-          for (int64_t col = 0; col < cols; ++col) row[col * block_ + l] = s[col];
-        }
-      }
-    });
-  }
-
   void copy_x_channel_blocked(const float* x, float* out) const {
-    copy_channel_blocked(x, out, cg_, pb_.h, pb_.w, pad_top_, pad_left_, hi_, wi_);
+    copy_channel_blocked({pb_.n * pb_.groups, cg_, pb_.h, pb_.w, pad_top_, pad_left_, hi_, wi_, block_}, x, out, kt_, threads_);
   }
   void copy_dy_channel_blocked(const float* dy, float* out) const {
-    copy_channel_blocked(dy, out, kg_, p_, q_, 0, 0, p_, q_);
+    copy_channel_blocked({pb_.n * pb_.groups, kg_, p_, q_, 0, 0, p_, q_, block_}, dy, out, kt_, threads_);
   }
 
   // x -> [n][c][Hi][Wi], zero borders.

@@ -36,6 +36,27 @@ HWY_INLINE void KeepInRegister(V& v) {
 HWY_NOINLINE void StoreBlock(const float* HWY_RESTRICT tile, int nv, int nj, const BcastArgs& p) {
   const D d;
   const int64_t lanes = static_cast<int64_t>(hn::Lanes(d));
+  // Channel vectors written to channel-major rows of adjacent pixels: one gather per channel collects its nj
+  // pixels (a column of the tile) for one masked vector store, instead of a scalar store per element (measured
+  // 4.5% of alex3's forward). The tile has a vector's worth of rows of slack for the gathers' unused lanes.
+  if (p.o_lane != 1 && p.o_j == 1 && nj >= 4 && lanes > 1) {
+    const hn::RebindToSigned<D> di;
+    const auto rows = hn::Mul(hn::Iota(di, 0), hn::Set(di, static_cast<int32_t>(lanes)));
+    for (int v = 0; v < nv; ++v) {
+      const int64_t valid = std::min<int64_t>(p.valid - v * lanes, lanes);
+      for (int64_t l = 0; l < valid; ++l) {
+        const float* column = tile + v * nj * lanes + l;
+        float* out = p.out + v * p.o_v + l * p.o_lane;
+        for (int64_t j0 = 0; j0 < nj; j0 += lanes) {
+          const auto m = hn::FirstN(d, static_cast<size_t>(std::min<int64_t>(lanes, nj - j0)));
+          V x = hn::GatherIndex(d, column + j0 * lanes, rows);
+          if (p.accumulate) x = hn::Add(x, hn::MaskedLoad(m, d, out + j0));
+          hn::BlendedStore(x, m, d, out + j0);
+        }
+      }
+    }
+    return;
+  }
   for (int v = 0; v < nv; ++v) {
     const int64_t valid = std::min<int64_t>(p.valid - v * lanes, lanes);
     if (valid <= 0) return;
@@ -128,7 +149,8 @@ void Bcast(const BcastArgs& p) {
   } else {
     BcastReduce<NV, NJ, 0>(p, acc);
   }
-  HWY_ALIGN float tile[NV * NJ * hn::MaxLanes(d)];
+  // Slack of a vector's worth of rows: StoreBlock's gathers read whole vectors down a column.
+  HWY_ALIGN float tile[(NV * NJ + hn::MaxLanes(d)) * hn::MaxLanes(d)];
 #pragma GCC unroll 32
   for (int v = 0; v < NV; ++v) {
 #pragma GCC unroll 32
@@ -232,7 +254,22 @@ void AddDots(KernelTable& t) {
   }
 }
 
+// dst[i] = src[i * stride]: whole vectors gathered (32-bit indices: the stride times a vector's lanes stays far
+// below 2^31 for any tensor the module indexes), the rest one by one.
+void Gather(const float* HWY_RESTRICT src, int64_t stride, int64_t count, float* HWY_RESTRICT dst) {
+  const D d;
+  const int64_t lanes = static_cast<int64_t>(hn::Lanes(d));
+  int64_t i = 0;
+  if (lanes > 1 && stride * lanes < (int64_t{1} << 31)) {
+    const hn::RebindToSigned<D> di;
+    const auto idx = hn::Mul(hn::Iota(di, 0), hn::Set(di, static_cast<int32_t>(stride)));
+    for (; i + lanes <= count; i += lanes) hn::StoreU(hn::GatherIndex(d, src + i * stride, idx), d, dst + i);
+  }
+  for (; i < count; ++i) dst[i] = src[i * stride];
+}
+
 void FillTable(KernelTable& t) {
+  t.gather = &Gather;
   t.lanes = static_cast<int>(hn::Lanes(D()));
   AddBcast<1>(t);
   AddBcast<2>(t);

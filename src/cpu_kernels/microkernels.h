@@ -46,6 +46,9 @@ struct DotArgs {
 
 using BcastFn = void (*)(const BcastArgs&);
 using DotFn = void (*)(const DotArgs&);
+// dst[i] = src[i * stride] for i in [0, count): one column of a strided layout into a contiguous run (vector
+// gathers); how the layout copies transpose (channel interleaving, weight packing).
+using GatherFn = void (*)(const float* src, int64_t stride, int64_t count, float* dst);
 
 // Largest register blocks compiled: kMaxNv vectors, and per vector count the most columns.
 inline constexpr int kMaxNv = 4;
@@ -61,6 +64,7 @@ struct KernelTable {
   // registers, or the count is not one of the compiled ones).
   BcastFn bcast[kMaxNv][kMaxNj] = {};
   DotFn dot[kMaxDotRows][kMaxDotColumns] = {};
+  GatherFn gather = nullptr;
 };
 
 // The kernels compiled for `isa`; throws Unsupported when this binary or CPU lacks it.

@@ -26,6 +26,7 @@ Choice decode(const Config& config) {
   c.row_block = get("ROW_BLOCK");
   c.order = static_cast<int>(get("ORDER"));
   c.ic_chunk = get("IC_CHUNK");
+  c.layout = static_cast<int>(get("LAYOUT"));
   return c;
 }
 
@@ -108,6 +109,29 @@ void parallel_items(int64_t count, unsigned threads, const std::function<void(in
 
 void parallel_threads(unsigned threads, const std::function<void(unsigned, unsigned)>& body) {
   ThreadPool::instance().run(threads, body);
+}
+
+void copy_channel_blocked(const ChannelBlocking& l, const float* src, float* dst, const KernelTable& kernels,
+                          unsigned threads) {
+  const int64_t blocks = l.blocks();
+  const int64_t plane = l.out_rows * l.out_cols * l.block;
+  const int64_t src_plane = l.rows * l.cols;
+  parallel_items(l.groups_of_images * blocks, threads, [&](int64_t item, unsigned) {
+    const int64_t cb = item % blocks;
+    const int64_t ng = item / blocks;  // image * groups + group
+    float* d = dst + item * plane;
+    const int64_t c0 = cb * l.block;
+    const int64_t count = std::min(l.block, l.per_group - c0);
+    const float* planes = src + (ng * l.per_group + c0) * src_plane;
+    // Zero borders and padding channels; then each pixel's channels, a plane apart in the source, gathered into
+    // one interleaved run.
+    if (l.top || l.left || l.out_rows != l.rows || l.out_cols != l.cols || count < l.block) std::fill(d, d + plane, 0.0f);
+    for (int64_t r = 0; r < l.rows; ++r) {
+      float* row = d + ((r + l.top) * l.out_cols + l.left) * l.block;
+      const float* in = planes + r * l.cols;
+      for (int64_t col = 0; col < l.cols; ++col) kernels.gather(in + col, src_plane, count, row + col * l.block);
+    }
+  });
 }
 
 unsigned threads_for(const ConvProblem& problem) {

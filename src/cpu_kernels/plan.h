@@ -24,6 +24,7 @@ struct Choice {
   int64_t row_block = 0;
   int order = 0;
   int64_t ic_chunk = 0;
+  int layout = 0;
 };
 Choice decode(const Config& config);
 
@@ -69,6 +70,18 @@ class Carver {
 void parallel_items(int64_t count, unsigned threads, const std::function<void(int64_t, unsigned)>& body);
 // Runs body(thread, threads) once per pool thread (static splits).
 void parallel_threads(unsigned threads, const std::function<void(unsigned, unsigned)>& body);
+
+// [images][groups * per_group][rows][cols] -> [images * groups][blocks][rows + pads][cols + pads][block]: `block`
+// channels interleaved per pixel, `top`/`left` zero rows/columns before (and the rest of out_rows/out_cols after),
+// channels past the group's zero. `groups_of_images` = images * groups; `blocks` = ceil(per_group / block).
+struct ChannelBlocking {
+  int64_t groups_of_images = 1, per_group = 1, rows = 1, cols = 1;
+  int64_t top = 0, left = 0, out_rows = 1, out_cols = 1, block = 1;
+  int64_t blocks() const { return (per_group + block - 1) / block; }
+  int64_t floats() const { return groups_of_images * blocks() * out_rows * out_cols * block; }
+};
+void copy_channel_blocked(const ChannelBlocking& layout, const float* src, float* dst, const KernelTable& kernels,
+                          unsigned threads);
 
 // Threads worth waking for a problem: one below a few MFLOP, where a pool job's wake-up (microseconds) would
 // cost more than it saves.

@@ -87,6 +87,13 @@ class ViewStrategy final : public Strategy {
     // slack so they stay inside the buffer. Channel vectors read only real pixels, so an unpadded input is
     // used in place.
     copy_input_ = pixel_vectors_ || pad_top_ || pad_bottom_ || pad_left_ || pad_right_;
+    // Channel-blocked input (LAYOUT 1, with channel vectors): a vector's worth of input channels per pixel, so a
+    // reduction step's broadcasts come from one cache line per pixel and a filter row's taps x channels are one
+    // contiguous run (the innermost loop).
+    blocked_in_ = !pixel_vectors_ && choice.layout == 1;
+    in_block_ = blocked_in_ ? lanes_ : 1;
+    in_blocks_ = (ic_ + in_block_ - 1) / in_block_;
+    if (blocked_in_) copy_input_ = true;
     if (pixel_vectors_) {
       nv_ = choice.vecs;
       nj_ = choice.cols;
@@ -103,7 +110,7 @@ class ViewStrategy final : public Strategy {
         for (const auto& w : ph_w_) {
           slab_offsets_.push_back(offset);
           const int64_t taps = h.taps * w.taps;
-          offset += pixel_vectors_ ? ic_ * taps * oc_ : oc_blocks_ * ic_ * taps * block_;
+          offset += pixel_vectors_ ? ic_ * taps * oc_ : oc_blocks_ * in_blocks_ * in_block_ * taps * block_;
         }
     packed_floats_ = static_cast<size_t>(offset);
     rows_max_ = 0;
@@ -152,7 +159,9 @@ class ViewStrategy final : public Strategy {
       });
       return;
     }
-    // [ocb][ic][th][tw][block] per slab: a block's vectors adjacent, output channels past oc_ zero.
+    // [ocb][ic block][th][tw][ic in block][block] per slab (planar input: blocks of one channel): a block's
+    // vectors adjacent, output and input channels past oc_ and ic_ zero.
+    const int64_t padded_ic = in_blocks_ * in_block_;
     parallel_items(groups_ * oc_blocks_, threads_, [&](int64_t item, unsigned) {
       const int64_t g = item / oc_blocks_, ocb = item % oc_blocks_;
       const int64_t valid = std::min(block_, oc_ - ocb * block_);
@@ -160,7 +169,9 @@ class ViewStrategy final : public Strategy {
         for (size_t pw = 0; pw < ph_w_.size(); ++pw) {
           const int64_t taps = ph_h_[ph].taps * ph_w_[pw].taps;
           float* slab = packed + slab_offsets_[(static_cast<size_t>(g) * ph_h_.size() + ph) * ph_w_.size() + pw];
-          if (valid < block_) std::fill(slab + ocb * ic_ * taps * block_, slab + (ocb + 1) * ic_ * taps * block_, 0.0f);
+          if (valid < block_ || padded_ic != ic_) {
+            std::fill(slab + ocb * padded_ic * taps * block_, slab + (ocb + 1) * padded_ic * taps * block_, 0.0f);
+          }
         }
       // Writes in the packed order (output channel innermost), reading the block's filters side by side: the
       // block's filters (block x ic x R x S floats) stay in cache while every cache line of them is used.
@@ -170,9 +181,13 @@ class ViewStrategy final : public Strategy {
             const TapSlot& h = tap_h_[static_cast<size_t>(kh)];
             const TapSlot& wt = tap_w_[static_cast<size_t>(kw)];
             const int64_t th = ph_h_[static_cast<size_t>(h.phase)].taps, tw = ph_w_[static_cast<size_t>(wt.phase)].taps;
-            float* dst = slab_of(g, h, wt) + (((ocb * ic_ + i) * th + h.tap) * tw + wt.tap) * block_;
+            const int64_t ib = i / in_block_, il = i % in_block_;
+            float* dst = slab_of(g, h, wt) +
+                         ((((ocb * in_blocks_ + ib) * th + h.tap) * tw + wt.tap) * in_block_ + il) * block_;
             const int64_t tap = kh * pb_.s + kw;
-            for (int64_t l = 0; l < valid; ++l) dst[l] = w[filter_offset(g, ocb * block_ + l, i) + tap];
+            // The block's filters are a fixed stride apart in the filter tensor: one gather per packed run.
+            const int64_t stride = filter_offset(g, 1, 0) - filter_offset(g, 0, 0);
+            kt_.gather(w + filter_offset(g, ocb * block_, i) + tap, stride, valid, dst);
           }
     });
   }
@@ -183,7 +198,10 @@ class ViewStrategy final : public Strategy {
     Carver carver(workspace);
     float* in = carve(carver);
     auto start = Clock::now();
-    if (copy_input_) {
+    if (blocked_in_) {
+      copy_channel_blocked({pb_.n * groups_, ic_, src_rows_, src_cols_, pad_top_, pad_left_, hi_, wi_, in_block_}, src,
+                           in, kt_, threads_);
+    } else if (copy_input_) {
       copy_padded(src, in);
     } else {
       in = const_cast<float*>(src);  // read only: an unpadded input is used where it is
@@ -199,8 +217,9 @@ class ViewStrategy final : public Strategy {
     std::string phases = ph_h_.size() * ph_w_.size() > 1 ? fmt::format(", {} phases", ph_h_.size() * ph_w_.size())
                                                           : "";
     const std::string chunk = chunk_ > 0 && chunk_ < ic_ ? fmt::format(", {} input channels per pass", chunk_) : "";
-    return fmt::format("{}, {} block {}x{}{}{}, {} row(s) per item, {}", pixel_vectors_ ? "vectors over pixels" : "vectors over output channels",
-                       pixel_vectors_ ? "pixels x channels" : "channels x pixels", nv_, nj_, phases, chunk, row_block_,
+    const std::string layout = blocked_in_ ? fmt::format(", input in blocks of {} channels", in_block_) : "";
+    return fmt::format("{}, {} block {}x{}{}{}{}, {} row(s) per item, {}", pixel_vectors_ ? "vectors over pixels" : "vectors over output channels",
+                       pixel_vectors_ ? "pixels x channels" : "channels x pixels", nv_, nj_, phases, layout, chunk, row_block_,
                        copy_input_ ? fmt::format("input copied padded to {}x{}", hi_, wi_) : "input read in place");
   }
 
@@ -208,9 +227,12 @@ class ViewStrategy final : public Strategy {
   // Slack after the padded input for whole-vector reads past a row's end.
   int64_t slack() const { return int64_t{kMaxNv} * lanes_ + wi_; }
 
+  // Floats of one (image, group)'s input copy.
+  int64_t image_floats() const { return in_blocks_ * in_block_ * hi_ * wi_; }
+
   float* carve(Carver& c) const {
     if (!copy_input_) return nullptr;
-    return c.floats(static_cast<size_t>(pb_.n * groups_ * ic_ * hi_ * wi_ + slack()));
+    return c.floats(static_cast<size_t>(pb_.n * groups_ * image_floats() + slack()));
   }
 
   void copy_padded(const float* src, float* in) const {
@@ -258,7 +280,7 @@ class ViewStrategy final : public Strategy {
       const int64_t y0 = rb * row_block_;
       const int64_t y1 = std::min(h.count, y0 + row_block_);
       if (y0 >= y1 || w.count == 0) return;
-      const float* image_in = in + (n * groups_ + g) * ic_ * hi_ * wi_;
+      const float* image_in = in + (n * groups_ + g) * image_floats();
       float* image_out = dst + (n * groups_ + g) * oc_ * out_rows_ * out_cols_;
       const float* slab = packed + slab_offsets_[static_cast<size_t>((g * phases) + phase)];
       if (h.taps == 0 || w.taps == 0) {
@@ -268,7 +290,7 @@ class ViewStrategy final : public Strategy {
       if (pixel_vectors_) {
         pixel_rows(image_in, slab, image_out, h, w, y0, y1);
       } else {
-        channel_rows(image_in, slab + ocb * ic_ * h.taps * w.taps * block_, image_out, h, w, y0, y1, ocb);
+        channel_rows(image_in, slab + ocb * in_blocks_ * in_block_ * h.taps * w.taps * block_, image_out, h, w, y0, y1, ocb);
       }
     });
   }
@@ -286,34 +308,44 @@ class ViewStrategy final : public Strategy {
 
   // Input channels of one pass over a row block: all, or IC_CHUNK at a time so the pass's filter slab and input
   // rows stay in L2; later passes add to the outputs.
+  // With channel-blocked input a chunk is a whole number of blocks (at least one).
   template <class Pass>
   void chunked(const Pass& pass) const {
-    const int64_t chunk = chunk_ > 0 ? chunk_ : ic_;
-    for (int64_t c0 = 0; c0 < ic_; c0 += chunk) pass(c0, std::min(chunk, ic_ - c0));
+    const int64_t all = in_blocks_ * in_block_;
+    const int64_t chunk = chunk_ > 0 ? std::max(in_block_, chunk_ / in_block_ * in_block_) : all;
+    for (int64_t c0 = 0; c0 < all; c0 += chunk) pass(c0, std::min(chunk, all - c0));
   }
 
-  // ORIENT 0: acc[output-channel vector][pixel] += packed weights x broadcast input pixel.
+  // ORIENT 0: acc[output-channel vector][pixel] += packed weights x broadcast input pixel. Planar input: steps
+  // (channel, th, tw); channel-blocked input: (channel block, th, tw x channel in block), the last a contiguous
+  // run of the input row and of the packed filter.
   void channel_rows(const float* in, const float* weights, float* out, const AxisPhase& h, const AxisPhase& w,
                     int64_t y0, int64_t y1, int64_t ocb) const {
     const int64_t plane_out = out_rows_ * out_cols_;
+    const int64_t cb = in_block_;
     const auto widths = split_columns(w.count, nj_, [&](int n) { return kt_.bcast[nv_ - 1][n - 1] != nullptr; });
     chunked([&](int64_t c0, int64_t channels) {
       BcastArgs a;
-      a.b_j = w.ins;
-      a.n0 = channels, a.a0 = h.taps * w.taps * block_, a.b0 = hi_ * wi_;
-      a.n1 = h.taps, a.a1 = w.taps * block_, a.b1 = h.step * wi_;
-      a.n2 = w.taps, a.a2 = block_, a.b2 = w.step;
+      a.b_j = w.ins * cb;
+      const int64_t blocks = (channels + cb - 1) / cb;
+      a.n0 = blocks, a.a0 = h.taps * w.taps * cb * block_, a.b0 = hi_ * wi_ * cb;
+      a.n1 = h.taps, a.a1 = w.taps * cb * block_, a.b1 = h.step * wi_ * cb;
+      if (blocked_in_) {
+        a.n2 = w.taps * cb, a.a2 = block_, a.b2 = 1;  // w.step == 1 (the constraint): taps x channels contiguous
+      } else {
+        a.n2 = w.taps, a.a2 = block_, a.b2 = w.step;
+      }
       normalize(a);
       a.a = weights + c0 * h.taps * w.taps * block_;
       a.o_v = lanes_ * plane_out, a.o_lane = plane_out, a.o_j = w.out_step;
       a.valid = std::min(block_, oc_ - ocb * block_);
       a.accumulate = c0 > 0;
       for (int64_t yy = y0; yy < y1; ++yy) {
-        const float* in_row = in + c0 * hi_ * wi_ + (yy * h.ins + h.off) * wi_ + w.off;
+        const float* in_row = in + c0 * hi_ * wi_ + ((yy * h.ins + h.off) * wi_ + w.off) * cb;
         float* out_row = out + ocb * block_ * plane_out + (h.out_start + yy * h.out_step) * out_cols_ + w.out_start;
         int64_t x0 = 0;
         for (int width : widths) {
-          a.b = in_row + x0 * w.ins;
+          a.b = in_row + x0 * w.ins * cb;
           a.out = out_row + x0 * w.out_step;
           kt_.bcast[nv_ - 1][width - 1](a);
           x0 += width;
@@ -371,6 +403,8 @@ class ViewStrategy final : public Strategy {
   bool forward_ = true;
   bool pixel_vectors_ = false;
   bool copy_input_ = true;
+  bool blocked_in_ = false;
+  int64_t in_block_ = 1, in_blocks_ = 1;
   int64_t groups_ = 1, ic_ = 1, oc_ = 1;
   int64_t src_rows_ = 0, src_cols_ = 0, out_rows_ = 0, out_cols_ = 0;
   std::vector<AxisPhase> ph_h_, ph_w_;

@@ -36,19 +36,20 @@ std::vector<conformance::Case> cases() {
 }
 
 // Runs one sampled valid configuration per problem: the `index`-th of a seeded shuffle of the problem's space,
-// among those with ORIENT == orient when orient >= 0 and the problem has such configurations.
+// among those that set the `required` values when the problem has such configurations.
 class SampledBlocked final : public HostConvolution {
  public:
-  explicit SampledBlocked(int index, int orient = -1) : index_(index), orient_(orient) {}
+  explicit SampledBlocked(int index, Config required = {}) : index_(index), required_(std::move(required)) {}
   std::string name() const override { return "blocked-sample" + std::to_string(index_); }
   void run(const ConvProblem& pb, const ConvOperands& op) override {
     if (pb != problem_) {
       auto configs = cb::valid_configs(pb);
       if (configs.empty()) throw Error("no valid configuration for " + pb.to_string());
-      std::vector<Config> oriented;
+      std::vector<Config> matching;
       for (const Config& c : configs)
-        if (c.at("ORIENT") == orient_) oriented.push_back(c);
-      if (!oriented.empty()) configs = oriented;
+        if (std::all_of(required_.begin(), required_.end(), [&](const auto& kv) { return c.at(kv.first) == kv.second; }))
+          matching.push_back(c);
+      if (!matching.empty()) configs = matching;
       std::mt19937_64 rng(std::hash<std::string>()(pb.to_string()) + static_cast<uint64_t>(index_));
       std::shuffle(configs.begin(), configs.end(), rng);
       config_ = configs[static_cast<size_t>(index_) % configs.size()];
@@ -61,7 +62,7 @@ class SampledBlocked final : public HostConvolution {
 
  private:
   int index_;
-  int orient_;
+  Config required_;
   ConvProblem problem_{.n = 0};
   Config config_;
 };
@@ -88,12 +89,14 @@ void check_all(const std::vector<conformance::Target>& targets, const std::strin
 TEST(CpuBlocked, DefaultAndSampledConfigurationsOnEveryIsa) {
   for (cb::Isa isa : cb::available_isas()) {
     ForcedIsa forced(isa);
-    // The default, and one sampled configuration of each orientation (backward-filter has three; forward and
-    // backward-data two, the pixel one only at unit stride).
+    // The default, and one sampled configuration of each orientation and input layout (backward-filter has
+    // three orientations; forward and backward-data two, the pixel one only at unit stride, and two layouts).
     std::vector<conformance::Target> targets = {{"cpu/blocked", [] { return make_cpu_convolution("blocked"); }}};
-    for (int orient = 0; orient < 3; ++orient)
-      targets.push_back({"cpu/blocked-orient" + std::to_string(orient),
-                         [orient] { return std::make_unique<SampledBlocked>(orient, orient); }});
+    const std::vector<Config> kinds = {{{"ORIENT", 0}, {"LAYOUT", 0}}, {{"ORIENT", 0}, {"LAYOUT", 1}}, {{"ORIENT", 1}},
+                                       {{"ORIENT", 2}}};
+    for (size_t k = 0; k < kinds.size(); ++k)
+      targets.push_back({"cpu/blocked-" + to_string(kinds[k]),
+                         [k, kinds] { return std::make_unique<SampledBlocked>(static_cast<int>(k), kinds[k]); }});
     check_all(targets, std::string(cb::to_string(isa)));
   }
 }
