@@ -123,9 +123,19 @@ std::pair<int64_t, int64_t> best_bcast_block(int64_t vector_extent, int64_t colu
 
 }  // namespace
 
+// Winograd F(4x4, 3x3) applies: 3x3 filters, stride 1, dilation 1 (backward-data: padding at most 2, so dy's
+// own padding 2 - pad is not negative).
+bool winograd_applies(const ConvProblem& pb) {
+  return pb.r == 3 && pb.s == 3 && pb.stride.h == 1 && pb.stride.w == 1 && pb.dilation.h == 1 && pb.dilation.w == 1 &&
+         (pb.direction != Direction::BackwardData || (pb.pad.h <= 2 && pb.pad.w <= 2));
+}
+
 std::vector<Parameter> parameters(const ConvProblem& problem) {
   const bool filter = is_filter(problem);
   return {
+      {"ALGO", winograd_applies(problem) ? std::vector<int64_t>{0, 1} : std::vector<int64_t>{0},
+       "0: direct convolution; 1: Winograd F(4x4, 3x3) (3x3 filters at stride 1 and dilation 1): 36 GEMMs over "
+       "channels, VECS x COLS blocks of output channels x tiles"},
       {"ORIENT", filter ? std::vector<int64_t>{0, 1, 2} : std::vector<int64_t>{0, 1},
        filter ? "0: vectors over input channels, dy broadcast; 1: dot products along output rows; 2: vectors over "
                 "output channels, x broadcast along a row of taps"
@@ -163,33 +173,45 @@ std::vector<Constraint> constraints(const ConvProblem& problem) {
                  }});
   out.push_back({"ORIENT 2 (output-channel vectors, taps broadcast) is backward-filter's", {"ORIENT"},
                  [filter](const ConstraintContext& c) { return filter || value(c.config, "ORIENT") != 2; }});
-  out.push_back({"register block fits the ISA's vector registers", {"ORIENT", "VECS", "COLS"},
+  out.push_back({"register block fits the ISA's vector registers", {"ALGO", "ORIENT", "VECS", "COLS"},
                  [filter, regs](const ConstraintContext& c) {
                    const int64_t v = value(c.config, "VECS"), j = value(c.config, "COLS");
-                   if (filter && value(c.config, "ORIENT") == 1) return v * j + j + 1 <= regs;
+                   if (filter && value(c.config, "ALGO") == 0 && value(c.config, "ORIENT") == 1) return v * j + j + 1 <= regs;
                    return v * j + v + 1 <= regs;
                  }});
-  out.push_back({"register block compiled for the ISA", {"ORIENT", "VECS", "COLS"}, [filter, kt](const ConstraintContext& c) {
+  out.push_back({"register block compiled for the ISA", {"ALGO", "ORIENT", "VECS", "COLS"}, [filter, kt](const ConstraintContext& c) {
                    const int64_t v = value(c.config, "VECS"), j = value(c.config, "COLS");
-                   if (filter && value(c.config, "ORIENT") == 1) return dot_compiled(*kt, v, j);
+                   if (filter && value(c.config, "ALGO") == 0 && value(c.config, "ORIENT") == 1) return dot_compiled(*kt, v, j);
                    return bcast_compiled(*kt, v, j);
                  }});
   // The ones below only remove configurations that run exactly like a smaller one (the plan clamps them).
-  out.push_back({"vectors no more than the problem fills", {"ORIENT", "VECS"}, [sh, filter, lanes](const ConstraintContext& c) {
+  out.push_back({"vectors no more than the problem fills", {"ALGO", "ORIENT", "VECS"}, [sh, filter, lanes](const ConstraintContext& c) {
                    const int64_t v = value(c.config, "VECS");
+                   if (value(c.config, "ALGO") == 1) return v <= ceil_div(sh.oc, lanes);
                    if (filter) {
                      const int64_t o = value(c.config, "ORIENT");
                      return o == 0 ? v <= ceil_div(sh.ic, lanes) : o == 1 ? v <= sh.oc : v <= ceil_div(sh.oc, lanes);
                    }
                    return v <= ceil_div(value(c.config, "ORIENT") == 0 ? sh.oc : sh.row, lanes);
                  }});
-  out.push_back({"columns no more than the problem fills", {"ORIENT", "COLS"}, [sh, filter, problem](const ConstraintContext& c) {
+  out.push_back({"columns no more than the problem fills", {"ALGO", "ORIENT", "COLS"}, [sh, filter, problem, lanes](const ConstraintContext& c) {
                    const int64_t j = value(c.config, "COLS");
+                   // Winograd backward-filter: columns are input channels within one vector of them.
+                   if (value(c.config, "ALGO") == 1) return filter ? j <= std::min(sh.ic, lanes) : true;
                    if (filter) {
                      const int64_t o = value(c.config, "ORIENT");
                      return o == 0 ? j <= sh.oc : o == 1 ? j <= taps_per_class(problem) : j <= problem.s;
                    }
                    return j <= (value(c.config, "ORIENT") == 0 ? sh.row : sh.oc);
+                 }});
+  // Winograd runs its own layouts and GEMM blocks (vectors over output channels): the direct form's other
+  // parameters stay at their first value so the space holds each Winograd variant once.
+  out.push_back({"Winograd uses only VECS and COLS", {"ALGO", "ORIENT", "LAYOUT", "IC_CHUNK", "ORDER", "ROW_BLOCK"},
+                 [](const ConstraintContext& c) {
+                   return value(c.config, "ALGO") == 0 ||
+                          (value(c.config, "ORIENT") == 0 && value(c.config, "LAYOUT") == 0 &&
+                           value(c.config, "IC_CHUNK") == 0 && value(c.config, "ORDER") == 0 &&
+                           value(c.config, "ROW_BLOCK") == 0);
                  }});
   out.push_back({"channel-blocked input feeds channel vectors", {"ORIENT", "LAYOUT"}, [](const ConstraintContext& c) {
                    return value(c.config, "LAYOUT") == 0 || value(c.config, "ORIENT") == 0;
@@ -215,9 +237,21 @@ Config default_config(const ConvProblem& problem) {
   const int64_t lanes = vector_lanes(isa);
   const int regs = vector_registers(isa);
   Config c;
+  c["ALGO"] = 0;
   c["ORDER"] = 0;
   c["IC_CHUNK"] = 0;
   c["LAYOUT"] = 0;
+  c["ROW_BLOCK"] = 0;
+  c["ORIENT"] = 0;
+  // Winograd for 3x3 stride-1 layers with enough channels on both sides that the 36 GEMMs, not the transforms,
+  // dominate (AlexNet's layers 3-5: 192-384 channels).
+  if (winograd_applies(problem) && sh.ic >= 32 && sh.oc >= 32) {
+    c["ALGO"] = 1;
+    const int64_t tiles = problem.n * ceil_div(sh.rows, 4) * ceil_div(sh.row, 4);
+    const auto [nv, nj] = best_bcast_block(sh.oc, is_filter(problem) ? std::min(sh.ic, lanes) : tiles);
+    c["VECS"] = nv, c["COLS"] = nj;
+    return c;
+  }
   if (is_filter(problem)) {
     // Vectors over input channels when they fill the vectors; else vectors over output channels when those do and
     // copying dy channel-interleaved is cheap beside the work (AlexNet's first layer: 0.01 bytes per FLOP; the
@@ -316,7 +350,7 @@ std::string invalid_reason(const ConvProblem& problem, const Config& config) {
   for (const auto& [name, v] : config) {
     const auto params = parameters(problem);
     if (std::none_of(params.begin(), params.end(), [&](const Parameter& p) { return p.name == name; }))
-      return fmt::format("unknown parameter {}: expected ORIENT, VECS, COLS, ROW_BLOCK, ORDER, LAYOUT, IC_CHUNK", name);
+      return fmt::format("unknown parameter {}: expected ALGO, ORIENT, VECS, COLS, ROW_BLOCK, ORDER, LAYOUT, IC_CHUNK", name);
   }
   DeviceInfo none;
   for (const Constraint& c : constraints(problem)) {
@@ -383,8 +417,9 @@ Convolution::Convolution(const ConvProblem& problem, const Config& config) : pla
   plan_->isa = active_isa();
   const KernelTable& kt = detail::kernel_table(plan_->isa);
   const Choice choice = decode(config);
-  plan_->strategy = is_filter(problem) ? detail::make_filter_strategy(problem, choice, kt)
-                                       : detail::make_view_strategy(problem, choice, kt);
+  plan_->strategy = choice.algo == 1        ? detail::make_winograd_strategy(problem, choice, kt)
+                    : is_filter(problem) ? detail::make_filter_strategy(problem, choice, kt)
+                                         : detail::make_view_strategy(problem, choice, kt);
 }
 
 Convolution::~Convolution() = default;

@@ -16,6 +16,8 @@
 namespace convtune::cpu_blocked {
 
 // Tunable parameters and their candidates (in the order a search should try them):
+//   ALGO       0 = direct convolution, 1 = Winograd F(4x4, 3x3) (3x3 filters, stride 1, dilation 1): 36 GEMMs over
+//              channels in VECS x COLS blocks; the other parameters then stay at their first value
 //   ORIENT     forward/backward-data: 0 = vectors over output channels (weights loaded as vectors, input pixels
 //              broadcast), 1 = vectors over output pixels (input rows loaded, weights broadcast).
 //              backward-filter: 0 = vectors over input channels (broadcast kernel), 1 = vectors along output rows

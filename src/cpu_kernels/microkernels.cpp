@@ -316,7 +316,10 @@ const KernelTable& kernel_table(Isa isa) {
   static KernelTable tables[3];
   static std::once_flag once[3];
   const int index = static_cast<int>(isa);
-  std::call_once(once[index], [&] { fill_kernel_table(isa, tables[index]); });
+  std::call_once(once[index], [&] {
+    fill_kernel_table(isa, tables[index]);
+    fill_winograd(isa, tables[index].winograd);
+  });
   return tables[index];
 }
 

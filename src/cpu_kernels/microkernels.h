@@ -56,6 +56,23 @@ inline constexpr int kMaxNj = 28;
 inline constexpr int kMaxDotRows = 8;
 inline constexpr int kMaxDotColumns = 6;
 
+// Winograd F(4x4, 3x3) transforms, vectorised over a vector's worth of channels (each element below is Lanes
+// contiguous floats): tile element (i, j) of a transform's input is at src + i * row + j * col, element xi of a
+// 6 x 6 transform domain at dst + xi * stride (xi = 6 i + j).
+//   input:   V = B^T d B, 6 x 6 input patch -> 6 x 6
+//   output:  Y = A^T M A, 6 x 6 -> 4 x 4 written to out[16][Lanes]
+//   dy:      Z = A dY A^T, 4 x 4 gradient tile -> 6 x 6 (backward-filter)
+//   filter:  dW = G^T dU G, 6 x 6 -> 3 x 3 written to out[9][Lanes] (backward-filter)
+//   weights: U = G g G^T, 3 x 3 read from src[9][Lanes] -> 6 x 6 (forward, backward-data)
+struct WinogradFns {
+  void (*weights)(const float* src, float* dst, int64_t stride) = nullptr;
+  void (*input)(const float* src, int64_t row, int64_t col, float* dst, int64_t stride) = nullptr;
+  void (*output)(const float* src, int64_t stride, float* out) = nullptr;
+  void (*dy)(const float* src, int64_t row, int64_t col, float* dst, int64_t stride) = nullptr;
+  void (*filter)(const float* src, int64_t stride, float* out) = nullptr;
+};
+void fill_winograd(Isa isa, WinogradFns& fns);  // winograd_kernels.cpp
+
 struct KernelTable {
   Isa isa = Isa::Scalar;
   int lanes = 1;      // floats per vector
@@ -65,6 +82,7 @@ struct KernelTable {
   BcastFn bcast[kMaxNv][kMaxNj] = {};
   DotFn dot[kMaxDotRows][kMaxDotColumns] = {};
   GatherFn gather = nullptr;
+  WinogradFns winograd;
 };
 
 // The kernels compiled for `isa`; throws Unsupported when this binary or CPU lacks it.

@@ -27,6 +27,7 @@ Choice decode(const Config& config) {
   c.order = static_cast<int>(get("ORDER"));
   c.ic_chunk = get("IC_CHUNK");
   c.layout = static_cast<int>(get("LAYOUT"));
+  c.algo = static_cast<int>(get("ALGO"));
   return c;
 }
 

@@ -25,6 +25,7 @@ struct Choice {
   int order = 0;
   int64_t ic_chunk = 0;
   int layout = 0;
+  int algo = 0;
 };
 Choice decode(const Config& config);
 
@@ -105,6 +106,8 @@ class Strategy {
 
 std::unique_ptr<Strategy> make_view_strategy(const ConvProblem& problem, const Choice& choice,
                                              const KernelTable& kernels);
+std::unique_ptr<Strategy> make_winograd_strategy(const ConvProblem& problem, const Choice& choice,
+                                                 const KernelTable& kernels);
 std::unique_ptr<Strategy> make_filter_strategy(const ConvProblem& problem, const Choice& choice,
                                                const KernelTable& kernels);
 

@@ -89,11 +89,12 @@ void check_all(const std::vector<conformance::Target>& targets, const std::strin
 TEST(CpuBlocked, DefaultAndSampledConfigurationsOnEveryIsa) {
   for (cb::Isa isa : cb::available_isas()) {
     ForcedIsa forced(isa);
-    // The default, and one sampled configuration of each orientation and input layout (backward-filter has
-    // three orientations; forward and backward-data two, the pixel one only at unit stride, and two layouts).
+    // The default, and one sampled configuration of each orientation and input layout of the direct form
+    // (backward-filter has three orientations; forward and backward-data two, the pixel one only at unit stride,
+    // and two layouts) and of Winograd (3x3, stride 1, dilation 1 cases; elsewhere any configuration).
     std::vector<conformance::Target> targets = {{"cpu/blocked", [] { return make_cpu_convolution("blocked"); }}};
-    const std::vector<Config> kinds = {{{"ORIENT", 0}, {"LAYOUT", 0}}, {{"ORIENT", 0}, {"LAYOUT", 1}}, {{"ORIENT", 1}},
-                                       {{"ORIENT", 2}}};
+    const std::vector<Config> kinds = {{{"ALGO", 0}, {"ORIENT", 0}, {"LAYOUT", 0}}, {{"ALGO", 0}, {"ORIENT", 0}, {"LAYOUT", 1}},
+                                       {{"ALGO", 0}, {"ORIENT", 1}}, {{"ALGO", 0}, {"ORIENT", 2}}, {{"ALGO", 1}}};
     for (size_t k = 0; k < kinds.size(); ++k)
       targets.push_back({"cpu/blocked-" + to_string(kinds[k]),
                          [k, kinds] { return std::make_unique<SampledBlocked>(static_cast<int>(k), kinds[k]); }});
