@@ -80,9 +80,10 @@ int64_t taps_per_class(const ConvProblem& pb) {
 
 // Cycles of one reduction step of an nv x nj broadcast block: FMA-bound (2 vector FMAs a cycle), load-bound
 // (nv vectors + nj broadcasts, 2 loads a cycle, plus loop upkeep) or latency-bound (each accumulator is updated
-// once a step and an FMA takes 4 cycles). A model for choosing defaults, not a promise.
+// once a step; an FMA takes 4 cycles, and blocks of fewer than 12 accumulators measured well below the FMA rate,
+// so 6 cycles). A model for choosing defaults, not a promise.
 double step_cycles(int64_t nv, int64_t nj) {
-  return std::max({static_cast<double>(nv * nj) / 2.0, static_cast<double>(nv + nj) / 2.0 + 0.5, 4.0});
+  return std::max({static_cast<double>(nv * nj) / 2.0, static_cast<double>(nv + nj) / 2.0 + 0.5, 6.0});
 }
 
 // How busy a broadcast block keeps the FMA units over a problem: `vector_extent` elements laid along the vectors

@@ -46,11 +46,10 @@ class WinogradStrategy final : public Strategy {
     tiles_h_ = (out_rows_ + 3) / 4;
     tiles_w_ = (out_cols_ + 3) / 4;
     tiles_ = pb.n * tiles_h_ * tiles_w_;
-    // Tiles in blocks of tb_ (the forward GEMM's block width): V, M and Z are laid out [tile block][xi][tile]
-    // [channel], so one tile's 36 transformed vectors land within one block's slab (L2) rather than 36 places a
-    // whole transformed tensor apart (measured: transforms' scattered stores stalled a third of the run), and one
-    // GEMM call's operand is one contiguous [tile][channel] panel. The last block is padded with zero tiles.
-    tb_ = filter_ ? 16 : nj_;
+    // Forward and backward-data: tiles in blocks of tb_ (the GEMM's block width); V and M are laid out [tile block]
+    // [xi][tile][channel], so one tile's 36 transformed vectors land within one block's slab (L2) rather than 36
+    // places a whole transformed tensor apart, and one GEMM call's operand is one contiguous [tile][channel] panel.
+    tb_ = filter_ ? 1 : nj_;
     tile_blocks_ = (tiles_ + tb_ - 1) / tb_;
     icp_ = (ic_ + lanes_ - 1) / lanes_ * lanes_;
     ocp_ = (oc_ + lanes_ - 1) / lanes_ * lanes_;
@@ -124,10 +123,7 @@ class WinogradStrategy final : public Strategy {
     for (int64_t g = 0; g < pb_.groups; ++g) {
       auto t0 = Clock::now();
       transform_input(b.in, g, b.v);
-      if (filter_) {
-        transform_dy(b.dy, g, b.m);
-        zero_padding_tiles(b.v);
-      }
+      if (filter_) transform_dy(b.dy, g, b.m);
       transforms_ms += ms_since(t0);
       if (filter_) {
         gemm_filter(b.v, b.m, b.du);
@@ -155,8 +151,8 @@ class WinogradStrategy final : public Strategy {
   struct Buffers {
     float* in = nullptr;  // channel-blocked padded input (x, or dy for backward-data)
     float* dy = nullptr;  // backward-filter: channel-blocked dy
-    float* v = nullptr;   // V[tile block][xi][tile][ic]
-    float* m = nullptr;   // M[tile block][xi][tile][oc]; backward-filter: Z[tile block][xi][oc block][tile][block]
+    float* v = nullptr;   // V[tile block][xi][tile][ic]; backward-filter: V[xi][ic vector][tile][lanes]
+    float* m = nullptr;   // M[tile block][xi][tile][oc]; backward-filter: Z[xi][oc block][tile][block]
     float* du = nullptr;  // backward-filter: dU[ic][oc vector][xi][lanes]
   };
 
@@ -167,8 +163,8 @@ class WinogradStrategy final : public Strategy {
     // Slack of a register block's width: a block's last vectors may read past the last tile's channels (lanes
     // that are never stored).
     const int64_t slack = int64_t{kMaxNv} * lanes_;
-    b.v = c.floats(static_cast<size_t>(tile_blocks_ * kXi * tb_ * icp_ + slack));
-    b.m = c.floats(static_cast<size_t>(tile_blocks_ * kXi * tb_ * (filter_ ? oc_blocks_ * block_ : ocp_) + slack));
+    b.v = c.floats(static_cast<size_t>((filter_ ? tiles_ : tile_blocks_ * tb_) * kXi * icp_ + slack));
+    b.m = c.floats(static_cast<size_t>((filter_ ? tiles_ * oc_blocks_ * block_ : tile_blocks_ * tb_ * ocp_) * kXi + slack));
     if (filter_) b.du = c.floats(static_cast<size_t>(icp_ * ocp_ * kXi + int64_t{kMaxNv} * lanes_ * kXi));
     return b;
   }
@@ -177,20 +173,12 @@ class WinogradStrategy final : public Strategy {
   int64_t tile_offset(int64_t t, int64_t channels) const { return ((t / tb_) * kXi * tb_ + t % tb_) * channels; }
   int64_t xi_stride(int64_t channels) const { return tb_ * channels; }
 
-  // Backward-filter's V: [tile block][xi][channel vector][tile][lanes], so the filter GEMM's broadcast operand
-  // (a row of channels per tile, the reduction running over tiles) streams contiguously within a tile block.
+  // Backward-filter's V: [xi][channel vector][tile][lanes], so the filter GEMM's broadcast operand (a row of
+  // channels per tile, the reduction running over tiles) is one contiguous stream per (xi, channel vector). The
+  // transform's 36 outputs per tile go to 36 streams far apart, each a whole cache line (a vector) written with a
+  // streaming store, so no line is read for ownership.
   int64_t v_filter_offset(int64_t t, int64_t xi, int64_t cv) const {
-    return ((((t / tb_) * kXi + xi) * (icp_ / lanes_) + cv) * tb_ + t % tb_) * lanes_;
-  }
-
-  // Zero V's tiles that pad the last tile block (the filter GEMM sums over them).
-  void zero_padding_tiles(float* v) const {
-    for (int64_t t = tiles_; t < tile_blocks_ * tb_; ++t)
-      for (int64_t xi = 0; xi < kXi; ++xi)
-        for (int64_t cv = 0; cv < icp_ / lanes_; ++cv) {
-          float* p = v + v_filter_offset(t, xi, cv);
-          std::fill(p, p + lanes_, 0.0f);
-        }
+    return ((xi * (icp_ / lanes_) + cv) * tiles_ + t) * lanes_;
   }
 
   // Tile t = (image, tile row, tile column).
@@ -210,11 +198,11 @@ class WinogradStrategy final : public Strategy {
     });
   }
 
-  // Z in [tile block][xi][oc block][tile][block]: the filter GEMM's vector operand then streams contiguously
-  // along its reduction (tiles), where a [tile][oc] row per step cost a cache miss per step.
+  // Z in [xi][oc block][tile][block]: the filter GEMM's vector operand streams contiguously along its reduction
+  // (tiles), where a [tile][oc] row per step cost a cache miss per step.
   int64_t z_offset(int64_t t, int64_t xi, int64_t kv) const {
     const int64_t ob = kv * lanes_ / block_, in_block = kv * lanes_ % block_;
-    return (((t / tb_) * kXi + xi) * oc_blocks_ + ob) * tb_ * block_ + (t % tb_) * block_ + in_block;
+    return ((xi * oc_blocks_ + ob) * tiles_ + t) * block_ + in_block;
   }
 
   void transform_dy(const float* dyb, int64_t g, float* z) const {
@@ -227,12 +215,6 @@ class WinogradStrategy final : public Strategy {
                          (4 * th * dy_layout_.out_cols + 4 * tw) * lanes_;
       kt_.winograd.dy(src, dy_layout_.out_cols * lanes_, lanes_, z + z_offset(t, 0, kb), z_offset(0, 1, 0));
     });
-    for (int64_t t = tiles_; t < tile_blocks_ * tb_; ++t)
-      for (int64_t xi = 0; xi < kXi; ++xi)
-        for (int64_t ob = 0; ob < oc_blocks_; ++ob) {
-          float* p = z + z_offset(t, xi, 0) + ob * tb_ * block_;
-          std::fill(p, p + block_, 0.0f);
-        }
   }
 
   // Widest compiled block width not above n.
@@ -276,10 +258,9 @@ class WinogradStrategy final : public Strategy {
     parallel_items(kXi * oc_blocks_ * cvs, threads_, [&](int64_t item, unsigned) {
       const int64_t cv = item % cvs, ob = (item / cvs) % oc_blocks_, xi = item / (cvs * oc_blocks_);
       BcastArgs a;
-      a.a = z + z_offset(0, xi, 0) + ob * tb_ * block_;
+      a.a = z + ((xi * oc_blocks_ + ob) * tiles_) * block_;
       a.b_j = 1;
-      a.n1 = tile_blocks_, a.a1 = kXi * oc_blocks_ * tb_ * block_, a.b1 = kXi * cvs * tb_ * lanes_;
-      a.n2 = tb_, a.a2 = block_, a.b2 = lanes_;
+      a.n2 = tiles_, a.a2 = block_, a.b2 = lanes_;
       a.o_v = kXi * lanes_, a.o_lane = 1, a.o_j = vectors * kXi * lanes_;
       a.valid = std::min(block_, oc_ - ob * block_);
       // Columns: this vector's input channels, in blocks of COLS (the rest in the widest compiled width).
