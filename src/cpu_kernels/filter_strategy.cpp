@@ -256,15 +256,9 @@ class FilterStrategy final : public Strategy {
 
   void channel_tile(const float* xb, const float* dy, float* result, const Range& r, int64_t o,
                     bool accumulate) const {
-    const int64_t kw = o % pb_.s;
-    o /= pb_.s;
-    const int64_t kh = o % pb_.r;
-    o /= pb_.r;
-    const int64_t kbs = ceil_div(kg_, nj_);
-    const int64_t kb = o % kbs;
-    o /= kbs;
-    const int64_t cb = o % blocks_;
-    const int64_t g = o / blocks_;
+    Digits digits(o);
+    const int64_t kw = digits.next(pb_.s), kh = digits.next(pb_.r), kb = digits.next(ceil_div(kg_, nj_));
+    const int64_t cb = digits.next(blocks_), g = digits.rest();
     const int64_t k0 = kb * nj_;
     const int64_t k_end = std::min(kg_, k0 + nj_);
     BcastArgs a;
@@ -290,15 +284,9 @@ class FilterStrategy final : public Strategy {
 
   void kernel_tile(const float* xp, const float* dyb, float* result, const Range& r, int64_t o,
                    bool accumulate) const {
-    const int64_t tbs = ceil_div(pb_.s, nj_);
-    const int64_t tb = o % tbs;
-    o /= tbs;
-    const int64_t kh = o % pb_.r;
-    o /= pb_.r;
-    const int64_t c = o % cg_;
-    o /= cg_;
-    const int64_t kb = o % blocks_;
-    const int64_t g = o / blocks_;
+    Digits digits(o);
+    const int64_t tb = digits.next(ceil_div(pb_.s, nj_)), kh = digits.next(pb_.r), c = digits.next(cg_);
+    const int64_t kb = digits.next(blocks_), g = digits.rest();
     const int64_t kw0 = tb * nj_;
     const int64_t kw_end = std::min(pb_.s, kw0 + nj_);
     BcastArgs a;
@@ -325,17 +313,9 @@ class FilterStrategy final : public Strategy {
   void dot_tile(const float* xs, const float* dy, float* result, const Range& r, int64_t o, bool accumulate) const {
     const int64_t classes = std::min(tap_period_, pb_.s);
     const int64_t per_class = tap_blocks() / classes;
-    const int64_t tb = o % per_class;
-    o /= per_class;
-    const int64_t cls = o % classes;
-    o /= classes;
-    const int64_t kh = o % pb_.r;
-    o /= pb_.r;
-    const int64_t c = o % cg_;
-    o /= cg_;
-    const int64_t kbs = ceil_div(kg_, ni_);
-    const int64_t kb = o % kbs;
-    const int64_t g = o / kbs;
+    Digits digits(o);
+    const int64_t tb = digits.next(per_class), cls = digits.next(classes), kh = digits.next(pb_.r);
+    const int64_t c = digits.next(cg_), kb = digits.next(ceil_div(kg_, ni_)), g = digits.rest();
     // Taps of this block: kw = cls + (tb * nj + m) * tap_period.
     const int64_t first = tb * nj_;
     const int64_t taps = std::min<int64_t>(nj_, taps_in_class(cls) - first);

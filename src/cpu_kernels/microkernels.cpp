@@ -1,5 +1,6 @@
 // The CPU module's micro-kernels, compiled once per Highway target (AVX-512, AVX2, scalar) by foreach_target:
-// register-blocked broadcast and dot kernels for every block shape that fits the ISA's vector registers.
+// register-blocked broadcast and dot kernels for every block shape that fits the ISA's vector registers, strided
+// gathers, and the Winograd F(4x4, 3x3) tile transforms.
 #include "src/cpu_kernels/hwy_targets.h"
 // Highway re-includes this file once per target.
 #undef HWY_TARGET_INCLUDE
@@ -238,6 +239,130 @@ void Dot(const DotArgs& p) {
   }
 }
 
+// Winograd F(4x4, 3x3) tile transforms, a vector of channels at a time.
+// The points 0, 1, -1, 2, -2 and infinity (Lavin and Gray's F(4, 3)).
+// B^T x: 6 -> 6 (input tiles).
+HWY_INLINE void InputTransform(D d, const V* x, V* y) {
+  const V c4 = hn::Set(d, 4.0f), c5 = hn::Set(d, 5.0f), c2 = hn::Set(d, 2.0f);
+  y[0] = hn::Add(hn::NegMulAdd(c5, x[2], hn::Mul(c4, x[0])), x[4]);
+  const V a = hn::Sub(x[4], hn::Mul(c4, x[2]));  // x4 - 4 x2
+  const V b = hn::Sub(x[3], hn::Mul(c4, x[1]));  // x3 - 4 x1
+  y[1] = hn::Add(a, b);
+  y[2] = hn::Sub(a, b);
+  const V e = hn::Sub(x[4], x[2]);               // x4 - x2
+  const V f = hn::Mul(c2, hn::Sub(x[3], x[1]));  // 2 (x3 - x1)
+  y[3] = hn::Add(e, f);
+  y[4] = hn::Sub(e, f);
+  y[5] = hn::Add(hn::NegMulAdd(c5, x[3], hn::Mul(c4, x[1])), x[5]);
+}
+
+// A^T m: 6 -> 4 (output tiles).
+HWY_INLINE void OutputTransform(D d, const V* m, V* o) {
+  const V c2 = hn::Set(d, 2.0f), c4 = hn::Set(d, 4.0f), c8 = hn::Set(d, 8.0f);
+  const V s12 = hn::Add(m[1], m[2]), d12 = hn::Sub(m[1], m[2]);
+  const V s34 = hn::Add(m[3], m[4]), d34 = hn::Sub(m[3], m[4]);
+  o[0] = hn::Add(hn::Add(m[0], s12), s34);
+  o[1] = hn::MulAdd(c2, d34, d12);
+  o[2] = hn::MulAdd(c4, s34, s12);
+  o[3] = hn::Add(hn::MulAdd(c8, d34, d12), m[5]);
+}
+
+// A v: 4 -> 6 (gradient tiles, backward-filter).
+HWY_INLINE void GradientTransform(D d, const V* v, V* z) {
+  const V c2 = hn::Set(d, 2.0f), c4 = hn::Set(d, 4.0f), c8 = hn::Set(d, 8.0f);
+  const V s02 = hn::Add(v[0], v[2]), s13 = hn::Add(v[1], v[3]);
+  z[0] = v[0];
+  z[1] = hn::Add(s02, s13);
+  z[2] = hn::Sub(s02, s13);
+  const V e = hn::MulAdd(c4, v[2], v[0]);   // v0 + 4 v2
+  const V f = hn::MulAdd(c8, v[3], hn::Mul(c2, v[1]));  // 2 v1 + 8 v3
+  z[3] = hn::Add(e, f);
+  z[4] = hn::Sub(e, f);
+  z[5] = v[3];
+}
+
+// G^T m: 6 -> 3 (filter gradients, backward-filter).
+HWY_INLINE void FilterTransform(D d, const V* m, V* r) {
+  const V q = hn::Set(d, 0.25f), s = hn::Set(d, 1.0f / 6.0f), t = hn::Set(d, 1.0f / 12.0f),
+          u = hn::Set(d, 1.0f / 24.0f);
+  const V s12 = hn::Add(m[1], m[2]), d12 = hn::Sub(m[2], m[1]);
+  const V s34 = hn::Add(m[3], m[4]), d34 = hn::Sub(m[3], m[4]);
+  r[0] = hn::MulAdd(u, s34, hn::NegMulAdd(s, s12, hn::Mul(q, m[0])));
+  r[1] = hn::MulAdd(t, d34, hn::Mul(s, d12));
+  r[2] = hn::Add(hn::Mul(s, hn::Sub(s34, s12)), m[5]);
+}
+
+// G g: 3 -> 6 (filters).
+HWY_INLINE void WeightTransform(D d, const V* g, V* u) {
+  const V q = hn::Set(d, 0.25f), s = hn::Set(d, 1.0f / 6.0f), t = hn::Set(d, 1.0f / 12.0f),
+          w = hn::Set(d, 1.0f / 24.0f);
+  const V s02 = hn::Add(g[0], g[2]);
+  u[0] = hn::Mul(q, g[0]);
+  u[1] = hn::Neg(hn::Mul(s, hn::Add(s02, g[1])));
+  u[2] = hn::Mul(s, hn::Sub(g[1], s02));
+  const V e = hn::MulAdd(w, g[0], hn::Mul(s, g[2]));  // g0 / 24 + g2 / 6
+  u[3] = hn::MulAdd(t, g[1], e);
+  u[4] = hn::NegMulAdd(t, g[1], e);
+  u[5] = g[2];
+}
+
+// A 2-D transform of an In x In grid of vectors to Out x Out: the 1-D transform T over each row, then over each
+// column of the result. load(i, j) gives input element (i, j); store(i, j, v) takes output element (i, j).
+template <int In, int Out, class T, class Load, class Store>
+HWY_INLINE void Transform2D(D d, T transform, Load load, Store store) {
+  V t[In * Out], x[In], y[Out];
+  for (int i = 0; i < In; ++i) {
+    for (int j = 0; j < In; ++j) x[j] = load(i, j);
+    transform(d, x, y);
+    for (int j = 0; j < Out; ++j) t[i * Out + j] = y[j];
+  }
+  for (int j = 0; j < Out; ++j) {
+    for (int i = 0; i < In; ++i) x[i] = t[i * Out + j];
+    transform(d, x, y);
+    for (int i = 0; i < Out; ++i) store(i, j, y[i]);
+  }
+}
+
+// The WinogradFns entry points (see microkernels.h). Transformed domains are written with streaming stores: they
+// are consumed by a later phase, after more data than the caches hold has gone by.
+void WinogradWeights(const float* src, float* dst, int64_t stride) {
+  const D d;
+  const int64_t lanes = static_cast<int64_t>(hn::Lanes(d));
+  Transform2D<3, 6>(
+      d, WeightTransform, [&](int i, int j) { return hn::LoadU(d, src + (i * 3 + j) * lanes); },
+      [&](int i, int j, V v) { hn::StoreU(v, d, dst + (i * 6 + j) * stride); });
+}
+
+void WinogradInput(const float* src, int64_t row, int64_t col, float* dst, int64_t stride) {
+  const D d;
+  Transform2D<6, 6>(
+      d, InputTransform, [&](int i, int j) { return hn::LoadU(d, src + i * row + j * col); },
+      [&](int i, int j, V v) { hn::Stream(v, d, dst + (i * 6 + j) * stride); });
+}
+
+void WinogradOutput(const float* src, int64_t stride, float* out) {
+  const D d;
+  const int64_t lanes = static_cast<int64_t>(hn::Lanes(d));
+  Transform2D<6, 4>(
+      d, OutputTransform, [&](int i, int j) { return hn::LoadU(d, src + (i * 6 + j) * stride); },
+      [&](int i, int j, V v) { hn::StoreU(v, d, out + (i * 4 + j) * lanes); });
+}
+
+void WinogradDy(const float* src, int64_t row, int64_t col, float* dst, int64_t stride) {
+  const D d;
+  Transform2D<4, 6>(
+      d, GradientTransform, [&](int i, int j) { return hn::LoadU(d, src + i * row + j * col); },
+      [&](int i, int j, V v) { hn::Stream(v, d, dst + (i * 6 + j) * stride); });
+}
+
+void WinogradFilter(const float* src, int64_t stride, float* out) {
+  const D d;
+  const int64_t lanes = static_cast<int64_t>(hn::Lanes(d));
+  Transform2D<6, 3>(
+      d, FilterTransform, [&](int i, int j) { return hn::LoadU(d, src + (i * 6 + j) * stride); },
+      [&](int i, int j, V v) { hn::StoreU(v, d, out + (i * 3 + j) * lanes); });
+}
+
 // Column counts compiled: every count up to 8, then the widths that cover common rows (13, 14, 27 = 14 + 13,
 // 28, 56 = 2 x 28...). The planner splits other widths into compiled ones.
 constexpr int kColumns[] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 12, 13, 14, 16, 20, 24, 28};
@@ -289,6 +414,7 @@ void Gather(const float* HWY_RESTRICT src, int64_t stride, int64_t count, float*
 
 void FillTable(KernelTable& t) {
   t.gather = &Gather;
+  t.winograd = {&WinogradWeights, &WinogradInput, &WinogradOutput, &WinogradDy, &WinogradFilter};
   t.lanes = static_cast<int>(hn::Lanes(D()));
   AddBcast<1>(t);
   AddBcast<2>(t);
@@ -335,10 +461,7 @@ const KernelTable& kernel_table(Isa isa) {
   static KernelTable tables[3];
   static std::once_flag once[3];
   const int index = static_cast<int>(isa);
-  std::call_once(once[index], [&] {
-    fill_kernel_table(isa, tables[index]);
-    fill_winograd(isa, tables[index].winograd);
-  });
+  std::call_once(once[index], [&] { fill_kernel_table(isa, tables[index]); });
   return tables[index];
 }
 

@@ -64,6 +64,7 @@ inline constexpr int kMaxDotColumns = 6;
 //   dy:      Z = A dY A^T, 4 x 4 gradient tile -> 6 x 6 (backward-filter)
 //   filter:  dW = G^T dU G, 6 x 6 -> 3 x 3 written to out[9][Lanes] (backward-filter)
 //   weights: U = G g G^T, 3 x 3 read from src[9][Lanes] -> 6 x 6 (forward, backward-data)
+// The order of the members is the order FillTable sets them in.
 struct WinogradFns {
   void (*weights)(const float* src, float* dst, int64_t stride) = nullptr;
   void (*input)(const float* src, int64_t row, int64_t col, float* dst, int64_t stride) = nullptr;
@@ -71,7 +72,6 @@ struct WinogradFns {
   void (*dy)(const float* src, int64_t row, int64_t col, float* dst, int64_t stride) = nullptr;
   void (*filter)(const float* src, int64_t stride, float* out) = nullptr;
 };
-void fill_winograd(Isa isa, WinogradFns& fns);  // winograd_kernels.cpp
 
 struct KernelTable {
   Isa isa = Isa::Scalar;

@@ -84,6 +84,22 @@ struct ChannelBlocking {
 void copy_channel_blocked(const ChannelBlocking& layout, const float* src, float* dst, const KernelTable& kernels,
                           unsigned threads);
 
+// Peels mixed-radix digits off a work item's index, least significant first (Digits d(item); kw = d.next(S);
+// kh = d.next(R); ...; rest = d.rest()): how every strategy maps a flat item number to its loop coordinates.
+class Digits {
+ public:
+  explicit Digits(int64_t value) : value_(value) {}
+  int64_t next(int64_t radix) {
+    const int64_t digit = value_ % radix;
+    value_ /= radix;
+    return digit;
+  }
+  int64_t rest() const { return value_; }
+
+ private:
+  int64_t value_;
+};
+
 // Threads worth waking for a problem: one below a few MFLOP, where a pool job's wake-up (microseconds) would
 // cost more than it saves.
 unsigned threads_for(const ConvProblem& problem);

@@ -259,22 +259,14 @@ class ViewStrategy final : public Strategy {
     const int64_t cb = pixel_vectors_ ? 1 : oc_blocks_;
     const int64_t items = pb_.n * groups_ * phases * cb * row_blocks_;
     parallel_items(items, threads_, [&](int64_t item, unsigned) {
+      Digits digits(item);
       int64_t ocb, rb;
       if (choice_.order == 0) {
-        rb = item % row_blocks_;
-        item /= row_blocks_;
-        ocb = item % cb;
-        item /= cb;
+        rb = digits.next(row_blocks_), ocb = digits.next(cb);
       } else {
-        ocb = item % cb;
-        item /= cb;
-        rb = item % row_blocks_;
-        item /= row_blocks_;
+        ocb = digits.next(cb), rb = digits.next(row_blocks_);
       }
-      const int64_t phase = item % phases;
-      item /= phases;
-      const int64_t g = item % groups_;
-      const int64_t n = item / groups_;
+      const int64_t phase = digits.next(phases), g = digits.next(groups_), n = digits.rest();
       const AxisPhase& h = ph_h_[static_cast<size_t>(phase / static_cast<int64_t>(ph_w_.size()))];
       const AxisPhase& w = ph_w_[static_cast<size_t>(phase % static_cast<int64_t>(ph_w_.size()))];
       const int64_t y0 = rb * row_block_;

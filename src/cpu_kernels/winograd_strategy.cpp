@@ -181,15 +181,20 @@ class WinogradStrategy final : public Strategy {
     return ((xi * (icp_ / lanes_) + cv) * tiles_ + t) * lanes_;
   }
 
-  // Tile t = (image, tile row, tile column).
+  // Tile t's first element in a channel-blocked copy of `rows` x `cols` (x lanes) planes, for channel block cb of
+  // `blocks` per (image, group): tiles run (image, tile row, tile column), 4 pixels apart.
+  const float* tile_source(const float* base, int64_t t, int64_t g, int64_t cb, int64_t blocks, int64_t rows,
+                           int64_t cols) const {
+    Digits digits(t);
+    const int64_t tw = digits.next(tiles_w_), th = digits.next(tiles_h_), n = digits.rest();
+    return base + (((n * pb_.groups + g) * blocks + cb) * rows * cols + 4 * th * cols + 4 * tw) * lanes_;
+  }
+
   void transform_input(const float* in, int64_t g, float* v) const {
     const int64_t blocks = icp_ / lanes_;
-    const int64_t plane = in_layout_.out_rows * in_layout_.out_cols * lanes_;
     parallel_items(tiles_ * blocks, threads_, [&](int64_t item, unsigned) {
       const int64_t cb = item % blocks, t = item / blocks;
-      const int64_t n = t / (tiles_h_ * tiles_w_), th = (t / tiles_w_) % tiles_h_, tw = t % tiles_w_;
-      const float* src = in + ((n * pb_.groups + g) * blocks + cb) * plane +
-                         (4 * th * in_layout_.out_cols + 4 * tw) * lanes_;
+      const float* src = tile_source(in, t, g, cb, blocks, in_layout_.out_rows, in_layout_.out_cols);
       if (filter_) {
         kt_.winograd.input(src, in_layout_.out_cols * lanes_, lanes_, v + v_filter_offset(t, 0, cb), v_filter_offset(0, 1, 0));
       } else {
@@ -207,12 +212,9 @@ class WinogradStrategy final : public Strategy {
 
   void transform_dy(const float* dyb, int64_t g, float* z) const {
     const int64_t blocks = ocp_ / lanes_;
-    const int64_t plane = dy_layout_.out_rows * dy_layout_.out_cols * lanes_;
     parallel_items(tiles_ * blocks, threads_, [&](int64_t item, unsigned) {
       const int64_t kb = item % blocks, t = item / blocks;
-      const int64_t n = t / (tiles_h_ * tiles_w_), th = (t / tiles_w_) % tiles_h_, tw = t % tiles_w_;
-      const float* src = dyb + ((n * pb_.groups + g) * blocks + kb) * plane +
-                         (4 * th * dy_layout_.out_cols + 4 * tw) * lanes_;
+      const float* src = tile_source(dyb, t, g, kb, blocks, dy_layout_.out_rows, dy_layout_.out_cols);
       kt_.winograd.dy(src, dy_layout_.out_cols * lanes_, lanes_, z + z_offset(t, 0, kb), z_offset(0, 1, 0));
     });
   }
@@ -280,7 +282,8 @@ class WinogradStrategy final : public Strategy {
     const int64_t vectors = ocp_ / lanes_;
     parallel_items(tiles_ * vectors, threads_, [&](int64_t item, unsigned) {
       const int64_t ov = item % vectors, t = item / vectors;
-      const int64_t n = t / (tiles_h_ * tiles_w_), th = (t / tiles_w_) % tiles_h_, tw = t % tiles_w_;
+      Digits digits(t);
+      const int64_t tw = digits.next(tiles_w_), th = digits.next(tiles_h_), n = digits.rest();
       float tile[16 * 16];  // [4 x 4 pixels][lanes], lanes <= 16
       kt_.winograd.output(m + tile_offset(t, ocp_) + ov * lanes_, xi_stride(ocp_), tile);
       const int64_t o0 = ov * lanes_;
