@@ -16,8 +16,8 @@ struct CpuCeilings {
   std::string isa;              // "avx512", "avx2", "scalar"
   int lanes = 1;                // FP32 lanes per vector
   unsigned threads = 1;         // threads of the all-core figures (the thread pool's size)
-  double fma_gflops_one = 0;    // one thread, 2 FLOP per FMA lane
-  double fma_gflops_all = 0;    // every thread at once
+  double fma_gflops_one = 0;    // one thread, 2 FLOP per FMA lane, over the thread's CPU time
+  double fma_gflops_all = 0;    // every thread at once, each thread's rate over its own CPU time, summed
   double copy_gbs = 0;          // all threads copying disjoint parts, bytes read + written per second
   double read_gbs = 0;          // all threads summing disjoint parts, bytes read per second
   size_t buffer_bytes = 0;      // size of each bandwidth buffer
