@@ -37,7 +37,7 @@ double thread_cpu_seconds() {
 // Each thread's FMA rate over the CPU time it ran, summed: the cores' ceiling even when other processes share
 // them (wall-clock rates on the 2-core developer machine under a load of 4-10 read 110-200 GFLOP/s for two cores
 // that do 350 when free, and kernels timed in a quiet moment then showed over 100% of it). Best of `repeats`.
-double fma_gflops(cpu_blocked::Isa isa, unsigned threads, int repeats) {
+double fma_gflops(cpu::Isa isa, unsigned threads, int repeats) {
   double best = 0;
   std::vector<float> sinks(threads);
   for (int r = 0; r < repeats; ++r) {
@@ -58,9 +58,9 @@ double fma_gflops(cpu_blocked::Isa isa, unsigned threads, int repeats) {
 
 CpuCeilings measure_cpu_ceilings(const CpuCeilingOptions& options) {
   CpuCeilings c;
-  const cpu_blocked::Isa isa = options.isa ? *options.isa : cpu_blocked::active_isa();
-  c.isa = std::string(cpu_blocked::to_string(isa));
-  c.lanes = cpu_blocked::vector_lanes(isa);
+  const cpu::Isa isa = options.isa ? *options.isa : cpu::active_isa();
+  c.isa = std::string(cpu::to_string(isa));
+  c.lanes = cpu::vector_lanes(isa);
   c.threads = ThreadPool::instance().size();
   const int repeats = std::max(1, options.repeats);
   float sink = 0;
@@ -116,7 +116,7 @@ double cpu_fp32_peak_gflops() {
   std::call_once(once, [] {
     CpuCeilingOptions options;
     options.bandwidth = false;
-    options.isa = cpu_blocked::available_isas().front();
+    options.isa = cpu::available_isas().front();
     peak = measure_cpu_ceilings(options).fma_gflops_all;
   });
   return peak;

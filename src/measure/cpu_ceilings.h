@@ -8,7 +8,7 @@
 #include <optional>
 #include <string>
 
-#include "src/cpu_kernels/isa.h"
+#include "src/backend/cpu/isa.h"
 
 namespace convtune {
 
@@ -27,7 +27,7 @@ struct CpuCeilingOptions {
   size_t buffer_bytes = 0;  // 0: 1 GiB (larger than any L3, so memory is measured, not cache)
   int repeats = 5;          // best of this many (the ceiling: the least disturbed run on a shared machine)
   bool bandwidth = true;
-  std::optional<cpu_blocked::Isa> isa;  // default: the ISA the CPU kernels run now (cpu_blocked::active_isa())
+  std::optional<cpu::Isa> isa;  // default: the ISA the CPU kernels run now (cpu::active_isa())
 };
 
 CpuCeilings measure_cpu_ceilings(const CpuCeilingOptions& options = {});
@@ -39,7 +39,7 @@ double cpu_fp32_peak_gflops();
 
 namespace cpu_measure {
 // One FMA loop of `iterations` on `isa`; returns the FLOPs done (defined in cpu_fma.cpp, per Highway target).
-double fma_loop(cpu_blocked::Isa isa, int64_t iterations, float* sink);
+double fma_loop(cpu::Isa isa, int64_t iterations, float* sink);
 }  // namespace cpu_measure
 
 }  // namespace convtune

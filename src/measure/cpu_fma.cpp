@@ -1,6 +1,6 @@
 // The FMA loop behind the CPU's measured FP32 ceiling, compiled per Highway target (AVX-512, AVX2, scalar) so the
 // ceiling is measured with the widest vectors the CPU runs, as the convolution kernels use them.
-#include "src/cpu_kernels/hwy_targets.h"
+#include "src/backend/cpu/hwy_targets.h"
 // Highway re-includes this file once per target.
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "src/measure/cpu_fma.cpp"
@@ -46,18 +46,18 @@ HWY_AFTER_NAMESPACE();
 
 namespace convtune::cpu_measure {
 
-double fma_loop(cpu_blocked::Isa isa, int64_t iterations, float* sink) {
+double fma_loop(cpu::Isa isa, int64_t iterations, float* sink) {
   switch (isa) {
 #if HWY_TARGETS & HWY_AVX3
-    case cpu_blocked::Isa::Avx512: return N_AVX3::FmaLoop(iterations, sink);
+    case cpu::Isa::Avx512: return N_AVX3::FmaLoop(iterations, sink);
 #endif
 #if HWY_TARGETS & HWY_AVX2
-    case cpu_blocked::Isa::Avx2: return N_AVX2::FmaLoop(iterations, sink);
+    case cpu::Isa::Avx2: return N_AVX2::FmaLoop(iterations, sink);
 #endif
 #if HWY_TARGETS & HWY_SCALAR
-    case cpu_blocked::Isa::Scalar: return N_SCALAR::FmaLoop(iterations, sink);
+    case cpu::Isa::Scalar: return N_SCALAR::FmaLoop(iterations, sink);
 #elif HWY_TARGETS & HWY_EMU128
-    case cpu_blocked::Isa::Scalar: return N_EMU128::FmaLoop(iterations, sink);
+    case cpu::Isa::Scalar: return N_EMU128::FmaLoop(iterations, sink);
 #endif
     default: break;
   }

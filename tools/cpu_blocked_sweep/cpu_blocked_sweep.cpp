@@ -1,8 +1,10 @@
-// cpu_blocked_sweep: how much tuning buys on the CPU. Per layer and direction it times cpu_blocked's default
-// configuration, a seeded sample of other valid configurations, and oneDNN on the same inputs in the same
-// process, interleaving oneDNN with the candidates so background load hits both sides alike; prints the default
-// and best times (the best re-timed alternating with the default and oneDNN), their ratio to oneDNN, GFLOP/s,
-// % of the measured FMA peak and the default's stage times (and writes JSON with --out).
+// cpu_blocked_sweep: how much tuning buys on the CPU. Per layer and direction it times the cpu_blocked family's
+// default configuration, a seeded sample of the other configurations its SearchSpace holds (what the tuner
+// searches), and oneDNN on the same workload in the same process, interleaving oneDNN with the candidates so
+// background load hits both sides alike; prints the default and best times (the best re-timed alternating with
+// the default and oneDNN), their ratio to oneDNN, GFLOP/s, % of the measured FMA peak and the default's stage
+// times (and writes JSON with --out). With --clock thread it times the calling thread's CPU time, which holds on a
+// loaded machine for single-threaded runs; `convtune tune` and `bench --against` are the wall-clock tools.
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -14,15 +16,15 @@
 #include <ctime>
 #include <fstream>
 #include <iostream>
-#include <random>
 
 #include "convtune/error.h"
-#include "convtune/tensor.h"
-#include "src/conformance/conformance.h"
+#include "src/backend/cpu/cpu_backend.h"
 #include "src/core/thread_pool.h"
-#include "src/cpu_kernels/cpu_blocked.h"
+#include "src/families/cpu_blocked/cpu_blocked.h"
+#include "src/harness/workload.h"
 #include "src/measure/cpu_ceilings.h"
 #include "src/reference_libs/reference_library.h"
+#include "src/tuner/search_space.h"
 #include "tools/convtune/suite.h"
 
 using namespace convtune;
@@ -58,10 +60,16 @@ double now_ms() {
   return std::chrono::duration<double, std::milli>(Clock::now().time_since_epoch()).count();
 }
 
+// The workload's operands as host arrays, x, w and y.
 struct Operands {
-  Tensor x, w, y;
-  explicit Operands(const ConvProblem& pb) : x({pb.x_elements()}), w({pb.w_elements()}), y({pb.y_elements()}) {
-    x.fill_random(1), w.fill_random(2), y.fill_random(3);
+  float* x;
+  float* w;
+  float* y;
+  explicit Operands(const harness::Workload& workload) {
+    const convtune::Operands ops = workload.operands();
+    float* host[3];
+    for (int i = 0; i < 3; ++i) host[i] = reinterpret_cast<float*>(cpu::host_memory(const_cast<Buffer&>(*ops[i])));
+    x = host[0], w = host[1], y = host[2];
   }
 };
 
@@ -86,7 +94,7 @@ class Candidate {
     workspace_.resize((conv_.workspace_bytes() + 3) / 4);
     conv_.pack_weights(w);
   }
-  void run(Operands& op) { conv_.run(op.x.data(), op.w.data(), op.y.data(), workspace_.data()); }
+  void run(Operands& op) { conv_.run(op.x, op.w, op.y, workspace_.data()); }
   const Config& config() const { return config_; }
   cb::Convolution& conv() { return conv_; }
 
@@ -106,7 +114,7 @@ void sweep(const Options& opt) {
     float sink = 0;
     for (int r = 0; r < 10; ++r) {
       const double start = now_ms();
-      const double flops = cpu_measure::fma_loop(cb::available_isas().front(), 3'000'000, &sink);
+      const double flops = cpu_measure::fma_loop(cpu::available_isas().front(), 3'000'000, &sink);
       peak = std::max(peak, flops / ((now_ms() - start) * 1e6));
     }
   } else {
@@ -121,25 +129,27 @@ void sweep(const Options& opt) {
              "default", "ratio", "best", "ratio", "GFLOP/s", "%peak", "best config / default's stages (ms)");
   for (const auto& layer : layers) {
     for (Direction dir : directions) {
-      const ConvProblem pb = cli::scale_batch(layer.problem, opt.batch_scale).with_direction(dir);
-      Operands op(pb);
+      const Problem scaled = cli::scale_batch(layer.problem, opt.batch_scale);
+      if (!scaled.is_conv()) throw InvalidArgument(fmt::format("{}: cpu_blocked computes convolutions only", layer.name));
+      const ConvProblem pb = scaled.conv().with_direction(dir);
+      Device& cpu = Registry::instance().find("cpu");
+      harness::Workload workload(cpu, pb, 1);
+      Operands op(workload);
       auto onednn = reference::make_onednn_reference();
       if (const std::string why = onednn->unavailable_reason(); !why.empty()) throw Error("oneDNN: " + why);
-      onednn->prepare(pb, {nullptr, {}, {op.x.data(), op.w.data(), op.y.data()}}, reference::MathMode::FP32);
-      onednn->run_and_read();
+      onednn->prepare(workload);
+      onednn->run();
       std::vector<double> onednn_times;
       auto time_onednn = [&] {
-        const auto t = times_of(opt.repeats, [&] { onednn->run_and_read(); });
+        const auto t = times_of(opt.repeats, [&] { onednn->run(); });
         onednn_times.insert(onednn_times.end(), t.begin(), t.end());
       };
 
-      // Candidates: the default first, then a seeded shuffle of the rest of the space.
+      // Candidates: the default first, then a seeded sample of the rest of the family's search space.
       const Config def = cb::default_config(pb);
-      auto space = cb::valid_configs(pb);
-      std::mt19937_64 rng(opt.seed);
-      std::shuffle(space.begin(), space.end(), rng);
+      const SearchSpace space(kernel_family(cb::kFamilyName), pb, cpu.info());
       std::vector<Config> configs = {def};
-      for (const Config& c : space) {
+      for (const Config& c : space.sample(static_cast<size_t>(opt.configs) + 1, opt.seed)) {
         if (static_cast<int>(configs.size()) > opt.configs) break;
         if (c != def) configs.push_back(c);
       }
@@ -153,11 +163,12 @@ void sweep(const Options& opt) {
       time_onednn();
       for (size_t i = 0; i < configs.size(); ++i) {
         if (i > 0 && std::chrono::duration<double>(Clock::now() - start).count() > opt.budget_s) break;
-        Candidate cand(pb, configs[i], op.w.data());
+        Candidate cand(pb, configs[i], op.w);
+        if (i == 0) workload.poison();
         cand.run(op);  // warm-up (and first-touch of the workspace)
         if (i == 0) {
           // The default is checked against the float64 reference at sampled elements before it counts.
-          const auto check = conformance::check_sampled(pb, {op.x.data(), op.w.data(), op.y.data()}, 256, 7);
+          const auto check = workload.verify_sampled(256);
           if (!check.passed) throw Error(fmt::format("{} {}: default config wrong: {}", layer.name, to_string(dir), check.message));
         }
         const auto t = times_of(opt.repeats, [&] { cand.run(op); });
@@ -167,14 +178,14 @@ void sweep(const Options& opt) {
       time_onednn();
       // The best candidate and the default, re-timed alternating with oneDNN.
       const auto best_it = std::min_element(results.begin(), results.end(), [](auto& a, auto& b) { return a.ms < b.ms; });
-      Candidate best(pb, best_it->config, op.w.data());
-      Candidate dflt(pb, def, op.w.data());
+      Candidate best(pb, best_it->config, op.w);
+      Candidate dflt(pb, def, op.w);
       best.run(op), dflt.run(op);
       std::vector<double> tb, td, to;
       for (int r = 0; r < opt.repeats; ++r) {
         auto a = times_of(1, [&] { best.run(op); });
         auto b = times_of(1, [&] { dflt.run(op); });
-        auto c = times_of(1, [&] { onednn->run_and_read(); });
+        auto c = times_of(1, [&] { onednn->run(); });
         tb.push_back(a[0]), td.push_back(b[0]), to.push_back(c[0]);
       }
       std::sort(tb.begin(), tb.end()), std::sort(td.begin(), td.end()), std::sort(to.begin(), to.end());

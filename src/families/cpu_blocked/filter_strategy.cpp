@@ -14,7 +14,7 @@
 
 #include "convtune/error.h"
 #include "src/core/parallel_for.h"
-#include "src/cpu_kernels/plan.h"
+#include "src/families/cpu_blocked/plan.h"
 
 namespace convtune::cpu_blocked::detail {
 

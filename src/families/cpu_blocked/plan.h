@@ -1,5 +1,5 @@
-// Internal to the CPU convolution module: the decoded configuration, per-axis phase geometry shared by forward
-// and backward-data, the prepared plans of the two strategies, and small helpers (workspace carving, threads).
+// Internal to the CPU convolution module: per-axis phase geometry shared by forward and backward-data, the
+// prepared plans of the strategies, and small helpers (workspace carving, threads).
 #pragma once
 
 #include <cstddef>
@@ -11,23 +11,10 @@
 
 #include "convtune/conv_problem.h"
 #include "convtune/kernel_family.h"
-#include "src/cpu_kernels/cpu_blocked.h"
-#include "src/cpu_kernels/microkernels.h"
+#include "src/families/cpu_blocked/cpu_blocked.h"
+#include "src/families/cpu_blocked/microkernels.h"
 
 namespace convtune::cpu_blocked {
-
-// A configuration's values, read once.
-struct Choice {
-  int orient = 0;
-  int vecs = 1;
-  int cols = 1;
-  int64_t row_block = 0;
-  int order = 0;
-  int64_t ic_chunk = 0;
-  int layout = 0;
-  int algo = 0;
-};
-Choice decode(const Config& config);
 
 namespace detail {
 

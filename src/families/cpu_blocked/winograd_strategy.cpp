@@ -13,7 +13,7 @@
 #include <cstring>
 
 #include "convtune/error.h"
-#include "src/cpu_kernels/plan.h"
+#include "src/families/cpu_blocked/plan.h"
 
 namespace convtune::cpu_blocked::detail {
 

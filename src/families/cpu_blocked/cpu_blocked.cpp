@@ -1,19 +1,18 @@
 // cpu_blocked's interface: parameters, constraints and defaults from the problem and the active ISA, and the
 // Convolution that prepares a strategy once and runs it (weights packed per run or once, stages timed).
-#include "src/cpu_kernels/cpu_blocked.h"
+#include "src/families/cpu_blocked/cpu_blocked.h"
 
 #include <fmt/format.h>
-#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <functional>
 #include <numeric>
 
 #include "convtune/error.h"
-#include "src/core/parallel_for.h"
-#include "src/cpu_kernels/plan.h"
+#include "convtune/plan.h"
+#include "src/core/thread_pool.h"
+#include "src/families/cpu_blocked/plan.h"
 
 namespace convtune::cpu_blocked {
 
@@ -61,7 +60,7 @@ Shape shape_of(const ConvProblem& pb) {
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
-const KernelTable& table() { return detail::kernel_table(active_isa()); }
+const KernelTable& kernels() { return detail::kernel_table(active_isa()); }
 
 bool bcast_compiled(const KernelTable& kt, int64_t nv, int64_t nj) {
   return nv >= 1 && nv <= detail::kMaxNv && nj >= 1 && nj <= detail::kMaxNj && kt.bcast[nv - 1][nj - 1];
@@ -69,8 +68,6 @@ bool bcast_compiled(const KernelTable& kt, int64_t nv, int64_t nj) {
 bool dot_compiled(const KernelTable& kt, int64_t ni, int64_t nj) {
   return ni >= 1 && ni <= detail::kMaxDotRows && nj >= 1 && nj <= detail::kMaxDotColumns && kt.dot[ni - 1][nj - 1];
 }
-
-int64_t value(const Config& c, const char* name) { return c.at(name); }
 
 // Filter taps of one stride class along a row (dots handle one class per block).
 int64_t taps_per_class(const ConvProblem& pb) {
@@ -105,7 +102,7 @@ double block_efficiency(const KernelTable& kt, int64_t nv, int64_t nj, int64_t v
 
 // The most efficient compiled block by that model (ties: the larger block, fewer calls).
 std::pair<int64_t, int64_t> best_bcast_block(int64_t vector_extent, int64_t columns, double* efficiency = nullptr) {
-  const KernelTable& kt = table();
+  const KernelTable& kt = kernels();
   std::pair<int64_t, int64_t> best{1, 1};
   double best_eff = -1;
   const int64_t vec_limit = std::min<int64_t>(ceil_div(vector_extent, kt.lanes), detail::kMaxNv);
@@ -131,104 +128,120 @@ bool winograd_applies(const ConvProblem& pb) {
          (pb.direction != Direction::BackwardData || (pb.pad.h <= 2 && pb.pad.w <= 2));
 }
 
-std::vector<Parameter> parameters(const ConvProblem& problem) {
+ParameterTable<Choice> parameter_table(const ConvProblem& problem) {
   const bool filter = is_filter(problem);
-  return {
-      {"ALGO", winograd_applies(problem) ? std::vector<int64_t>{0, 1} : std::vector<int64_t>{0},
+  return ParameterTable<Choice>({
+      {"ALGO", &Choice::algo, winograd_applies(problem) ? std::vector<int64_t>{0, 1} : std::vector<int64_t>{0},
        "0: direct convolution; 1: Winograd F(4x4, 3x3) (3x3 filters at stride 1 and dilation 1): 36 GEMMs over "
        "channels, VECS x COLS blocks of output channels x tiles"},
-      {"ORIENT", filter ? std::vector<int64_t>{0, 1, 2} : std::vector<int64_t>{0, 1},
+      {"ORIENT", &Choice::orient, filter ? std::vector<int64_t>{0, 1, 2} : std::vector<int64_t>{0, 1},
        filter ? "0: vectors over input channels, dy broadcast; 1: dot products along output rows; 2: vectors over "
                 "output channels, x broadcast along a row of taps"
               : "0: vectors over output channels, input pixels broadcast; 1: vectors over output pixels, weights broadcast"},
-      {"VECS", kVecs, filter ? "register block: vectors of input channels (ORIENT 0), output channels (ORIENT 1: one "
-                             "per dot product; 2: vectors)"
-                             : "register block: vectors (of output channels or of pixels)"},
-      {"COLS", kCols, filter ? "register block: output channels (ORIENT 0) or filter taps along a row (ORIENT 1, 2)"
-                             : "register block: broadcast columns (pixels for ORIENT 0, output channels for ORIENT 1)"},
-      {"ROW_BLOCK", kRowBlocks, filter ? "output rows per reduction tile (0: whole images, as many as fit ~1 MiB)"
-                                       : "output rows per work item (0: all rows of a phase)"},
-      {"ORDER", {0, 1}, filter ? "0: threads split the output tiles; 1: threads split the reduction"
-                               : "0: channel blocks outside row blocks; 1: row blocks outside channel blocks"},
-      {"LAYOUT", filter ? std::vector<int64_t>{0} : std::vector<int64_t>{0, 1},
+      {"VECS", &Choice::vecs, kVecs,
+       filter ? "register block: vectors of input channels (ORIENT 0), output channels (ORIENT 1: one per dot "
+                "product; 2: vectors)"
+              : "register block: vectors (of output channels or of pixels)"},
+      {"COLS", &Choice::cols, kCols,
+       filter ? "register block: output channels (ORIENT 0) or filter taps along a row (ORIENT 1, 2)"
+              : "register block: broadcast columns (pixels for ORIENT 0, output channels for ORIENT 1)"},
+      {"ROW_BLOCK", &Choice::row_block, kRowBlocks,
+       filter ? "output rows per reduction tile (0: whole images, as many as fit ~1 MiB)"
+              : "output rows per work item (0: all rows of a phase)"},
+      {"ORDER", &Choice::order, {0, 1},
+       filter ? "0: threads split the output tiles; 1: threads split the reduction"
+              : "0: channel blocks outside row blocks; 1: row blocks outside channel blocks"},
+      {"LAYOUT", &Choice::layout, filter ? std::vector<int64_t>{0} : std::vector<int64_t>{0, 1},
        filter ? "backward-filter's copies follow ORIENT; always 0"
               : "input copy for channel vectors: 0 planar (padded NCHW), 1 channel-blocked (a vector of input "
                 "channels per pixel, nChw16c on AVX-512)"},
-      {"IC_CHUNK", filter ? std::vector<int64_t>{0} : kChunks,
+      {"IC_CHUNK", &Choice::ic_chunk, filter ? std::vector<int64_t>{0} : kChunks,
        filter ? "backward-filter tiles its reduction with ROW_BLOCK; always 0"
               : "input channels per pass over a row block (0: all), so the pass's filter slab and input rows stay in "
                 "L2; later passes add to the outputs"},
-  };
+  });
 }
 
 std::vector<Constraint> constraints(const ConvProblem& problem) {
+  using X = ConstraintContext;
   const Shape sh = shape_of(problem);
   const bool filter = is_filter(problem);
+  const ParameterTable<Choice> t = parameter_table(problem);
   // The ISA's facts are read once, when the constraints are made (a search makes them right before enumerating).
-  const KernelTable* kt = &table();
+  const KernelTable* kt = &kernels();
   const int64_t lanes = kt->lanes;
   const int regs = kt->registers;
+  const std::string isa(to_string(kt->isa));
+  // Backward-filter's direct ORIENT 1 runs dot blocks (VECS rows x COLS columns); everything else broadcast blocks.
+  const auto dot_block = [filter](const Choice& c) { return filter && c.algo == 0 && c.orient == 1; };
   std::vector<Constraint> out;
-  out.push_back({"pixel vectors need input rows read at unit stride", {"ORIENT"}, [sh, filter](const ConstraintContext& c) {
-                   return filter || value(c.config, "ORIENT") == 0 || sh.unit_rows;
-                 }});
-  out.push_back({"ORIENT 2 (output-channel vectors, taps broadcast) is backward-filter's", {"ORIENT"},
-                 [filter](const ConstraintContext& c) { return filter || value(c.config, "ORIENT") != 2; }});
-  out.push_back({"register block fits the ISA's vector registers", {"ALGO", "ORIENT", "VECS", "COLS"},
-                 [filter, regs](const ConstraintContext& c) {
-                   const int64_t v = value(c.config, "VECS"), j = value(c.config, "COLS");
-                   if (filter && value(c.config, "ALGO") == 0 && value(c.config, "ORIENT") == 1) return v * j + j + 1 <= regs;
-                   return v * j + v + 1 <= regs;
-                 }});
-  out.push_back({"register block compiled for the ISA", {"ALGO", "ORIENT", "VECS", "COLS"}, [filter, kt](const ConstraintContext& c) {
-                   const int64_t v = value(c.config, "VECS"), j = value(c.config, "COLS");
-                   if (filter && value(c.config, "ALGO") == 0 && value(c.config, "ORIENT") == 1) return dot_compiled(*kt, v, j);
-                   return bcast_compiled(*kt, v, j);
-                 }});
+  out.push_back(t.constraint("ORIENT 1 (vectors over pixels) only where input rows are read at unit stride "
+                             "(forward: stride_w 1)",
+                             {&Choice::orient}, [sh, filter](const Choice& c, const X&) {
+                               return filter || c.orient == 0 || sh.unit_rows;
+                             }));
+  out.push_back(t.constraint(
+      fmt::format("register block within {}'s {} vector registers: VECS x COLS + VECS + 1 at most {} (backward-filter "
+                  "ORIENT 1: VECS x COLS + COLS + 1)",
+                  isa, regs, regs),
+      {&Choice::algo, &Choice::orient, &Choice::vecs, &Choice::cols}, [dot_block, regs](const Choice& c, const X&) {
+        return dot_block(c) ? c.vecs * c.cols + c.cols + 1 <= regs : c.vecs * c.cols + c.vecs + 1 <= regs;
+      }));
+  out.push_back(t.constraint(
+      fmt::format("VECS x COLS block compiled for {}: broadcast blocks VECS at most {}, dot blocks (backward-filter "
+                  "ORIENT 1) VECS at most {} and COLS at most {}",
+                  isa, detail::kMaxNv, detail::kMaxDotRows, detail::kMaxDotColumns),
+      {&Choice::algo, &Choice::orient, &Choice::vecs, &Choice::cols}, [dot_block, kt](const Choice& c, const X&) {
+        return dot_block(c) ? dot_compiled(*kt, c.vecs, c.cols) : bcast_compiled(*kt, c.vecs, c.cols);
+      }));
   // The ones below only remove configurations that run exactly like a smaller one (the plan clamps them).
-  out.push_back({"vectors no more than the problem fills", {"ALGO", "ORIENT", "VECS"}, [sh, filter, lanes](const ConstraintContext& c) {
-                   const int64_t v = value(c.config, "VECS");
-                   if (value(c.config, "ALGO") == 1) return v <= ceil_div(sh.oc, lanes);
-                   if (filter) {
-                     const int64_t o = value(c.config, "ORIENT");
-                     return o == 0 ? v <= ceil_div(sh.ic, lanes) : o == 1 ? v <= sh.oc : v <= ceil_div(sh.oc, lanes);
-                   }
-                   return v <= ceil_div(value(c.config, "ORIENT") == 0 ? sh.oc : sh.row, lanes);
-                 }});
-  out.push_back({"columns no more than the problem fills", {"ALGO", "ORIENT", "COLS"}, [sh, filter, problem, lanes](const ConstraintContext& c) {
-                   const int64_t j = value(c.config, "COLS");
-                   // Winograd backward-filter: columns are input channels within one vector of them.
-                   if (value(c.config, "ALGO") == 1) return filter ? j <= std::min(sh.ic, lanes) : true;
-                   if (filter) {
-                     const int64_t o = value(c.config, "ORIENT");
-                     return o == 0 ? j <= sh.oc : o == 1 ? j <= taps_per_class(problem) : j <= problem.s;
-                   }
-                   return j <= (value(c.config, "ORIENT") == 0 ? sh.row : sh.oc);
-                 }});
+  out.push_back(t.constraint(
+      fmt::format("VECS at most the {}-lane vectors the channels or pixels fill", lanes),
+      {&Choice::algo, &Choice::orient, &Choice::vecs}, [sh, filter, lanes](const Choice& c, const X&) {
+        if (c.algo == 1) return c.vecs <= ceil_div(sh.oc, lanes);
+        if (filter) {
+          return c.orient == 0   ? c.vecs <= ceil_div(sh.ic, lanes)
+                 : c.orient == 1 ? c.vecs <= sh.oc
+                                 : c.vecs <= ceil_div(sh.oc, lanes);
+        }
+        return c.vecs <= ceil_div(c.orient == 0 ? sh.oc : sh.row, lanes);
+      }));
+  out.push_back(t.constraint(
+      "COLS at most the columns there are (pixels of a row, output channels, or filter taps along a row)",
+      {&Choice::algo, &Choice::orient, &Choice::cols}, [sh, filter, problem, lanes](const Choice& c, const X&) {
+        // Winograd backward-filter: columns are input channels within one vector of them.
+        if (c.algo == 1) return filter ? c.cols <= std::min(sh.ic, lanes) : true;
+        if (filter) {
+          return c.orient == 0   ? c.cols <= sh.oc
+                 : c.orient == 1 ? c.cols <= taps_per_class(problem)
+                                 : c.cols <= problem.s;
+        }
+        return c.cols <= (c.orient == 0 ? sh.row : sh.oc);
+      }));
   // Winograd runs its own layouts and GEMM blocks (vectors over output channels): the direct form's other
-  // parameters stay at their first value so the space holds each Winograd variant once.
-  out.push_back({"Winograd uses only VECS and COLS", {"ALGO", "ORIENT", "LAYOUT", "IC_CHUNK", "ORDER", "ROW_BLOCK"},
-                 [](const ConstraintContext& c) {
-                   return value(c.config, "ALGO") == 0 ||
-                          (value(c.config, "ORIENT") == 0 && value(c.config, "LAYOUT") == 0 &&
-                           value(c.config, "IC_CHUNK") == 0 && value(c.config, "ORDER") == 0 &&
-                           value(c.config, "ROW_BLOCK") == 0);
-                 }});
-  out.push_back({"channel-blocked input feeds channel vectors", {"ORIENT", "LAYOUT"}, [](const ConstraintContext& c) {
-                   return value(c.config, "LAYOUT") == 0 || value(c.config, "ORIENT") == 0;
-                 }});
-  out.push_back({"channel-blocked input needs adjacent filter taps along a row", {"LAYOUT"}, [sh](const ConstraintContext& c) {
-                   return value(c.config, "LAYOUT") == 0 || sh.adjacent_taps;
-                 }});
-  out.push_back({"input-channel chunk smaller than the input channels", {"IC_CHUNK"}, [sh](const ConstraintContext& c) {
-                   const int64_t chunk = value(c.config, "IC_CHUNK");
-                   return chunk == 0 || chunk < sh.ic;
-                 }});
-  out.push_back({"row block no more than the rows", {"ROW_BLOCK"}, [sh](const ConstraintContext& c) {
-                   const int64_t rb = value(c.config, "ROW_BLOCK");
-                   // Powers of two up to the first that covers every row; 0 (all rows) always.
-                   return rb == 0 || rb < sh.rows * 2;
-                 }});
+  // parameters stay at 0 so the space holds each Winograd variant once.
+  out.push_back(t.constraint("ALGO 1 (Winograd) with ORIENT, LAYOUT, IC_CHUNK, ORDER and ROW_BLOCK all 0",
+                             {&Choice::algo, &Choice::orient, &Choice::layout, &Choice::ic_chunk, &Choice::order,
+                              &Choice::row_block},
+                             [](const Choice& c, const X&) {
+                               return c.algo == 0 || (c.orient == 0 && c.layout == 0 && c.ic_chunk == 0 &&
+                                                      c.order == 0 && c.row_block == 0);
+                             }));
+  out.push_back(t.constraint("LAYOUT 1 (channel-blocked input) only with ORIENT 0 (channel vectors)",
+                             {&Choice::orient, &Choice::layout},
+                             [](const Choice& c, const X&) { return c.layout == 0 || c.orient == 0; }));
+  out.push_back(t.constraint("LAYOUT 1 (channel-blocked input) only where filter taps along a row read adjacent "
+                             "columns (dilation_w 1)",
+                             {&Choice::layout}, [sh](const Choice& c, const X&) {
+                               return c.layout == 0 || sh.adjacent_taps;
+                             }));
+  out.push_back(t.constraint(fmt::format("IC_CHUNK 0 or below the {} input channels per group", sh.ic),
+                             {&Choice::ic_chunk},
+                             [sh](const Choice& c, const X&) { return c.ic_chunk == 0 || c.ic_chunk < sh.ic; }));
+  // Powers of two up to the first that covers every row; 0 (all rows) always.
+  out.push_back(t.constraint(fmt::format("ROW_BLOCK 0 or below twice the {} output rows", sh.rows),
+                             {&Choice::row_block},
+                             [sh](const Choice& c, const X&) { return c.row_block == 0 || c.row_block < sh.rows * 2; }));
   return out;
 }
 
@@ -237,21 +250,15 @@ Config default_config(const ConvProblem& problem) {
   const Isa isa = active_isa();
   const int64_t lanes = vector_lanes(isa);
   const int regs = vector_registers(isa);
-  Config c;
-  c["ALGO"] = 0;
-  c["ORDER"] = 0;
-  c["IC_CHUNK"] = 0;
-  c["LAYOUT"] = 0;
-  c["ROW_BLOCK"] = 0;
-  c["ORIENT"] = 0;
+  Choice c;  // algo, orient, order, layout, ic_chunk and row_block 0 unless chosen below
   // Winograd for 3x3 stride-1 layers with enough channels on both sides that the 36 GEMMs, not the transforms,
   // dominate (AlexNet's layers 3-5: 192-384 channels).
   if (winograd_applies(problem) && sh.ic >= 32 && sh.oc >= 32) {
-    c["ALGO"] = 1;
+    c.algo = 1;
     const int64_t tiles = problem.n * ceil_div(sh.rows, 4) * ceil_div(sh.row, 4);
     const auto [nv, nj] = best_bcast_block(sh.oc, is_filter(problem) ? std::min(sh.ic, lanes) : tiles);
-    c["VECS"] = nv, c["COLS"] = nj;
-    return c;
+    c.vecs = nv, c.cols = nj;
+    return parameter_table(problem).write(c);
   }
   if (is_filter(problem)) {
     // Vectors over input channels when they fill the vectors; else vectors over output channels when those do and
@@ -264,24 +271,24 @@ Config default_config(const ConvProblem& problem) {
     const double dy_bytes_per_flop = 8.0 * static_cast<double>(problem.y_elements()) / problem.flops();
     const double row_fill = static_cast<double>(sh.row) / static_cast<double>(ceil_div(sh.row, lanes) * lanes);
     if (eff_c >= 0.75 || (eff_c >= eff_k && eff_c >= row_fill)) {
-      c["ORIENT"] = 0, c["VECS"] = by_c.first, c["COLS"] = by_c.second;
+      c.orient = 0, c.vecs = by_c.first, c.cols = by_c.second;
     } else if (eff_k >= 0.75 && dy_bytes_per_flop < 0.03) {
-      c["ORIENT"] = 2, c["VECS"] = by_k.first, c["COLS"] = by_k.second;
+      c.orient = 2, c.vecs = by_k.first, c.cols = by_k.second;
     } else {
       int64_t ni = std::min<int64_t>(sh.oc, regs >= 32 ? 4 : 2);
       while (ni > 1 && std::find(kVecs.begin(), kVecs.end(), ni) == kVecs.end()) --ni;
       int64_t nj = std::min<int64_t>(taps_per_class(problem), regs >= 32 ? 5 : 4);
-      while (nj > 1 && !dot_compiled(table(), ni, nj)) --nj;
-      c["ORIENT"] = 1, c["VECS"] = ni, c["COLS"] = nj;
+      while (nj > 1 && !dot_compiled(kernels(), ni, nj)) --nj;
+      c.orient = 1, c.vecs = ni, c.cols = nj;
     }
     // Threads split the output tiles when there are plenty; else the reduction.
-    const int64_t orient = c["ORIENT"];
+    const int64_t orient = c.orient;
     const int64_t tiles =
         problem.groups * problem.r *
-        (orient == 0   ? ceil_div(sh.ic, c["VECS"] * lanes) * ceil_div(sh.oc, c["COLS"]) * problem.s
-         : orient == 1 ? ceil_div(sh.oc, c["VECS"]) * sh.ic
-                       : ceil_div(sh.oc, c["VECS"] * lanes) * sh.ic * ceil_div(problem.s, c["COLS"]));
-    c["ORDER"] = tiles >= 8 * static_cast<int64_t>(hardware_threads()) ? 0 : 1;
+        (orient == 0   ? ceil_div(sh.ic, c.vecs * lanes) * ceil_div(sh.oc, c.cols) * problem.s
+         : orient == 1 ? ceil_div(sh.oc, c.vecs) * sh.ic
+                       : ceil_div(sh.oc, c.vecs * lanes) * sh.ic * ceil_div(problem.s, c.cols));
+    c.order = tiles >= 8 * static_cast<int64_t>(ThreadPool::instance().size()) ? 0 : 1;
     // Whole images per tile when an image is small; else blocks of rows that keep x and dy rows in L2.
     const int64_t row_bytes = 4 * (problem.c * problem.w * problem.stride.h + problem.k * problem.q());
     int64_t rb = 0;
@@ -289,8 +296,8 @@ Config default_config(const ConvProblem& problem) {
       rb = 1;
       while (rb * 2 < sh.rows && rb * 2 * row_bytes <= (int64_t{1} << 20) && rb < 32) rb *= 2;
     }
-    c["ROW_BLOCK"] = rb;
-    return c;
+    c.row_block = rb;
+    return parameter_table(problem).write(c);
   }
   // Forward / backward-data: the orientation whose best block keeps the FMA units busier. Channel vectors also
   // pay a transposed store per block (a scalar store per lane), amortised over the reduction (input channels x
@@ -307,16 +314,16 @@ Config default_config(const ConvProblem& problem) {
   const double filter_bytes = 4.0 * static_cast<double>(sh.ic * sh.taps * sh.oc);
   if (filter_bytes > 1e6) eff_px *= 0.5;
   if (!sh.unit_rows || eff_oc >= eff_px) {
-    c["ORIENT"] = 0, c["VECS"] = by_oc.first, c["COLS"] = by_oc.second;
+    c.orient = 0, c.vecs = by_oc.first, c.cols = by_oc.second;
   } else {
-    c["ORIENT"] = 1, c["VECS"] = by_px.first, c["COLS"] = by_px.second;
+    c.orient = 1, c.vecs = by_px.first, c.cols = by_px.second;
   }
   // Channel-blocked input for channel vectors when the input channels fill whole blocks well (not AlexNet's 3).
   const double ic_fill = static_cast<double>(sh.ic) / static_cast<double>(ceil_div(sh.ic, lanes) * lanes);
-  if (c["ORIENT"] == 0 && sh.adjacent_taps && ic_fill >= 0.75) c["LAYOUT"] = 1;
+  if (c.orient == 0 && sh.adjacent_taps && ic_fill >= 0.75) c.layout = 1;
   // Input channels per pass: all unless a pass's filter slab and the input rows of one output row outgrow about
   // half an L2 (ucla5x5: 256 channels x 5 rows x 228 columns plus a 256 x 25 x 32 slab is 2 MB).
-  const int64_t block = c["ORIENT"] == 0 ? c["VECS"] * lanes : sh.oc;
+  const int64_t block = c.orient == 0 ? c.vecs * lanes : sh.oc;
   const int64_t window = problem.r * (problem.direction == Direction::Forward ? problem.w + 2 * problem.pad.w
                                                                               : problem.q() + 2 * problem.s);
   const auto pass_bytes = [&](int64_t channels) { return 4 * channels * (sh.taps * block + window); };
@@ -324,71 +331,14 @@ Config default_config(const ConvProblem& problem) {
   if (pass_bytes(sh.ic) > (int64_t{1} << 20)) {
     for (int64_t candidate : kChunks)
       if (candidate > 0 && candidate < sh.ic && pass_bytes(candidate) <= (int64_t{1} << 20)) chunk = candidate;
-    if (chunk == 0) chunk = kChunks[1];
+    if (chunk == 0 && kChunks[1] < sh.ic) chunk = kChunks[1];  // the smallest pass there is
   }
-  c["IC_CHUNK"] = chunk;
+  c.ic_chunk = chunk;
   // Enough work items for the threads to balance, each a few rows.
   int64_t rb = 0;
   if (sh.rows > 16) rb = 8;
-  c["ROW_BLOCK"] = rb;
-  return c;
-}
-
-std::string unsupported_reason(const ConvProblem& problem) { return fp32_only_reason("cpu_blocked", problem); }
-
-std::string invalid_reason(const ConvProblem& problem, const Config& config) {
-  for (const Parameter& p : parameters(problem)) {
-    const auto it = config.find(p.name);
-    if (it == config.end()) return fmt::format("{} is missing: expected one of {}", p.name, fmt::join(p.values, ", "));
-    if (std::find(p.values.begin(), p.values.end(), it->second) == p.values.end())
-      return fmt::format("{}={} is invalid: expected one of {}", p.name, it->second, fmt::join(p.values, ", "));
-  }
-  for (const auto& [name, v] : config) {
-    const auto params = parameters(problem);
-    if (std::none_of(params.begin(), params.end(), [&](const Parameter& p) { return p.name == name; }))
-      return fmt::format("unknown parameter {}: expected ALGO, ORIENT, VECS, COLS, ROW_BLOCK, ORDER, LAYOUT, IC_CHUNK", name);
-  }
-  DeviceInfo none;
-  for (const Constraint& c : constraints(problem)) {
-    if (!c.holds({config, problem, none})) {
-      std::string values;
-      for (const auto& u : c.uses) values += fmt::format("{}{}={}", values.empty() ? "" : ", ", u, config.at(u));
-      return fmt::format("{} violates '{}' on {}", values, c.name, to_string(active_isa()));
-    }
-  }
-  return {};
-}
-
-std::vector<Config> valid_configs(const ConvProblem& problem) {
-  const auto params = parameters(problem);
-  const auto rules = constraints(problem);
-  // Each constraint is checked at the depth where the last parameter it uses is assigned.
-  std::vector<std::vector<const Constraint*>> at_depth(params.size());
-  for (const Constraint& c : rules) {
-    size_t depth = 0;
-    for (const std::string& u : c.uses)
-      for (size_t i = 0; i < params.size(); ++i)
-        if (params[i].name == u) depth = std::max(depth, i);
-    at_depth[depth].push_back(&c);
-  }
-  const DeviceInfo none;
-  std::vector<Config> out;
-  Config config;
-  std::function<void(size_t)> visit = [&](size_t depth) {
-    if (depth == params.size()) {
-      out.push_back(config);
-      return;
-    }
-    for (int64_t v : params[depth].values) {
-      config[params[depth].name] = v;
-      const auto& checks = at_depth[depth];
-      if (std::all_of(checks.begin(), checks.end(), [&](const Constraint* c) { return c->holds({config, problem, none}); }))
-        visit(depth + 1);
-    }
-    config.erase(params[depth].name);
-  };
-  visit(0);
-  return out;
+  c.row_block = rb;
+  return parameter_table(problem).write(c);
 }
 
 // The prepared state behind a Convolution.
@@ -404,15 +354,19 @@ struct Plan {
 
 Convolution::Convolution(const ConvProblem& problem, const Config& config) : plan_(std::make_unique<Plan>()) {
   problem.validate();
-  if (const std::string why = unsupported_reason(problem); !why.empty()) throw Unsupported(why);
-  if (const std::string why = invalid_reason(problem, config); !why.empty()) {
-    throw InvalidArgument(fmt::format("cpu_blocked configuration for {}: {}", problem.to_string(), why));
+  if (const std::string why = fp32_only_reason(kFamilyName, problem); !why.empty()) throw Unsupported(why);
+  // The plan's own check (parameters, candidate values, constraints), so a Convolution made outside a plan (tests,
+  // the sweep tool) refuses exactly what a plan refuses.
+  if (const std::string why = config_problem(kernel_family(kFamilyName), config, problem,
+                                             Registry::instance().find("cpu").info());
+      !why.empty()) {
+    throw InvalidArgument(fmt::format("{} on {}", why, problem.to_string()));
   }
   plan_->problem = problem;
   plan_->config = config;
   plan_->isa = active_isa();
   const KernelTable& kt = detail::kernel_table(plan_->isa);
-  const Choice choice = decode(config);
+  const Choice choice = parameter_table(problem).read(config);
   plan_->strategy = choice.algo == 1        ? detail::make_winograd_strategy(problem, choice, kt)
                     : is_filter(problem) ? detail::make_filter_strategy(problem, choice, kt)
                                          : detail::make_view_strategy(problem, choice, kt);

@@ -5,9 +5,11 @@
 #include <cstdint>
 #include <string>
 
-#include "src/cpu_kernels/isa.h"
+#include "src/backend/cpu/isa.h"
 
 namespace convtune::cpu_blocked::detail {
+
+using cpu::Isa;  // the CPU backend's ISA choice (src/backend/cpu/isa.h)
 
 // Broadcast kernel: a register block acc[v][j] of NV vectors x NJ columns,
 //   acc[v][j] += A[v] (Lanes contiguous floats) * broadcast(B[j]),

@@ -1,16 +1,16 @@
 // The CPU module's micro-kernels, compiled once per Highway target (AVX-512, AVX2, scalar) by foreach_target:
 // register-blocked broadcast and dot kernels for every block shape that fits the ISA's vector registers, strided
 // gathers, and the Winograd F(4x4, 3x3) tile transforms.
-#include "src/cpu_kernels/hwy_targets.h"
+#include "src/backend/cpu/hwy_targets.h"
 // Highway re-includes this file once per target.
 #undef HWY_TARGET_INCLUDE
-#define HWY_TARGET_INCLUDE "src/cpu_kernels/microkernels.cpp"
+#define HWY_TARGET_INCLUDE "src/families/cpu_blocked/microkernels.cpp"
 #include <hwy/foreach_target.h>
 #include <hwy/highway.h>
 
 #include <algorithm>
 
-#include "src/cpu_kernels/microkernels.h"
+#include "src/families/cpu_blocked/microkernels.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace convtune::cpu_blocked::detail {

@@ -1,6 +1,6 @@
-// The module's shared planning pieces: configuration decoding, per-axis phase geometry of forward and
-// backward-data, workspace carving, thread splits and column blocking.
-#include "src/cpu_kernels/plan.h"
+// The module's shared planning pieces: per-axis phase geometry of forward and backward-data, workspace carving,
+// thread splits and column blocking.
+#include "src/families/cpu_blocked/plan.h"
 
 #include <fmt/format.h>
 
@@ -12,24 +12,6 @@
 #include "src/core/thread_pool.h"
 
 namespace convtune::cpu_blocked {
-
-Choice decode(const Config& config) {
-  auto get = [&](const char* name) -> int64_t {
-    const auto it = config.find(name);
-    if (it == config.end()) throw InvalidArgument(fmt::format("configuration lacks parameter {}", name));
-    return it->second;
-  };
-  Choice c;
-  c.orient = static_cast<int>(get("ORIENT"));
-  c.vecs = static_cast<int>(get("VECS"));
-  c.cols = static_cast<int>(get("COLS"));
-  c.row_block = get("ROW_BLOCK");
-  c.order = static_cast<int>(get("ORDER"));
-  c.ic_chunk = get("IC_CHUNK");
-  c.layout = static_cast<int>(get("LAYOUT"));
-  c.algo = static_cast<int>(get("ALGO"));
-  return c;
-}
 
 namespace detail {
 

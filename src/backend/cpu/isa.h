@@ -1,5 +1,6 @@
-// Which SIMD instruction set the CPU convolution module runs: the best the CPU and binary have, or one forced by
-// CONVTUNE_CPU_ISA / force_isa() so tests cover every path on one machine.
+// Which SIMD instruction set the CPU backend's vector code runs (the cpu_blocked family's kernels, the FMA
+// ceiling): the best the CPU and binary have, or one forced by CONVTUNE_CPU_ISA / force_isa() so tests cover
+// every path on one machine. Part of the CPU device's identity, so tuning results stay with their ISA.
 #pragma once
 
 #include <optional>
@@ -7,7 +8,7 @@
 #include <string_view>
 #include <vector>
 
-namespace convtune::cpu_blocked {
+namespace convtune::cpu {
 
 enum class Isa { Avx512, Avx2, Scalar };
 
@@ -29,4 +30,4 @@ void force_isa(std::optional<Isa> isa);
 int vector_registers(Isa isa);
 int vector_lanes(Isa isa);
 
-}  // namespace convtune::cpu_blocked
+}  // namespace convtune::cpu

@@ -1,10 +1,10 @@
-// ISA choice for the CPU convolution module: Highway's CPU detection, narrowed by CONVTUNE_CPU_ISA or force_isa().
-#include "src/cpu_kernels/isa.h"
+// ISA choice for the CPU backend's SIMD code: Highway's CPU detection, narrowed by CONVTUNE_CPU_ISA or force_isa().
+#include "src/backend/cpu/isa.h"
 
 #include <fmt/format.h>
 
-// The module's target selection must be seen before Highway's headers.
-#include "src/cpu_kernels/hwy_targets.h"
+// The compiled target selection must be seen before Highway's headers.
+#include "src/backend/cpu/hwy_targets.h"
 #include <hwy/targets.h>
 
 #include <cstdlib>
@@ -12,7 +12,7 @@
 
 #include "convtune/error.h"
 
-namespace convtune::cpu_blocked {
+namespace convtune::cpu {
 
 namespace {
 
@@ -91,4 +91,4 @@ void force_isa(std::optional<Isa> isa) {
 int vector_registers(Isa isa) { return isa == Isa::Avx512 ? 32 : 16; }
 int vector_lanes(Isa isa) { return isa == Isa::Avx512 ? 16 : isa == Isa::Avx2 ? 8 : 1; }
 
-}  // namespace convtune::cpu_blocked
+}  // namespace convtune::cpu
