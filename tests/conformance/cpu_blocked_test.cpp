@@ -308,3 +308,12 @@ TEST(CpuBlocked, UntunedPlansOnTheCpuPickIt) {
   EXPECT_EQ(PlanDescriptor::create(cpu_device().info(), gemm).family().name(), "cpu_gemm");
   EXPECT_EQ(kernel_families().back()->name(), "cpu_reference");
 }
+
+TEST(CpuBlocked, CpuFingerprintNamesTheIsaThreadsAndCaches) {
+  // Tuning entries are keyed on the fingerprint: it must change with the ISA the kernels run and the threads.
+  const DeviceInfo& info = cpu_device().info();
+  const std::string fingerprint = info.fingerprint();
+  EXPECT_NE(fingerprint.find(std::string(cb::to_string(cb::active_isa())) + ", "), std::string::npos) << fingerprint;
+  EXPECT_NE(fingerprint.find(" threads, L1d "), std::string::npos) << fingerprint;
+  EXPECT_NE(fingerprint.find(info.name), std::string::npos) << fingerprint;
+}
