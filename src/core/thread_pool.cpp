@@ -1,9 +1,13 @@
 // ThreadPool: persistent workers woken per job (spin briefly, then sleep), nested or concurrent jobs run inline.
 #include "src/core/thread_pool.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
+
+#include "convtune/error.h"
 
 namespace convtune {
 
@@ -24,8 +28,15 @@ ThreadPool& ThreadPool::instance() {
   static ThreadPool pool([] {
     unsigned threads = std::max(1u, std::thread::hardware_concurrency());
     if (const char* env = std::getenv("CONVTUNE_THREADS"); env && *env) {
-      const long wanted = std::strtol(env, nullptr, 10);
-      if (wanted >= 1) threads = static_cast<unsigned>(std::min<long>(wanted, 4096));
+      char* end = nullptr;
+      const long wanted = std::strtol(env, &end, 10);
+      // A typo must not silently run on every core (or one): timings would be taken for what was not asked.
+      if (*end != '\0' || wanted < 1 || wanted > 4096) {
+        throw InvalidArgument(fmt::format("CONVTUNE_THREADS='{}' is invalid: expected a number of threads from 1 to "
+                                          "4096 (the calling thread included)",
+                                          env));
+      }
+      threads = static_cast<unsigned>(wanted);
     }
     return threads - 1;
   }());

@@ -17,8 +17,8 @@ namespace convtune {
 // and wake-up each, then they block on a condition variable so an idle pool costs no CPU.
 class ThreadPool {
  public:
-  // The shared pool. Created on first use, with CONVTUNE_THREADS threads (the caller included) when that is set
-  // to a positive number, else one per hardware thread.
+  // The shared pool. Created on first use, with CONVTUNE_THREADS threads (the caller included) when that is set,
+  // else one per hardware thread; a value that is not a number from 1 to 4096 throws InvalidArgument.
   static ThreadPool& instance();
 
   explicit ThreadPool(unsigned workers);

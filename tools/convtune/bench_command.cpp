@@ -29,7 +29,7 @@ struct BenchOptions {
   std::vector<std::string> layers;
   std::vector<std::string> gemms;
   std::string device = "cpu";
-  std::string algorithm = "threaded";
+  std::string algorithm = "auto";
   std::string family = "auto";
   std::string config;
   std::string direction = "all";
@@ -60,13 +60,21 @@ struct Target {
   }
 };
 
-// The CPU backend's paths under their old names: reference (the float64 oracle), sequential and threaded.
+// The CPU backend's paths by --algorithm: auto (the plan's choice, empty family: cpu_blocked for convolutions
+// unless tuning data says otherwise), blocked (cpu_blocked, its tuned or default parameters), and the baselines
+// under their old names: threaded and sequential (cpu_direct/cpu_gemm on every core or one: seed 000's plain
+// loops) and reference (the float64 oracle). cpu_blocked computes convolutions only: a matrix product row of
+// `blocked` runs cpu_gemm on every core.
 Target cpu_algorithm_target(const std::string& algorithm, Problem::Kind kind) {
+  const bool gemm = kind == Problem::Kind::Gemm;
+  if (algorithm == "auto") return {};
+  if (algorithm == "blocked") return gemm ? Target{"cpu_gemm", Config{{"THREADS", 0}}} : Target{"cpu_blocked", {}};
   if (algorithm == "reference") return {"cpu_reference", Config{}};
   if (algorithm == "sequential" || algorithm == "threaded") {
-    return {kind == Problem::Kind::Gemm ? "cpu_gemm" : "cpu_direct", Config{{"THREADS", algorithm == "sequential" ? 1 : 0}}};
+    return {gemm ? "cpu_gemm" : "cpu_direct", Config{{"THREADS", algorithm == "sequential" ? 1 : 0}}};
   }
-  throw InvalidArgument(fmt::format("--algorithm '{}': expected reference, sequential or threaded", algorithm));
+  throw InvalidArgument(
+      fmt::format("--algorithm '{}': expected auto, blocked, threaded, sequential or reference", algorithm));
 }
 
 // One target per algorithm to compare: the named family (with --config), every family (all), or the plan's choice.
@@ -76,6 +84,11 @@ std::vector<Target> make_targets(const Device& device, const BenchOptions& opt, 
     throw InvalidArgument(fmt::format("--algorithm selects a CPU backend path, but the device is {}: use --family",
                                       device.info().id));
   }
+  if (algorithm_given && opt.family != "auto") {
+    throw InvalidArgument(fmt::format("--algorithm {} and --family {} both choose what runs: give one of them",
+                                      opt.algorithm, opt.family));
+  }
+  if (cpu) cpu_algorithm_target(opt.algorithm, Problem::Kind::Convolution);  // an unknown name fails now
   const std::optional<Config> config = opt.config.empty() ? std::nullopt : std::optional(parse_config(opt.config));
   if (opt.family == "all") {
     if (config) throw InvalidArgument("--config needs one --family, not all");
@@ -344,8 +357,10 @@ void add_bench_command(CLI::App& app) {
   cmd->add_option("--backend,--device", opt->device, "Device: cpu, opencl[:N], cuda[:N] or best")
       ->capture_default_str();
   auto* algorithm = cmd->add_option("--algorithm", opt->algorithm,
-                                    "On the CPU backend: reference (cpu_reference), sequential (cpu_direct/cpu_gemm "
-                                    "THREADS=1) or threaded (THREADS=0)")
+                                    "On the CPU backend: auto (the plan's choice: tuned entries, else cpu_blocked for "
+                                    "convolutions and cpu_gemm for GEMMs), blocked (cpu_blocked), or the baselines "
+                                    "threaded (cpu_direct/cpu_gemm THREADS=0), sequential (THREADS=1) and reference "
+                                    "(cpu_reference)")
                         ->capture_default_str();
   std::string family_names;
   for (const auto& family : kernel_families()) family_names += (family_names.empty() ? "" : ", ") + family->name();
