@@ -46,9 +46,9 @@ Config read_config(const ProgramSource& source, const ConvProblem& problem) {
   return config;
 }
 
-class CpuBlockedFamily final : public KernelFamily {
+class CpuBlockedFamily final : public CpuFamily {
  public:
-  CpuBlockedFamily() {
+  CpuBlockedFamily() : CpuFamily(Problem::Kind::Convolution) {
     cpu::register_host_program(kProgram, [](const ProgramSource& source) {
       const ConvProblem pb = parse_problem(source.defines.at("PROBLEM"));
       auto state = std::make_shared<BlockedState>(BlockedState{cpu_blocked::Convolution(pb, read_config(source, pb)), {}});
@@ -66,14 +66,10 @@ class CpuBlockedFamily final : public KernelFamily {
            "scalar) over packed, channel-blocked copies, Winograd F(4x4, 3x3) for 3x3 stride-1 layers, on the "
            "persistent thread pool";
   }
-  Problem::Kind problem_kind() const override { return Problem::Kind::Convolution; }
-  bool runs_on_cpu_backend() const override { return true; }
-  // Before cpu_direct and cpu_gemm (50) and cpu_reference (90): the CPU's fastest path for every convolution.
+  // Before cpu_direct (50) and cpu_reference (90), with no poor fit: untuned, it ran faster than cpu_direct on
+  // every layer measured, every direction, on one thread and two, tiny and depthwise layers included
+  // (docs/PERFORMANCE.md, "Which device and family an untuned plan takes on a CPU").
   int untuned_rank() const override { return 40; }
-  std::string unsupported_reason(const Problem& problem, const Epilogue& epilogue,
-                                 const DeviceInfo& device) const override {
-    return cpu_family_unsupported(name(), Problem::Kind::Convolution, problem, epilogue, device);
-  }
   std::vector<Parameter> parameters(const Problem& problem) const override {
     return cpu_blocked::parameter_table(problem.conv()).parameters();
   }
