@@ -154,14 +154,16 @@ TEST(CpuBlocked, CompilesAvx2AndScalarBesideTheBest) {
 
 TEST(CpuBlocked, EveryValidConfigurationOfOneProblemIsRight) {
   // All of one problem's space (the tuner's SearchSpace) in each direction on the best ISA: block shapes,
-  // remainders, orders and thread splits (4.6 MFLOP: above the single-thread threshold).
+  // remainders, orders and thread splits (4.6 MFLOP: above the single-thread threshold). One workload per
+  // direction: its reference is computed once for all of the direction's configurations.
   const ConvProblem base = parse_problem("N=2,C=28,H=14,W=18,K=18,R=3,pad=1");
   int configurations = 0;
   for (Direction d : {Direction::Forward, Direction::BackwardData, Direction::BackwardFilter}) {
     const ConvProblem pb = base.with_direction(d);
     const SearchSpace space(family(), pb, cpu_device().info());
+    harness::Workload workload(cpu_device(), pb, 11);
     for (const Config& config : space.configs()) {
-      const auto r = testing_support::check_plan(cpu_device(), pb, "cpu_blocked", config, 11);
+      const auto r = testing_support::check_plan_on(workload, "cpu_blocked", config);
       EXPECT_TRUE(r.passed) << to_string(d) << " " << to_string(config) << ": " << r.message;
       ++configurations;
     }
