@@ -31,6 +31,7 @@ void progress(const std::string& what) { std::cerr << "peak: measuring " << what
 
 void run_peak(const PeakOptions& opt) {
   if (opt.repeats < 1) throw InvalidArgument(fmt::format("--repeats={} is invalid: expected 1 or more", opt.repeats));
+  if (!opt.skip_fill) check_fill_size(opt.size);  // before the ceilings, which take seconds to measure
   Device& device = Registry::instance().find(opt.device);
   const DeviceInfo& info = device.info();
   std::cout << fmt::format("device: {} ({}), driver {}, {} compute units\n\n", info.id, info.name,
