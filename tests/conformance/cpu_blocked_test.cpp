@@ -319,3 +319,24 @@ TEST(CpuBlocked, CpuFingerprintNamesTheIsaThreadsAndCaches) {
   EXPECT_NE(fingerprint.find(" threads, L1d "), std::string::npos) << fingerprint;
   EXPECT_NE(fingerprint.find(info.name), std::string::npos) << fingerprint;
 }
+
+TEST(CpuBlocked, PercentOfPeakCountsWhatWinogradPerforms) {
+  // bench's % peak divides the operations performed: Winograd F(4x4, 3x3) on alex5 (16 images) does 36 products
+  // per 4x4 tile instead of 144 (13x13 outputs padded to 16x16 tiles) plus its transforms: 0.386 of the direct sum.
+  const Problem winograd(parse_problem("N=16,C=256,H=13,K=256,R=3,pad=1"));
+  const Config wino = family().default_config(winograd, cpu_device().info());
+  ASSERT_EQ(wino.at("ALGO"), 1);
+  const double fraction = family().performed_flops(winograd, wino) / winograd.flops();
+  EXPECT_GT(fraction, 0.38);
+  EXPECT_LT(fraction, 0.40);
+  PlanRequest request;
+  request.problem = winograd;
+  request.family = "cpu_blocked";
+  request.config = wino;
+  EXPECT_DOUBLE_EQ(Plan::create(cpu_device(), request).performed_flops(), family().performed_flops(winograd, wino));
+  // The direct form performs the direct sum.
+  const Problem direct(parse_problem("N=2,C=32,H=14,K=64,R=5,pad=2"));
+  const Config config = family().default_config(direct, cpu_device().info());
+  ASSERT_EQ(config.at("ALGO"), 0);
+  EXPECT_DOUBLE_EQ(family().performed_flops(direct, config), direct.flops());
+}

@@ -424,6 +424,8 @@ const StageTimes& Convolution::last_times() const { return plan_->times; }
 Isa Convolution::isa() const { return plan_->isa; }
 const ConvProblem& Convolution::problem() const { return plan_->problem; }
 
+double Convolution::performed_flops() const { return plan_->strategy->performed_flops(plan_->problem); }
+
 std::string Convolution::describe() const {
   return fmt::format("{}: {}", to_string(plan_->isa), plan_->strategy->describe());
 }

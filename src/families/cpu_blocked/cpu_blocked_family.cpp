@@ -79,6 +79,9 @@ class CpuBlockedFamily final : public CpuFamily {
   Config default_config(const Problem& problem, const DeviceInfo&) const override {
     return cpu_blocked::default_config(problem.conv());
   }
+  double performed_flops(const Problem& problem, const Config& config) const override {
+    return cpu_blocked::Convolution(problem.conv(), config).performed_flops();
+  }
   KernelRecipe recipe(const Problem& problem, const Epilogue&, const Config& config, const DeviceInfo&) const override {
     KernelRecipe recipe = cpu_recipe(kProgram, "convolve", problem, config);
     // The scratch a run needs (packed weights, padded copies, partial sums), sized by the very preparation the

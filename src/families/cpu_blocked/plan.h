@@ -105,6 +105,8 @@ class Strategy {
   // x, w, y as Convolution::run; `packed` holds packed weights (packed by the caller beforehand).
   virtual void run(float* x, const float* packed, float* w, float* y, void* workspace, StageTimes& times) = 0;
   virtual std::string describe() const = 0;
+  // Floating-point operations a run performs (Convolution::performed_flops); the direct sum unless overridden.
+  virtual double performed_flops(const ConvProblem& problem) const { return problem.flops(); }
 };
 
 std::unique_ptr<Strategy> make_view_strategy(const ConvProblem& problem, const Choice& choice,

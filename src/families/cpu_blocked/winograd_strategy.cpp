@@ -142,6 +142,20 @@ class WinogradStrategy final : public Strategy {
     times.output_ms = transforms_ms;
   }
 
+  // The 36 products per tile and channel pair (2 FLOPs each, over the padded channel counts the GEMMs run) plus
+  // the tile transforms at the operation counts of microkernels.cpp (a fused multiply-add counts 2, an add,
+  // subtract, multiply or negation 1; a 2-D transform is In + Out 1-D ones): input 12 x 19, output 10 x 13, dy
+  // 10 x 11 per tile and channel, the filter gradient's 9 x 15 per channel pair. The weight transform is left
+  // out: it runs when the weights change, not per run.
+  double performed_flops(const ConvProblem&) const override {
+    const double groups = static_cast<double>(pb_.groups), tiles = static_cast<double>(tiles_);
+    const double ic = static_cast<double>(ic_), icp = static_cast<double>(icp_);
+    const double ocb = static_cast<double>(oc_blocks_ * block_), ocp = static_cast<double>(ocp_);
+    double per_group = 2.0 * kXi * tiles * icp * ocb + 12.0 * 19 * tiles * icp;
+    per_group += filter_ ? 10.0 * 11 * tiles * ocp + 9.0 * 15 * ic * ocp : 10.0 * 13 * tiles * ocp;
+    return groups * per_group;
+  }
+
   std::string describe() const override {
     return fmt::format("Winograd F(4x4, 3x3), {} tiles, GEMM block {}x{} (output channels x tiles{})", tiles_, nv_, nj_,
                        filter_ ? ", filter gradient: output channels x input channels" : "");
