@@ -230,6 +230,12 @@ void run_bench(const BenchOptions& opt, bool algorithm_given) {
       PlanRequest request;
       request.family = target.family;
       request.config = target.config;
+      if (request.config && kernel_family(target.family).unsupported_reason(pb, {}, device.info()).empty()) {
+        // Parameters --config leaves out keep the family's default for this layer.
+        Config full = kernel_family(target.family).default_config(pb, device.info());
+        for (const auto& [name, value] : *request.config) full[name] = value;
+        request.config = full;
+      }
       harness::PlanImplementation impl(request);
       auto skip_row = [&](const std::string& algorithm, const std::string& why) {
         std::cerr << why << "\n";
@@ -371,7 +377,7 @@ void add_bench_command(CLI::App& app) {
   cmd->add_option("--family", opt->family,
                   "auto (the plan's choice), all (a row per family), or one family: " + family_names)
       ->capture_default_str();
-  cmd->add_option("--config", opt->config, "Parameters for --family, e.g. TILE_M=64,TILE_N=64 (default: the family's)");
+  cmd->add_option("--config", opt->config, "Parameters for --family, e.g. TILE_M=64,TILE_N=64; those left out keep the family's default for each layer");
   cmd->add_option("--direction", opt->direction, "fwd, bwd-data, bwd-filter or all")->capture_default_str();
   cmd->add_option("--batch-scale", opt->batch_scale, "Multiply every layer's N by this (at least 1 remains)")
       ->capture_default_str();
