@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The main job, on the best device present (a GPU through CUDA or OpenCL, else the CPU through PoCL): set up,
+# The main job, on the best device present (a GPU through CUDA or OpenCL, else the CPU backend's cpu_blocked): set up,
 # list the devices, tune the CNN's convolution layers within a short budget, train the CNN on Fashion-MNIST,
 # evaluate it on the 10,000 test images (accuracy and each layer's op time), then time the seed layers.
 set -euo pipefail
@@ -17,7 +17,7 @@ else
 fi
 # Tuned parameters go to the user's tuning database, where the CNN's plans find them.
 build/convtune tune "${tune_layers[@]}" --direction all --device best --budget "${TUNE_BUDGET:-60s}" --no-peak ||
-  echo "run: tuning skipped (the best device compiles no kernels); the CNN uses built-in defaults"
+  echo "run: tuning failed; the CNN uses built-in defaults"
 build/convtune train cnn --backend best "${train[@]}" --out build/cnn.model
 build/convtune eval build/cnn.model --backend best
 build/convtune bench --suite seeds --backend best --batch-scale 0.01 --warmup 1 --repeats 3 --out build/bench-seeds.csv "$@"

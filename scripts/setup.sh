@@ -9,6 +9,7 @@ packages=(build-essential cmake ninja-build pkg-config
           libfmt-dev nlohmann-json3-dev libcli11-dev libgtest-dev zlib1g-dev
           ocl-icd-opencl-dev opencl-headers ocl-icd-libopencl1 pocl-opencl-icd clinfo
           libdnnl-dev libclblast-dev dataset-fashion-mnist
+          libhwy-dev
           python3-venv python3-dev python3-numpy python3-pytest python3-torch)
 missing=()
 for p in "${packages[@]}"; do

@@ -132,8 +132,8 @@ class Registry {
   // "cpu", "opencl", "opencl:1", "cuda", "cuda:0", or "best". Throws InvalidArgument listing the
   // available devices when the spec matches none.
   Device& find(std::string_view spec);
-  // The fastest kind of device present that runs kernels: CUDA GPU, then an OpenCL GPU, then any
-  // OpenCL device (PoCL), then the CPU backend.
+  // The fastest kind of device present: a CUDA GPU, then an OpenCL GPU, then the CPU backend (its SIMD
+  // families beat an OpenCL CPU device such as PoCL on every measured layer), then any other OpenCL device.
   Device& best();
   std::vector<Device*> all_devices();
   std::string describe_available();  // for error messages

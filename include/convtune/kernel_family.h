@@ -129,6 +129,10 @@ class KernelFamily {
   // rounding error that does not shrink with short reductions): every check against the float64 reference
   // multiplies its tolerance by it. 1 for direct summation.
   virtual double error_factor(const Problem& /*problem*/, const Config& /*config*/) const { return 1.0; }
+  // The floating-point operations one run of this configuration performs, for `% peak` columns: the direct sum's
+  // Problem::flops() unless the algorithm does less arithmetic (Winograd's transformed products), so a fraction
+  // of the device's FMA ceiling stays at most 100%. GFLOP/s columns keep counting Problem::flops() (effective).
+  virtual double performed_flops(const Problem& problem, const Config& /*config*/) const { return problem.flops(); }
   // Program + launches for a valid configuration.
   virtual KernelRecipe recipe(const Problem& problem, const Epilogue& epilogue, const Config& config,
                               const DeviceInfo& device) const = 0;

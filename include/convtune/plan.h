@@ -120,6 +120,8 @@ class Plan {
   Device& device() const { return *device_; }
   // The family's error factor for this configuration (KernelFamily::error_factor).
   double error_factor() const { return descriptor_.family().error_factor(problem(), config()); }
+  // What one run computes, in floating-point operations (KernelFamily::performed_flops).
+  double performed_flops() const { return descriptor_.family().performed_flops(problem(), config()); }
 
  private:
   Device* device_;

@@ -1,5 +1,5 @@
-// What the CPU backend's families share: their support rule, the THREADS parameter, and the recipe of one host
-// program call that hands the problem and configuration over as defines.
+// What the CPU backend's families share: a base class with their support rule, the THREADS parameter, and the
+// recipe of one host program call that hands the problem and configuration over as defines.
 #pragma once
 
 #include <fmt/format.h>
@@ -31,6 +31,22 @@ inline std::string cpu_family_unsupported(std::string_view family, Problem::Kind
   if (epilogue.any()) return fmt::format("no fused epilogue ({}) is implemented", to_string(epilogue));
   return {};
 }
+
+// A family of the CPU backend computing one kind of problem: where it runs and what it supports (FP32, no fused
+// epilogue) are the same for all of them, so each family states only its kind.
+class CpuFamily : public KernelFamily {
+ public:
+  explicit CpuFamily(Problem::Kind kind) : kind_(kind) {}
+  Problem::Kind problem_kind() const final { return kind_; }
+  bool runs_on_cpu_backend() const final { return true; }
+  std::string unsupported_reason(const Problem& problem, const Epilogue& epilogue,
+                                 const DeviceInfo& device) const override {
+    return cpu_family_unsupported(name(), kind_, problem, epilogue, device);
+  }
+
+ private:
+  Problem::Kind kind_;
+};
 
 // One launch of `kernel` in host program `program` on the problem's three operands; the problem's text and the
 // configuration travel as defines (PROBLEM and each parameter), read once when the program is built.

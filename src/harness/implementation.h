@@ -34,6 +34,9 @@ class Implementation {
   // How many times the direct sum's tolerance its results are held to (KernelFamily::error_factor for a plan);
   // check_once multiplies the tolerance by it. Valid after prepare().
   virtual double error_factor() const { return 1.0; }
+  // Floating-point operations one run performs (KernelFamily::performed_flops for a plan; the direct sum for a
+  // library, whose algorithm is not known): the numerator of `% peak`. Valid after prepare().
+  virtual double performed_flops(const Problem& problem) const { return problem.flops(); }
   // What it chose: "implicit_gemm[TILE_M=64,...] (exact)", "IMPLICIT_PRECOMP_GEMM (ws 12.0 MiB)", "jit:avx2".
   virtual std::string algorithm() const = 0;
 };
@@ -50,6 +53,9 @@ class PlanImplementation final : public Implementation {
   void run() override;
   std::string algorithm() const override;
   double error_factor() const override { return plan_ ? plan_->error_factor() : 1.0; }
+  double performed_flops(const Problem& problem) const override {
+    return plan_ ? plan_->performed_flops() : problem.flops();
+  }
   const Plan& plan() const { return *plan_; }
 
  private:

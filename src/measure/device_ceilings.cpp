@@ -140,11 +140,15 @@ void fill_cpu_1d(float* table, float value, int64_t count) {
 
 }  // namespace
 
-std::vector<FillRow> run_fill_experiment(Device* device, int64_t size, int repeats,
-                                         const std::function<void(const std::string&)>& progress) {
+void check_fill_size(int64_t size) {
   if (size < 1 || size > 46340) {
     throw InvalidArgument(fmt::format("--size={} is invalid: expected 1 to 46340 (the table must stay under 2^31 floats)", size));
   }
+}
+
+std::vector<FillRow> run_fill_experiment(Device* device, int64_t size, int repeats,
+                                         const std::function<void(const std::string&)>& progress) {
+  check_fill_size(size);
   const int64_t count = size * size;
   const double bytes = static_cast<double>(count) * sizeof(float);
   std::vector<FillRow> rows;

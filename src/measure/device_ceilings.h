@@ -39,6 +39,9 @@ struct FillRow {
   std::string note;     // why a row did not run ("work-group 1024 exceeds the device's 512")
 };
 
+// Throws InvalidArgument unless the fill table's side is 1 to 46340 (under 2^31 floats): callers check before
+// anything else is measured, so a bad --size fails at once.
+void check_fill_size(int64_t size);
 // The CPU loops always run; the device kernels run when `device` is non-null and runs kernels.
 std::vector<FillRow> run_fill_experiment(Device* device, int64_t size, int repeats,
                                          const std::function<void(const std::string&)>& progress = {});

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <chrono>
 #include <exception>
+#include <functional>
 #include <mutex>
 #include <set>
 #include <thread>
@@ -105,14 +106,34 @@ std::vector<TuneTaskResult> tune_devices(const std::vector<Device*>& devices, co
     jobs = static_cast<int>(std::clamp<size_t>((hardware - 1) / devices.size(), 1, 8));
   }
 
+  // A problem's tasks (one per family, listed together) go to one worker in one tune() call: tune() measures the
+  // problem's plan once for all its families and stores that plan when no family beat it, so a call per family
+  // would measure it again and store it beside each family's entry (seen once the CPU had two families to tune).
+  std::vector<std::pair<size_t, size_t>> groups;  // [begin, end) of tasks
+  for (size_t begin = 0; begin < tasks.size();) {
+    size_t end = begin + 1;
+    while (end < tasks.size() && tasks[end].problem == tasks[begin].problem) ++end;
+    groups.emplace_back(begin, end);
+    begin = end;
+  }
+
   std::mutex database_mutex;  // the caller's database and its file
   std::mutex callback_mutex;  // callbacks run one at a time, as they do from tune()
   std::vector<std::optional<TuneTaskResult>> results(tasks.size());
-  spread_tasks(devices.size(), tasks.size(), options.budget_seconds, [&](size_t worker, size_t t, double share) {
+  spread_tasks(devices.size(), groups.size(), options.budget_seconds, [&](size_t worker, size_t g, double share) {
     const auto start = std::chrono::steady_clock::now();
+    const auto [begin, end] = groups[g];
+    const std::vector<TuneTask> group(tasks.begin() + static_cast<std::ptrdiff_t>(begin),
+                                      tasks.begin() + static_cast<std::ptrdiff_t>(end));
+    // The task of `group` a result or callback is about, as an index into the whole run's tasks.
+    auto index_of = [&](const TuneTask& task) {
+      for (size_t i = begin; i < end; ++i)
+        if (tasks[i].family == task.family && tasks[i].problem == task.problem) return i;
+      return begin;
+    };
     TuneOptions task_options = options;
     task_options.budget_seconds = share;
-    task_options.seed = options.seed + t;  // tune()'s seed for task t of the whole run: the same search
+    task_options.seed = options.seed + begin;  // tune() adds the task's index in the call: the whole run's seeds
     task_options.jobs = jobs;
     task_options.skip_tuned = false;
     task_options.save = false;
@@ -120,7 +141,7 @@ std::vector<TuneTaskResult> tune_devices(const std::vector<Device*>& devices, co
     if (callbacks.task_started) {
       wrapped.task_started = [&](const TuneTask& task, size_t, size_t, size_t space) {
         std::lock_guard lock(callback_mutex);
-        callbacks.task_started(task, t, tasks.size(), space);
+        callbacks.task_started(task, index_of(task), tasks.size(), space);
       };
     }
     if (callbacks.trial_done) {
@@ -129,24 +150,35 @@ std::vector<TuneTaskResult> tune_devices(const std::vector<Device*>& devices, co
         callbacks.trial_done(so_far, trial, fraction);
       };
     }
-    TuningDatabase scratch{std::filesystem::path()};  // no file: receives this task's entry only
-    // The merge happens before task_done, so the callback sees what the caller's database did with the result.
+    TuningDatabase scratch{std::filesystem::path()};  // no file: receives this problem's entries only
+    std::set<std::string> merged;                     // keys of scratch entries already in the caller's database
+    auto merge_entries = [&](const std::function<bool(const TuningEntry&)>& which) {
+      std::vector<TuningEntry> entries;
+      for (ListedEntry& e : scratch.list({"", "", std::nullopt, false}))
+        if (!merged.count(e.entry.key()) && which(e.entry)) entries.push_back(std::move(e.entry));
+      for (const TuningEntry& e : entries) merged.insert(e.key());
+      std::lock_guard lock(database_mutex);
+      const MergeCounts counts = database.merge(entries);
+      if (options.save && !entries.empty()) database.save();
+      return counts;
+    };
+    // The merge happens before task_done, so the callback sees what the caller's database did with the result:
+    // the task's own entry (its family's, for its problem).
     wrapped.task_done = [&](const TuneTaskResult& done) {
       TuneTaskResult result = done;
       if (result.stored) {
-        std::vector<TuningEntry> entries;
-        for (ListedEntry& e : scratch.list({"", "", std::nullopt, false})) entries.push_back(std::move(e.entry));
-        std::lock_guard lock(database_mutex);
-        result.stored = outcome(database.merge(entries));
-        if (options.save) database.save();
+        result.stored = outcome(merge_entries([&](const TuningEntry& e) {
+          return e.family == done.task.family->name() && e.problem == done.task.problem;
+        }));
       }
-      results[t] = result;
+      results[index_of(done.task)] = result;
       if (callbacks.task_done) {
         std::lock_guard lock(callback_mutex);
         callbacks.task_done(result);
       }
     };
-    tune(*devices[worker], {tasks[t]}, scratch, task_options, wrapped);
+    tune(*devices[worker], group, scratch, task_options, wrapped);
+    merge_entries([](const TuningEntry&) { return true; });  // the plan kept for a family not tuned here, say
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   });
 

@@ -22,6 +22,9 @@ std::optional<LookupTier> tier_of(const TuningEntry& e, const Problem& problem, 
   if (e.device.same_hardware(device)) return exact_shape ? LookupTier::Exact : LookupTier::Nearest;
   // Kernels built for one backend say little about the other, even on the same chip.
   if (e.device.backend != to_string(device.backend)) return std::nullopt;
+  // A CPU family's register blocks, cache blocking and thread split belong to the CPU's ISA, caches and cores
+  // (all in its fingerprint): entries never move from one CPU to another, whatever the vendor.
+  if (device.backend == BackendKind::Cpu) return std::nullopt;
   if (!device.architecture.empty() && e.device.architecture == device.architecture) return LookupTier::Architecture;
   if (!device.vendor.empty() && e.device.vendor == device.vendor) return LookupTier::Vendor;
   return std::nullopt;

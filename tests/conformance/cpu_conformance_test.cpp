@@ -1,10 +1,12 @@
-// Conformance of the CPU backend's families (cpu_direct with one and every thread, cpu_reference) on the standard
-// case list, every direction, plus the adjoint identity; and proof that the harness catches what it must.
+// Conformance of every convolution family of the CPU backend (each one's built-in default, and cpu_direct with one
+// thread, seed 000's sequential baseline) on the standard case list, every direction, plus the adjoint identity;
+// and proof that the harness catches what it must.
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <iostream>
 #include <limits>
+#include <optional>
 
 #include "src/backend/cpu/cpu_backend.h"
 #include "src/backend/cpu/reference.h"
@@ -16,10 +18,12 @@ namespace {
 
 Device& cpu_device() { return Registry::instance().find("cpu"); }
 
-std::unique_ptr<harness::Implementation> cpu_plan(const std::string& family, Config config) {
+// `config` empty: the family's built-in default for each problem (the tuning database is not consulted).
+std::unique_ptr<harness::Implementation> cpu_plan(const std::string& family, std::optional<Config> config) {
   PlanRequest request;
   request.family = family;
   request.config = std::move(config);
+  request.use_tuning = false;
   return std::make_unique<harness::PlanImplementation>(request);
 }
 
@@ -55,10 +59,12 @@ class Broken final : public harness::Implementation {
 
 TEST(CpuConformance, AllCpuFamiliesMatchTheReference) {
   std::vector<conformance::Target> targets = {
-      {"cpu/cpu_direct[THREADS=1]", &cpu_device(), [] { return cpu_plan("cpu_direct", {{"THREADS", 1}}); }},
-      {"cpu/cpu_direct[THREADS=0]", &cpu_device(), [] { return cpu_plan("cpu_direct", {{"THREADS", 0}}); }},
-      {"cpu/cpu_reference", &cpu_device(), [] { return cpu_plan("cpu_reference", {}); }},
-  };
+      {"cpu/cpu_direct[THREADS=1]", &cpu_device(), [] { return cpu_plan("cpu_direct", Config{{"THREADS", 1}}); }}};
+  for (const auto& f : kernel_families()) {
+    if (!f->runs_on_cpu_backend() || f->problem_kind() != Problem::Kind::Convolution) continue;
+    const std::string name = f->name();
+    targets.push_back({"cpu/" + name, &cpu_device(), [name] { return cpu_plan(name, std::nullopt); }});
+  }
   const auto& cases = conformance::standard_cases();
   const auto summary = conformance::run(targets, cases, 2026, &std::cout);
   for (const auto& f : summary.failures) ADD_FAILURE() << f;
@@ -109,7 +115,7 @@ TEST(CpuConformance, GemmFamiliesMatchTheReference) {
   for (const char* text : cases) {
     for (int64_t threads : {0, 1}) {
       harness::Workload workload(cpu_device(), parse_gemm(text), 3);
-      auto impl = cpu_plan("cpu_gemm", {{"THREADS", threads}});
+      auto impl = cpu_plan("cpu_gemm", Config{{"THREADS", threads}});
       impl->prepare(workload);
       const auto r = harness::check_once(*impl, workload, 0);
       EXPECT_TRUE(r.passed) << text << " THREADS=" << threads << ": " << r.message;

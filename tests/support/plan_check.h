@@ -12,9 +12,11 @@
 
 namespace convtune::testing_support {
 
-inline harness::Check check_plan(Device& device, const Problem& problem, const std::string& family,
-                                 const std::optional<Config>& config, uint64_t seed, const Epilogue& epilogue = {}) {
-  harness::Workload workload(device, problem, seed);
+// A plan of `family` (with `config`, else its own choice) on an existing workload, checked in full. Many checks of
+// one workload upload its inputs and compute the float64 reference once: what a test of many configurations of
+// one problem spends most of its time on otherwise.
+inline harness::Check check_plan_on(harness::Workload& workload, const std::string& family,
+                                    const std::optional<Config>& config, const Epilogue& epilogue = {}) {
   PlanRequest request;
   request.family = family;
   request.config = config;
@@ -28,6 +30,12 @@ inline harness::Check check_plan(Device& device, const Problem& problem, const s
     return failed;
   }
   return harness::check_once(impl, workload, 0);
+}
+
+inline harness::Check check_plan(Device& device, const Problem& problem, const std::string& family,
+                                 const std::optional<Config>& config, uint64_t seed, const Epilogue& epilogue = {}) {
+  harness::Workload workload(device, problem, seed);
+  return check_plan_on(workload, family, config, epilogue);
 }
 
 // The float64 reference's written operand for the inputs a Workload of `problem` and `seed` holds (operands in

@@ -143,6 +143,11 @@ TEST(TuneDevices, TwoAlikeDevicesGiveTuneResultsInOneDatabase) {
   for (size_t t = 0; t < spread.size(); ++t) {
     EXPECT_EQ(spread[t].task.name, tasks[t].name);
     EXPECT_EQ(spread[t].task.problem, tasks[t].problem);
+    // A family whose default is far slower than the best family's is not searched, a decision on measured times:
+    // on the CPU, cpu_direct beside cpu_blocked falls either side of it from run to run. Compared where both runs
+    // decided alike.
+    const auto unsearched = [](const TuneTaskResult& r) { return r.stop_reason.rfind("not searched", 0) == 0; };
+    if (unsearched(spread[t]) != unsearched(single[t])) continue;
     ASSERT_EQ(spread[t].trials.size(), single[t].trials.size()) << t;
     for (size_t i = 0; i < spread[t].trials.size(); ++i)  // the same seed per task: the same candidates
       EXPECT_EQ(spread[t].trials[i].config, single[t].trials[i].config) << t << " " << i;

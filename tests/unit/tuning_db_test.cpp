@@ -247,6 +247,27 @@ TEST_F(TuningDbTest, ArchitectureThenVendorThenBuiltInDefault) {
   EXPECT_TRUE(contains(amd.explain(), "built-in default")) << amd.explain();
 }
 
+TEST_F(TuningDbTest, CpuEntriesStayOnTheirCpu) {
+  // The CPU backend's fingerprint holds the model, the ISA its kernels run, the threads and the caches; an entry
+  // serves only the very same CPU, never one of the same vendor, model name or architecture text.
+  const DeviceInfo here = gpu("Intel(R) Xeon(R) Processor", "avx512, 2 threads, L1d 48 KiB, L2 2 MiB, L3 260 MiB",
+                              "GenuineIntel", "n/a", BackendKind::Cpu);
+  const std::map<std::string, std::string> hashes{{"cpu_blocked", "host-v1"}};
+  TuningDatabase db(file_);
+  db.insert(entry(here, kLayer, 0.5, 16, "cpu_blocked", "host-v1"));
+  EXPECT_EQ(db.lookup(kLayer, here, hashes).tier, LookupTier::Exact);
+  DeviceInfo forced_avx2 = here;
+  forced_avx2.architecture = "avx2, 2 threads, L1d 48 KiB, L2 2 MiB, L3 260 MiB";
+  DeviceInfo more_threads = here;
+  more_threads.architecture = "avx512, 8 threads, L1d 48 KiB, L2 2 MiB, L3 260 MiB";
+  DeviceInfo other_model = here;
+  other_model.name = "Intel(R) Core(TM) i7-1185G7";
+  for (const DeviceInfo& other : {forced_avx2, more_threads, other_model}) {
+    const LookupResult r = db.lookup(kLayer, other, hashes);
+    EXPECT_EQ(r.tier, LookupTier::BuiltInDefault) << other.name << " " << other.architecture << ": " << r.explain();
+  }
+}
+
 TEST_F(TuningDbTest, BuiltInDefaultWhenNothingMatchesAndOtherFamiliesAreIgnored) {
   TuningDatabase db(file_);
   EXPECT_EQ(db.lookup(kLayer, kH100, kHashes).tier, LookupTier::BuiltInDefault);

@@ -11,6 +11,7 @@
 #include "convtune/error.h"
 #include "convtune/kernel_family.h"
 #include "src/core/atomic_file.h"
+#include "src/measure/cpu_ceilings.h"
 #include "src/measure/device_ceilings.h"
 #include "tools/convtune/against.h"
 #include "src/harness/implementation.h"
@@ -28,7 +29,7 @@ struct BenchOptions {
   std::vector<std::string> layers;
   std::vector<std::string> gemms;
   std::string device = "cpu";
-  std::string algorithm = "threaded";
+  std::string algorithm = "auto";
   std::string family = "auto";
   std::string config;
   std::string direction = "all";
@@ -59,13 +60,21 @@ struct Target {
   }
 };
 
-// The CPU backend's paths under their old names: reference (the float64 oracle), sequential and threaded.
+// The CPU backend's paths by --algorithm: auto (the plan's choice, empty family: cpu_blocked for convolutions
+// unless tuning data says otherwise), blocked (cpu_blocked, its tuned or default parameters), and the baselines
+// under their old names: threaded and sequential (cpu_direct/cpu_gemm on every core or one: seed 000's plain
+// loops) and reference (the float64 oracle). cpu_blocked computes convolutions only: a matrix product row of
+// `blocked` runs cpu_gemm on every core.
 Target cpu_algorithm_target(const std::string& algorithm, Problem::Kind kind) {
+  const bool gemm = kind == Problem::Kind::Gemm;
+  if (algorithm == "auto") return {};
+  if (algorithm == "blocked") return gemm ? Target{"cpu_gemm", Config{{"THREADS", 0}}} : Target{"cpu_blocked", {}};
   if (algorithm == "reference") return {"cpu_reference", Config{}};
   if (algorithm == "sequential" || algorithm == "threaded") {
-    return {kind == Problem::Kind::Gemm ? "cpu_gemm" : "cpu_direct", Config{{"THREADS", algorithm == "sequential" ? 1 : 0}}};
+    return {gemm ? "cpu_gemm" : "cpu_direct", Config{{"THREADS", algorithm == "sequential" ? 1 : 0}}};
   }
-  throw InvalidArgument(fmt::format("--algorithm '{}': expected reference, sequential or threaded", algorithm));
+  throw InvalidArgument(
+      fmt::format("--algorithm '{}': expected auto, blocked, threaded, sequential or reference", algorithm));
 }
 
 // One target per algorithm to compare: the named family (with --config), every family (all), or the plan's choice.
@@ -75,6 +84,11 @@ std::vector<Target> make_targets(const Device& device, const BenchOptions& opt, 
     throw InvalidArgument(fmt::format("--algorithm selects a CPU backend path, but the device is {}: use --family",
                                       device.info().id));
   }
+  if (algorithm_given && opt.family != "auto") {
+    throw InvalidArgument(fmt::format("--algorithm {} and --family {} both choose what runs: give one of them",
+                                      opt.algorithm, opt.family));
+  }
+  if (cpu) cpu_algorithm_target(opt.algorithm, Problem::Kind::Convolution);  // an unknown name fails now
   const std::optional<Config> config = opt.config.empty() ? std::nullopt : std::optional(parse_config(opt.config));
   if (opt.family == "all") {
     if (config) throw InvalidArgument("--config needs one --family, not all");
@@ -90,16 +104,20 @@ std::vector<Target> make_targets(const Device& device, const BenchOptions& opt, 
 }
 
 // The FP32 FMA ceiling `convtune peak` measures, for the "% peak" column; 0 with `why` set where none exists.
+// The CPU backend and OpenCL devices that are CPUs (PoCL) are judged against the CPU's own SIMD FMA ceiling: an
+// OpenCL FMA kernel that PoCL does not vectorise measures far below what the CPU does.
 double measured_fp32_peak(Device& device, std::string& why) {
+  if (device.info().backend == BackendKind::Cpu || (device.info().can_run_kernels && !device.info().is_gpu)) {
+    return cpu_fp32_peak_gflops();
+  }
   if (!device.info().can_run_kernels) {
-    why = device.info().backend == BackendKind::Cpu ? "the CPU backend runs no kernels, so no FMA ceiling is measured"
-                                                    : device.info().cannot_run_reason;
+    why = device.info().cannot_run_reason;
     return 0;
   }
   try {
     CeilingOptions options;
-    // Only the FMA figure is used; small bandwidth buffers keep this quick (seconds on PoCL).
-    options.buffer_bytes = device.info().is_gpu ? size_t{256} << 20 : size_t{16} << 20;
+    // Only the FMA figure is used; small bandwidth buffers keep this quick.
+    options.buffer_bytes = size_t{256} << 20;
     options.repeats = 3;
     return measure_ceilings(device, options).fma_gflops;
   } catch (const Error& e) {
@@ -125,7 +143,11 @@ void write_markdown(const std::string& path, const Device& device, const BenchOp
   text += fmt::format("- device: {} ({}), driver {}\n", device.info().name, device.info().id,
                       device.info().driver_version.empty() ? "-" : device.info().driver_version);
   text += fmt::format("- host CPU: {}\n", Registry::instance().find("cpu").info().name);
-  text += peak > 0 ? fmt::format("- measured FP32 peak (convtune peak's FMA kernel): {:.0f} GFLOP/s\n", peak)
+  const bool cpu_peak = device.info().backend == BackendKind::Cpu || !device.info().is_gpu;
+  text += peak > 0 ? fmt::format("- measured FP32 peak ({}): {:.0f} GFLOP/s\n",
+                                 cpu_peak ? "the CPU's SIMD FMA loop on every core, `convtune peak --device cpu`"
+                                          : "convtune peak's FMA kernel",
+                                 peak)
                    : fmt::format("- measured FP32 peak: none ({})\n", peak_why);
   text += fmt::format("- math: {}\n", against.math() == MathMode::FP32
                                           ? "fp32 (cuDNN with FMA math, cuBLAS default math: tensor cores and TF32 off)"
@@ -134,6 +156,8 @@ void write_markdown(const std::string& path, const Device& device, const BenchOp
   text += fmt::format("- timing: median of {} after {} warm-up, device events (host clock on the CPU); inputs "
                       "uniform in [-1, 1); `check` is the relative L2 distance from convtune's output\n",
                       opt.repeats, opt.warmup);
+  text += "- GFLOP/s count the direct sum's 2NKPQCRS for every algorithm (effective rates); `% peak` divides the "
+          "operations the algorithm performed (fewer for Winograd) by the time and the measured peak\n";
   text += fmt::format("- command: `{}`\n\n", command_line());
   text += table.markdown();
   text += "\nconvtune/X is convtune's time over X's: above 1 convtune is slower, and the row says so.\n";
@@ -250,11 +274,13 @@ void run_bench(const BenchOptions& opt, bool algorithm_given) {
       ++ran;
       const double gflops = pb.flops() / (t.median_ms * 1e6);
       const double gbs = pb.bytes() / (t.median_ms * 1e6);
+      // % peak divides what the algorithm performed, so Winograd's effective GFLOP/s cannot read above 100%.
+      const double percent_peak = peak > 0 ? 100 * impl.performed_flops(pb) / (t.median_ms * 1e6) / peak : 0;
       std::cerr << fmt::format("{:.3f} ms, {:.1f} GFLOP/s\n", t.median_ms, gflops);
       auto cells = head;
       cells.insert(cells.end(), {fmt::format("{:.3f}", t.median_ms), fmt::format("{:.1f}", gflops),
                                  fmt::format("{:.1f}", gbs)});
-      if (against) cells.push_back(peak > 0 ? fmt::format("{:.1f}", 100 * gflops / peak) : "-");
+      if (against) cells.push_back(peak > 0 ? fmt::format("{:.1f}", percent_peak) : "-");
       cells.insert(cells.end(), {device.info().id, impl.algorithm(), check});
       nlohmann::json compared;
       if (against) {
@@ -284,7 +310,7 @@ void run_bench(const BenchOptions& opt, bool algorithm_given) {
                             {"device", device.info().id},
                             {"algorithm", impl.algorithm()},
                             {"check_rel_l2", check},
-                            {"percent_of_fp32_peak", peak > 0 ? nlohmann::json(100 * gflops / peak) : nlohmann::json()},
+                            {"percent_of_fp32_peak", peak > 0 ? nlohmann::json(percent_peak) : nlohmann::json()},
                             {"against", compared}});
     }
   }
@@ -341,8 +367,10 @@ void add_bench_command(CLI::App& app) {
   cmd->add_option("--backend,--device", opt->device, "Device: cpu, opencl[:N], cuda[:N] or best")
       ->capture_default_str();
   auto* algorithm = cmd->add_option("--algorithm", opt->algorithm,
-                                    "On the CPU backend: reference (cpu_reference), sequential (cpu_direct/cpu_gemm "
-                                    "THREADS=1) or threaded (THREADS=0)")
+                                    "On the CPU backend: auto (the plan's choice: tuned entries, else cpu_blocked for "
+                                    "convolutions and cpu_gemm for GEMMs), blocked (cpu_blocked), or the baselines "
+                                    "threaded (cpu_direct/cpu_gemm THREADS=0), sequential (THREADS=1) and reference "
+                                    "(cpu_reference)")
                         ->capture_default_str();
   std::string family_names;
   for (const auto& family : kernel_families()) family_names += (family_names.empty() ? "" : ", ") + family->name();

@@ -8,6 +8,7 @@
 #include "convtune/error.h"
 #include "src/backend/program_cache.h"
 #include "src/core/atomic_file.h"
+#include "src/measure/cpu_ceilings.h"
 #include "src/measure/device_ceilings.h"
 #include "tools/convtune/commands.h"
 #include "tools/convtune/report_table.h"
@@ -30,13 +31,30 @@ void progress(const std::string& what) { std::cerr << "peak: measuring " << what
 
 void run_peak(const PeakOptions& opt) {
   if (opt.repeats < 1) throw InvalidArgument(fmt::format("--repeats={} is invalid: expected 1 or more", opt.repeats));
+  if (!opt.skip_fill) check_fill_size(opt.size);  // before the ceilings, which take seconds to measure
   Device& device = Registry::instance().find(opt.device);
   const DeviceInfo& info = device.info();
   std::cout << fmt::format("device: {} ({}), driver {}, {} compute units\n\n", info.id, info.name,
                            info.driver_version, info.compute_units);
   nlohmann::json doc = {{"device", info.name}, {"device_id", info.id}, {"driver", info.driver_version}};
 
-  if (!opt.skip_ceilings) {
+  if (!opt.skip_ceilings && info.backend == BackendKind::Cpu) {
+    // The CPU runs convtune's C++ paths, not kernels: its ceilings are SIMD FMA loops and memory copies.
+    progress("CPU FMA throughput and memory bandwidth");
+    CpuCeilingOptions co;
+    co.buffer_bytes = opt.buffer_mib << 20;
+    co.repeats = opt.repeats;
+    const CpuCeilings c = measure_cpu_ceilings(co);
+    std::cout << fmt::format("CPU ceilings ({}, {} FP32 lanes; best of {}; buffers of {} MiB):\n", c.isa, c.lanes,
+                             opt.repeats, c.buffer_bytes >> 20);
+    std::cout << fmt::format("  FP32 FMA, 1 thread    {:10.1f} GFLOP/s\n", c.fma_gflops_one);
+    std::cout << fmt::format("  FP32 FMA, {} threads  {:10.1f} GFLOP/s\n", c.threads, c.fma_gflops_all);
+    std::cout << fmt::format("  copy, {} threads      {:10.1f} GB/s (bytes read + written)\n", c.threads, c.copy_gbs);
+    std::cout << fmt::format("  read, {} threads      {:10.1f} GB/s\n\n", c.threads, c.read_gbs);
+    doc["cpu_ceilings"] = {{"isa", c.isa},           {"lanes", c.lanes},           {"threads", c.threads},
+                           {"fma_gflops_one_thread", c.fma_gflops_one}, {"fma_gflops_all_threads", c.fma_gflops_all},
+                           {"copy_gbs", c.copy_gbs}, {"read_gbs", c.read_gbs},     {"buffer_bytes", c.buffer_bytes}};
+  } else if (!opt.skip_ceilings) {
     if (!info.can_run_kernels) {
       std::cout << fmt::format("ceilings: skipped: {} runs no kernels ({}); use --device opencl for PoCL\n\n", info.id,
                                info.cannot_run_reason);

@@ -291,7 +291,7 @@ void add_tune_command(CLI::App& app) {
   cmd->add_option("--layer", opt->layers, "One layer, e.g. N=128,C=64,H=27,K=192,R=5,pad=2; repeatable");
   cmd->add_option("--gemm", opt->gemms, "One matrix product, e.g. M=100,N=256,K=3136,trans_b=1; repeatable");
   cmd->add_option("--backend,--device", opt->device,
-                  "Device: opencl[:N], cuda[:N] or best; a comma-separated list of alike devices (cuda:0,cuda:1) "
+                  "Device: cpu, opencl[:N], cuda[:N] or best; a comma-separated list of alike devices (cuda:0,cuda:1) "
                   "shares the tasks among them")->capture_default_str();
   cmd->add_option("--family", opt->family, "Kernel family to tune, or all that support the layer")->capture_default_str();
   cmd->add_option("--direction", opt->direction, "fwd, bwd-data, bwd-filter or all")->capture_default_str();

@@ -18,7 +18,9 @@
 
 #include "convtune/error.h"
 #include "src/backend/cpu/host_program.h"
+#include "src/backend/cpu/isa.h"
 #include "src/core/parallel_for.h"
+#include "src/core/thread_pool.h"
 
 namespace convtune::cpu {
 
@@ -120,16 +122,34 @@ class HostQueue final : public Queue {
   }
 };
 
-std::string cpu_model_name() {
+// A field of /proc/cpuinfo's first processor ("model name", "vendor_id"); `otherwise` when absent.
+std::string cpuinfo_field(const std::string& field, const std::string& otherwise) {
   std::ifstream in("/proc/cpuinfo");
   std::string line;
   while (std::getline(in, line)) {
-    if (line.rfind("model name", 0) == 0) {
+    if (line.rfind(field, 0) == 0) {
       const auto colon = line.find(':');
-      if (colon != std::string::npos) return line.substr(line.find_first_not_of(' ', colon + 1));
+      const auto value = colon == std::string::npos ? std::string::npos : line.find_first_not_of(" \t", colon + 1);
+      if (value != std::string::npos) return line.substr(value);
     }
   }
-  return "unknown CPU";
+  return otherwise;
+}
+
+std::string cache_text(int name) {
+  const long bytes = sysconf(name);
+  if (bytes <= 0) return "?";
+  return bytes % (1 << 20) == 0 ? fmt::format("{} MiB", bytes >> 20) : fmt::format("{} KiB", bytes >> 10);
+}
+
+// What decides how a CPU family's parameters perform beyond the model name (which a virtual machine may report
+// as a generic "Intel(R) Xeon(R) Processor"): the ISA its SIMD kernels run (CONVTUNE_CPU_ISA included), the
+// threads the pool runs (CONVTUNE_THREADS included) and the data caches. Part of the device fingerprint, so
+// tuning results never move between CPUs, ISAs or thread counts.
+std::string cpu_architecture() {
+  return fmt::format("{}, {} threads, L1d {}, L2 {}, L3 {}", to_string(active_isa()), ThreadPool::instance().size(),
+                     cache_text(_SC_LEVEL1_DCACHE_SIZE), cache_text(_SC_LEVEL2_CACHE_SIZE),
+                     cache_text(_SC_LEVEL3_CACHE_SIZE));
 }
 
 class CpuDevice final : public Device {
@@ -137,17 +157,18 @@ class CpuDevice final : public Device {
   CpuDevice() {
     info_.backend = BackendKind::Cpu;
     info_.id = "cpu";
-    info_.name = cpu_model_name();
-    info_.vendor = "host";
+    info_.name = cpuinfo_field("model name", "unknown CPU");
+    info_.vendor = cpuinfo_field("vendor_id", "unknown vendor");
     info_.driver_version = "n/a";
     info_.compiler = "C++ (built in)";
-    info_.architecture = info_.name;
+    info_.architecture = cpu_architecture();
     info_.compute_units = static_cast<int>(hardware_threads());
     const long pages = sysconf(_SC_PHYS_PAGES), page_size = sysconf(_SC_PAGE_SIZE);
     info_.global_memory_bytes = pages > 0 && page_size > 0 ? static_cast<uint64_t>(pages) * page_size : 0;
     info_.max_work_group_size = 1;
     info_.can_run_kernels = false;
-    info_.cannot_run_reason = "runs convtune's C++ families (cpu_direct, cpu_gemm, ...), not compiled kernels";
+    info_.cannot_run_reason =
+        "runs convtune's C++ families (cpu_blocked, cpu_direct, cpu_gemm, ...), not compiled kernels";
   }
   const DeviceInfo& info() const override { return info_; }
   std::unique_ptr<Buffer> allocate(size_t bytes) override {

@@ -125,9 +125,9 @@ void convolve(const ConvProblem& pb, unsigned threads, float* x, float* w, float
 
 constexpr const char* kProgram = "cpu/direct";
 
-class CpuDirectFamily final : public KernelFamily {
+class CpuDirectFamily final : public CpuFamily {
  public:
-  CpuDirectFamily() {
+  CpuDirectFamily() : CpuFamily(Problem::Kind::Convolution) {
     cpu::register_host_program(kProgram, [](const ProgramSource& source) {
       const ConvProblem pb = parse_problem(source.defines.at("PROBLEM"));
       const unsigned threads = cpu_threads(cpu::define_int(source, "THREADS"));
@@ -143,13 +143,7 @@ class CpuDirectFamily final : public KernelFamily {
     return "direct FP32 convolution in C++ on the CPU backend, vectorised along rows (THREADS=1: seed 000's "
            "sequential baseline; 0: every core)";
   }
-  Problem::Kind problem_kind() const override { return Problem::Kind::Convolution; }
-  bool runs_on_cpu_backend() const override { return true; }
   int untuned_rank() const override { return 50; }
-  std::string unsupported_reason(const Problem& problem, const Epilogue& epilogue,
-                                 const DeviceInfo& device) const override {
-    return cpu_family_unsupported(name(), Problem::Kind::Convolution, problem, epilogue, device);
-  }
   std::vector<Parameter> parameters(const Problem&) const override { return {threads_parameter()}; }
   std::vector<Constraint> constraints(const Problem&) const override { return {}; }
   Config default_config(const Problem&, const DeviceInfo&) const override { return {{"THREADS", 0}}; }

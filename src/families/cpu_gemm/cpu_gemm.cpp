@@ -35,9 +35,9 @@ void multiply(const GemmProblem& g, unsigned threads, const float* a, const floa
   });
 }
 
-class CpuGemmFamily final : public KernelFamily {
+class CpuGemmFamily final : public CpuFamily {
  public:
-  CpuGemmFamily() {
+  CpuGemmFamily() : CpuFamily(Problem::Kind::Gemm) {
     cpu::register_host_program(kProgram, [](const ProgramSource& source) {
       const GemmProblem g = parse_any_problem(source.defines.at("PROBLEM")).gemm();
       const unsigned threads = cpu_threads(cpu::define_int(source, "THREADS"));
@@ -52,13 +52,7 @@ class CpuGemmFamily final : public KernelFamily {
   std::string description() const override {
     return "batched FP32 GEMM in C++ on the CPU backend, rows of C over threads, vectorised along rows of B";
   }
-  Problem::Kind problem_kind() const override { return Problem::Kind::Gemm; }
-  bool runs_on_cpu_backend() const override { return true; }
   int untuned_rank() const override { return 50; }
-  std::string unsupported_reason(const Problem& problem, const Epilogue& epilogue,
-                                 const DeviceInfo& device) const override {
-    return cpu_family_unsupported(name(), Problem::Kind::Gemm, problem, epilogue, device);
-  }
   std::vector<Parameter> parameters(const Problem&) const override { return {threads_parameter()}; }
   std::vector<Constraint> constraints(const Problem&) const override { return {}; }
   Config default_config(const Problem&, const DeviceInfo&) const override { return {{"THREADS", 0}}; }

@@ -11,9 +11,9 @@ namespace {
 
 constexpr const char* kProgram = "cpu/reference";
 
-class CpuReferenceFamily final : public KernelFamily {
+class CpuReferenceFamily final : public CpuFamily {
  public:
-  CpuReferenceFamily() {
+  CpuReferenceFamily() : CpuFamily(Problem::Kind::Convolution) {
     cpu::register_host_program(kProgram, [](const ProgramSource& source) {
       const Problem problem = parse_any_problem(source.defines.at("PROBLEM"));
       return std::map<std::string, cpu::HostKernel>{{"reference", [problem](const std::vector<KernelArg>& args) {
@@ -29,13 +29,7 @@ class CpuReferenceFamily final : public KernelFamily {
   std::string description() const override {
     return "the float64 reference convolution (element-wise gather sums), the oracle every kernel is checked against";
   }
-  Problem::Kind problem_kind() const override { return Problem::Kind::Convolution; }
-  bool runs_on_cpu_backend() const override { return true; }
   int untuned_rank() const override { return 90; }
-  std::string unsupported_reason(const Problem& problem, const Epilogue& epilogue,
-                                 const DeviceInfo& device) const override {
-    return cpu_family_unsupported(name(), Problem::Kind::Convolution, problem, epilogue, device);
-  }
   std::vector<Parameter> parameters(const Problem&) const override { return {}; }
   std::vector<Constraint> constraints(const Problem&) const override { return {}; }
   Config default_config(const Problem&, const DeviceInfo&) const override { return {}; }

@@ -1,0 +1,433 @@
+// cpu_blocked's interface: parameters, constraints and defaults from the problem and the active ISA, and the
+// Convolution that prepares a strategy once and runs it (weights packed per run or once, stages timed).
+#include "src/families/cpu_blocked/cpu_blocked.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <numeric>
+
+#include "convtune/error.h"
+#include "convtune/plan.h"
+#include "src/core/thread_pool.h"
+#include "src/families/cpu_blocked/plan.h"
+
+namespace convtune::cpu_blocked {
+
+namespace {
+
+using detail::KernelTable;
+
+const std::vector<int64_t> kVecs = {1, 2, 3, 4, 6, 8};
+const std::vector<int64_t> kCols = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 12, 13, 14, 16, 20, 24, 28};
+const std::vector<int64_t> kRowBlocks = {1, 2, 4, 8, 16, 32, 0};
+const std::vector<int64_t> kChunks = {0, 16, 32, 64, 128, 256};
+
+bool is_filter(const ConvProblem& pb) { return pb.direction == Direction::BackwardFilter; }
+
+// Facts of a problem the constraints and the default read.
+struct Shape {
+  bool adjacent_taps = true;  // forward/backward-data: every phase's taps along a row read adjacent columns
+  int64_t oc = 1;        // forward/backward-data: channels written per group
+  int64_t ic = 1;        // channels read per group
+  int64_t row = 1;       // longest output row of a phase (pixels a broadcast block can cover)
+  int64_t rows = 1;      // most output rows of a phase
+  int64_t taps = 1;      // filter taps per phase (the reduction per channel)
+  bool unit_rows = true; // input rows read at unit stride (pixel vectors possible)
+};
+
+Shape shape_of(const ConvProblem& pb) {
+  Shape s;
+  if (pb.direction == Direction::Forward) {
+    s.oc = pb.k_per_group(), s.ic = pb.c_per_group();
+    s.row = pb.q(), s.rows = pb.p(), s.taps = pb.r * pb.s;
+    s.unit_rows = pb.stride.w == 1;
+    s.adjacent_taps = pb.dilation.w == 1 || pb.s == 1;
+  } else if (pb.direction == Direction::BackwardData) {
+    s.oc = pb.c_per_group(), s.ic = pb.k_per_group();
+    s.row = (pb.w + pb.stride.w - 1) / pb.stride.w, s.rows = (pb.h + pb.stride.h - 1) / pb.stride.h;
+    s.taps = std::max<int64_t>(1, (pb.r / pb.stride.h) * (pb.s / pb.stride.w));
+    for (const auto& phase : detail::backward_data_axis(pb.w, pb.stride.w, pb.pad.w, pb.dilation.w, pb.s))
+      if (phase.taps > 1 && phase.step != 1) s.adjacent_taps = false;
+  } else {
+    s.oc = pb.k_per_group(), s.ic = pb.c_per_group();
+    s.row = pb.q(), s.rows = pb.p(), s.taps = pb.r * pb.s;
+  }
+  return s;
+}
+
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+const KernelTable& kernels() { return detail::kernel_table(active_isa()); }
+
+bool bcast_compiled(const KernelTable& kt, int64_t nv, int64_t nj) {
+  return nv >= 1 && nv <= detail::kMaxNv && nj >= 1 && nj <= detail::kMaxNj && kt.bcast[nv - 1][nj - 1];
+}
+bool dot_compiled(const KernelTable& kt, int64_t ni, int64_t nj) {
+  return ni >= 1 && ni <= detail::kMaxDotRows && nj >= 1 && nj <= detail::kMaxDotColumns && kt.dot[ni - 1][nj - 1];
+}
+
+// Filter taps of one stride class along a row (dots handle one class per block).
+int64_t taps_per_class(const ConvProblem& pb) {
+  const int64_t period = pb.stride.w / std::gcd(pb.stride.w, pb.dilation.w);
+  return ceil_div(pb.s, period);
+}
+
+// Cycles of one reduction step of an nv x nj broadcast block: FMA-bound (2 vector FMAs a cycle), load-bound
+// (nv vectors + nj broadcasts, 2 loads a cycle, plus loop upkeep) or latency-bound (each accumulator is updated
+// once a step; an FMA takes 4 cycles, and blocks of fewer than 12 accumulators measured well below the FMA rate,
+// so 6 cycles). A model for choosing defaults, not a promise.
+double step_cycles(int64_t nv, int64_t nj) {
+  return std::max({static_cast<double>(nv * nj) / 2.0, static_cast<double>(nv + nj) / 2.0 + 0.5, 6.0});
+}
+
+// How busy a broadcast block keeps the FMA units over a problem: `vector_extent` elements laid along the vectors
+// (channel padding to whole blocks is wasted) and `columns` along the broadcasts (split into blocks of nj and
+// smaller compiled widths for the rest).
+double block_efficiency(const KernelTable& kt, int64_t nv, int64_t nj, int64_t vector_extent, int64_t columns) {
+  const int64_t span = nv * kt.lanes;
+  const double fill = static_cast<double>(vector_extent) / static_cast<double>(ceil_div(vector_extent, span) * span);
+  double cycles = 0;
+  int64_t left = columns;
+  while (left > 0) {
+    int64_t w = std::min(left, nj);
+    while (w > 1 && !kt.bcast[nv - 1][w - 1]) --w;
+    cycles += step_cycles(nv, w);
+    left -= w;
+  }
+  return fill * static_cast<double>(nv * columns) / 2.0 / cycles;
+}
+
+// The most efficient compiled block by that model (ties: the larger block, fewer calls).
+std::pair<int64_t, int64_t> best_bcast_block(int64_t vector_extent, int64_t columns, double* efficiency = nullptr) {
+  const KernelTable& kt = kernels();
+  std::pair<int64_t, int64_t> best{1, 1};
+  double best_eff = -1;
+  const int64_t vec_limit = std::min<int64_t>(ceil_div(vector_extent, kt.lanes), detail::kMaxNv);
+  for (int64_t nv = 1; nv <= vec_limit; ++nv) {
+    for (int64_t nj : kCols) {
+      if (nj > columns || !kt.bcast[nv - 1][nj - 1]) continue;
+      const double eff = block_efficiency(kt, nv, nj, vector_extent, columns);
+      if (eff > best_eff + 1e-9 || (eff > best_eff - 1e-9 && nv * nj > best.first * best.second)) {
+        best_eff = eff, best = {nv, nj};
+      }
+    }
+  }
+  if (efficiency) *efficiency = best_eff;
+  return best;
+}
+
+}  // namespace
+
+// Winograd F(4x4, 3x3) applies: 3x3 filters, stride 1, dilation 1 (backward-data: padding at most 2, so dy's
+// own padding 2 - pad is not negative).
+bool winograd_applies(const ConvProblem& pb) {
+  return pb.r == 3 && pb.s == 3 && pb.stride.h == 1 && pb.stride.w == 1 && pb.dilation.h == 1 && pb.dilation.w == 1 &&
+         (pb.direction != Direction::BackwardData || (pb.pad.h <= 2 && pb.pad.w <= 2));
+}
+
+ParameterTable<Choice> parameter_table(const ConvProblem& problem) {
+  const bool filter = is_filter(problem);
+  return ParameterTable<Choice>({
+      {"ALGO", &Choice::algo, winograd_applies(problem) ? std::vector<int64_t>{0, 1} : std::vector<int64_t>{0},
+       "0: direct convolution; 1: Winograd F(4x4, 3x3) (3x3 filters at stride 1 and dilation 1): 36 GEMMs over "
+       "channels, VECS x COLS blocks of output channels x tiles"},
+      {"ORIENT", &Choice::orient, filter ? std::vector<int64_t>{0, 1, 2} : std::vector<int64_t>{0, 1},
+       filter ? "0: vectors over input channels, dy broadcast; 1: dot products along output rows; 2: vectors over "
+                "output channels, x broadcast along a row of taps"
+              : "0: vectors over output channels, input pixels broadcast; 1: vectors over output pixels, weights broadcast"},
+      {"VECS", &Choice::vecs, kVecs,
+       filter ? "register block: vectors of input channels (ORIENT 0), output channels (ORIENT 1: one per dot "
+                "product; 2: vectors)"
+              : "register block: vectors (of output channels or of pixels)"},
+      {"COLS", &Choice::cols, kCols,
+       filter ? "register block: output channels (ORIENT 0) or filter taps along a row (ORIENT 1, 2)"
+              : "register block: broadcast columns (pixels for ORIENT 0, output channels for ORIENT 1)"},
+      {"ROW_BLOCK", &Choice::row_block, kRowBlocks,
+       filter ? "output rows per reduction tile (0: whole images, as many as fit ~1 MiB)"
+              : "output rows per work item (0: all rows of a phase)"},
+      {"ORDER", &Choice::order, {0, 1},
+       filter ? "0: threads split the output tiles; 1: threads split the reduction"
+              : "0: channel blocks outside row blocks; 1: row blocks outside channel blocks"},
+      {"LAYOUT", &Choice::layout, filter ? std::vector<int64_t>{0} : std::vector<int64_t>{0, 1},
+       filter ? "backward-filter's copies follow ORIENT; always 0"
+              : "input copy for channel vectors: 0 planar (padded NCHW), 1 channel-blocked (a vector of input "
+                "channels per pixel, nChw16c on AVX-512)"},
+      {"IC_CHUNK", &Choice::ic_chunk, filter ? std::vector<int64_t>{0} : kChunks,
+       filter ? "backward-filter tiles its reduction with ROW_BLOCK; always 0"
+              : "input channels per pass over a row block (0: all), so the pass's filter slab and input rows stay in "
+                "L2; later passes add to the outputs"},
+  });
+}
+
+std::vector<Constraint> constraints(const ConvProblem& problem) {
+  using X = ConstraintContext;
+  const Shape sh = shape_of(problem);
+  const bool filter = is_filter(problem);
+  const ParameterTable<Choice> t = parameter_table(problem);
+  // The ISA's facts are read once, when the constraints are made (a search makes them right before enumerating).
+  const KernelTable* kt = &kernels();
+  const int64_t lanes = kt->lanes;
+  const int regs = kt->registers;
+  const std::string isa(to_string(kt->isa));
+  // Backward-filter's direct ORIENT 1 runs dot blocks (VECS rows x COLS columns); everything else broadcast blocks.
+  const auto dot_block = [filter](const Choice& c) { return filter && c.algo == 0 && c.orient == 1; };
+  std::vector<Constraint> out;
+  out.push_back(t.constraint("ORIENT 1 (vectors over pixels) only where input rows are read at unit stride "
+                             "(forward: stride_w 1)",
+                             {&Choice::orient}, [sh, filter](const Choice& c, const X&) {
+                               return filter || c.orient == 0 || sh.unit_rows;
+                             }));
+  out.push_back(t.constraint(
+      fmt::format("register block within {}'s {} vector registers: VECS x COLS + VECS + 1 at most {} (backward-filter "
+                  "ORIENT 1: VECS x COLS + COLS + 1)",
+                  isa, regs, regs),
+      {&Choice::algo, &Choice::orient, &Choice::vecs, &Choice::cols}, [dot_block, regs](const Choice& c, const X&) {
+        return dot_block(c) ? c.vecs * c.cols + c.cols + 1 <= regs : c.vecs * c.cols + c.vecs + 1 <= regs;
+      }));
+  out.push_back(t.constraint(
+      fmt::format("VECS x COLS block compiled for {}: broadcast blocks VECS at most {}, dot blocks (backward-filter "
+                  "ORIENT 1) VECS at most {} and COLS at most {}",
+                  isa, detail::kMaxNv, detail::kMaxDotRows, detail::kMaxDotColumns),
+      {&Choice::algo, &Choice::orient, &Choice::vecs, &Choice::cols}, [dot_block, kt](const Choice& c, const X&) {
+        return dot_block(c) ? dot_compiled(*kt, c.vecs, c.cols) : bcast_compiled(*kt, c.vecs, c.cols);
+      }));
+  // The ones below only remove configurations that run exactly like a smaller one (the plan clamps them).
+  out.push_back(t.constraint(
+      fmt::format("VECS at most the {}-lane vectors the channels or pixels fill", lanes),
+      {&Choice::algo, &Choice::orient, &Choice::vecs}, [sh, filter, lanes](const Choice& c, const X&) {
+        if (c.algo == 1) return c.vecs <= ceil_div(sh.oc, lanes);
+        if (filter) {
+          return c.orient == 0   ? c.vecs <= ceil_div(sh.ic, lanes)
+                 : c.orient == 1 ? c.vecs <= sh.oc
+                                 : c.vecs <= ceil_div(sh.oc, lanes);
+        }
+        return c.vecs <= ceil_div(c.orient == 0 ? sh.oc : sh.row, lanes);
+      }));
+  out.push_back(t.constraint(
+      "COLS at most the columns there are (pixels of a row, output channels, or filter taps along a row)",
+      {&Choice::algo, &Choice::orient, &Choice::cols}, [sh, filter, problem, lanes](const Choice& c, const X&) {
+        // Winograd backward-filter: columns are input channels within one vector of them.
+        if (c.algo == 1) return filter ? c.cols <= std::min(sh.ic, lanes) : true;
+        if (filter) {
+          return c.orient == 0   ? c.cols <= sh.oc
+                 : c.orient == 1 ? c.cols <= taps_per_class(problem)
+                                 : c.cols <= problem.s;
+        }
+        return c.cols <= (c.orient == 0 ? sh.row : sh.oc);
+      }));
+  // Winograd runs its own layouts and GEMM blocks (vectors over output channels): the direct form's other
+  // parameters stay at 0 so the space holds each Winograd variant once.
+  out.push_back(t.constraint("ALGO 1 (Winograd) with ORIENT, LAYOUT, IC_CHUNK, ORDER and ROW_BLOCK all 0",
+                             {&Choice::algo, &Choice::orient, &Choice::layout, &Choice::ic_chunk, &Choice::order,
+                              &Choice::row_block},
+                             [](const Choice& c, const X&) {
+                               return c.algo == 0 || (c.orient == 0 && c.layout == 0 && c.ic_chunk == 0 &&
+                                                      c.order == 0 && c.row_block == 0);
+                             }));
+  out.push_back(t.constraint("LAYOUT 1 (channel-blocked input) only with ORIENT 0 (channel vectors)",
+                             {&Choice::orient, &Choice::layout},
+                             [](const Choice& c, const X&) { return c.layout == 0 || c.orient == 0; }));
+  out.push_back(t.constraint("LAYOUT 1 (channel-blocked input) only where filter taps along a row read adjacent "
+                             "columns (dilation_w 1)",
+                             {&Choice::layout}, [sh](const Choice& c, const X&) {
+                               return c.layout == 0 || sh.adjacent_taps;
+                             }));
+  out.push_back(t.constraint(fmt::format("IC_CHUNK 0 or below the {} input channels per group", sh.ic),
+                             {&Choice::ic_chunk},
+                             [sh](const Choice& c, const X&) { return c.ic_chunk == 0 || c.ic_chunk < sh.ic; }));
+  // Powers of two up to the first that covers every row; 0 (all rows) always.
+  out.push_back(t.constraint(fmt::format("ROW_BLOCK 0 or below twice the {} output rows", sh.rows),
+                             {&Choice::row_block},
+                             [sh](const Choice& c, const X&) { return c.row_block == 0 || c.row_block < sh.rows * 2; }));
+  return out;
+}
+
+Config default_config(const ConvProblem& problem) {
+  const Shape sh = shape_of(problem);
+  const Isa isa = active_isa();
+  const int64_t lanes = vector_lanes(isa);
+  const int regs = vector_registers(isa);
+  Choice c;  // algo, orient, order, layout, ic_chunk and row_block 0 unless chosen below
+  // Winograd for 3x3 stride-1 layers with enough channels on both sides that the 36 GEMMs, not the transforms,
+  // dominate (AlexNet's layers 3-5: 192-384 channels).
+  if (winograd_applies(problem) && sh.ic >= 32 && sh.oc >= 32) {
+    c.algo = 1;
+    const int64_t tiles = problem.n * ceil_div(sh.rows, 4) * ceil_div(sh.row, 4);
+    const auto [nv, nj] = best_bcast_block(sh.oc, is_filter(problem) ? std::min(sh.ic, lanes) : tiles);
+    c.vecs = nv, c.cols = nj;
+    return parameter_table(problem).write(c);
+  }
+  if (is_filter(problem)) {
+    // Vectors over input channels when they fill the vectors; else vectors over output channels when those do and
+    // copying dy channel-interleaved is cheap beside the work (AlexNet's first layer: 0.01 bytes per FLOP; the
+    // Fashion-MNIST layer with one input channel: 0.08); else dot products along rows (which pay a horizontal sum
+    // per block and partial vectors at row ends, but copy nothing of dy).
+    double eff_c = 0, eff_k = 0;
+    const auto by_c = best_bcast_block(sh.ic, sh.oc, &eff_c);
+    const auto by_k = best_bcast_block(sh.oc, problem.s, &eff_k);
+    const double dy_bytes_per_flop = 8.0 * static_cast<double>(problem.y_elements()) / problem.flops();
+    const double row_fill = static_cast<double>(sh.row) / static_cast<double>(ceil_div(sh.row, lanes) * lanes);
+    if (eff_c >= 0.75 || (eff_c >= eff_k && eff_c >= row_fill)) {
+      c.orient = 0, c.vecs = by_c.first, c.cols = by_c.second;
+    } else if (eff_k >= 0.75 && dy_bytes_per_flop < 0.03) {
+      c.orient = 2, c.vecs = by_k.first, c.cols = by_k.second;
+    } else {
+      int64_t ni = std::min<int64_t>(sh.oc, regs >= 32 ? 4 : 2);
+      while (ni > 1 && std::find(kVecs.begin(), kVecs.end(), ni) == kVecs.end()) --ni;
+      int64_t nj = std::min<int64_t>(taps_per_class(problem), regs >= 32 ? 5 : 4);
+      while (nj > 1 && !dot_compiled(kernels(), ni, nj)) --nj;
+      c.orient = 1, c.vecs = ni, c.cols = nj;
+    }
+    // Threads split the output tiles when there are plenty; else the reduction.
+    const int64_t orient = c.orient;
+    const int64_t tiles =
+        problem.groups * problem.r *
+        (orient == 0   ? ceil_div(sh.ic, c.vecs * lanes) * ceil_div(sh.oc, c.cols) * problem.s
+         : orient == 1 ? ceil_div(sh.oc, c.vecs) * sh.ic
+                       : ceil_div(sh.oc, c.vecs * lanes) * sh.ic * ceil_div(problem.s, c.cols));
+    c.order = tiles >= 8 * static_cast<int64_t>(ThreadPool::instance().size()) ? 0 : 1;
+    // Whole images per tile when an image is small; else blocks of rows that keep x and dy rows in L2.
+    const int64_t row_bytes = 4 * (problem.c * problem.w * problem.stride.h + problem.k * problem.q());
+    int64_t rb = 0;
+    if (row_bytes * problem.p() > (int64_t{1} << 20)) {
+      rb = 1;
+      while (rb * 2 < sh.rows && rb * 2 * row_bytes <= (int64_t{1} << 20) && rb < 32) rb *= 2;
+    }
+    c.row_block = rb;
+    return parameter_table(problem).write(c);
+  }
+  // Forward / backward-data: the orientation whose best block keeps the FMA units busier. Channel vectors also
+  // pay a transposed store per block (a scalar store per lane), amortised over the reduction (input channels x
+  // taps steps).
+  double eff_oc = 0, eff_px = 0;
+  const auto by_oc = best_bcast_block(sh.oc, sh.row, &eff_oc);
+  const auto by_px = best_bcast_block(sh.row, sh.oc, &eff_px);
+  const double store_cycles = static_cast<double>(by_oc.first * by_oc.second * lanes) / 2.0;
+  const double reduce_cycles = static_cast<double>(sh.ic * sh.taps) * step_cycles(by_oc.first, by_oc.second);
+  eff_oc *= reduce_cycles / (reduce_cycles + store_cycles);
+  // Pixel vectors broadcast from the whole filter (one cache line per reduction step, used once per block):
+  // beyond about half an L2 it streams from L3 for every block (ucla5x5 forward, a 6.5 MB filter: 2.2x oneDNN's
+  // time, against 1.0x with channel vectors, whose per-block filter slab stays in L2).
+  const double filter_bytes = 4.0 * static_cast<double>(sh.ic * sh.taps * sh.oc);
+  if (filter_bytes > 1e6) eff_px *= 0.5;
+  if (!sh.unit_rows || eff_oc >= eff_px) {
+    c.orient = 0, c.vecs = by_oc.first, c.cols = by_oc.second;
+  } else {
+    c.orient = 1, c.vecs = by_px.first, c.cols = by_px.second;
+  }
+  // Channel-blocked input for channel vectors when the input channels fill whole blocks well (not AlexNet's 3).
+  const double ic_fill = static_cast<double>(sh.ic) / static_cast<double>(ceil_div(sh.ic, lanes) * lanes);
+  if (c.orient == 0 && sh.adjacent_taps && ic_fill >= 0.75) c.layout = 1;
+  // Input channels per pass: all unless a pass's filter slab and the input rows of one output row outgrow about
+  // half an L2 (ucla5x5: 256 channels x 5 rows x 228 columns plus a 256 x 25 x 32 slab is 2 MB).
+  const int64_t block = c.orient == 0 ? c.vecs * lanes : sh.oc;
+  const int64_t window = problem.r * (problem.direction == Direction::Forward ? problem.w + 2 * problem.pad.w
+                                                                              : problem.q() + 2 * problem.s);
+  const auto pass_bytes = [&](int64_t channels) { return 4 * channels * (sh.taps * block + window); };
+  int64_t chunk = 0;
+  if (pass_bytes(sh.ic) > (int64_t{1} << 20)) {
+    for (int64_t candidate : kChunks)
+      if (candidate > 0 && candidate < sh.ic && pass_bytes(candidate) <= (int64_t{1} << 20)) chunk = candidate;
+    if (chunk == 0 && kChunks[1] < sh.ic) chunk = kChunks[1];  // the smallest pass there is
+  }
+  c.ic_chunk = chunk;
+  // Enough work items for the threads to balance, each a few rows.
+  int64_t rb = 0;
+  if (sh.rows > 16) rb = 8;
+  c.row_block = rb;
+  return parameter_table(problem).write(c);
+}
+
+// The prepared state behind a Convolution.
+struct Plan {
+  ConvProblem problem;
+  Config config;
+  Isa isa = Isa::Scalar;
+  std::unique_ptr<detail::Strategy> strategy;
+  std::vector<float> own_weights;  // pack_weights()'s copy
+  bool weights_packed = false;
+  StageTimes times;
+};
+
+Convolution::Convolution(const ConvProblem& problem, const Config& config) : plan_(std::make_unique<Plan>()) {
+  problem.validate();
+  if (const std::string why = fp32_only_reason(kFamilyName, problem); !why.empty()) throw Unsupported(why);
+  // The plan's own check (parameters, candidate values, constraints), so a Convolution made outside a plan (tests,
+  // the sweep tool) refuses exactly what a plan refuses.
+  if (const std::string why = config_problem(kernel_family(kFamilyName), config, problem,
+                                             Registry::instance().find("cpu").info());
+      !why.empty()) {
+    throw InvalidArgument(fmt::format("{} on {}", why, problem.to_string()));
+  }
+  plan_->problem = problem;
+  plan_->config = config;
+  plan_->isa = active_isa();
+  const KernelTable& kt = detail::kernel_table(plan_->isa);
+  const Choice choice = parameter_table(problem).read(config);
+  plan_->strategy = choice.algo == 1        ? detail::make_winograd_strategy(problem, choice, kt)
+                    : is_filter(problem) ? detail::make_filter_strategy(problem, choice, kt)
+                                         : detail::make_view_strategy(problem, choice, kt);
+}
+
+Convolution::~Convolution() = default;
+Convolution::Convolution(Convolution&&) noexcept = default;
+Convolution& Convolution::operator=(Convolution&&) noexcept = default;
+
+size_t Convolution::workspace_bytes() const {
+  // Packed weights (when not owned) and the strategy's buffers, each 64-byte aligned from an unaligned start.
+  return plan_->strategy->packed_weight_floats() * sizeof(float) + plan_->strategy->workspace_bytes() + 2 * 64;
+}
+
+void Convolution::run(float* x, float* w, float* y, void* workspace) {
+  using Clock = std::chrono::steady_clock;
+  Plan& p = *plan_;
+  StageTimes times;
+  const float* packed = nullptr;
+  std::byte* rest = static_cast<std::byte*>(workspace);
+  const size_t packed_floats = p.strategy->packed_weight_floats();
+  if (packed_floats > 0) {
+    if (p.weights_packed) {
+      packed = p.own_weights.data();
+    } else {
+      detail::Carver carver(workspace);
+      float* buffer = carver.floats(packed_floats);
+      const auto start = Clock::now();
+      p.strategy->pack_weights(w, buffer);
+      times.weights_ms = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+      packed = buffer;
+    }
+    rest += packed_floats * sizeof(float) + 64;
+  }
+  p.strategy->run(x, packed, w, y, rest, times);
+  p.times = times;
+}
+
+void Convolution::pack_weights(const float* w) {
+  Plan& p = *plan_;
+  const size_t count = p.strategy->packed_weight_floats();
+  if (count == 0) return;
+  p.own_weights.assign(count, 0.0f);
+  p.strategy->pack_weights(w, p.own_weights.data());
+  p.weights_packed = true;
+}
+
+void Convolution::forget_weights() {
+  plan_->weights_packed = false;
+  plan_->own_weights.clear();
+  plan_->own_weights.shrink_to_fit();
+}
+
+const StageTimes& Convolution::last_times() const { return plan_->times; }
+Isa Convolution::isa() const { return plan_->isa; }
+const ConvProblem& Convolution::problem() const { return plan_->problem; }
+
+double Convolution::performed_flops() const { return plan_->strategy->performed_flops(plan_->problem); }
+
+std::string Convolution::describe() const {
+  return fmt::format("{}: {}", to_string(plan_->isa), plan_->strategy->describe());
+}
+
+}  // namespace convtune::cpu_blocked

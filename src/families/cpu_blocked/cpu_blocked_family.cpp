@@ -1,0 +1,99 @@
+// The cpu_blocked family: the SIMD convolution module of this folder (cpu_blocked.h) as a kernel family of the CPU
+// backend. Its host program prepares one Convolution per plan and reuses the packed weights while the weights'
+// bytes stay the ones last packed, so plans, bench, the tuner and the nn layers run it like any other family.
+#include <cstring>
+#include <memory>
+#include <vector>
+
+#include "src/backend/cpu/host_program.h"
+#include "src/families/cpu_blocked/cpu_blocked.h"
+#include "src/families/cpu_family.h"
+#include "src/families/families.h"
+
+namespace convtune {
+
+namespace {
+
+constexpr const char* kProgram = "cpu/blocked";
+
+// One plan's prepared convolution and the weights its packed copy was made from.
+struct BlockedState {
+  cpu_blocked::Convolution conv;
+  std::vector<float> packed_from;
+
+  void run(float* x, float* w, float* y, void* workspace) {
+    const ConvProblem& pb = conv.problem();
+    if (pb.direction != Direction::BackwardFilter) {
+      // Packing (and Winograd's filter transform) is skipped while the weights are byte for byte the ones last
+      // packed: an exact test on content, never on the buffer's address, so weights changed in place (a
+      // training step) are packed again. A changed weight usually differs within the first bytes, so the test
+      // costs little then; unchanged weights (inference, timed repeats) cost one read of w, the footing of
+      // oneDNN's weight reorder, which its users run once outside the convolution.
+      const size_t count = static_cast<size_t>(pb.w_elements());
+      if (packed_from.size() != count || std::memcmp(packed_from.data(), w, count * sizeof(float)) != 0) {
+        conv.pack_weights(w);
+        packed_from.assign(w, w + count);
+      }
+    }
+    conv.run(x, w, y, workspace);
+  }
+};
+
+Config read_config(const ProgramSource& source, const ConvProblem& problem) {
+  Config config;
+  for (const Parameter& p : cpu_blocked::parameter_table(problem).parameters())
+    config[p.name] = cpu::define_int(source, p.name);
+  return config;
+}
+
+class CpuBlockedFamily final : public CpuFamily {
+ public:
+  CpuBlockedFamily() : CpuFamily(Problem::Kind::Convolution) {
+    cpu::register_host_program(kProgram, [](const ProgramSource& source) {
+      const ConvProblem pb = parse_problem(source.defines.at("PROBLEM"));
+      auto state = std::make_shared<BlockedState>(BlockedState{cpu_blocked::Convolution(pb, read_config(source, pb)), {}});
+      return std::map<std::string, cpu::HostKernel>{{"convolve", [state](const std::vector<KernelArg>& args) {
+                                                       state->run(cpu::host_floats(args.at(0), "x"),
+                                                                  cpu::host_floats(args.at(1), "w"),
+                                                                  cpu::host_floats(args.at(2), "y"),
+                                                                  cpu::host_floats(args.at(3), "workspace"));
+                                                     }}};
+    });
+  }
+  std::string name() const override { return cpu_blocked::kFamilyName; }
+  std::string description() const override {
+    return "FP32 convolution on the CPU backend from register-blocked SIMD micro-kernels (Highway: AVX-512, AVX2, "
+           "scalar) over packed, channel-blocked copies, Winograd F(4x4, 3x3) for 3x3 stride-1 layers, on the "
+           "persistent thread pool";
+  }
+  // Before cpu_direct (50) and cpu_reference (90), with no poor fit: untuned, it ran faster than cpu_direct on
+  // every layer measured, every direction, on one thread and two, tiny and depthwise layers included
+  // (docs/PERFORMANCE.md, "Which device and family an untuned plan takes on a CPU").
+  int untuned_rank() const override { return 40; }
+  std::vector<Parameter> parameters(const Problem& problem) const override {
+    return cpu_blocked::parameter_table(problem.conv()).parameters();
+  }
+  std::vector<Constraint> constraints(const Problem& problem) const override {
+    return cpu_blocked::constraints(problem.conv());
+  }
+  Config default_config(const Problem& problem, const DeviceInfo&) const override {
+    return cpu_blocked::default_config(problem.conv());
+  }
+  double performed_flops(const Problem& problem, const Config& config) const override {
+    return cpu_blocked::Convolution(problem.conv(), config).performed_flops();
+  }
+  KernelRecipe recipe(const Problem& problem, const Epilogue&, const Config& config, const DeviceInfo&) const override {
+    KernelRecipe recipe = cpu_recipe(kProgram, "convolve", problem, config);
+    // The scratch a run needs (packed weights, padded copies, partial sums), sized by the very preparation the
+    // host program makes: a Convolution is cheap to prepare (geometry only; nothing is allocated).
+    recipe.workspace_bytes = cpu_blocked::Convolution(problem.conv(), config).workspace_bytes();
+    recipe.steps.front().args.push_back(ArgSource::workspace());
+    return recipe;
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<KernelFamily> families::make_cpu_blocked() { return std::make_unique<CpuBlockedFamily>(); }
+
+}  // namespace convtune

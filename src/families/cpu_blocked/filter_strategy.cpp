@@ -1,0 +1,412 @@
+// Backward-filter: dW[k][c][kh][kw] = sum over images and output pixels of dy[k][pixel] x[c][pixel + tap], as
+// register blocks that stay in registers over a whole reduction tile (images x rows). Three forms (ORIENT):
+//   0 vectors of input channels (x copied channel-interleaved and padded), dy broadcast: many input channels;
+//   1 dot products along output rows (x copied padded and split into stride phases so rows are contiguous),
+//     lanes summed at the end: few channels on both sides;
+//   2 vectors of output channels (dy copied channel-interleaved), x broadcast along a row of filter taps: few
+//     input channels, many output channels (AlexNet's first layer).
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <numeric>
+
+#include "convtune/error.h"
+#include "src/core/parallel_for.h"
+#include "src/families/cpu_blocked/plan.h"
+
+namespace convtune::cpu_blocked::detail {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double ms_since(Clock::time_point start) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+}
+
+// Bytes of operands one reduction tile may touch: about half of a core's L2 (2 MiB on the developer machines;
+// smaller L2s only cost some reuse), so x and dy rows of a tile are read from cache by every output tile.
+constexpr int64_t kTileBytes = 1 << 20;
+
+enum class Mode { ChannelVectors = 0, Dots = 1, KernelVectors = 2 };
+
+class FilterStrategy final : public Strategy {
+ public:
+  FilterStrategy(const ConvProblem& pb, const Choice& choice, const KernelTable& kt)
+      : pb_(pb), kt_(kt), lanes_(kt.lanes) {
+    mode_ = static_cast<Mode>(choice.orient);
+    cg_ = pb.c_per_group();
+    kg_ = pb.k_per_group();
+    p_ = pb.p();
+    q_ = pb.q();
+    // Padding: input rows oh * s + kh * d - pad for every output row and tap.
+    pad_top_ = pb.pad.h;
+    pad_left_ = pb.pad.w;
+    pad_bottom_ = std::max<int64_t>(0, (p_ - 1) * pb.stride.h + (pb.r - 1) * pb.dilation.h - pb.pad.h - (pb.h - 1));
+    pad_right_ = std::max<int64_t>(0, (q_ - 1) * pb.stride.w + (pb.s - 1) * pb.dilation.w - pb.pad.w - (pb.w - 1));
+    hi_ = pb.h + pad_top_ + pad_bottom_;
+    wi_ = pb.w + pad_left_ + pad_right_;
+    nj_ = choice.cols;
+    switch (mode_) {
+      case Mode::Dots:
+        ni_ = choice.vecs;
+        phases_ = pb.stride.w;
+        ws_ = (wi_ + phases_ - 1) / phases_;
+        row_floats_ = phases_ * ws_;
+        tap_period_ = pb.stride.w / std::gcd(pb.stride.w, pb.dilation.w);
+        break;
+      case Mode::ChannelVectors:
+        nv_ = static_cast<int>(std::min<int64_t>(choice.vecs, (cg_ + lanes_ - 1) / lanes_));
+        block_ = int64_t{nv_} * lanes_;
+        blocks_ = (cg_ + block_ - 1) / block_;
+        row_floats_ = wi_ * block_;
+        break;
+      case Mode::KernelVectors:
+        nv_ = static_cast<int>(std::min<int64_t>(choice.vecs, (kg_ + lanes_ - 1) / lanes_));
+        block_ = int64_t{nv_} * lanes_;
+        blocks_ = (kg_ + block_ - 1) / block_;
+        row_floats_ = wi_;
+        break;
+    }
+    // Reduction tiles: a block of rows of one image, or (all rows) as many whole images as fit kTileBytes.
+    const int64_t image_bytes = static_cast<int64_t>(sizeof(float)) * (pb.c * hi_ * wi_ + pb.k * p_ * q_);
+    if (choice.row_block > 0 && choice.row_block < p_) {
+      rows_per_tile_ = choice.row_block;
+      images_per_tile_ = 1;
+    } else {
+      rows_per_tile_ = p_;
+      images_per_tile_ = std::clamp<int64_t>(kTileBytes / std::max<int64_t>(image_bytes, 1), 1, pb.n);
+    }
+    row_tiles_ = (p_ + rows_per_tile_ - 1) / rows_per_tile_;
+    tiles_ = (pb.n + images_per_tile_ - 1) / images_per_tile_ * row_tiles_;
+    threads_ = threads_for(pb);
+    // Splitting the reduction needs a private result per thread; with fewer tiles than threads it cannot pay.
+    split_reduction_ = choice.order == 1 && tiles_ > 1;
+    Carver size(nullptr);
+    carve(size);
+    workspace_ = size.used();
+  }
+
+  size_t workspace_bytes() const override { return workspace_; }
+
+  void run(float* x, const float*, float* w, float* y, void* workspace, StageTimes& times) override {
+    Carver carver(workspace);
+    Buffers b = carve(carver);
+    auto start = Clock::now();
+    switch (mode_) {
+      case Mode::ChannelVectors: copy_x_channel_blocked(x, b.x); break;
+      case Mode::Dots: copy_x_phase_split(x, b.x); break;
+      case Mode::KernelVectors:
+        copy_x_padded(x, b.x);
+        copy_dy_channel_blocked(y, b.dy);
+        break;
+    }
+    const float* dy = mode_ == Mode::KernelVectors ? b.dy : y;
+    times.input_ms = ms_since(start);
+    start = Clock::now();
+    // Results go to per-thread copies when threads split the reduction, else (dots) straight to dW or to the
+    // channel-blocked result.
+    const unsigned copies = split_reduction_ ? threads_ : 1;
+    parallel_threads(threads_, [&](unsigned t, unsigned nt) {
+      if (split_reduction_) {
+        const int64_t begin = tiles_ * t / nt, end = tiles_ * (t + 1) / nt;
+        float* result = b.results + static_cast<int64_t>(t) * result_floats();
+        if (begin == end) {
+          std::fill(result, result + result_floats(), 0.0f);
+          return;
+        }
+        for (int64_t tile = begin; tile < end; ++tile)
+          for (int64_t o = 0; o < output_tiles(); ++o) output_tile(b.x, dy, result, tile, o, tile > begin);
+      } else {
+        const int64_t begin = output_tiles() * t / nt, end = output_tiles() * (t + 1) / nt;
+        float* result = b.results ? b.results : w;
+        for (int64_t tile = 0; tile < tiles_; ++tile)
+          for (int64_t o = begin; o < end; ++o) output_tile(b.x, dy, result, tile, o, tile > 0);
+      }
+    });
+    times.compute_ms = ms_since(start);
+    start = Clock::now();
+    finish(b.results, copies, w);
+    times.output_ms = ms_since(start);
+  }
+
+  std::string describe() const override {
+    const char* form = mode_ == Mode::ChannelVectors ? "vectors over input channels, channels x output channels"
+                       : mode_ == Mode::Dots         ? "dot products along rows, output channels x taps"
+                                                     : "vectors over output channels, channels x taps";
+    return fmt::format("{} block {}x{}, reduction tiles of {} image(s) x {} row(s), threads split the {}", form,
+                       mode_ == Mode::Dots ? ni_ : nv_, nj_, images_per_tile_, rows_per_tile_,
+                       split_reduction_ ? "reduction (private sums)" : "output tiles");
+  }
+
+ private:
+  struct Buffers {
+    float* x = nullptr;
+    float* dy = nullptr;
+    float* results = nullptr;
+  };
+
+  // Floats of one result copy: dW itself (dots) or its channel-blocked form [group][block][other channel][R][S][lanes].
+  int64_t result_floats() const {
+    if (mode_ == Mode::Dots) return pb_.w_elements();
+    return pb_.groups * blocks_ * (mode_ == Mode::ChannelVectors ? kg_ : cg_) * pb_.r * pb_.s * block_;
+  }
+
+  Buffers carve(Carver& c) const {
+    Buffers b;
+    const int64_t x_planes = mode_ == Mode::ChannelVectors ? pb_.n * pb_.groups * blocks_ : pb_.n * pb_.c;
+    b.x = c.floats(static_cast<size_t>(x_planes * hi_ * row_floats_));
+    if (mode_ == Mode::KernelVectors) b.dy = c.floats(static_cast<size_t>(pb_.n * pb_.groups * blocks_ * p_ * q_ * block_));
+    const bool direct = mode_ == Mode::Dots && !split_reduction_;
+    const int64_t copies = split_reduction_ ? threads_ : 1;
+    if (!direct) b.results = c.floats(static_cast<size_t>(copies * result_floats()));
+    return b;
+  }
+
+  void copy_x_channel_blocked(const float* x, float* out) const {
+    copy_channel_blocked({pb_.n * pb_.groups, cg_, pb_.h, pb_.w, pad_top_, pad_left_, hi_, wi_, block_}, x, out, kt_, threads_);
+  }
+  void copy_dy_channel_blocked(const float* dy, float* out) const {
+    copy_channel_blocked({pb_.n * pb_.groups, kg_, p_, q_, 0, 0, p_, q_, block_}, dy, out, kt_, threads_);
+  }
+
+  // x -> [n][c][Hi][Wi], zero borders.
+  void copy_x_padded(const float* x, float* out) const {
+    parallel_items(pb_.n * pb_.c, threads_, [&](int64_t plane, unsigned) {
+      float* d = out + plane * hi_ * wi_;
+      std::memset(d, 0, static_cast<size_t>(hi_ * wi_) * sizeof(float));
+      const float* s = x + plane * pb_.h * pb_.w;
+      for (int64_t r = 0; r < pb_.h; ++r)
+        std::memcpy(d + (r + pad_top_) * wi_ + pad_left_, s + r * pb_.w, static_cast<size_t>(pb_.w) * sizeof(float));
+    });
+  }
+
+  // x -> [n][c][Hi][phase][Ws]: padded rows with column i at (i % stride, i / stride), so a stride-s row of
+  // taps is a contiguous run in its phase.
+  void copy_x_phase_split(const float* x, float* out) const {
+    parallel_items(pb_.n * pb_.c, threads_, [&](int64_t plane, unsigned) {
+      float* d = out + plane * hi_ * row_floats_;
+      std::memset(d, 0, static_cast<size_t>(hi_ * row_floats_) * sizeof(float));
+      const float* s = x + plane * pb_.h * pb_.w;
+      for (int64_t r = 0; r < pb_.h; ++r) {
+        float* row = d + (r + pad_top_) * row_floats_;
+        const float* in_row = s + r * pb_.w;
+        if (phases_ == 1) {
+          std::memcpy(row + pad_left_, in_row, static_cast<size_t>(pb_.w) * sizeof(float));
+          continue;
+        }
+        // Phase by phase: padded column i = phase + j * stride comes from input column i - pad_left.
+        for (int64_t ph = 0; ph < phases_; ++ph) {
+          float* o = row + ph * ws_;
+          int64_t j = 0, col = ph - pad_left_;
+          for (; col < 0; ++j, col += phases_) {
+          }
+          for (; col < pb_.w; ++j, col += phases_) o[j] = in_row[col];
+        }
+      }
+    });
+  }
+
+  // Output tiles: channel vectors (group, channel block, output-channel block of COLS, kh, kw); dots (group,
+  // output-channel block of VECS, channel, kh, tap class, tap block); kernel vectors (group, output-channel
+  // block, channel, kh, block of COLS taps kw).
+  int64_t output_tiles() const {
+    switch (mode_) {
+      case Mode::ChannelVectors: return pb_.groups * blocks_ * ceil_div(kg_, nj_) * pb_.r * pb_.s;
+      case Mode::Dots: return pb_.groups * ceil_div(kg_, ni_) * cg_ * pb_.r * tap_blocks();
+      case Mode::KernelVectors: return pb_.groups * blocks_ * cg_ * pb_.r * ceil_div(pb_.s, nj_);
+    }
+    return 0;
+  }
+  static int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+  // Taps kw of one class (kw % tap_period) are adjacent in the phase-split rows.
+  int64_t taps_in_class(int64_t cls) const { return cls < pb_.s ? (pb_.s - cls + tap_period_ - 1) / tap_period_ : 0; }
+  int64_t tap_blocks() const {
+    int64_t most = 0;
+    for (int64_t cls = 0; cls < std::min(tap_period_, pb_.s); ++cls) most = std::max(most, taps_in_class(cls));
+    return std::min(tap_period_, pb_.s) * ceil_div(most, nj_);
+  }
+
+  // Widest compiled column count not above n (the last block of a dimension that does not divide).
+  int fit(int n) const {
+    for (int m = n; m > 1; --m)
+      if (mode_ == Mode::Dots ? kt_.dot[ni_ - 1][m - 1] != nullptr : kt_.bcast[nv_ - 1][m - 1] != nullptr) return m;
+    return 1;
+  }
+
+  void output_tile(const float* input, const float* dy, float* result, int64_t tile, int64_t o,
+                   bool accumulate) const {
+    Range r;
+    r.n0 = (tile / row_tiles_) * images_per_tile_;
+    r.images = std::min(images_per_tile_, pb_.n - r.n0);
+    r.oh0 = (tile % row_tiles_) * rows_per_tile_;
+    r.rows = std::min(rows_per_tile_, p_ - r.oh0);
+    switch (mode_) {
+      case Mode::ChannelVectors: channel_tile(input, dy, result, r, o, accumulate); break;
+      case Mode::Dots: dot_tile(input, dy, result, r, o, accumulate); break;
+      case Mode::KernelVectors: kernel_tile(input, dy, result, r, o, accumulate); break;
+    }
+  }
+
+  // The reduction tile: images [n0, n0 + images), output rows [oh0, oh0 + rows).
+  struct Range {
+    int64_t n0 = 0, images = 1, oh0 = 0, rows = 1;
+  };
+
+  void channel_tile(const float* xb, const float* dy, float* result, const Range& r, int64_t o,
+                    bool accumulate) const {
+    Digits digits(o);
+    const int64_t kw = digits.next(pb_.s), kh = digits.next(pb_.r), kb = digits.next(ceil_div(kg_, nj_));
+    const int64_t cb = digits.next(blocks_), g = digits.rest();
+    const int64_t k0 = kb * nj_;
+    const int64_t k_end = std::min(kg_, k0 + nj_);
+    BcastArgs a;
+    a.b_j = p_ * q_;
+    a.n0 = r.images, a.a0 = pb_.groups * blocks_ * hi_ * wi_ * block_, a.b0 = pb_.k * p_ * q_;
+    a.n1 = r.rows, a.a1 = pb_.stride.h * wi_ * block_, a.b1 = q_;
+    a.n2 = q_, a.a2 = pb_.stride.w * block_, a.b2 = 1;
+    a.o_v = lanes_, a.o_lane = 1, a.o_j = pb_.r * pb_.s * block_;
+    a.valid = block_;
+    a.accumulate = accumulate;
+    const float* x_image = xb + ((r.n0 * pb_.groups + g) * blocks_ + cb) * hi_ * wi_ * block_;
+    a.a = x_image + ((r.oh0 * pb_.stride.h + kh * pb_.dilation.h) * wi_ + kw * pb_.dilation.w) * block_;
+    // Channel-blocked result [group][channel block][k][kh][kw][block].
+    float* out = result + ((((g * blocks_ + cb) * kg_) * pb_.r + kh) * pb_.s + kw) * block_;
+    for (int64_t k = k0; k < k_end;) {
+      const int use = fit(static_cast<int>(std::min<int64_t>(k_end - k, nj_)));
+      a.b = dy + ((r.n0 * pb_.k + g * kg_ + k) * p_ + r.oh0) * q_;
+      a.out = out + k * pb_.r * pb_.s * block_;
+      kt_.bcast[nv_ - 1][use - 1](a);
+      k += use;
+    }
+  }
+
+  void kernel_tile(const float* xp, const float* dyb, float* result, const Range& r, int64_t o,
+                   bool accumulate) const {
+    Digits digits(o);
+    const int64_t tb = digits.next(ceil_div(pb_.s, nj_)), kh = digits.next(pb_.r), c = digits.next(cg_);
+    const int64_t kb = digits.next(blocks_), g = digits.rest();
+    const int64_t kw0 = tb * nj_;
+    const int64_t kw_end = std::min(pb_.s, kw0 + nj_);
+    BcastArgs a;
+    a.b_j = pb_.dilation.w;
+    a.n0 = r.images, a.a0 = pb_.groups * blocks_ * p_ * q_ * block_, a.b0 = pb_.c * hi_ * wi_;
+    a.n1 = r.rows, a.a1 = q_ * block_, a.b1 = pb_.stride.h * wi_;
+    a.n2 = q_, a.a2 = block_, a.b2 = pb_.stride.w;
+    a.o_v = lanes_, a.o_lane = 1, a.o_j = block_;
+    a.valid = block_;
+    a.accumulate = accumulate;
+    a.a = dyb + (((r.n0 * pb_.groups + g) * blocks_ + kb) * p_ + r.oh0) * q_ * block_;
+    const float* x_row = xp + ((r.n0 * pb_.c + g * cg_ + c) * hi_ + r.oh0 * pb_.stride.h + kh * pb_.dilation.h) * wi_;
+    // Channel-blocked result [group][output-channel block][c][kh][kw][block].
+    float* out = result + ((((g * blocks_ + kb) * cg_ + c) * pb_.r + kh) * pb_.s) * block_;
+    for (int64_t kw = kw0; kw < kw_end;) {
+      const int use = fit(static_cast<int>(std::min<int64_t>(kw_end - kw, nj_)));
+      a.b = x_row + kw * pb_.dilation.w;
+      a.out = out + kw * block_;
+      kt_.bcast[nv_ - 1][use - 1](a);
+      kw += use;
+    }
+  }
+
+  void dot_tile(const float* xs, const float* dy, float* result, const Range& r, int64_t o, bool accumulate) const {
+    const int64_t classes = std::min(tap_period_, pb_.s);
+    const int64_t per_class = tap_blocks() / classes;
+    Digits digits(o);
+    const int64_t tb = digits.next(per_class), cls = digits.next(classes), kh = digits.next(pb_.r);
+    const int64_t c = digits.next(cg_), kb = digits.next(ceil_div(kg_, ni_)), g = digits.rest();
+    // Taps of this block: kw = cls + (tb * nj + m) * tap_period.
+    const int64_t first = tb * nj_;
+    const int64_t taps = std::min<int64_t>(nj_, taps_in_class(cls) - first);
+    if (taps <= 0) return;
+    const int64_t kw0 = cls + first * tap_period_;
+    const int64_t e0 = kw0 * pb_.dilation.w;  // padded column of tap kw0 for output column 0
+    const int64_t k0 = kb * ni_;
+    const int64_t ks = std::min<int64_t>(ni_, kg_ - k0);
+    DotArgs a;
+    a.a_i = p_ * q_;
+    a.b_j = tap_period_ * pb_.dilation.w / phases_;
+    a.len = q_;
+    a.n0 = r.images, a.a0 = pb_.k * p_ * q_, a.b0 = pb_.c * hi_ * row_floats_;
+    a.n1 = r.rows, a.a1 = q_, a.b1 = pb_.stride.h * row_floats_;
+    a.o_i = cg_ * pb_.r * pb_.s, a.o_j = tap_period_;
+    a.accumulate = accumulate;
+    const float* x_plane = xs + (r.n0 * pb_.c + g * cg_ + c) * hi_ * row_floats_;
+    const float* b = x_plane + (r.oh0 * pb_.stride.h + kh * pb_.dilation.h) * row_floats_ + (e0 % phases_) * ws_ +
+                     e0 / phases_;
+    for (int64_t t = 0; t < taps;) {
+      const int use_j = fit(static_cast<int>(std::min<int64_t>(taps - t, nj_)));
+      for (int64_t k = k0; k < k0 + ks;) {
+        int use_i = static_cast<int>(std::min<int64_t>(k0 + ks - k, ni_));
+        while (use_i > 1 && kt_.dot[use_i - 1][use_j - 1] == nullptr) --use_i;
+        a.a = dy + ((r.n0 * pb_.k + g * kg_ + k) * p_ + r.oh0) * q_;
+        a.b = b + t * a.b_j;
+        a.out = result + ((g * kg_ + k) * cg_ + c) * pb_.r * pb_.s + kh * pb_.s + kw0 + t * tap_period_;
+        kt_.dot[use_i - 1][use_j - 1](a);
+        k += use_i;
+      }
+      t += use_j;
+    }
+  }
+
+  // Adds the per-thread copies (when threads split the reduction) and writes KCRS dW.
+  void finish(const float* results, unsigned copies, float* w) const {
+    const int64_t rs = pb_.r * pb_.s;
+    if (mode_ == Mode::Dots) {
+      if (!split_reduction_) return;  // written in place
+      const int64_t count = pb_.w_elements();
+      parallel_items((count + 4095) / 4096, threads_, [&](int64_t chunk, unsigned) {
+        const int64_t end = std::min(count, (chunk + 1) * 4096);
+        for (int64_t i = chunk * 4096; i < end; ++i) {
+          float sum = 0;
+          for (unsigned t = 0; t < copies; ++t) sum += results[t * count + i];
+          w[i] = sum;
+        }
+      });
+      return;
+    }
+    const int64_t per_copy = result_floats();
+    const bool channel_vectors = mode_ == Mode::ChannelVectors;
+    parallel_items(pb_.k, threads_, [&](int64_t k, unsigned) {
+      const int64_t g = k / kg_;
+      const int64_t kk = k % kg_;
+      for (int64_t c = 0; c < cg_; ++c) {
+        // Channel vectors: [g][c block][k][kh][kw][c lane]; kernel vectors: [g][k block][c][kh][kw][k lane].
+        const int64_t vec = channel_vectors ? c : kk;
+        const int64_t other = channel_vectors ? kk : c;
+        const int64_t others = channel_vectors ? kg_ : cg_;
+        const int64_t base = ((g * blocks_ + vec / block_) * others + other) * rs;
+        for (int64_t t = 0; t < rs; ++t) {
+          const int64_t at = (base + t) * block_ + vec % block_;
+          float sum = 0;
+          for (unsigned copy = 0; copy < copies; ++copy) sum += results[copy * per_copy + at];
+          w[(k * cg_ + c) * rs + t] = sum;
+        }
+      }
+    });
+  }
+
+  ConvProblem pb_;
+  const KernelTable& kt_;
+  int64_t lanes_;
+  Mode mode_ = Mode::ChannelVectors;
+  int64_t cg_ = 1, kg_ = 1, p_ = 1, q_ = 1;
+  int64_t pad_top_ = 0, pad_left_ = 0, pad_bottom_ = 0, pad_right_ = 0, hi_ = 0, wi_ = 0;
+  int nv_ = 1, ni_ = 1, nj_ = 1;
+  int64_t block_ = 1, blocks_ = 1;
+  int64_t phases_ = 1, ws_ = 0, row_floats_ = 0, tap_period_ = 1;
+  int64_t rows_per_tile_ = 1, images_per_tile_ = 1, row_tiles_ = 1, tiles_ = 1;
+  unsigned threads_ = 1;
+  bool split_reduction_ = false;
+  size_t workspace_ = 0;
+};
+
+}  // namespace
+
+std::unique_ptr<Strategy> make_filter_strategy(const ConvProblem& problem, const Choice& choice,
+                                               const KernelTable& kernels) {
+  return std::make_unique<FilterStrategy>(problem, choice, kernels);
+}
+
+}  // namespace convtune::cpu_blocked::detail

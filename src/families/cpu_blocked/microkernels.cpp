@@ -1,0 +1,469 @@
+// The CPU module's micro-kernels, compiled once per Highway target (AVX-512, AVX2, scalar) by foreach_target:
+// register-blocked broadcast and dot kernels for every block shape that fits the ISA's vector registers, strided
+// gathers, and the Winograd F(4x4, 3x3) tile transforms.
+#include "src/backend/cpu/hwy_targets.h"
+// Highway re-includes this file once per target.
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "src/families/cpu_blocked/microkernels.cpp"
+#include <hwy/foreach_target.h>
+#include <hwy/highway.h>
+
+#include <algorithm>
+
+#include "src/families/cpu_blocked/microkernels.h"
+
+HWY_BEFORE_NAMESPACE();
+namespace convtune::cpu_blocked::detail {
+namespace HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+using D = hn::ScalableTag<float>;
+using V = hn::Vec<D>;
+
+// Keeps a loaded vector in a register. GCC otherwise folds the load into every FMA that uses it (measured on the
+// dot kernel: each A or B vector loaded once per use, so a 4x3 block ran load-bound at 27% of the FMA peak).
+HWY_INLINE void KeepInRegister(V& v) {
+#if HWY_ARCH_X86 && HWY_TARGET != HWY_SCALAR && HWY_TARGET != HWY_EMU128
+  asm("" : "+v"(v.raw));
+#else
+  (void)v;
+#endif
+}
+
+// Writes a finished block from `tile` (the accumulators stored as tile[(v * nj + j) * lanes + lane]): whole vectors
+// where lanes are adjacent in memory, else lane by lane (channel-blocked accumulators written to channel-major
+// tensors), leaving out lanes beyond `valid`. Not inlined: one copy serves every block shape, which keeps the
+// kernels' code (and the build) small; it runs once per block, after the whole reduction.
+HWY_NOINLINE void StoreBlock(const float* HWY_RESTRICT tile, int nv, int nj, const BcastArgs& p) {
+  const D d;
+  const int64_t lanes = static_cast<int64_t>(hn::Lanes(d));
+  // Channel vectors written to channel-major rows of adjacent pixels: one gather per channel collects its nj
+  // pixels (a column of the tile) for one masked vector store, instead of a scalar store per element (measured
+  // 4.5% of alex3's forward). The tile has a vector's worth of rows of slack for the gathers' unused lanes.
+  if (p.o_lane != 1 && p.o_j == 1 && nj >= 4 && lanes > 1) {
+    const hn::RebindToSigned<D> di;
+    const auto rows = hn::Mul(hn::Iota(di, 0), hn::Set(di, static_cast<int32_t>(lanes)));
+    for (int v = 0; v < nv; ++v) {
+      const int64_t valid = std::min<int64_t>(p.valid - v * lanes, lanes);
+      for (int64_t l = 0; l < valid; ++l) {
+        const float* column = tile + v * nj * lanes + l;
+        float* out = p.out + v * p.o_v + l * p.o_lane;
+        for (int64_t j0 = 0; j0 < nj; j0 += lanes) {
+          const auto m = hn::FirstN(d, static_cast<size_t>(std::min<int64_t>(lanes, nj - j0)));
+          V x = hn::GatherIndex(d, column + j0 * lanes, rows);
+          if (p.accumulate) x = hn::Add(x, hn::MaskedLoad(m, d, out + j0));
+          hn::BlendedStore(x, m, d, out + j0);
+        }
+      }
+    }
+    return;
+  }
+  for (int v = 0; v < nv; ++v) {
+    const int64_t valid = std::min<int64_t>(p.valid - v * lanes, lanes);
+    if (valid <= 0) return;
+    const auto m = hn::FirstN(d, static_cast<size_t>(valid));
+    for (int j = 0; j < nj; ++j) {
+      const float* t = tile + (v * nj + j) * lanes;
+      float* out = p.out + v * p.o_v + j * p.o_j;
+      if (p.o_lane == 1) {
+        V x = hn::LoadU(d, t);
+        if (p.accumulate) x = hn::Add(x, hn::MaskedLoad(m, d, out));
+        hn::BlendedStore(x, m, d, out);
+      } else if (p.accumulate) {
+        for (int64_t l = 0; l < valid; ++l) out[l * p.o_lane] += t[l];
+      } else {
+        for (int64_t l = 0; l < valid; ++l) out[l * p.o_lane] = t[l];
+      }
+    }
+  }
+}
+
+// Address of broadcast column j (a compile-time constant after unrolling) from `b`, columns `s1` bytes apart.
+// With a runtime stride, GCC kept one precomputed offset per column and spilled them (2x14 blocks ran at 60% with
+// extra loads per step); instead columns come in groups of 8 from one base, offsets {0, 1, 2, 3, 4, 5, 6, 7} x s1
+// formed by x86's scaled-index addressing from three registers (s1, 3 s1, 5 s1, 7 s1) at no extra instruction.
+HWY_INLINE const float* Column(const char* b, int j, int64_t s1, int64_t s3, int64_t s5, int64_t s7) {
+  const char* g = b + (j / 8) * 8 * s1;
+  switch (j % 8) {
+    case 0: return reinterpret_cast<const float*>(g);
+    case 1: return reinterpret_cast<const float*>(g + s1);
+    case 2: return reinterpret_cast<const float*>(g + 2 * s1);
+    case 3: return reinterpret_cast<const float*>(g + s3);
+    case 4: return reinterpret_cast<const float*>(g + 4 * s1);
+    case 5: return reinterpret_cast<const float*>(g + s5);
+    case 6: return reinterpret_cast<const float*>(g + 2 * s3);
+    default: return reinterpret_cast<const float*>(g + s7);
+  }
+}
+
+// The reduction of the broadcast kernel. kB: the column stride b_j when known at compile time (1: adjacent pixels
+// or packed channels; the vector width: channel-blocked pixels), so broadcasts address constant offsets; 0: a
+// runtime stride.
+template <int NV, int NJ, int kB>
+HWY_INLINE void BcastReduce(const BcastArgs& p, V (&acc)[NV][NJ]) {
+  const D d;
+  const int64_t lanes = static_cast<int64_t>(hn::Lanes(d));
+  const int64_t s1 = static_cast<int64_t>(sizeof(float)) * (kB > 0 ? kB : p.b_j);
+  const int64_t s3 = 3 * s1, s5 = 5 * s1, s7 = 7 * s1;
+  const float* a0 = p.a;
+  const float* b0 = p.b;
+  for (int64_t i0 = 0; i0 < p.n0; ++i0, a0 += p.a0, b0 += p.b0) {
+    const float* a1 = a0;
+    const float* b1 = b0;
+    for (int64_t i1 = 0; i1 < p.n1; ++i1, a1 += p.a1, b1 += p.b1) {
+      const float* a = a1;
+      const float* b = b1;
+      for (int64_t i2 = 0; i2 < p.n2; ++i2, a += p.a2, b += p.b2) {
+        V av[NV];
+#pragma GCC unroll 32
+        for (int v = 0; v < NV; ++v) av[v] = hn::LoadU(d, a + v * lanes);
+#pragma GCC unroll 32
+        for (int j = 0; j < NJ; ++j) {
+          const float* column = kB > 0 ? b + j * kB : Column(reinterpret_cast<const char*>(b), j, s1, s3, s5, s7);
+          const V bv = hn::Set(d, *column);
+#pragma GCC unroll 32
+          for (int v = 0; v < NV; ++v) acc[v][j] = hn::MulAdd(av[v], bv, acc[v][j]);
+        }
+      }
+    }
+  }
+}
+
+// acc[v][j] += A[v] * broadcast(B[j]) over three reduction levels; see BcastArgs. Column strides of 1 and of the
+// vector width (the common cases: adjacent pixels or packed channels, channel-blocked pixels) get their own copy of
+// the loop with constant offsets.
+template <int NV, int NJ>
+void Bcast(const BcastArgs& p) {
+  const D d;
+  constexpr int kLanes = static_cast<int>(hn::MaxLanes(D()));
+  const int64_t lanes = static_cast<int64_t>(hn::Lanes(d));
+  V acc[NV][NJ];
+#pragma GCC unroll 32
+  for (int v = 0; v < NV; ++v) {
+#pragma GCC unroll 32
+    for (int j = 0; j < NJ; ++j) acc[v][j] = hn::Zero(d);
+  }
+  if (p.b_j == 1) {
+    BcastReduce<NV, NJ, 1>(p, acc);
+  } else if (kLanes > 1 && p.b_j == kLanes) {
+    BcastReduce<NV, NJ, kLanes>(p, acc);
+  } else {
+    BcastReduce<NV, NJ, 0>(p, acc);
+  }
+  if (p.o_lane == 1) {
+    // Lanes adjacent in memory (pixel vectors, channel-blocked results): straight from the registers, masked past
+    // `valid`. Short reductions (a 5x5 filter over one channel: 25 steps) made the round trip through a tile
+    // buffer a third of the call.
+#pragma GCC unroll 32
+    for (int v = 0; v < NV; ++v) {
+      const int64_t valid = p.valid - v * lanes;
+      if (valid <= 0) break;
+      const auto m = hn::FirstN(d, static_cast<size_t>(valid < lanes ? valid : lanes));
+#pragma GCC unroll 32
+      for (int j = 0; j < NJ; ++j) {
+        float* out = p.out + v * p.o_v + j * p.o_j;
+        V x = acc[v][j];
+        if (p.accumulate) x = hn::Add(x, hn::MaskedLoad(m, d, out));
+        hn::BlendedStore(x, m, d, out);
+      }
+    }
+    return;
+  }
+  // Slack of a vector's worth of rows: StoreBlock's gathers read whole vectors down a column.
+  HWY_ALIGN float tile[(NV * NJ + hn::MaxLanes(d)) * hn::MaxLanes(d)];
+#pragma GCC unroll 32
+  for (int v = 0; v < NV; ++v) {
+#pragma GCC unroll 32
+    for (int j = 0; j < NJ; ++j) hn::Store(acc[v][j], d, tile + (v * NJ + j) * lanes);
+  }
+  StoreBlock(tile, NV, NJ, p);
+}
+
+// acc[i][j] += A_i[x] * B_j[x] along runs of `len` floats, then a horizontal sum per accumulator; see DotArgs.
+template <int NI, int NJ>
+void Dot(const DotArgs& p) {
+  const D d;
+  const int64_t lanes = static_cast<int64_t>(hn::Lanes(d));
+  V acc[NI][NJ];
+#pragma GCC unroll 32
+  for (int i = 0; i < NI; ++i) {
+#pragma GCC unroll 32
+    for (int j = 0; j < NJ; ++j) acc[i][j] = hn::Zero(d);
+  }
+  const int64_t full = p.len / lanes * lanes;
+  const auto tail = hn::FirstN(d, static_cast<size_t>(p.len - full));
+  const float* a0 = p.a;
+  const float* b0 = p.b;
+  for (int64_t i0 = 0; i0 < p.n0; ++i0, a0 += p.a0, b0 += p.b0) {
+    const float* a = a0;
+    const float* b = b0;
+    for (int64_t i1 = 0; i1 < p.n1; ++i1, a += p.a1, b += p.b1) {
+      int64_t x = 0;
+      for (; x < full; x += lanes) {
+        V bv[NJ];
+#pragma GCC unroll 32
+        for (int j = 0; j < NJ; ++j) {
+          bv[j] = hn::LoadU(d, b + j * p.b_j + x);
+          KeepInRegister(bv[j]);
+        }
+#pragma GCC unroll 32
+        for (int i = 0; i < NI; ++i) {
+          V av = hn::LoadU(d, a + i * p.a_i + x);
+          KeepInRegister(av);
+#pragma GCC unroll 32
+          for (int j = 0; j < NJ; ++j) acc[i][j] = hn::MulAdd(av, bv[j], acc[i][j]);
+        }
+      }
+      if (x < p.len) {
+        // Both operands masked: lanes past the run read as zero, whatever memory holds there.
+        V bv[NJ];
+#pragma GCC unroll 32
+        for (int j = 0; j < NJ; ++j) bv[j] = hn::MaskedLoad(tail, d, b + j * p.b_j + x);
+#pragma GCC unroll 32
+        for (int i = 0; i < NI; ++i) {
+          const V av = hn::MaskedLoad(tail, d, a + i * p.a_i + x);
+#pragma GCC unroll 32
+          for (int j = 0; j < NJ; ++j) acc[i][j] = hn::MulAdd(av, bv[j], acc[i][j]);
+        }
+      }
+    }
+  }
+#pragma GCC unroll 32
+  for (int i = 0; i < NI; ++i) {
+#pragma GCC unroll 32
+    for (int j = 0; j < NJ; ++j) {
+      const float sum = hn::GetLane(hn::SumOfLanes(d, acc[i][j]));
+      float* out = p.out + i * p.o_i + j * p.o_j;
+      *out = p.accumulate ? *out + sum : sum;
+    }
+  }
+}
+
+// Winograd F(4x4, 3x3) tile transforms, a vector of channels at a time.
+// The points 0, 1, -1, 2, -2 and infinity (Lavin and Gray's F(4, 3)).
+// B^T x: 6 -> 6 (input tiles).
+HWY_INLINE void InputTransform(D d, const V* x, V* y) {
+  const V c4 = hn::Set(d, 4.0f), c5 = hn::Set(d, 5.0f), c2 = hn::Set(d, 2.0f);
+  y[0] = hn::Add(hn::NegMulAdd(c5, x[2], hn::Mul(c4, x[0])), x[4]);
+  const V a = hn::Sub(x[4], hn::Mul(c4, x[2]));  // x4 - 4 x2
+  const V b = hn::Sub(x[3], hn::Mul(c4, x[1]));  // x3 - 4 x1
+  y[1] = hn::Add(a, b);
+  y[2] = hn::Sub(a, b);
+  const V e = hn::Sub(x[4], x[2]);               // x4 - x2
+  const V f = hn::Mul(c2, hn::Sub(x[3], x[1]));  // 2 (x3 - x1)
+  y[3] = hn::Add(e, f);
+  y[4] = hn::Sub(e, f);
+  y[5] = hn::Add(hn::NegMulAdd(c5, x[3], hn::Mul(c4, x[1])), x[5]);
+}
+
+// A^T m: 6 -> 4 (output tiles).
+HWY_INLINE void OutputTransform(D d, const V* m, V* o) {
+  const V c2 = hn::Set(d, 2.0f), c4 = hn::Set(d, 4.0f), c8 = hn::Set(d, 8.0f);
+  const V s12 = hn::Add(m[1], m[2]), d12 = hn::Sub(m[1], m[2]);
+  const V s34 = hn::Add(m[3], m[4]), d34 = hn::Sub(m[3], m[4]);
+  o[0] = hn::Add(hn::Add(m[0], s12), s34);
+  o[1] = hn::MulAdd(c2, d34, d12);
+  o[2] = hn::MulAdd(c4, s34, s12);
+  o[3] = hn::Add(hn::MulAdd(c8, d34, d12), m[5]);
+}
+
+// A v: 4 -> 6 (gradient tiles, backward-filter).
+HWY_INLINE void GradientTransform(D d, const V* v, V* z) {
+  const V c2 = hn::Set(d, 2.0f), c4 = hn::Set(d, 4.0f), c8 = hn::Set(d, 8.0f);
+  const V s02 = hn::Add(v[0], v[2]), s13 = hn::Add(v[1], v[3]);
+  z[0] = v[0];
+  z[1] = hn::Add(s02, s13);
+  z[2] = hn::Sub(s02, s13);
+  const V e = hn::MulAdd(c4, v[2], v[0]);   // v0 + 4 v2
+  const V f = hn::MulAdd(c8, v[3], hn::Mul(c2, v[1]));  // 2 v1 + 8 v3
+  z[3] = hn::Add(e, f);
+  z[4] = hn::Sub(e, f);
+  z[5] = v[3];
+}
+
+// G^T m: 6 -> 3 (filter gradients, backward-filter).
+HWY_INLINE void FilterTransform(D d, const V* m, V* r) {
+  const V q = hn::Set(d, 0.25f), s = hn::Set(d, 1.0f / 6.0f), t = hn::Set(d, 1.0f / 12.0f),
+          u = hn::Set(d, 1.0f / 24.0f);
+  const V s12 = hn::Add(m[1], m[2]), d12 = hn::Sub(m[2], m[1]);
+  const V s34 = hn::Add(m[3], m[4]), d34 = hn::Sub(m[3], m[4]);
+  r[0] = hn::MulAdd(u, s34, hn::NegMulAdd(s, s12, hn::Mul(q, m[0])));
+  r[1] = hn::MulAdd(t, d34, hn::Mul(s, d12));
+  r[2] = hn::Add(hn::Mul(s, hn::Sub(s34, s12)), m[5]);
+}
+
+// G g: 3 -> 6 (filters).
+HWY_INLINE void WeightTransform(D d, const V* g, V* u) {
+  const V q = hn::Set(d, 0.25f), s = hn::Set(d, 1.0f / 6.0f), t = hn::Set(d, 1.0f / 12.0f),
+          w = hn::Set(d, 1.0f / 24.0f);
+  const V s02 = hn::Add(g[0], g[2]);
+  u[0] = hn::Mul(q, g[0]);
+  u[1] = hn::Neg(hn::Mul(s, hn::Add(s02, g[1])));
+  u[2] = hn::Mul(s, hn::Sub(g[1], s02));
+  const V e = hn::MulAdd(w, g[0], hn::Mul(s, g[2]));  // g0 / 24 + g2 / 6
+  u[3] = hn::MulAdd(t, g[1], e);
+  u[4] = hn::NegMulAdd(t, g[1], e);
+  u[5] = g[2];
+}
+
+// A 2-D transform of an In x In grid of vectors to Out x Out: the 1-D transform T over each row, then over each
+// column of the result. load(i, j) gives input element (i, j); store(i, j, v) takes output element (i, j).
+template <int In, int Out, class T, class Load, class Store>
+HWY_INLINE void Transform2D(D d, T transform, Load load, Store store) {
+  V t[In * Out], x[In], y[Out];
+  for (int i = 0; i < In; ++i) {
+    for (int j = 0; j < In; ++j) x[j] = load(i, j);
+    transform(d, x, y);
+    for (int j = 0; j < Out; ++j) t[i * Out + j] = y[j];
+  }
+  for (int j = 0; j < Out; ++j) {
+    for (int i = 0; i < In; ++i) x[i] = t[i * Out + j];
+    transform(d, x, y);
+    for (int i = 0; i < Out; ++i) store(i, j, y[i]);
+  }
+}
+
+// The WinogradFns entry points (see microkernels.h). Transformed domains are written with streaming stores: they
+// are consumed by a later phase, after more data than the caches hold has gone by.
+void WinogradWeights(const float* src, float* dst, int64_t stride) {
+  const D d;
+  const int64_t lanes = static_cast<int64_t>(hn::Lanes(d));
+  Transform2D<3, 6>(
+      d, WeightTransform, [&](int i, int j) { return hn::LoadU(d, src + (i * 3 + j) * lanes); },
+      [&](int i, int j, V v) { hn::StoreU(v, d, dst + (i * 6 + j) * stride); });
+}
+
+void WinogradInput(const float* src, int64_t row, int64_t col, float* dst, int64_t stride) {
+  const D d;
+  Transform2D<6, 6>(
+      d, InputTransform, [&](int i, int j) { return hn::LoadU(d, src + i * row + j * col); },
+      [&](int i, int j, V v) { hn::Stream(v, d, dst + (i * 6 + j) * stride); });
+}
+
+void WinogradOutput(const float* src, int64_t stride, float* out) {
+  const D d;
+  const int64_t lanes = static_cast<int64_t>(hn::Lanes(d));
+  Transform2D<6, 4>(
+      d, OutputTransform, [&](int i, int j) { return hn::LoadU(d, src + (i * 6 + j) * stride); },
+      [&](int i, int j, V v) { hn::StoreU(v, d, out + (i * 4 + j) * lanes); });
+}
+
+void WinogradDy(const float* src, int64_t row, int64_t col, float* dst, int64_t stride) {
+  const D d;
+  Transform2D<4, 6>(
+      d, GradientTransform, [&](int i, int j) { return hn::LoadU(d, src + i * row + j * col); },
+      [&](int i, int j, V v) { hn::Stream(v, d, dst + (i * 6 + j) * stride); });
+}
+
+void WinogradFilter(const float* src, int64_t stride, float* out) {
+  const D d;
+  const int64_t lanes = static_cast<int64_t>(hn::Lanes(d));
+  Transform2D<6, 3>(
+      d, FilterTransform, [&](int i, int j) { return hn::LoadU(d, src + (i * 6 + j) * stride); },
+      [&](int i, int j, V v) { hn::StoreU(v, d, out + (i * 3 + j) * lanes); });
+}
+
+// Column counts compiled: every count up to 8, then the widths that cover common rows (13, 14, 27 = 14 + 13,
+// 28, 56 = 2 x 28...). The planner splits other widths into compiled ones.
+constexpr int kColumns[] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 12, 13, 14, 16, 20, 24, 28};
+
+// Registers a block shape when its accumulators, the NV A vectors and one broadcast fit the register file.
+template <int NV, size_t I = 0>
+void AddBcast(KernelTable& t) {
+  if constexpr (I < sizeof(kColumns) / sizeof(kColumns[0])) {
+    constexpr int NJ = kColumns[I];
+    if constexpr (NV * NJ + NV + 1 <= 32) {
+      if (NV * NJ + NV + 1 <= t.registers) t.bcast[NV - 1][NJ - 1] = &Bcast<NV, NJ>;
+      AddBcast<NV, I + 1>(t);
+    }
+  }
+}
+
+// Dot blocks keep the NJ B vectors live beside the accumulators; rows i come in these counts.
+constexpr int kDotRows[] = {1, 2, 3, 4, 6, 8};
+
+template <int NI, int NJ>
+void AddDot(KernelTable& t) {
+  if constexpr (NJ <= kMaxDotColumns && NI * NJ + NJ + 1 <= 32) {
+    if (NI * NJ + NJ + 1 <= t.registers) t.dot[NI - 1][NJ - 1] = &Dot<NI, NJ>;
+    AddDot<NI, NJ + 1>(t);
+  }
+}
+
+template <size_t I = 0>
+void AddDots(KernelTable& t) {
+  if constexpr (I < sizeof(kDotRows) / sizeof(kDotRows[0])) {
+    AddDot<kDotRows[I], 1>(t);
+    AddDots<I + 1>(t);
+  }
+}
+
+// dst[i] = src[i * stride]: whole vectors gathered (32-bit indices: the stride times a vector's lanes stays far
+// below 2^31 for any tensor the module indexes), the rest one by one.
+void Gather(const float* HWY_RESTRICT src, int64_t stride, int64_t count, float* HWY_RESTRICT dst) {
+  const D d;
+  const int64_t lanes = static_cast<int64_t>(hn::Lanes(d));
+  int64_t i = 0;
+  if (lanes > 1 && stride * lanes < (int64_t{1} << 31)) {
+    const hn::RebindToSigned<D> di;
+    const auto idx = hn::Mul(hn::Iota(di, 0), hn::Set(di, static_cast<int32_t>(stride)));
+    for (; i + lanes <= count; i += lanes) hn::StoreU(hn::GatherIndex(d, src + i * stride, idx), d, dst + i);
+  }
+  for (; i < count; ++i) dst[i] = src[i * stride];
+}
+
+void FillTable(KernelTable& t) {
+  t.gather = &Gather;
+  t.winograd = {&WinogradWeights, &WinogradInput, &WinogradOutput, &WinogradDy, &WinogradFilter};
+  t.lanes = static_cast<int>(hn::Lanes(D()));
+  AddBcast<1>(t);
+  AddBcast<2>(t);
+  AddBcast<3>(t);
+  AddBcast<4>(t);
+  AddDots(t);
+}
+
+}  // namespace HWY_NAMESPACE
+}  // namespace convtune::cpu_blocked::detail
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+#include <fmt/format.h>
+
+#include <mutex>
+
+#include "convtune/error.h"
+
+namespace convtune::cpu_blocked::detail {
+
+void fill_kernel_table(Isa isa, KernelTable& table) {
+  table.isa = isa;
+  table.registers = vector_registers(isa);
+  switch (isa) {
+#if HWY_TARGETS & HWY_AVX3
+    case Isa::Avx512: N_AVX3::FillTable(table); return;
+#endif
+#if HWY_TARGETS & HWY_AVX2
+    case Isa::Avx2: N_AVX2::FillTable(table); return;
+#endif
+#if HWY_TARGETS & HWY_SCALAR
+    case Isa::Scalar: N_SCALAR::FillTable(table); return;
+#elif HWY_TARGETS & HWY_EMU128
+    // Newer compilers' portable fallback (4 lanes emulated in plain C++) stands in for scalar.
+    case Isa::Scalar: N_EMU128::FillTable(table); return;
+#endif
+    default: break;
+  }
+  throw Unsupported(fmt::format("this binary has no {} kernels (Highway target not compiled)", to_string(isa)));
+}
+
+const KernelTable& kernel_table(Isa isa) {
+  static KernelTable tables[3];
+  static std::once_flag once[3];
+  const int index = static_cast<int>(isa);
+  std::call_once(once[index], [&] { fill_kernel_table(isa, tables[index]); });
+  return tables[index];
+}
+
+}  // namespace convtune::cpu_blocked::detail
+#endif  // HWY_ONCE

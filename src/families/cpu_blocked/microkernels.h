@@ -1,0 +1,96 @@
+// The CPU convolution module's micro-kernels as seen by its ISA-independent planner: argument blocks, and per
+// instruction set a table of kernels compiled with Highway for each register-block shape.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "src/backend/cpu/isa.h"
+
+namespace convtune::cpu_blocked::detail {
+
+using cpu::Isa;  // the CPU backend's ISA choice (src/backend/cpu/isa.h)
+
+// Broadcast kernel: a register block acc[v][j] of NV vectors x NJ columns,
+//   acc[v][j] += A[v] (Lanes contiguous floats) * broadcast(B[j]),
+// summed over a reduction of three nested levels (n0 outer .. n2 inner) that each advance A and B by a fixed
+// number of floats. A's NV vectors are contiguous (a packed layout), so one block reads NV*Lanes floats a step.
+// Forward with vectors over output channels: A = packed weights, B = input pixels, j = output pixels.
+struct BcastArgs {
+  const float* a = nullptr;
+  const float* b = nullptr;
+  float* out = nullptr;
+  int64_t b_j = 1;  // floats between broadcast columns j
+  int64_t n0 = 1, n1 = 1, n2 = 1;
+  int64_t a0 = 0, a1 = 0, a2 = 0;
+  int64_t b0 = 0, b1 = 0, b2 = 0;
+  // Output element (v, lane, j) is out[v * o_v + lane * o_lane + j * o_j]; o_lane == 1 stores whole vectors.
+  int64_t o_v = 0, o_lane = 1, o_j = 0;
+  int64_t valid = 0;        // lanes of the NV*Lanes stored (the rest are channel or pixel padding)
+  bool accumulate = false;  // add to out (a later chunk of the reduction) instead of overwriting
+};
+
+// Dot kernel: acc[i][j] += A_i[x] * B_j[x] over runs x in [0, len) (vectors of Lanes, a masked tail), summed over
+// two outer levels, then each accumulator's lanes are added: out[i * o_i + j * o_j] (+)= sum. Used where the
+// reduction runs along contiguous pixels (backward-filter with few channels).
+struct DotArgs {
+  const float* a = nullptr;
+  const float* b = nullptr;
+  float* out = nullptr;
+  int64_t a_i = 0;  // floats between rows i of A
+  int64_t b_j = 0;  // floats between columns j of B
+  int64_t len = 0;
+  int64_t n0 = 1, n1 = 1;
+  int64_t a0 = 0, a1 = 0, b0 = 0, b1 = 0;
+  int64_t o_i = 0, o_j = 0;
+  bool accumulate = false;
+};
+
+using BcastFn = void (*)(const BcastArgs&);
+using DotFn = void (*)(const DotArgs&);
+// dst[i] = src[i * stride] for i in [0, count): one column of a strided layout into a contiguous run (vector
+// gathers); how the layout copies transpose (channel interleaving, weight packing).
+using GatherFn = void (*)(const float* src, int64_t stride, int64_t count, float* dst);
+
+// Largest register blocks compiled: kMaxNv vectors, and per vector count the most columns.
+inline constexpr int kMaxNv = 4;
+inline constexpr int kMaxNj = 28;
+inline constexpr int kMaxDotRows = 8;
+inline constexpr int kMaxDotColumns = 6;
+
+// Winograd F(4x4, 3x3) transforms, vectorised over a vector's worth of channels (each element below is Lanes
+// contiguous floats): tile element (i, j) of a transform's input is at src + i * row + j * col, element xi of a
+// 6 x 6 transform domain at dst + xi * stride (xi = 6 i + j).
+//   input:   V = B^T d B, 6 x 6 input patch -> 6 x 6
+//   output:  Y = A^T M A, 6 x 6 -> 4 x 4 written to out[16][Lanes]
+//   dy:      Z = A dY A^T, 4 x 4 gradient tile -> 6 x 6 (backward-filter)
+//   filter:  dW = G^T dU G, 6 x 6 -> 3 x 3 written to out[9][Lanes] (backward-filter)
+//   weights: U = G g G^T, 3 x 3 read from src[9][Lanes] -> 6 x 6 (forward, backward-data)
+// The order of the members is the order FillTable sets them in.
+struct WinogradFns {
+  void (*weights)(const float* src, float* dst, int64_t stride) = nullptr;
+  void (*input)(const float* src, int64_t row, int64_t col, float* dst, int64_t stride) = nullptr;
+  void (*output)(const float* src, int64_t stride, float* out) = nullptr;
+  void (*dy)(const float* src, int64_t row, int64_t col, float* dst, int64_t stride) = nullptr;
+  void (*filter)(const float* src, int64_t stride, float* out) = nullptr;
+};
+
+struct KernelTable {
+  Isa isa = Isa::Scalar;
+  int lanes = 1;      // floats per vector
+  int registers = 16; // vector registers the ISA names
+  // bcast[nv - 1][nj - 1], dot[ni - 1][nj - 1]: null where the block was not compiled (it does not fit the
+  // registers, or the count is not one of the compiled ones).
+  BcastFn bcast[kMaxNv][kMaxNj] = {};
+  DotFn dot[kMaxDotRows][kMaxDotColumns] = {};
+  GatherFn gather = nullptr;
+  WinogradFns winograd;
+};
+
+// The kernels compiled for `isa`; throws Unsupported when this binary or CPU lacks it.
+const KernelTable& kernel_table(Isa isa);
+
+// Per ISA (one Highway target each): fills the table. Defined in microkernels.cpp.
+void fill_kernel_table(Isa isa, KernelTable& table);
+
+}  // namespace convtune::cpu_blocked::detail

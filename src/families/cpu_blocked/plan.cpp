@@ -1,0 +1,136 @@
+// The module's shared planning pieces: per-axis phase geometry of forward and backward-data, workspace carving,
+// thread splits and column blocking.
+#include "src/families/cpu_blocked/plan.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <atomic>
+#include <numeric>
+
+#include "convtune/error.h"
+#include "src/core/thread_pool.h"
+
+namespace convtune::cpu_blocked {
+
+namespace detail {
+
+std::vector<AxisPhase> forward_axis(int64_t out, int64_t stride, int64_t pad, int64_t dilation, int64_t filter) {
+  AxisPhase a;
+  a.count = out;
+  a.ins = stride;
+  a.off = -pad;
+  a.step = dilation;
+  a.taps = filter;
+  return {a};
+}
+
+std::vector<AxisPhase> backward_data_axis(int64_t out, int64_t stride, int64_t pad, int64_t dilation,
+                                          int64_t filter) {
+  // dx[i] = sum over (o, k) with o * stride - pad + k * dilation == i of dy[o] w[k]. For i = phase + stride * a
+  // the taps k with (phase + pad - k * dilation) divisible by stride contribute, from dy row
+  // a + (phase + pad - k * dilation) / stride: an arithmetic progression of taps whose dy rows advance by
+  // period * dilation / stride, read in increasing row order (the filter flipped).
+  const int64_t period = stride / std::gcd(stride, dilation);
+  const int64_t row_step = period * dilation / stride;
+  std::vector<AxisPhase> phases;
+  for (int64_t phase = 0; phase < stride; ++phase) {
+    AxisPhase a;
+    a.count = phase < out ? (out - phase + stride - 1) / stride : 0;
+    a.out_start = phase;
+    a.out_step = stride;
+    a.ins = 1;
+    a.step = row_step;
+    a.reversed = true;
+    a.kstep = period;
+    int64_t first = -1;
+    for (int64_t k = 0; k < filter && first < 0; ++k)
+      if (((phase + pad - k * dilation) % stride + stride) % stride == 0) first = k;
+    if (first >= 0) {
+      a.k0 = first;
+      a.taps = (filter - 1 - first) / period + 1;
+      // Row of tap 0 (the last filter index of the progression) for output 0. Exact: divisible by construction.
+      const int64_t numerator = phase + pad - first * dilation;
+      const int64_t row_first = numerator >= 0 ? numerator / stride : -((-numerator) / stride);
+      a.off = row_first - (a.taps - 1) * row_step;
+    }
+    phases.push_back(a);
+  }
+  return phases;
+}
+
+std::pair<int64_t, int64_t> pad_for(std::vector<AxisPhase>& phases, int64_t extent) {
+  int64_t lo = 0, hi = extent - 1;
+  for (const auto& a : phases) {
+    if (a.count == 0 || a.taps == 0) continue;
+    lo = std::min(lo, a.off);
+    hi = std::max(hi, (a.count - 1) * a.ins + a.off + (a.taps - 1) * a.step);
+  }
+  const int64_t before = -lo, after = hi - (extent - 1);
+  for (auto& a : phases) a.off += before;
+  return {before, after};
+}
+
+float* Carver::floats(size_t count) {
+  constexpr size_t kAlign = 64;
+  const size_t start = (used_ + kAlign - 1) / kAlign * kAlign;
+  used_ = start + count * sizeof(float);
+  if (base_ == nullptr) return nullptr;
+  // The caller's workspace may start anywhere: everything is placed from its first 64-byte boundary.
+  auto* aligned = reinterpret_cast<std::byte*>((reinterpret_cast<uintptr_t>(base_) + kAlign - 1) / kAlign * kAlign);
+  return reinterpret_cast<float*>(aligned + start);
+}
+
+void parallel_items(int64_t count, unsigned threads, const std::function<void(int64_t, unsigned)>& body) {
+  if (count <= 0) return;
+  std::atomic<int64_t> next{0};
+  const unsigned use = static_cast<unsigned>(std::min<int64_t>(threads, count));
+  ThreadPool::instance().run(use, [&](unsigned t, unsigned) {
+    for (int64_t i = next++; i < count; i = next++) body(i, t);
+  });
+}
+
+void parallel_threads(unsigned threads, const std::function<void(unsigned, unsigned)>& body) {
+  ThreadPool::instance().run(threads, body);
+}
+
+void copy_channel_blocked(const ChannelBlocking& l, const float* src, float* dst, const KernelTable& kernels,
+                          unsigned threads) {
+  const int64_t blocks = l.blocks();
+  const int64_t plane = l.out_rows * l.out_cols * l.block;
+  const int64_t src_plane = l.rows * l.cols;
+  parallel_items(l.groups_of_images * blocks, threads, [&](int64_t item, unsigned) {
+    const int64_t cb = item % blocks;
+    const int64_t ng = item / blocks;  // image * groups + group
+    float* d = dst + item * plane;
+    const int64_t c0 = cb * l.block;
+    const int64_t count = std::min(l.block, l.per_group - c0);
+    const float* planes = src + (ng * l.per_group + c0) * src_plane;
+    // Zero borders and padding channels; then each pixel's channels, a plane apart in the source, gathered into
+    // one interleaved run.
+    if (l.top || l.left || l.out_rows != l.rows || l.out_cols != l.cols || count < l.block) std::fill(d, d + plane, 0.0f);
+    for (int64_t r = 0; r < l.rows; ++r) {
+      float* row = d + ((r + l.top) * l.out_cols + l.left) * l.block;
+      const float* in = planes + r * l.cols;
+      for (int64_t col = 0; col < l.cols; ++col) kernels.gather(in + col, src_plane, count, row + col * l.block);
+    }
+  });
+}
+
+unsigned threads_for(const ConvProblem& problem) {
+  return problem.flops() < 4e6 ? 1u : ThreadPool::instance().size();
+}
+
+std::vector<int> split_columns(int64_t count, int width, const std::function<bool(int)>& has) {
+  std::vector<int> out;
+  while (count > 0) {
+    int w = static_cast<int>(std::min<int64_t>(count, width));
+    while (w > 1 && !has(w)) --w;
+    out.push_back(w);
+    count -= w;
+  }
+  return out;
+}
+
+}  // namespace detail
+}  // namespace convtune::cpu_blocked

@@ -1,0 +1,120 @@
+// Internal to the CPU convolution module: per-axis phase geometry shared by forward and backward-data, the
+// prepared plans of the strategies, and small helpers (workspace carving, threads).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "convtune/conv_problem.h"
+#include "convtune/kernel_family.h"
+#include "src/families/cpu_blocked/cpu_blocked.h"
+#include "src/families/cpu_blocked/microkernels.h"
+
+namespace convtune::cpu_blocked {
+
+namespace detail {
+
+// One axis (rows or columns) of one phase of a forward or backward-data problem in "output-stationary" form:
+// output position i (of `count`) sits at out_start + i * out_step of the written tensor and reads the
+// input buffer at i * ins + off + t * step for taps t in [0, taps), tap t being filter index
+// k0 + t * kstep (reversed: k0 + (taps - 1 - t) * kstep). Forward has one phase per axis; backward-data with
+// stride s has s (output positions congruent modulo s see the same taps).
+struct AxisPhase {
+  int64_t count = 0;
+  int64_t out_start = 0, out_step = 1;
+  int64_t ins = 1, off = 0, step = 1;
+  int64_t taps = 0;
+  int64_t k0 = 0, kstep = 1;
+  bool reversed = false;
+  int64_t filter_index(int64_t t) const { return reversed ? k0 + (taps - 1 - t) * kstep : k0 + t * kstep; }
+};
+
+// The phases of one axis. Forward: input extent `in`, output `out`, stride, pad, dilation, filter size.
+// Backward-data: the roles swapped (input = dy's extent, output = dx's), and one phase per residue modulo stride.
+std::vector<AxisPhase> forward_axis(int64_t out, int64_t stride, int64_t pad, int64_t dilation, int64_t filter);
+std::vector<AxisPhase> backward_data_axis(int64_t out, int64_t stride, int64_t pad, int64_t dilation,
+                                          int64_t filter);
+// Padding (before, after) of an input extent `extent` that every phase's reads need; shifts each phase's `off`
+// into the padded buffer's coordinates.
+std::pair<int64_t, int64_t> pad_for(std::vector<AxisPhase>& phases, int64_t extent);
+
+// Carves aligned pieces out of a caller's workspace; the same calls with a null base compute its size.
+class Carver {
+ public:
+  explicit Carver(void* base) : base_(static_cast<std::byte*>(base)) {}
+  float* floats(size_t count);
+  size_t used() const { return used_; }
+
+ private:
+  std::byte* base_;
+  size_t used_ = 0;
+};
+
+// Runs body(item, thread) for items [0, count) on up to `threads` pool threads, handing items out dynamically.
+void parallel_items(int64_t count, unsigned threads, const std::function<void(int64_t, unsigned)>& body);
+// Runs body(thread, threads) once per pool thread (static splits).
+void parallel_threads(unsigned threads, const std::function<void(unsigned, unsigned)>& body);
+
+// [images][groups * per_group][rows][cols] -> [images * groups][blocks][rows + pads][cols + pads][block]: `block`
+// channels interleaved per pixel, `top`/`left` zero rows/columns before (and the rest of out_rows/out_cols after),
+// channels past the group's zero. `groups_of_images` = images * groups; `blocks` = ceil(per_group / block).
+struct ChannelBlocking {
+  int64_t groups_of_images = 1, per_group = 1, rows = 1, cols = 1;
+  int64_t top = 0, left = 0, out_rows = 1, out_cols = 1, block = 1;
+  int64_t blocks() const { return (per_group + block - 1) / block; }
+  int64_t floats() const { return groups_of_images * blocks() * out_rows * out_cols * block; }
+};
+void copy_channel_blocked(const ChannelBlocking& layout, const float* src, float* dst, const KernelTable& kernels,
+                          unsigned threads);
+
+// Peels mixed-radix digits off a work item's index, least significant first (Digits d(item); kw = d.next(S);
+// kh = d.next(R); ...; rest = d.rest()): how every strategy maps a flat item number to its loop coordinates.
+class Digits {
+ public:
+  explicit Digits(int64_t value) : value_(value) {}
+  int64_t next(int64_t radix) {
+    const int64_t digit = value_ % radix;
+    value_ /= radix;
+    return digit;
+  }
+  int64_t rest() const { return value_; }
+
+ private:
+  int64_t value_;
+};
+
+// Threads worth waking for a problem: one below a few MFLOP, where a pool job's wake-up (microseconds) would
+// cost more than it saves.
+unsigned threads_for(const ConvProblem& problem);
+
+// Splits `count` columns into compiled block widths: `width` while it fits, then the widest compiled width not
+// above the remainder. has(n) says whether width n is compiled.
+std::vector<int> split_columns(int64_t count, int width, const std::function<bool(int)>& has);
+
+// A strategy: forward/backward-data ("view") or backward-filter.
+class Strategy {
+ public:
+  virtual ~Strategy() = default;
+  virtual size_t workspace_bytes() const = 0;
+  virtual size_t packed_weight_floats() const { return 0; }
+  virtual void pack_weights(const float* w, float* packed) const { (void)w, (void)packed; }
+  // x, w, y as Convolution::run; `packed` holds packed weights (packed by the caller beforehand).
+  virtual void run(float* x, const float* packed, float* w, float* y, void* workspace, StageTimes& times) = 0;
+  virtual std::string describe() const = 0;
+  // Floating-point operations a run performs (Convolution::performed_flops); the direct sum unless overridden.
+  virtual double performed_flops(const ConvProblem& problem) const { return problem.flops(); }
+};
+
+std::unique_ptr<Strategy> make_view_strategy(const ConvProblem& problem, const Choice& choice,
+                                             const KernelTable& kernels);
+std::unique_ptr<Strategy> make_winograd_strategy(const ConvProblem& problem, const Choice& choice,
+                                                 const KernelTable& kernels);
+std::unique_ptr<Strategy> make_filter_strategy(const ConvProblem& problem, const Choice& choice,
+                                               const KernelTable& kernels);
+
+}  // namespace detail
+}  // namespace convtune::cpu_blocked

@@ -1,0 +1,422 @@
+// Forward and backward-data as one output-stationary direct convolution over a zero-padded input copy:
+// backward-data is a forward pass over dy with the filter transposed and flipped, split into stride x stride
+// phases when strided. Register blocks hold output channels x pixels (ORIENT 0) or pixels x channels (ORIENT 1).
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <numeric>
+
+#include "convtune/error.h"
+#include "src/core/parallel_for.h"
+#include "src/families/cpu_blocked/plan.h"
+
+namespace convtune::cpu_blocked::detail {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double ms_since(Clock::time_point start) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+}
+
+// Drops reduction levels of one iteration by shifting the outer ones inward, so 1x1 filters loop over channels
+// in the innermost (cheapest) loop rather than three nested loops of which two run once.
+void normalize(BcastArgs& a) {
+  for (int pass = 0; pass < 2; ++pass) {
+    if (a.n2 == 1) {
+      a.n2 = a.n1, a.a2 = a.a1, a.b2 = a.b1;
+      a.n1 = a.n0, a.a1 = a.a0, a.b1 = a.b0;
+      a.n0 = 1, a.a0 = 0, a.b0 = 0;
+    } else if (a.n1 == 1) {
+      a.n1 = a.n0, a.a1 = a.a0, a.b1 = a.b0;
+      a.n0 = 1, a.a0 = 0, a.b0 = 0;
+    }
+  }
+}
+
+// Where filter index k sits along one axis: its phase and its tap index within the phase.
+struct TapSlot {
+  int64_t phase = 0;
+  int64_t tap = 0;
+};
+
+std::vector<TapSlot> tap_slots(const std::vector<AxisPhase>& phases, int64_t filter) {
+  std::vector<TapSlot> slots(static_cast<size_t>(filter));
+  std::vector<bool> seen(static_cast<size_t>(filter), false);
+  for (size_t ph = 0; ph < phases.size(); ++ph)
+    for (int64_t t = 0; t < phases[ph].taps; ++t) {
+      const int64_t k = phases[ph].filter_index(t);
+      slots[static_cast<size_t>(k)] = {static_cast<int64_t>(ph), t};
+      seen[static_cast<size_t>(k)] = true;
+    }
+  for (int64_t k = 0; k < filter; ++k)
+    if (!seen[static_cast<size_t>(k)]) throw Error(fmt::format("cpu_blocked: filter index {} belongs to no phase", k));
+  return slots;
+}
+
+class ViewStrategy final : public Strategy {
+ public:
+  ViewStrategy(const ConvProblem& pb, const Choice& choice, const KernelTable& kt)
+      : pb_(pb), choice_(choice), kt_(kt), lanes_(kt.lanes) {
+    forward_ = pb.direction == Direction::Forward;
+    groups_ = pb.groups;
+    // Channels of the tensor read (input) and written (output), per group.
+    ic_ = forward_ ? pb.c_per_group() : pb.k_per_group();
+    oc_ = forward_ ? pb.k_per_group() : pb.c_per_group();
+    src_rows_ = forward_ ? pb.h : pb.p();
+    src_cols_ = forward_ ? pb.w : pb.q();
+    out_rows_ = forward_ ? pb.p() : pb.h;
+    out_cols_ = forward_ ? pb.q() : pb.w;
+    if (forward_) {
+      ph_h_ = forward_axis(pb.p(), pb.stride.h, pb.pad.h, pb.dilation.h, pb.r);
+      ph_w_ = forward_axis(pb.q(), pb.stride.w, pb.pad.w, pb.dilation.w, pb.s);
+    } else {
+      ph_h_ = backward_data_axis(pb.h, pb.stride.h, pb.pad.h, pb.dilation.h, pb.r);
+      ph_w_ = backward_data_axis(pb.w, pb.stride.w, pb.pad.w, pb.dilation.w, pb.s);
+    }
+    tap_h_ = tap_slots(ph_h_, pb.r);
+    tap_w_ = tap_slots(ph_w_, pb.s);
+    std::tie(pad_top_, pad_bottom_) = pad_for(ph_h_, src_rows_);
+    std::tie(pad_left_, pad_right_) = pad_for(ph_w_, src_cols_);
+    hi_ = src_rows_ + pad_top_ + pad_bottom_;
+    wi_ = src_cols_ + pad_left_ + pad_right_;
+    pixel_vectors_ = choice.orient == 1;
+    // Pixel vectors read whole vectors past a row's last pixel (lanes that are never stored): the copy gets
+    // slack so they stay inside the buffer. Channel vectors read only real pixels, so an unpadded input is
+    // used in place.
+    copy_input_ = pixel_vectors_ || pad_top_ || pad_bottom_ || pad_left_ || pad_right_;
+    // Channel-blocked input (LAYOUT 1, with channel vectors): a vector's worth of input channels per pixel, so a
+    // reduction step's broadcasts come from one cache line per pixel and a filter row's taps x channels are one
+    // contiguous run (the innermost loop).
+    blocked_in_ = !pixel_vectors_ && choice.layout == 1;
+    in_block_ = blocked_in_ ? lanes_ : 1;
+    in_blocks_ = (ic_ + in_block_ - 1) / in_block_;
+    if (blocked_in_) copy_input_ = true;
+    if (pixel_vectors_) {
+      nv_ = choice.vecs;
+      nj_ = choice.cols;
+    } else {
+      nv_ = static_cast<int>(std::min<int64_t>(choice.vecs, (oc_ + lanes_ - 1) / lanes_));
+      nj_ = choice.cols;
+      block_ = int64_t{nv_} * lanes_;
+      oc_blocks_ = (oc_ + block_ - 1) / block_;
+    }
+    // Packed weights: one slab per (group, phase h, phase w).
+    int64_t offset = 0;
+    for (int64_t g = 0; g < groups_; ++g)
+      for (const auto& h : ph_h_)
+        for (const auto& w : ph_w_) {
+          slab_offsets_.push_back(offset);
+          const int64_t taps = h.taps * w.taps;
+          offset += pixel_vectors_ ? ic_ * taps * oc_ : oc_blocks_ * in_blocks_ * in_block_ * taps * block_;
+        }
+    packed_floats_ = static_cast<size_t>(offset);
+    rows_max_ = 0;
+    for (const auto& h : ph_h_) rows_max_ = std::max(rows_max_, h.count);
+    row_block_ = choice.row_block > 0 ? std::min(choice.row_block, std::max<int64_t>(rows_max_, 1))
+                                      : std::max<int64_t>(rows_max_, 1);
+    row_blocks_ = (rows_max_ + row_block_ - 1) / row_block_;
+    chunk_ = choice.ic_chunk;
+    threads_ = threads_for(pb);
+    Carver size(nullptr);
+    carve(size);
+    workspace_ = size.used();
+  }
+
+  size_t workspace_bytes() const override { return workspace_; }
+  size_t packed_weight_floats() const override { return packed_floats_; }
+
+  // Offset of filter (o, i)'s R x S taps (contiguous in KCRS) within group g: o indexes the channels written, i
+  // those read. Backward-data reads the forward filter transposed (its output channel is the forward input one).
+  int64_t filter_offset(int64_t g, int64_t o, int64_t i) const {
+    const int64_t rs = pb_.r * pb_.s;
+    return forward_ ? ((g * oc_ + o) * ic_ + i) * rs : ((g * ic_ + i) * oc_ + o) * rs;
+  }
+
+  // Packs in the filter's own order (each (o, i)'s taps are read contiguously) and scatters into the slabs:
+  // every filter tap belongs to exactly one phase per axis, at tap index tap_h_/tap_w_.
+  void pack_weights(const float* w, float* packed) const override {
+    const int64_t phases_w = static_cast<int64_t>(ph_w_.size());
+    const auto slab_of = [&](int64_t g, const TapSlot& h, const TapSlot& wt) {
+      return packed + slab_offsets_[static_cast<size_t>((g * static_cast<int64_t>(ph_h_.size()) + h.phase) * phases_w + wt.phase)];
+    };
+    if (pixel_vectors_) {
+      // [ic][th][tw][oc] per slab: the broadcast columns are adjacent output channels.
+      parallel_items(groups_ * ic_, threads_, [&](int64_t item, unsigned) {
+        const int64_t g = item / ic_, i = item % ic_;
+        for (int64_t o = 0; o < oc_; ++o) {
+          const float* src = w + filter_offset(g, o, i);
+          for (int64_t kh = 0; kh < pb_.r; ++kh)
+            for (int64_t kw = 0; kw < pb_.s; ++kw) {
+              const TapSlot& h = tap_h_[static_cast<size_t>(kh)];
+              const TapSlot& wt = tap_w_[static_cast<size_t>(kw)];
+              const int64_t th = ph_h_[static_cast<size_t>(h.phase)].taps, tw = ph_w_[static_cast<size_t>(wt.phase)].taps;
+              slab_of(g, h, wt)[((i * th + h.tap) * tw + wt.tap) * oc_ + o] = src[kh * pb_.s + kw];
+            }
+        }
+      });
+      return;
+    }
+    // [ocb][ic block][th][tw][ic in block][block] per slab (planar input: blocks of one channel): a block's
+    // vectors adjacent, output and input channels past oc_ and ic_ zero.
+    const int64_t padded_ic = in_blocks_ * in_block_;
+    parallel_items(groups_ * oc_blocks_, threads_, [&](int64_t item, unsigned) {
+      const int64_t g = item / oc_blocks_, ocb = item % oc_blocks_;
+      const int64_t valid = std::min(block_, oc_ - ocb * block_);
+      for (size_t ph = 0; ph < ph_h_.size(); ++ph)
+        for (size_t pw = 0; pw < ph_w_.size(); ++pw) {
+          const int64_t taps = ph_h_[ph].taps * ph_w_[pw].taps;
+          float* slab = packed + slab_offsets_[(static_cast<size_t>(g) * ph_h_.size() + ph) * ph_w_.size() + pw];
+          if (valid < block_ || padded_ic != ic_) {
+            std::fill(slab + ocb * padded_ic * taps * block_, slab + (ocb + 1) * padded_ic * taps * block_, 0.0f);
+          }
+        }
+      // Writes in the packed order (output channel innermost), reading the block's filters side by side: the
+      // block's filters (block x ic x R x S floats) stay in cache while every cache line of them is used.
+      for (int64_t i = 0; i < ic_; ++i)
+        for (int64_t kh = 0; kh < pb_.r; ++kh)
+          for (int64_t kw = 0; kw < pb_.s; ++kw) {
+            const TapSlot& h = tap_h_[static_cast<size_t>(kh)];
+            const TapSlot& wt = tap_w_[static_cast<size_t>(kw)];
+            const int64_t th = ph_h_[static_cast<size_t>(h.phase)].taps, tw = ph_w_[static_cast<size_t>(wt.phase)].taps;
+            const int64_t ib = i / in_block_, il = i % in_block_;
+            float* dst = slab_of(g, h, wt) +
+                         ((((ocb * in_blocks_ + ib) * th + h.tap) * tw + wt.tap) * in_block_ + il) * block_;
+            const int64_t tap = kh * pb_.s + kw;
+            // The block's filters are a fixed stride apart in the filter tensor: one gather per packed run.
+            const int64_t stride = filter_offset(g, 1, 0) - filter_offset(g, 0, 0);
+            kt_.gather(w + filter_offset(g, ocb * block_, i) + tap, stride, valid, dst);
+          }
+    });
+  }
+
+  void run(float* x, const float* packed, float*, float* y, void* workspace, StageTimes& times) override {
+    const float* src = forward_ ? x : y;
+    float* dst = forward_ ? y : x;
+    Carver carver(workspace);
+    float* in = carve(carver);
+    auto start = Clock::now();
+    if (blocked_in_) {
+      copy_channel_blocked({pb_.n * groups_, ic_, src_rows_, src_cols_, pad_top_, pad_left_, hi_, wi_, in_block_}, src,
+                           in, kt_, threads_);
+    } else if (copy_input_) {
+      copy_padded(src, in);
+    } else {
+      in = const_cast<float*>(src);  // read only: an unpadded input is used where it is
+    }
+    times.input_ms = ms_since(start);
+    start = Clock::now();
+    compute(in, packed, dst);
+    times.compute_ms = ms_since(start);
+    times.output_ms = 0;
+  }
+
+  std::string describe() const override {
+    std::string phases = ph_h_.size() * ph_w_.size() > 1 ? fmt::format(", {} phases", ph_h_.size() * ph_w_.size())
+                                                          : "";
+    const std::string chunk = chunk_ > 0 && chunk_ < ic_ ? fmt::format(", {} input channels per pass", chunk_) : "";
+    const std::string layout = blocked_in_ ? fmt::format(", input in blocks of {} channels", in_block_) : "";
+    return fmt::format("{}, {} block {}x{}{}{}{}, {} row(s) per item, {}", pixel_vectors_ ? "vectors over pixels" : "vectors over output channels",
+                       pixel_vectors_ ? "pixels x channels" : "channels x pixels", nv_, nj_, phases, layout, chunk, row_block_,
+                       copy_input_ ? fmt::format("input copied padded to {}x{}", hi_, wi_) : "input read in place");
+  }
+
+ private:
+  // Slack after the padded input for whole-vector reads past a row's end.
+  int64_t slack() const { return int64_t{kMaxNv} * lanes_ + wi_; }
+
+  // Floats of one (image, group)'s input copy.
+  int64_t image_floats() const { return in_blocks_ * in_block_ * hi_ * wi_; }
+
+  float* carve(Carver& c) const {
+    if (!copy_input_) return nullptr;
+    return c.floats(static_cast<size_t>(pb_.n * groups_ * image_floats() + slack()));
+  }
+
+  void copy_padded(const float* src, float* in) const {
+    const int64_t planes = pb_.n * groups_ * ic_;
+    const int64_t plane = hi_ * wi_;
+    parallel_items(planes, threads_, [&](int64_t p, unsigned) {
+      const float* s = src + p * src_rows_ * src_cols_;
+      float* d = in + p * plane;
+      std::memset(d, 0, static_cast<size_t>(pad_top_ * wi_) * sizeof(float));
+      for (int64_t r = 0; r < src_rows_; ++r) {
+        float* row = d + (pad_top_ + r) * wi_;
+        std::memset(row, 0, static_cast<size_t>(pad_left_) * sizeof(float));
+        std::memcpy(row + pad_left_, s + r * src_cols_, static_cast<size_t>(src_cols_) * sizeof(float));
+        std::memset(row + pad_left_ + src_cols_, 0, static_cast<size_t>(pad_right_) * sizeof(float));
+      }
+      std::memset(d + (pad_top_ + src_rows_) * wi_, 0, static_cast<size_t>(pad_bottom_ * wi_) * sizeof(float));
+    });
+    std::memset(in + planes * plane, 0, static_cast<size_t>(slack()) * sizeof(float));
+  }
+
+  // Work items: (image, group, phase, channel block, row block), channel blocks outside or inside row blocks.
+  void compute(const float* in, const float* packed, float* dst) const {
+    const int64_t phases = static_cast<int64_t>(ph_h_.size() * ph_w_.size());
+    const int64_t cb = pixel_vectors_ ? 1 : oc_blocks_;
+    const int64_t items = pb_.n * groups_ * phases * cb * row_blocks_;
+    parallel_items(items, threads_, [&](int64_t item, unsigned) {
+      Digits digits(item);
+      int64_t ocb, rb;
+      if (choice_.order == 0) {
+        rb = digits.next(row_blocks_), ocb = digits.next(cb);
+      } else {
+        ocb = digits.next(cb), rb = digits.next(row_blocks_);
+      }
+      const int64_t phase = digits.next(phases), g = digits.next(groups_), n = digits.rest();
+      const AxisPhase& h = ph_h_[static_cast<size_t>(phase / static_cast<int64_t>(ph_w_.size()))];
+      const AxisPhase& w = ph_w_[static_cast<size_t>(phase % static_cast<int64_t>(ph_w_.size()))];
+      const int64_t y0 = rb * row_block_;
+      const int64_t y1 = std::min(h.count, y0 + row_block_);
+      if (y0 >= y1 || w.count == 0) return;
+      const float* image_in = in + (n * groups_ + g) * image_floats();
+      float* image_out = dst + (n * groups_ + g) * oc_ * out_rows_ * out_cols_;
+      const float* slab = packed + slab_offsets_[static_cast<size_t>((g * phases) + phase)];
+      if (h.taps == 0 || w.taps == 0) {
+        zero_phase(image_out, h, w, y0, y1, ocb);
+        return;
+      }
+      if (pixel_vectors_) {
+        pixel_rows(image_in, slab, image_out, h, w, y0, y1);
+      } else {
+        channel_rows(image_in, slab + ocb * in_blocks_ * in_block_ * h.taps * w.taps * block_, image_out, h, w, y0, y1, ocb);
+      }
+    });
+  }
+
+  // A phase no filter tap reaches (stride above the dilated filter): its outputs are zero.
+  void zero_phase(float* out, const AxisPhase& h, const AxisPhase& w, int64_t y0, int64_t y1, int64_t ocb) const {
+    const int64_t o0 = pixel_vectors_ ? 0 : ocb * block_;
+    const int64_t o1 = pixel_vectors_ ? oc_ : std::min(oc_, o0 + block_);
+    for (int64_t o = o0; o < o1; ++o)
+      for (int64_t yy = y0; yy < y1; ++yy) {
+        float* row = out + o * out_rows_ * out_cols_ + (h.out_start + yy * h.out_step) * out_cols_ + w.out_start;
+        for (int64_t xx = 0; xx < w.count; ++xx) row[xx * w.out_step] = 0.0f;
+      }
+  }
+
+  // Input channels of one pass over a row block: all, or IC_CHUNK at a time so the pass's filter slab and input
+  // rows stay in L2; later passes add to the outputs.
+  // With channel-blocked input a chunk is a whole number of blocks (at least one).
+  template <class Pass>
+  void chunked(const Pass& pass) const {
+    const int64_t all = in_blocks_ * in_block_;
+    const int64_t chunk = chunk_ > 0 ? std::max(in_block_, chunk_ / in_block_ * in_block_) : all;
+    for (int64_t c0 = 0; c0 < all; c0 += chunk) pass(c0, std::min(chunk, all - c0));
+  }
+
+  // ORIENT 0: acc[output-channel vector][pixel] += packed weights x broadcast input pixel. Planar input: steps
+  // (channel, th, tw); channel-blocked input: (channel block, th, tw x channel in block), the last a contiguous
+  // run of the input row and of the packed filter.
+  void channel_rows(const float* in, const float* weights, float* out, const AxisPhase& h, const AxisPhase& w,
+                    int64_t y0, int64_t y1, int64_t ocb) const {
+    const int64_t plane_out = out_rows_ * out_cols_;
+    const int64_t cb = in_block_;
+    const auto widths = split_columns(w.count, nj_, [&](int n) { return kt_.bcast[nv_ - 1][n - 1] != nullptr; });
+    chunked([&](int64_t c0, int64_t channels) {
+      BcastArgs a;
+      a.b_j = w.ins * cb;
+      const int64_t blocks = (channels + cb - 1) / cb;
+      a.n0 = blocks, a.a0 = h.taps * w.taps * cb * block_, a.b0 = hi_ * wi_ * cb;
+      a.n1 = h.taps, a.a1 = w.taps * cb * block_, a.b1 = h.step * wi_ * cb;
+      if (blocked_in_) {
+        a.n2 = w.taps * cb, a.a2 = block_, a.b2 = 1;  // w.step == 1 (the constraint): taps x channels contiguous
+      } else {
+        a.n2 = w.taps, a.a2 = block_, a.b2 = w.step;
+      }
+      normalize(a);
+      a.a = weights + c0 * h.taps * w.taps * block_;
+      a.o_v = lanes_ * plane_out, a.o_lane = plane_out, a.o_j = w.out_step;
+      a.valid = std::min(block_, oc_ - ocb * block_);
+      a.accumulate = c0 > 0;
+      for (int64_t yy = y0; yy < y1; ++yy) {
+        const float* in_row = in + c0 * hi_ * wi_ + ((yy * h.ins + h.off) * wi_ + w.off) * cb;
+        float* out_row = out + ocb * block_ * plane_out + (h.out_start + yy * h.out_step) * out_cols_ + w.out_start;
+        int64_t x0 = 0;
+        for (int width : widths) {
+          a.b = in_row + x0 * w.ins * cb;
+          a.out = out_row + x0 * w.out_step;
+          kt_.bcast[nv_ - 1][width - 1](a);
+          x0 += width;
+        }
+      }
+    });
+  }
+
+  // ORIENT 1: acc[pixel vector][output channel] += input row vectors x broadcast weight (unit input stride).
+  void pixel_rows(const float* in, const float* weights, float* out, const AxisPhase& h, const AxisPhase& w,
+                  int64_t y0, int64_t y1) const {
+    const int64_t plane_out = out_rows_ * out_cols_;
+    const int64_t span = int64_t{nv_} * lanes_;
+    const auto widths = [&](int nv) {
+      return split_columns(oc_, nj_, [&](int n) { return kt_.bcast[nv - 1][n - 1] != nullptr; });
+    };
+    const auto full = widths(nv_);
+    const int64_t last_nv = ((w.count - 1) % span) / lanes_ + 1;
+    const auto last = widths(static_cast<int>(last_nv));
+    chunked([&](int64_t c0, int64_t channels) {
+      BcastArgs a;
+      a.b_j = 1;
+      a.n0 = channels, a.a0 = hi_ * wi_, a.b0 = h.taps * w.taps * oc_;
+      a.n1 = h.taps, a.a1 = h.step * wi_, a.b1 = w.taps * oc_;
+      a.n2 = w.taps, a.a2 = w.step, a.b2 = oc_;
+      normalize(a);
+      a.o_v = lanes_ * w.out_step, a.o_lane = w.out_step, a.o_j = plane_out;
+      a.accumulate = c0 > 0;
+      const float* in_c = in + c0 * hi_ * wi_;
+      const float* weights_c = weights + c0 * h.taps * w.taps * oc_;
+      for (int64_t x0 = 0; x0 < w.count; x0 += span) {
+        const bool tail = x0 + span > w.count;
+        const int nv = tail ? static_cast<int>(last_nv) : nv_;
+        const auto& split = tail ? last : full;
+        a.valid = std::min<int64_t>(int64_t{nv} * lanes_, w.count - x0);
+        for (int64_t yy = y0; yy < y1; ++yy) {
+          a.a = in_c + (yy * h.ins + h.off) * wi_ + w.off + x0;
+          float* out_px = out + (h.out_start + yy * h.out_step) * out_cols_ + w.out_start + x0 * w.out_step;
+          int64_t o0 = 0;
+          for (int width : split) {
+            a.b = weights_c + o0;
+            a.out = out_px + o0 * plane_out;
+            kt_.bcast[nv - 1][width - 1](a);
+            o0 += width;
+          }
+        }
+      }
+    });
+  }
+
+  ConvProblem pb_;
+  Choice choice_;
+  const KernelTable& kt_;
+  int64_t lanes_;
+  bool forward_ = true;
+  bool pixel_vectors_ = false;
+  bool copy_input_ = true;
+  bool blocked_in_ = false;
+  int64_t in_block_ = 1, in_blocks_ = 1;
+  int64_t groups_ = 1, ic_ = 1, oc_ = 1;
+  int64_t src_rows_ = 0, src_cols_ = 0, out_rows_ = 0, out_cols_ = 0;
+  std::vector<AxisPhase> ph_h_, ph_w_;
+  std::vector<TapSlot> tap_h_, tap_w_;
+  int64_t pad_top_ = 0, pad_bottom_ = 0, pad_left_ = 0, pad_right_ = 0, hi_ = 0, wi_ = 0;
+  int nv_ = 1, nj_ = 1;
+  int64_t block_ = 1, oc_blocks_ = 1;
+  std::vector<int64_t> slab_offsets_;
+  size_t packed_floats_ = 0;
+  int64_t rows_max_ = 0, row_block_ = 1, row_blocks_ = 1;
+  int64_t chunk_ = 0;
+  size_t workspace_ = 0;
+  unsigned threads_ = 1;
+};
+
+}  // namespace
+
+std::unique_ptr<Strategy> make_view_strategy(const ConvProblem& problem, const Choice& choice,
+                                             const KernelTable& kernels) {
+  return std::make_unique<ViewStrategy>(problem, choice, kernels);
+}
+
+}  // namespace convtune::cpu_blocked::detail

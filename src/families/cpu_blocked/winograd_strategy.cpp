@@ -1,0 +1,351 @@
+// Winograd F(4x4, 3x3) for 3x3 filters at stride 1 and dilation 1, all three directions (ALGO 1): tiles of 4x4
+// outputs from 6x6 input patches, so the 36 element-wise products of the transformed domain become 36 GEMMs over
+// channels with 2.25x fewer multiplications than the direct convolution (4x at whole tiles). Forward and
+// backward-data (a forward pass over dy with the filter transposed and flipped, padding 2 - pad):
+//   V = B^T d B per input tile, U = G g G^T per filter, M[xi] = V[xi] U[xi], y = A^T M A;
+// backward-filter (the same identity differentiated): Z = A dy A^T per gradient tile, dU[xi] = sum over tiles of
+// V[xi] Z[xi], dW = G^T dU G. Transforms run on channel-blocked copies, a vector of channels at a time; the GEMMs
+// are the broadcast micro-kernel with vectors over output channels (VECS x COLS blocks).
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+
+#include "convtune/error.h"
+#include "src/families/cpu_blocked/plan.h"
+
+namespace convtune::cpu_blocked::detail {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double ms_since(Clock::time_point start) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+}
+
+constexpr int64_t kXi = 36;  // elements of the 6 x 6 transformed domain
+
+class WinogradStrategy final : public Strategy {
+ public:
+  WinogradStrategy(const ConvProblem& pb, const Choice& choice, const KernelTable& kt)
+      : pb_(pb), kt_(kt), lanes_(kt.lanes), nv_(choice.vecs), nj_(choice.cols) {
+    filter_ = pb.direction == Direction::BackwardFilter;
+    // Channels the transformed input has (ic) and the GEMM's vectors run over (oc): forward and backward-data read
+    // ic and write oc; backward-filter reads x (ic) and dy (oc = output channels k).
+    ic_ = pb.direction == Direction::BackwardData ? pb.k_per_group() : pb.c_per_group();
+    oc_ = pb.direction == Direction::BackwardData ? pb.c_per_group() : pb.k_per_group();
+    // The tiled (output) extent and the transformed input: forward tiles y (P x Q) over x; backward-data tiles dx
+    // (H x W) over dy padded by 2 - pad; backward-filter tiles dy (P x Q) over x.
+    out_rows_ = pb.direction == Direction::BackwardData ? pb.h : pb.p();
+    out_cols_ = pb.direction == Direction::BackwardData ? pb.w : pb.q();
+    src_rows_ = pb.direction == Direction::BackwardData ? pb.p() : pb.h;
+    src_cols_ = pb.direction == Direction::BackwardData ? pb.q() : pb.w;
+    pad_h_ = pb.direction == Direction::BackwardData ? 2 - pb.pad.h : pb.pad.h;
+    pad_w_ = pb.direction == Direction::BackwardData ? 2 - pb.pad.w : pb.pad.w;
+    tiles_h_ = (out_rows_ + 3) / 4;
+    tiles_w_ = (out_cols_ + 3) / 4;
+    tiles_ = pb.n * tiles_h_ * tiles_w_;
+    // Forward and backward-data: tiles in blocks of tb_ (the GEMM's block width); V and M are laid out [tile block]
+    // [xi][tile][channel], so one tile's 36 transformed vectors land within one block's slab (L2) rather than 36
+    // places a whole transformed tensor apart, and one GEMM call's operand is one contiguous [tile][channel] panel.
+    tb_ = filter_ ? 1 : nj_;
+    tile_blocks_ = (tiles_ + tb_ - 1) / tb_;
+    icp_ = (ic_ + lanes_ - 1) / lanes_ * lanes_;
+    ocp_ = (oc_ + lanes_ - 1) / lanes_ * lanes_;
+    nv_ = static_cast<int>(std::min<int64_t>(nv_, ocp_ / lanes_));
+    block_ = int64_t{nv_} * lanes_;
+    oc_blocks_ = (oc_ + block_ - 1) / block_;
+    in_layout_ = {pb.n * pb.groups, ic_, src_rows_, src_cols_, pad_h_, pad_w_,
+                  std::max(4 * tiles_h_ + 2, src_rows_ + pad_h_), std::max(4 * tiles_w_ + 2, src_cols_ + pad_w_),
+                  lanes_};
+    if (filter_) dy_layout_ = {pb.n * pb.groups, oc_, pb.p(), pb.q(), 0, 0, 4 * tiles_h_, 4 * tiles_w_, lanes_};
+    threads_ = threads_for(pb);
+    Carver size(nullptr);
+    carve(size);
+    workspace_ = size.used();
+  }
+
+  size_t workspace_bytes() const override { return workspace_; }
+  // U[group][xi][oc block][ic (padded)][block] for forward and backward-data.
+  size_t packed_weight_floats() const override {
+    return filter_ ? 0 : static_cast<size_t>(pb_.groups * kXi * oc_blocks_ * icp_ * block_);
+  }
+
+  void pack_weights(const float* w, float* packed) const override {
+    const int64_t rs = 9;
+    const bool data = pb_.direction == Direction::BackwardData;
+    // Zero only what nothing else writes: input channels past ic (each oc block's rows ic..icp) and output
+    // channels past oc (lanes of the last block).
+    for (int64_t slab = 0; slab < pb_.groups * kXi * oc_blocks_; ++slab) {
+      float* base = packed + slab * icp_ * block_;
+      std::fill(base + ic_ * block_, base + icp_ * block_, 0.0f);
+      if ((slab % oc_blocks_) == oc_blocks_ - 1 && oc_blocks_ * block_ > oc_) {
+        const int64_t used = oc_ - (oc_blocks_ - 1) * block_;
+        for (int64_t i = 0; i < ic_; ++i) std::fill(base + i * block_ + used, base + (i + 1) * block_, 0.0f);
+      }
+    }
+    // One item per (group, oc vector): gather a vector of output channels' 3 x 3 filters, transform, scatter the
+    // 36 vectors into the oc block's slab.
+    const int64_t oc_vectors = ocp_ / lanes_;
+    parallel_items(pb_.groups * oc_vectors, threads_, [&](int64_t item, unsigned) {
+      const int64_t g = item / oc_vectors, o0 = (item % oc_vectors) * lanes_;
+      const int64_t count = std::min(lanes_, oc_ - o0);
+      std::vector<float> taps(static_cast<size_t>(9 * lanes_), 0.0f), u(static_cast<size_t>(kXi * lanes_));
+      const int64_t ob = o0 / block_, lane0 = o0 % block_;
+      for (int64_t i = 0; i < ic_; ++i) {
+        // Filter (o, i)'s tap (kh, kw); backward-data reads w[i][o] flipped.
+        for (int64_t t = 0; t < 9; ++t) {
+          const int64_t src_t = data ? 8 - t : t;
+          const float* base = data ? w + ((g * ic_ + i) * oc_ + o0) * rs + src_t : w + ((g * oc_ + o0) * ic_ + i) * rs + src_t;
+          const int64_t stride = data ? rs : ic_ * rs;
+          kt_.gather(base, stride, count, taps.data() + t * lanes_);
+        }
+        kt_.winograd.weights(taps.data(), u.data(), lanes_);
+        for (int64_t xi = 0; xi < kXi; ++xi) {
+          float* dst = packed + (((g * kXi + xi) * oc_blocks_ + ob) * icp_ + i) * block_ + lane0;
+          std::copy(u.data() + xi * lanes_, u.data() + xi * lanes_ + count, dst);
+        }
+      }
+    });
+  }
+
+  void run(float* x, const float* packed, float* w, float* y, void* workspace, StageTimes& times) override {
+    Carver carver(workspace);
+    const Buffers b = carve(carver);
+    auto start = Clock::now();
+    const float* src = pb_.direction == Direction::BackwardData ? y : x;
+    copy_channel_blocked(in_layout_, src, b.in, kt_, threads_);
+    if (filter_) copy_channel_blocked(dy_layout_, y, b.dy, kt_, threads_);
+    times.input_ms = ms_since(start);
+    double transforms_ms = 0;
+    start = Clock::now();
+    for (int64_t g = 0; g < pb_.groups; ++g) {
+      auto t0 = Clock::now();
+      transform_input(b.in, g, b.v);
+      if (filter_) transform_dy(b.dy, g, b.m);
+      transforms_ms += ms_since(t0);
+      if (filter_) {
+        gemm_filter(b.v, b.m, b.du);
+        t0 = Clock::now();
+        filter_gradient(b.du, g, w);
+        transforms_ms += ms_since(t0);
+      } else {
+        gemm_forward(b.v, packed + g * kXi * oc_blocks_ * icp_ * block_, b.m);
+        t0 = Clock::now();
+        transform_output(b.m, g, pb_.direction == Direction::BackwardData ? x : y);
+        transforms_ms += ms_since(t0);
+      }
+    }
+    // The transforms count as edge work beside the copies: compute is the GEMMs.
+    times.compute_ms = ms_since(start) - transforms_ms;
+    times.output_ms = transforms_ms;
+  }
+
+  // The 36 products per tile and channel pair (2 FLOPs each, over the padded channel counts the GEMMs run) plus
+  // the tile transforms at the operation counts of microkernels.cpp (a fused multiply-add counts 2, an add,
+  // subtract, multiply or negation 1; a 2-D transform is In + Out 1-D ones): input 12 x 19, output 10 x 13, dy
+  // 10 x 11 per tile and channel, the filter gradient's 9 x 15 per channel pair. The weight transform is left
+  // out: it runs when the weights change, not per run.
+  double performed_flops(const ConvProblem&) const override {
+    const double groups = static_cast<double>(pb_.groups), tiles = static_cast<double>(tiles_);
+    const double ic = static_cast<double>(ic_), icp = static_cast<double>(icp_);
+    const double ocb = static_cast<double>(oc_blocks_ * block_), ocp = static_cast<double>(ocp_);
+    double per_group = 2.0 * kXi * tiles * icp * ocb + 12.0 * 19 * tiles * icp;
+    per_group += filter_ ? 10.0 * 11 * tiles * ocp + 9.0 * 15 * ic * ocp : 10.0 * 13 * tiles * ocp;
+    return groups * per_group;
+  }
+
+  std::string describe() const override {
+    return fmt::format("Winograd F(4x4, 3x3), {} tiles, GEMM block {}x{} (output channels x tiles{})", tiles_, nv_, nj_,
+                       filter_ ? ", filter gradient: output channels x input channels" : "");
+  }
+
+ private:
+  struct Buffers {
+    float* in = nullptr;  // channel-blocked padded input (x, or dy for backward-data)
+    float* dy = nullptr;  // backward-filter: channel-blocked dy
+    float* v = nullptr;   // V[tile block][xi][tile][ic]; backward-filter: V[xi][ic vector][tile][lanes]
+    float* m = nullptr;   // M[tile block][xi][tile][oc]; backward-filter: Z[xi][oc block][tile][block]
+    float* du = nullptr;  // backward-filter: dU[ic][oc vector][xi][lanes]
+  };
+
+  Buffers carve(Carver& c) const {
+    Buffers b;
+    b.in = c.floats(static_cast<size_t>(in_layout_.floats()));
+    if (filter_) b.dy = c.floats(static_cast<size_t>(dy_layout_.floats()));
+    // Slack of a register block's width: a block's last vectors may read past the last tile's channels (lanes
+    // that are never stored).
+    const int64_t slack = int64_t{kMaxNv} * lanes_;
+    b.v = c.floats(static_cast<size_t>((filter_ ? tiles_ : tile_blocks_ * tb_) * kXi * icp_ + slack));
+    b.m = c.floats(static_cast<size_t>((filter_ ? tiles_ * oc_blocks_ * block_ : tile_blocks_ * tb_ * ocp_) * kXi + slack));
+    if (filter_) b.du = c.floats(static_cast<size_t>(icp_ * ocp_ * kXi + int64_t{kMaxNv} * lanes_ * kXi));
+    return b;
+  }
+
+  // Floats from a [tile block][xi][tile][channels] tensor's start to tile t's element xi = 0, and between xi.
+  int64_t tile_offset(int64_t t, int64_t channels) const { return ((t / tb_) * kXi * tb_ + t % tb_) * channels; }
+  int64_t xi_stride(int64_t channels) const { return tb_ * channels; }
+
+  // Backward-filter's V: [xi][channel vector][tile][lanes], so the filter GEMM's broadcast operand (a row of
+  // channels per tile, the reduction running over tiles) is one contiguous stream per (xi, channel vector). The
+  // transform's 36 outputs per tile go to 36 streams far apart, each a whole cache line (a vector) written with a
+  // streaming store, so no line is read for ownership.
+  int64_t v_filter_offset(int64_t t, int64_t xi, int64_t cv) const {
+    return ((xi * (icp_ / lanes_) + cv) * tiles_ + t) * lanes_;
+  }
+
+  // Tile t's first element in a channel-blocked copy of `rows` x `cols` (x lanes) planes, for channel block cb of
+  // `blocks` per (image, group): tiles run (image, tile row, tile column), 4 pixels apart.
+  const float* tile_source(const float* base, int64_t t, int64_t g, int64_t cb, int64_t blocks, int64_t rows,
+                           int64_t cols) const {
+    Digits digits(t);
+    const int64_t tw = digits.next(tiles_w_), th = digits.next(tiles_h_), n = digits.rest();
+    return base + (((n * pb_.groups + g) * blocks + cb) * rows * cols + 4 * th * cols + 4 * tw) * lanes_;
+  }
+
+  void transform_input(const float* in, int64_t g, float* v) const {
+    const int64_t blocks = icp_ / lanes_;
+    parallel_items(tiles_ * blocks, threads_, [&](int64_t item, unsigned) {
+      const int64_t cb = item % blocks, t = item / blocks;
+      const float* src = tile_source(in, t, g, cb, blocks, in_layout_.out_rows, in_layout_.out_cols);
+      if (filter_) {
+        kt_.winograd.input(src, in_layout_.out_cols * lanes_, lanes_, v + v_filter_offset(t, 0, cb), v_filter_offset(0, 1, 0));
+      } else {
+        kt_.winograd.input(src, in_layout_.out_cols * lanes_, lanes_, v + tile_offset(t, icp_) + cb * lanes_, xi_stride(icp_));
+      }
+    });
+  }
+
+  // Z in [xi][oc block][tile][block]: the filter GEMM's vector operand streams contiguously along its reduction
+  // (tiles), where a [tile][oc] row per step cost a cache miss per step.
+  int64_t z_offset(int64_t t, int64_t xi, int64_t kv) const {
+    const int64_t ob = kv * lanes_ / block_, in_block = kv * lanes_ % block_;
+    return ((xi * oc_blocks_ + ob) * tiles_ + t) * block_ + in_block;
+  }
+
+  void transform_dy(const float* dyb, int64_t g, float* z) const {
+    const int64_t blocks = ocp_ / lanes_;
+    parallel_items(tiles_ * blocks, threads_, [&](int64_t item, unsigned) {
+      const int64_t kb = item % blocks, t = item / blocks;
+      const float* src = tile_source(dyb, t, g, kb, blocks, dy_layout_.out_rows, dy_layout_.out_cols);
+      kt_.winograd.dy(src, dy_layout_.out_cols * lanes_, lanes_, z + z_offset(t, 0, kb), z_offset(0, 1, 0));
+    });
+  }
+
+  // Widest compiled block width not above n.
+  int fit(int n) const {
+    while (n > 1 && kt_.bcast[nv_ - 1][n - 1] == nullptr) --n;
+    return n;
+  }
+
+  // M[xi][tiles][oc] = V[xi][tiles][ic] U[xi][ic][oc]: vectors of output channels, a block of tiles broadcast.
+  void gemm_forward(const float* v, const float* u, float* m) const {
+    const int64_t last = tiles_ - (tile_blocks_ - 1) * tb_;
+    const auto full = split_columns(tb_, nj_, [&](int n) { return kt_.bcast[nv_ - 1][n - 1] != nullptr; });
+    const auto tail = split_columns(last, nj_, [&](int n) { return kt_.bcast[nv_ - 1][n - 1] != nullptr; });
+    parallel_items(kXi * oc_blocks_, threads_, [&](int64_t item, unsigned) {
+      const int64_t xi = item / oc_blocks_, ob = item % oc_blocks_;
+      BcastArgs a;
+      a.a = u + (xi * oc_blocks_ + ob) * icp_ * block_;
+      a.b_j = icp_;
+      a.n2 = icp_, a.a2 = block_, a.b2 = 1;
+      a.o_v = lanes_, a.o_lane = 1, a.o_j = ocp_;
+      a.valid = std::min(block_, oc_ - ob * block_);
+      for (int64_t tb = 0; tb < tile_blocks_; ++tb) {
+        int64_t t0 = 0;
+        for (int width : tb + 1 == tile_blocks_ ? tail : full) {
+          a.b = v + (tb * kXi + xi) * tb_ * icp_ + t0 * icp_;
+          a.out = m + (tb * kXi + xi) * tb_ * ocp_ + t0 * ocp_ + ob * block_;
+          kt_.bcast[nv_ - 1][width - 1](a);
+          t0 += width;
+        }
+      }
+    });
+  }
+
+  // dU[xi][ic][oc] = sum over tiles of V[xi][tile][ic] Z[xi][tile][oc]: vectors of output channels, input
+  // channels broadcast, the whole reduction over tiles in registers. Stored [ic][oc vector][xi][lanes], so the
+  // final transform reads each (ic, oc vector)'s 36 vectors contiguously (a [xi][ic][oc] tensor put them a whole
+  // slice, hundreds of KB, apart: a cache and TLB miss each).
+  void gemm_filter(const float* v, const float* z, float* du) const {
+    const int64_t cvs = icp_ / lanes_;
+    const int64_t vectors = ocp_ / lanes_;
+    parallel_items(kXi * oc_blocks_ * cvs, threads_, [&](int64_t item, unsigned) {
+      const int64_t cv = item % cvs, ob = (item / cvs) % oc_blocks_, xi = item / (cvs * oc_blocks_);
+      BcastArgs a;
+      a.a = z + ((xi * oc_blocks_ + ob) * tiles_) * block_;
+      a.b_j = 1;
+      a.n2 = tiles_, a.a2 = block_, a.b2 = lanes_;
+      a.o_v = kXi * lanes_, a.o_lane = 1, a.o_j = vectors * kXi * lanes_;
+      a.valid = std::min(block_, oc_ - ob * block_);
+      // Columns: this vector's input channels, in blocks of COLS (the rest in the widest compiled width).
+      const int64_t c_end = std::min(ic_, (cv + 1) * lanes_);
+      for (int64_t c = cv * lanes_; c < c_end;) {
+        const int width = fit(static_cast<int>(std::min<int64_t>(nj_, c_end - c)));
+        a.b = v + v_filter_offset(0, xi, cv) + (c - cv * lanes_);
+        a.out = du + ((c * vectors + ob * nv_) * kXi + xi) * lanes_;
+        kt_.bcast[nv_ - 1][width - 1](a);
+        c += width;
+      }
+    });
+  }
+
+  // y = A^T M A per (tile, vector of output channels), written to NCHW with the tile's edge clipped.
+  void transform_output(const float* m, int64_t g, float* out) const {
+    const int64_t vectors = ocp_ / lanes_;
+    parallel_items(tiles_ * vectors, threads_, [&](int64_t item, unsigned) {
+      const int64_t ov = item % vectors, t = item / vectors;
+      Digits digits(t);
+      const int64_t tw = digits.next(tiles_w_), th = digits.next(tiles_h_), n = digits.rest();
+      float tile[16 * 16];  // [4 x 4 pixels][lanes], lanes <= 16
+      kt_.winograd.output(m + tile_offset(t, ocp_) + ov * lanes_, xi_stride(ocp_), tile);
+      const int64_t o0 = ov * lanes_;
+      const int64_t count = std::min(lanes_, oc_ - o0);
+      const int64_t rows = std::min<int64_t>(4, out_rows_ - 4 * th), cols = std::min<int64_t>(4, out_cols_ - 4 * tw);
+      for (int64_t l = 0; l < count; ++l) {
+        float* plane = out + ((n * pb_.groups + g) * oc_ + o0 + l) * out_rows_ * out_cols_;
+        for (int64_t r = 0; r < rows; ++r)
+          for (int64_t c = 0; c < cols; ++c)
+            plane[(4 * th + r) * out_cols_ + 4 * tw + c] = tile[(r * 4 + c) * lanes_ + l];
+      }
+    });
+  }
+
+  // dW[k][c] = G^T dU[.][c][k] G per (input channel, vector of output channels).
+  void filter_gradient(const float* du, int64_t g, float* w) const {
+    const int64_t vectors = ocp_ / lanes_;
+    parallel_items(ic_ * vectors, threads_, [&](int64_t item, unsigned) {
+      const int64_t kv = item % vectors, c = item / vectors;
+      float out[9 * 16];  // [3 x 3 taps][lanes]
+      kt_.winograd.filter(du + (c * vectors + kv) * kXi * lanes_, lanes_, out);
+      const int64_t k0 = kv * lanes_;
+      const int64_t count = std::min(lanes_, oc_ - k0);
+      for (int64_t l = 0; l < count; ++l) {
+        float* dst = w + ((g * oc_ + k0 + l) * ic_ + c) * 9;
+        for (int64_t t = 0; t < 9; ++t) dst[t] = out[t * lanes_ + l];
+      }
+    });
+  }
+
+  ConvProblem pb_;
+  const KernelTable& kt_;
+  int64_t lanes_;
+  int nv_, nj_;
+  bool filter_ = false;
+  int64_t ic_ = 1, oc_ = 1, icp_ = 1, ocp_ = 1, block_ = 1, oc_blocks_ = 1;
+  int64_t out_rows_ = 1, out_cols_ = 1, src_rows_ = 1, src_cols_ = 1, pad_h_ = 0, pad_w_ = 0;
+  int64_t tiles_h_ = 1, tiles_w_ = 1, tiles_ = 1, tb_ = 1, tile_blocks_ = 1;
+  ChannelBlocking in_layout_, dy_layout_;
+  unsigned threads_ = 1;
+  size_t workspace_ = 0;
+};
+
+}  // namespace
+
+std::unique_ptr<Strategy> make_winograd_strategy(const ConvProblem& problem, const Choice& choice,
+                                                 const KernelTable& kernels) {
+  return std::make_unique<WinogradStrategy>(problem, choice, kernels);
+}
+
+}  // namespace convtune::cpu_blocked::detail

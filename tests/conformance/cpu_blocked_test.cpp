@@ -1,0 +1,342 @@
+// The cpu_blocked family on every ISA this CPU runs (AVX-512, AVX2 forced, scalar forced): its default and sampled
+// configurations through plans on the standard cases plus wider-channel ones, every direction, the adjoint
+// identity and the harness's canaries; every valid configuration of one problem; the errors a bad configuration
+// gives; packed weights reused only while the weights are unchanged.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <iostream>
+#include <random>
+
+#include "convtune/error.h"
+#include "convtune/plan.h"
+#include "src/backend/cpu/cpu_backend.h"
+#include "src/backend/cpu/reference.h"
+#include "src/conformance/conformance.h"
+#include "src/families/cpu_blocked/cpu_blocked.h"
+#include "src/tuner/search_space.h"
+#include "tests/support/plan_check.h"
+
+using namespace convtune;
+namespace cb = convtune::cpu_blocked;
+
+namespace {
+
+Device& cpu_device() { return Registry::instance().find("cpu"); }
+const KernelFamily& family() { return kernel_family("cpu_blocked"); }
+
+// Cases with more channels than a vector holds, long rows, groups of 16+ channels, strided and dilated
+// backward-data, and problems large enough to run threaded: the standard list's are small, single-vector ones.
+std::vector<conformance::Case> cases() {
+  auto out = conformance::standard_cases();
+  const std::vector<std::pair<std::string, std::string>> wide = {
+      {"3x3-C40-K36-pad1", "N=2,C=40,H=9,W=11,K=36,R=3,pad=1"},
+      {"5x5-C33-K20-stride2-pad2", "N=1,C=33,H=13,W=12,K=20,R=5,stride=2,pad=2"},
+      {"1x1-C48-K40", "N=2,C=48,H=4,W=5,K=40,R=1"},
+      {"3x3-long-row", "N=1,C=3,H=4,W=70,K=5,R=3,pad=1"},
+      {"3x3-groups2-C32-K48", "N=1,C=32,H=6,W=7,K=48,R=3,pad=1,groups=2"},
+      {"3x3-stride3-dilation2-C17-K18", "N=1,C=17,H=15,W=14,K=18,R=3,stride=3,pad=2,dilation=2"},
+      // Above the few MFLOP where the module starts waking the thread pool: the threaded splits.
+      {"3x3-threaded-C40-K36", "N=2,C=40,H=16,W=16,K=36,R=3,pad=1"},
+      {"5x5-threaded-stride2-C24-K32", "N=4,C=24,H=20,W=20,K=32,R=5,stride=2,pad=2"},
+  };
+  for (const auto& [name, text] : wide) out.push_back({name, parse_problem(text)});
+  return out;
+}
+
+// The built-in default, as an untuned plan picks it (the tuning database is not consulted).
+std::unique_ptr<harness::Implementation> default_plan() {
+  PlanRequest request;
+  request.family = "cpu_blocked";
+  request.use_tuning = false;
+  return std::make_unique<harness::PlanImplementation>(request);
+}
+
+// A plan of one sampled valid configuration per problem: the `index`-th of a seeded shuffle of the family's
+// SearchSpace (what the tuner enumerates), among those that set the `required` values when the problem has such
+// configurations.
+class SampledPlan final : public harness::Implementation {
+ public:
+  SampledPlan(int index, Config required) : index_(index), required_(std::move(required)) {}
+  std::string name() const override { return "convtune"; }
+  std::string unsupported_reason(const Problem& problem, const DeviceInfo& device) const override {
+    return family().unsupported_reason(problem, {}, device);
+  }
+  void prepare(harness::Workload& workload) override {
+    const Problem& pb = workload.problem();
+    std::vector<Config> configs = SearchSpace(family(), pb, workload.device().info()).configs();
+    if (configs.empty()) throw Error("no valid configuration for " + pb.to_string());
+    std::vector<Config> matching;
+    for (const Config& c : configs)
+      if (std::all_of(required_.begin(), required_.end(), [&](const auto& kv) { return c.at(kv.first) == kv.second; }))
+        matching.push_back(c);
+    if (!matching.empty()) configs = matching;
+    std::mt19937_64 rng(std::hash<std::string>()(pb.to_string()) + static_cast<uint64_t>(index_));
+    std::shuffle(configs.begin(), configs.end(), rng);
+    PlanRequest request;
+    request.family = "cpu_blocked";
+    request.config = configs[static_cast<size_t>(index_) % configs.size()];
+    plan_ = std::make_unique<harness::PlanImplementation>(request);
+    plan_->prepare(workload);
+  }
+  void run() override { plan_->run(); }
+  std::string algorithm() const override { return plan_ ? plan_->algorithm() : "cpu_blocked (sampled)"; }
+
+ private:
+  int index_;
+  Config required_;
+  std::unique_ptr<harness::PlanImplementation> plan_;
+};
+
+// Sets the ISA for one scope.
+struct ForcedIsa {
+  explicit ForcedIsa(cb::Isa isa) { cb::force_isa(isa); }
+  ~ForcedIsa() { cb::force_isa(std::nullopt); }
+};
+
+void check_all(const std::vector<conformance::Target>& targets, const std::string& what) {
+  const auto list = cases();
+  const auto summary = conformance::run(targets, list, 2026, nullptr);
+  for (const auto& f : summary.failures) ADD_FAILURE() << what << ": " << f;
+  std::cout << "conformance: cpu_blocked " << what << ": " << list.size() << " cases x 3 directions x "
+            << targets.size() << " configurations + adjoint: " << summary.checks << " checks, " << summary.passed
+            << " passed, " << summary.failures.size() << " failed, " << summary.skipped << " skipped\n";
+  EXPECT_EQ(summary.skipped, 0);
+  EXPECT_EQ(summary.checks, static_cast<int>(list.size() * targets.size() * 4));
+}
+
+// Runs `plan` on x, w and y (host vectors; the written one is overwritten) and returns the written operand.
+std::vector<float> run_plan(const Plan& plan, std::vector<float>& x, std::vector<float>& w, std::vector<float>& y) {
+  auto wrap = [](std::vector<float>& v) {
+    return cpu::wrap_host_memory(reinterpret_cast<std::byte*>(v.data()), v.size() * sizeof(float));
+  };
+  const auto bx = wrap(x), bw = wrap(w), by = wrap(y);
+  plan.run({bx.get(), bw.get(), by.get()});
+  const int written = plan.problem().written_operand();
+  return written == 0 ? x : written == 1 ? w : y;
+}
+
+// The float64 reference's written operand for these inputs.
+std::vector<float> reference_of(const Problem& pb, std::vector<float> x, std::vector<float> w, std::vector<float> y) {
+  cpu::HostOperands host;
+  host.data = {x.data(), w.data(), y.data()};
+  cpu::compute_reference(pb, host);
+  const int written = pb.written_operand();
+  return written == 0 ? x : written == 1 ? w : y;
+}
+
+}  // namespace
+
+TEST(CpuBlocked, DefaultAndSampledConfigurationsOnEveryIsa) {
+  for (cb::Isa isa : cb::available_isas()) {
+    ForcedIsa forced(isa);
+    // The default, and one sampled configuration of each orientation and input layout of the direct form
+    // (backward-filter has three orientations; forward and backward-data two, the pixel one only at unit stride,
+    // and two layouts) and of Winograd (3x3, stride 1, dilation 1 cases; elsewhere any configuration).
+    std::vector<conformance::Target> targets = {{"cpu/cpu_blocked", &cpu_device(), default_plan}};
+    const std::vector<Config> kinds = {{{"ALGO", 0}, {"ORIENT", 0}, {"LAYOUT", 0}}, {{"ALGO", 0}, {"ORIENT", 0}, {"LAYOUT", 1}},
+                                       {{"ALGO", 0}, {"ORIENT", 1}}, {{"ALGO", 0}, {"ORIENT", 2}}, {{"ALGO", 1}}};
+    for (size_t k = 0; k < kinds.size(); ++k)
+      targets.push_back({"cpu/cpu_blocked-" + to_string(kinds[k]), &cpu_device(),
+                         [k, kinds] { return std::make_unique<SampledPlan>(static_cast<int>(k), kinds[k]); }});
+    check_all(targets, std::string(cb::to_string(isa)));
+  }
+}
+
+TEST(CpuBlocked, CompilesAvx2AndScalarBesideTheBest) {
+  // CI machines run AVX-512; the forced paths must exist there so the test above covers all three.
+  const auto isas = cb::available_isas();
+  EXPECT_EQ(isas.back(), cb::Isa::Scalar);
+  if (std::find(isas.begin(), isas.end(), cb::Isa::Avx512) != isas.end()) {
+    EXPECT_NE(std::find(isas.begin(), isas.end(), cb::Isa::Avx2), isas.end());
+  }
+}
+
+TEST(CpuBlocked, EveryValidConfigurationOfOneProblemIsRight) {
+  // All of one problem's space (the tuner's SearchSpace) in each direction on the best ISA: block shapes,
+  // remainders, orders and thread splits (4.6 MFLOP: above the single-thread threshold). One workload per
+  // direction: its reference is computed once for all of the direction's configurations.
+  const ConvProblem base = parse_problem("N=2,C=28,H=14,W=18,K=18,R=3,pad=1");
+  int configurations = 0;
+  for (Direction d : {Direction::Forward, Direction::BackwardData, Direction::BackwardFilter}) {
+    const ConvProblem pb = base.with_direction(d);
+    const SearchSpace space(family(), pb, cpu_device().info());
+    harness::Workload workload(cpu_device(), pb, 11);
+    for (const Config& config : space.configs()) {
+      const auto r = testing_support::check_plan_on(workload, "cpu_blocked", config);
+      EXPECT_TRUE(r.passed) << to_string(d) << " " << to_string(config) << ": " << r.message;
+      ++configurations;
+    }
+  }
+  std::cout << "conformance: cpu_blocked every valid configuration of one problem: " << configurations
+            << " configurations\n";
+  EXPECT_GT(configurations, 100);
+}
+
+TEST(CpuBlocked, DefaultsAreValidForEveryCase) {
+  // The default must satisfy the family's own constraints wherever the family computes, or an untuned plan fails.
+  for (const auto& c : cases()) {
+    for (Direction d : {Direction::Forward, Direction::BackwardData, Direction::BackwardFilter}) {
+      const ConvProblem pb = c.problem.with_direction(d);
+      EXPECT_EQ(config_problem(family(), family().default_config(pb, cpu_device().info()), pb, cpu_device().info()), "")
+          << c.name << " " << to_string(d);
+    }
+  }
+}
+
+TEST(CpuBlocked, InvalidConfigurationsNameTheParameter) {
+  const ConvProblem pb = parse_problem("N=1,C=8,H=8,K=8,R=3,pad=1");
+  auto error_of = [](const ConvProblem& problem, const Config& config) -> std::string {
+    PlanRequest request;
+    request.problem = problem;
+    request.family = "cpu_blocked";
+    request.config = config;
+    try {
+      Plan::create(cpu_device(), request);
+    } catch (const InvalidArgument& e) {
+      return e.what();
+    }
+    return "accepted";
+  };
+  const Config def = cb::default_config(pb);
+  EXPECT_EQ(error_of(pb, def), "accepted");
+  Config c = def;
+  c["VECS"] = 5;
+  EXPECT_NE(error_of(pb, c).find("VECS=5 is not a candidate value (expected one of 1, 2, 3, 4, 6, 8)"), std::string::npos)
+      << error_of(pb, c);
+  c = def;
+  c.erase("COLS");
+  EXPECT_NE(error_of(pb, c).find("parameter COLS is missing"), std::string::npos) << error_of(pb, c);
+  c = def;
+  c["TILE"] = 1;
+  EXPECT_NE(error_of(pb, c).find("unknown parameter TILE=1"), std::string::npos) << error_of(pb, c);
+  // Pixel vectors need unit-stride rows: forward with stride 2 cannot use them. The constraint says so.
+  const ConvProblem strided = parse_problem("N=1,C=8,H=8,K=8,R=3,stride=2");
+  c = cb::default_config(strided);
+  c["ORIENT"] = 1;
+  EXPECT_NE(error_of(strided, c).find("ORIENT 1 (vectors over pixels) only where input rows are read at unit stride"),
+            std::string::npos)
+      << error_of(strided, c);
+  EXPECT_THROW(cb::Convolution(strided, c), InvalidArgument);
+  // A register block beyond the ISA's registers names the registers it has.
+  c = def;
+  c["VECS"] = 8, c["COLS"] = 28;
+  EXPECT_NE(error_of(pb, c).find("vector registers: VECS x COLS + VECS + 1 at most"), std::string::npos)
+      << error_of(pb, c);
+}
+
+TEST(CpuBlocked, PackedWeightsGiveTheSameResultAndStagesAreTimed) {
+  const ConvProblem pb = parse_problem("N=2,C=24,H=10,K=40,R=3,pad=1");
+  const auto data = testing_support::reference_data(pb, 3);
+  cb::Convolution conv(pb, cb::default_config(pb));
+  std::vector<float> workspace((conv.workspace_bytes() + 3) / 4);
+  auto x = data.operands[0], w = data.operands[1];
+  std::vector<float> y1(static_cast<size_t>(pb.y_elements())), y2(y1.size());
+  conv.run(x.data(), w.data(), y1.data(), workspace.data());
+  EXPECT_GE(conv.last_times().weights_ms, 0.0);
+  conv.pack_weights(w.data());
+  std::fill(w.begin(), w.end(), 0.0f);  // the packed copy is used, not w
+  conv.run(x.data(), w.data(), y2.data(), workspace.data());
+  EXPECT_EQ(conv.last_times().weights_ms, 0.0);
+  EXPECT_EQ(y1, y2);
+  EXPECT_GT(conv.last_times().compute_ms, 0.0);
+  EXPECT_FALSE(conv.describe().empty());
+}
+
+TEST(CpuBlocked, PlanRepacksWeightsChangedInPlace) {
+  // A plan keeps its packed weights between runs while their bytes are unchanged; weights changed in the same
+  // buffer (a training step), at the start or only at the very end, must be packed again. Direct and Winograd
+  // (which caches its filter transform) in forward and backward-data.
+  for (const char* text : {"N=2,C=24,H=10,K=40,R=3,pad=1", "N=2,C=40,H=12,K=36,R=3,pad=1"}) {
+    for (Direction d : {Direction::Forward, Direction::BackwardData}) {
+      const ConvProblem pb = parse_problem(text).with_direction(d);
+      for (int64_t algo : {0, 1}) {
+        Config config = cb::default_config(pb);
+        if (algo == 1) {
+          const auto space = SearchSpace(family(), pb, cpu_device().info()).configs();
+          const auto it = std::find_if(space.begin(), space.end(), [](const Config& c) { return c.at("ALGO") == 1; });
+          ASSERT_NE(it, space.end()) << pb.to_string();
+          config = *it;
+        }
+        PlanRequest request;
+        request.problem = pb;
+        request.family = "cpu_blocked";
+        request.config = config;
+        const Plan plan = Plan::create(cpu_device(), request);
+        const auto data = testing_support::reference_data(pb, 5);
+        std::vector<float> x = data.operands[0], w = data.operands[1], y = data.operands[2];
+        const double tol = harness::tolerance(pb);
+        auto check = [&](const char* when) {
+          const std::vector<float> want = reference_of(pb, x, w, y);
+          const std::vector<float> got = run_plan(plan, x, w, y);
+          EXPECT_LE(harness::relative_l2(got, want), tol) << pb.to_string() << " " << to_string(config) << ": " << when;
+        };
+        check("first run");
+        check("same weights again");
+        w.back() += 0.5f;  // only the last weight changes
+        check("last weight changed in place");
+        for (float& v : w) v = -v;
+        check("every weight changed in place");
+      }
+    }
+  }
+}
+
+TEST(CpuBlocked, WorkspaceStaysNearTheOperandSizes) {
+  for (const auto& c : cases()) {
+    for (Direction d : {Direction::Forward, Direction::BackwardData, Direction::BackwardFilter}) {
+      const ConvProblem pb = c.problem.with_direction(d);
+      cb::Convolution conv(pb, cb::default_config(pb));
+      const double operands = 4.0 * static_cast<double>(pb.x_elements() + pb.w_elements() + pb.y_elements());
+      // Padded copies grow by the borders and channel padding to whole vectors; 64 KiB covers alignment and slack
+      // on tiny cases.
+      EXPECT_LE(static_cast<double>(conv.workspace_bytes()), 16 * operands + 65536) << c.name << " " << to_string(d);
+    }
+  }
+}
+
+TEST(CpuBlocked, UntunedPlansOnTheCpuPickIt) {
+  // Without tuning data the CPU backend's convolutions go to cpu_blocked, in every direction; cpu_reference stays
+  // last and matrix products stay with cpu_gemm.
+  for (Direction d : {Direction::Forward, Direction::BackwardData, Direction::BackwardFilter}) {
+    PlanRequest request;
+    request.problem = parse_problem("N=2,C=16,H=12,K=32,R=3,pad=1").with_direction(d);
+    request.use_tuning = false;
+    EXPECT_EQ(PlanDescriptor::create(cpu_device().info(), request).family().name(), "cpu_blocked") << to_string(d);
+  }
+  PlanRequest gemm;
+  gemm.problem = parse_gemm("M=8,N=16,K=32");
+  gemm.use_tuning = false;
+  EXPECT_EQ(PlanDescriptor::create(cpu_device().info(), gemm).family().name(), "cpu_gemm");
+  EXPECT_EQ(kernel_families().back()->name(), "cpu_reference");
+}
+
+TEST(CpuBlocked, CpuFingerprintNamesTheIsaThreadsAndCaches) {
+  // Tuning entries are keyed on the fingerprint: it must change with the ISA the kernels run and the threads.
+  const DeviceInfo& info = cpu_device().info();
+  const std::string fingerprint = info.fingerprint();
+  EXPECT_NE(fingerprint.find(std::string(cb::to_string(cb::active_isa())) + ", "), std::string::npos) << fingerprint;
+  EXPECT_NE(fingerprint.find(" threads, L1d "), std::string::npos) << fingerprint;
+  EXPECT_NE(fingerprint.find(info.name), std::string::npos) << fingerprint;
+}
+
+TEST(CpuBlocked, PercentOfPeakCountsWhatWinogradPerforms) {
+  // bench's % peak divides the operations performed: Winograd F(4x4, 3x3) on alex5 (16 images) does 36 products
+  // per 4x4 tile instead of 144 (13x13 outputs padded to 16x16 tiles) plus its transforms: 0.386 of the direct sum.
+  const Problem winograd(parse_problem("N=16,C=256,H=13,K=256,R=3,pad=1"));
+  const Config wino = family().default_config(winograd, cpu_device().info());
+  ASSERT_EQ(wino.at("ALGO"), 1);
+  const double fraction = family().performed_flops(winograd, wino) / winograd.flops();
+  EXPECT_GT(fraction, 0.38);
+  EXPECT_LT(fraction, 0.40);
+  PlanRequest request;
+  request.problem = winograd;
+  request.family = "cpu_blocked";
+  request.config = wino;
+  EXPECT_DOUBLE_EQ(Plan::create(cpu_device(), request).performed_flops(), family().performed_flops(winograd, wino));
+  // The direct form performs the direct sum.
+  const Problem direct(parse_problem("N=2,C=32,H=14,K=64,R=5,pad=2"));
+  const Config config = family().default_config(direct, cpu_device().info());
+  ASSERT_EQ(config.at("ALGO"), 0);
+  EXPECT_DOUBLE_EQ(family().performed_flops(direct, config), direct.flops());
+}
