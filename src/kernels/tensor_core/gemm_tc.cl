@@ -5,52 +5,15 @@
 //
 // Tiles are copied global -> shared memory by cp.async, A_VECTOR (B_VECTOR) floats at a time along the operand's
 // contiguous dimension: 4 where the host found every row start, row length and batch stride a multiple of 4.
-#ifndef GEMM_M  // defaults only let the file compile alone
-#define GEMM_M 64
-#define GEMM_N 64
-#define K_TOTAL 64
-#define SLICE_K 64
-#define SPLIT_K 1
-#define BATCH 1
-#define A_TRANS 0
-#define B_TRANS 0
-#define LDA 64
-#define LDB 64
-#define LDC 64
-#define STRIDE_A 4096
-#define STRIDE_B 4096
-#define STRIDE_C 4096
-#define A_VECTOR 4
-#define B_VECTOR 4
-#define ACCUMULATE 0
-#define REDUCE_ACCUMULATE 0
-#define TILE_M 64
-#define TILE_N 64
-#define TILE_K 16
-#define WARPS_M 2
-#define WARPS_N 2
-#define STAGES 3
-#define SMEM_PADDING 1
-#define BLOCKS_PER_SM 1
-#define TC_A_KCONTIG 1
-#define TC_B_KCONTIG 0
-#endif
-
+// Every shape and parameter is a define from the family (the file does not compile alone).
 #include "tensor_core/tc_common.h"
-
-#ifdef __OPENCL_VERSION__
-// BLOCKS_PER_SM reaches NVIDIA's OpenCL compiler as -cl-nv-maxrregcount (the family adds it).
-#define TC_ATTRIBUTES __attribute__((reqd_work_group_size(TC_THREADS, 1, 1)))
-#else
-#define TC_ATTRIBUTES __launch_bounds__(TC_THREADS, BLOCKS_PER_SM)
-#endif
 
 // Copies an OUTER x INNER tile (INNER contiguous in global and shared memory) whose first outer_valid rows and
 // inner_valid columns lie inside the matrix, from src (leading dimension ld) to dst (row pitch `pitch`), VEC
 // floats per copy; what lies outside is zero-filled.
 #define TC_COPY_TILE(dst, pitch, src, ld, OUTER, INNER, VEC, outer_valid, inner_valid)                  \
   {                                                                                                    \
-    PRAGMA_UNROLL for (int e = 0; e < ((OUTER) * (INNER) / (VEC) + TC_THREADS - 1) / TC_THREADS; ++e) { \
+    TC_UNROLL for (int e = 0; e < ((OUTER) * (INNER) / (VEC) + TC_THREADS - 1) / TC_THREADS; ++e) { \
       const int idx = tid + e * TC_THREADS;                                                            \
       if (((OUTER) * (INNER) / (VEC)) % TC_THREADS == 0 || idx < (OUTER) * (INNER) / (VEC)) {          \
         const int o = idx / ((INNER) / (VEC)), in = idx % ((INNER) / (VEC)) * (VEC);                   \
@@ -113,11 +76,11 @@ KERNEL TC_ATTRIBUTES void gemm_tc(const GLOBAL float* RESTRICT a, const GLOBAL f
   GLOBAL float* out = c + (long)batch_item * STRIDE_C;
 #define TC_OUT_LD LDC
 #endif
-  PRAGMA_UNROLL
+  TC_UNROLL
   for (int i = 0; i < TC_MI; ++i)
-    PRAGMA_UNROLL
+    TC_UNROLL
     for (int j = 0; j < TC_NI; ++j)
-      PRAGMA_UNROLL
+      TC_UNROLL
       for (int r = 0; r < 4; ++r) {
         const int m = m0 + TC_ACC_ROW(i, r), n = n0 + TC_ACC_COL(j, r);
         if (m < GEMM_M && n < GEMM_N) {

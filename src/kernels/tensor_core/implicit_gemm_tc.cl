@@ -7,40 +7,8 @@
 // along the reduction in every direction); B is K-contiguous for backward-filter (x rows run along its reduction)
 // and N-contiguous otherwise (neighbouring output pixels read neighbouring input pixels). SPLIT_K > 1 writes
 // partial outputs to the workspace, summed by tc_splitk_reduce, which also applies the forward epilogue.
-// Grid: axis 0 N-tiles, axis 1 M-tiles, axis 2 groups x split-K slices.
-#ifndef DIRECTION  // defaults only let the file compile alone
-#define DIRECTION 0
-#define N 2
-#define C 4
-#define H 9
-#define W 9
-#define K 8
-#define R 3
-#define S 3
-#define P 9
-#define Q 9
-#define STRIDE_H 1
-#define STRIDE_W 1
-#define PAD_H 1
-#define PAD_W 1
-#define DILATION_H 1
-#define DILATION_W 1
-#define GROUPS 1
-#define C_PER_GROUP 4
-#define K_PER_GROUP 8
-#define TILE_M 64
-#define TILE_N 64
-#define TILE_K 16
-#define WARPS_M 2
-#define WARPS_N 2
-#define STAGES 3
-#define SMEM_PADDING 1
-#define BLOCKS_PER_SM 1
-#define SPLIT_K 1
-#define HAS_BIAS 0
-#define HAS_RELU 0
-#endif
-
+// Grid: axis 0 N-tiles, axis 1 M-tiles, axis 2 groups x split-K slices. Every shape and parameter is a define
+// from the family (the file does not compile alone).
 #define TC_A_KCONTIG 1
 #define TC_B_KCONTIG (DIRECTION == 2)
 #include "tensor_core/tc_common.h"
@@ -79,12 +47,6 @@
 // N-contiguous B: a thread's elements of one tile lie in TC_B_COLUMNS columns (TILE_N and the thread count are
 // powers of two), so the columns' gather state is computed once per block.
 #define TC_B_COLUMNS (TILE_N > TC_THREADS ? TILE_N / TC_THREADS : 1)
-
-#ifdef __OPENCL_VERSION__
-#define TC_ATTRIBUTES __attribute__((reqd_work_group_size(TC_THREADS, 1, 1)))
-#else
-#define TC_ATTRIBUTES __launch_bounds__(TC_THREADS, BLOCKS_PER_SM)
-#endif
 
 #if DIRECTION == 0
 #define TC_KERNEL_NAME implicit_gemm_tc_fwd
@@ -175,7 +137,7 @@ KERNEL TC_ATTRIBUTES void TC_KERNEL_NAME(TC_X_QUAL GLOBAL float* RESTRICT x, TC_
   // B elements: column (tid + (e % TC_B_COLUMNS) * threads) % TILE_N, reduction row (tid + e * threads) / TILE_N.
   int b_base[TC_B_COLUMNS], b_u[TC_B_COLUMNS], b_v[TC_B_COLUMNS];
   bool b_inside[TC_B_COLUMNS];
-  PRAGMA_UNROLL
+  TC_UNROLL
   for (int cl = 0; cl < TC_B_COLUMNS; ++cl) {
     int n = n0 + (tid + cl * TC_THREADS) % TILE_N;
     b_inside[cl] = n < IG_GN;
@@ -190,7 +152,7 @@ KERNEL TC_ATTRIBUTES void TC_KERNEL_NAME(TC_X_QUAL GLOBAL float* RESTRICT x, TC_
     const int ka_ = kt_ + a_kl;                                                                       \
     const bool a_in_ = IG_IN_REDUCTION(ka_);                                                          \
     const int a_red_ = IG_A_RED(ka_);                                                                 \
-    PRAGMA_UNROLL for (int e = 0; e < TC_LOADS_A; ++e) {                                              \
+    TC_UNROLL for (int e = 0; e < TC_LOADS_A; ++e) {                                              \
       const int ml_ = a_ml0 + e * (TC_THREADS / TILE_K);                                              \
       const bool ok_ = a_in_ && m0 + ml_ < IG_GM;                                                     \
       tc_copy4((as) + ml_ * TC_A_PITCH + a_kl, a_src + (ok_ ? IG_A_ROW(m0 + ml_) + a_red_ : 0), ok_); \
@@ -201,7 +163,7 @@ KERNEL TC_ATTRIBUTES void TC_KERNEL_NAME(TC_X_QUAL GLOBAL float* RESTRICT x, TC_
 #define TC_LOAD_B(bs, kt)                                                                  \
   {                                                                                        \
     const int kb_ = (kt) + b_kl;                                                           \
-    PRAGMA_UNROLL for (int e = 0; e < TC_LOADS_B; ++e) {                                   \
+    TC_UNROLL for (int e = 0; e < TC_LOADS_B; ++e) {                                   \
       const int nl_ = b_nl0 + e * (TC_THREADS / TILE_K);                                   \
       int n_ = n0 + nl_, base_, u_, v_, off_;                                              \
       bool ok_;                                                                            \
@@ -216,7 +178,7 @@ KERNEL TC_ATTRIBUTES void TC_KERNEL_NAME(TC_X_QUAL GLOBAL float* RESTRICT x, TC_
 #else
 #define TC_LOAD_B(bs, kt)                                                                  \
   {                                                                                        \
-    PRAGMA_UNROLL for (int e = 0; e < TC_LOADS_B; ++e) {                                   \
+    TC_UNROLL for (int e = 0; e < TC_LOADS_B; ++e) {                                   \
       const int idx_ = tid + e * TC_THREADS;                                               \
       const int cl_ = e % TC_B_COLUMNS, kl_ = idx_ / TILE_N, nl_ = idx_ % TILE_N;          \
       int off_;                                                                            \
@@ -248,20 +210,20 @@ KERNEL TC_ATTRIBUTES void TC_KERNEL_NAME(TC_X_QUAL GLOBAL float* RESTRICT x, TC_
   out += slice * IG_OUT_ELEMENTS;  // the workspace: slice `slice` holds a whole partial output
 #endif
   int col_off[TC_NI][2];
-  PRAGMA_UNROLL
+  TC_UNROLL
   for (int j = 0; j < TC_NI; ++j)
-    PRAGMA_UNROLL
+    TC_UNROLL
     for (int c2 = 0; c2 < 2; ++c2) col_off[j][c2] = TC_OUT_COL(n0 + TC_ACC_COL(j, c2));
-  PRAGMA_UNROLL
+  TC_UNROLL
   for (int i = 0; i < TC_MI; ++i)
-    PRAGMA_UNROLL
+    TC_UNROLL
     for (int r = 0; r < 4; ++r) {
       const int m = m0 + TC_ACC_ROW(i, r);
       if (m < IG_GM) {
 #if TC_EPILOGUE_BIAS
         const float bias_m = bias[g * K_PER_GROUP + m];
 #endif
-        PRAGMA_UNROLL
+        TC_UNROLL
         for (int j = 0; j < TC_NI; ++j) {
           const int n = n0 + TC_ACC_COL(j, r);
           if (n < IG_GN) {

@@ -27,6 +27,14 @@
 #define MATH_SPLIT 0
 #endif
 
+// Loops over fragments, MMA tiles and copies unroll on the GPU (register arrays need constant indices there); the
+// emulation keeps them rolled, which keeps PoCL's compiles short.
+#if TC_EMULATE
+#define TC_UNROLL PRAGMA_NO_UNROLL
+#else
+#define TC_UNROLL PRAGMA_UNROLL
+#endif
+
 #define TC_THREADS (32 * WARPS_M * WARPS_N)
 #define TC_WM (TILE_M / WARPS_M)
 #define TC_WN (TILE_N / WARPS_N)
@@ -62,6 +70,14 @@
 // lane (g = lane/4, t = lane%4) rows g and g+8, columns 2t and 2t+1.
 #define TC_ACC_ROW(i, r) (tc_wm0 + (i) * 16 + tc_g + 8 * ((r) >> 1))
 #define TC_ACC_COL(j, r) (tc_wn0 + (j) * 8 + 2 * tc_t + ((r) & 1))
+
+// The block's thread count for the compiler; BLOCKS_PER_SM caps registers (NVIDIA's OpenCL has no launch bounds:
+// the family passes -cl-nv-maxrregcount there).
+#ifdef __OPENCL_VERSION__
+#define TC_ATTRIBUTES __attribute__((reqd_work_group_size(TC_THREADS, 1, 1)))
+#else
+#define TC_ATTRIBUTES __launch_bounds__(TC_THREADS, BLOCKS_PER_SM)
+#endif
 
 #ifdef __OPENCL_VERSION__
 #define TC_ASM __asm__ __volatile__  // OpenCL C is C99: only the reserved spelling
@@ -148,9 +164,9 @@ DEVICE_FN void tc_warp_mma(float acc[TC_MI][TC_NI][4], tc_u32 a[TC_MI][4], tc_u3
   BARRIER();
 #else
   (void)scratch, (void)warp, (void)lane;
-  PRAGMA_UNROLL
+  TC_UNROLL
   for (int i = 0; i < TC_MI; ++i) {
-    PRAGMA_UNROLL
+    TC_UNROLL
     for (int j = 0; j < TC_NI; ++j) {
       TC_ASM("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
              "{%0,%1,%2,%3};"
@@ -166,13 +182,13 @@ DEVICE_FN void tc_warp_mma(float acc[TC_MI][TC_NI][4], tc_u32 a[TC_MI][4], tc_u3
 DEVICE_FN void tc_stage_mma(float acc[TC_MI][TC_NI][4], LOCAL const float* as, LOCAL const float* bs, int wm0, int wn0,
                             int lane, int warp, LOCAL tc_u32* scratch) {
   const int g = lane >> 2, t = lane & 3;
-  PRAGMA_UNROLL
+  TC_UNROLL
   for (int kk = 0; kk < TILE_K; kk += 8) {
     tc_u32 a_big[TC_MI][4], b_big[TC_NI][2];
 #if MATH_SPLIT
     tc_u32 a_small[TC_MI][4], b_small[TC_NI][2];
 #endif
-    PRAGMA_UNROLL
+    TC_UNROLL
     for (int i = 0; i < TC_MI; ++i) {
       const int m = wm0 + i * 16 + g;
       float v[4];
@@ -180,7 +196,7 @@ DEVICE_FN void tc_stage_mma(float acc[TC_MI][TC_NI][4], LOCAL const float* as, L
       v[1] = TC_A_AT(as, m + 8, kk + t);
       v[2] = TC_A_AT(as, m, kk + t + 4);
       v[3] = TC_A_AT(as, m + 8, kk + t + 4);
-      PRAGMA_UNROLL
+      TC_UNROLL
       for (int r = 0; r < 4; ++r) {
         a_big[i][r] = tc_to_tf32(v[r]);
 #if MATH_SPLIT
@@ -188,13 +204,13 @@ DEVICE_FN void tc_stage_mma(float acc[TC_MI][TC_NI][4], LOCAL const float* as, L
 #endif
       }
     }
-    PRAGMA_UNROLL
+    TC_UNROLL
     for (int j = 0; j < TC_NI; ++j) {
       const int n = wn0 + j * 8 + g;
       float v[2];
       v[0] = TC_B_AT(bs, kk + t, n);
       v[1] = TC_B_AT(bs, kk + t + 4, n);
-      PRAGMA_UNROLL
+      TC_UNROLL
       for (int r = 0; r < 2; ++r) {
         b_big[j][r] = tc_to_tf32(v[r]);
 #if MATH_SPLIT

@@ -21,14 +21,14 @@ const int tc_warp = tid >> 5, tc_lane = tid & 31;
 const int tc_g = tc_lane >> 2, tc_t = tc_lane & 3;
 const int tc_wm0 = (tc_warp / WARPS_N) * TC_WM, tc_wn0 = (tc_warp % WARPS_N) * TC_WN;
 float acc[TC_MI][TC_NI][4];
-PRAGMA_UNROLL
+TC_UNROLL
 for (int i = 0; i < TC_MI; ++i)
-  PRAGMA_UNROLL
+  TC_UNROLL
   for (int j = 0; j < TC_NI; ++j)
-    PRAGMA_UNROLL
+    TC_UNROLL
     for (int r = 0; r < 4; ++r) acc[i][j][r] = 0.0f;
 
-PRAGMA_UNROLL
+TC_UNROLL
 for (int s = 0; s < STAGES - 1; ++s) {
   if (s < ntiles) TC_LOAD_STAGE(tc_smem + s * TC_STAGE_FLOATS, tc_smem + s * TC_STAGE_FLOATS + TC_A_STAGE, s);
   TC_COPY_COMMIT();
