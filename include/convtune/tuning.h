@@ -269,6 +269,7 @@ struct TuneTrial {
 
 struct TuneTaskResult {
   TuneTask task;
+  std::string device;  // the id of the device that tuned it ("cuda:1"), which tune_devices() chose
   size_t space = 0;  // valid configurations (within `only`)
   size_t tried = 0;
   size_t failed = 0;
@@ -305,5 +306,17 @@ struct TuneCallbacks {
 // Throws InvalidArgument for a bad strategy or option and TuningDatabaseError when saving fails.
 std::vector<TuneTaskResult> tune(Device& device, const std::vector<TuneTask>& tasks, TuningDatabase& database,
                                  const TuneOptions& options = {}, const TuneCallbacks& callbacks = {});
+
+// tune() spread over several alike devices (the GPUs of one host: same backend, model and driver, so one device's
+// entry is exact for all): a thread per device takes the next task in order and tunes it with tune() into a scratch
+// database of its own; each result is merged into `database` (the faster entry per key, saved after every task
+// when options.save). Each task gets the budget share and seed tune() would give it on one device, so n devices
+// finish in about 1/n of the time with the same search per task. options.jobs = 0 shares the host's cores among
+// the devices. Callbacks are called one at a time from the device threads, with indices of the whole run; a
+// result's `device` says which device tuned it. Results come back in task order. Throws InvalidArgument for an
+// empty list, a device listed twice or devices that differ, and whatever tune() throws.
+std::vector<TuneTaskResult> tune_devices(const std::vector<Device*>& devices, const std::vector<TuneTask>& tasks,
+                                         TuningDatabase& database, const TuneOptions& options = {},
+                                         const TuneCallbacks& callbacks = {});
 
 }  // namespace convtune

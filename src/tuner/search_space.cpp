@@ -7,7 +7,8 @@
 
 namespace convtune {
 
-SearchSpace::SearchSpace(const KernelFamily& family, const Problem& problem, const DeviceInfo& device) {
+SearchSpace::SearchSpace(const KernelFamily& family, const Problem& problem, const DeviceInfo& device,
+                         const std::function<bool(const Config&)>& keep, size_t max_kept) {
   const std::vector<Parameter> parameters = family.parameters(problem);
   const std::vector<Constraint> constraints = family.constraints(problem);
   for (const auto& p : parameters) raw_size_ *= static_cast<double>(p.values.size());
@@ -37,9 +38,18 @@ SearchSpace::SearchSpace(const KernelFamily& family, const Problem& problem, con
     return true;
   };
   if (!holds_at(0)) return;
+  // Reservoir sampling (Knuth's algorithm R): after n configurations each is kept with probability max_kept / n.
+  // Assigning over a kept map reuses its nodes, so a full reservoir allocates nothing.
+  std::mt19937_64 rng(0x5eed);
   std::function<void(size_t)> assign = [&](size_t depth) {
     if (depth == parameters.size()) {
-      configs_.push_back(config);
+      if (keep && !keep(config)) return;
+      ++count_;
+      if (configs_.size() < max_kept) {
+        configs_.push_back(config);
+      } else if (const uint64_t slot = rng() % count_; slot < max_kept) {
+        configs_[slot] = config;
+      }
       return;
     }
     const Parameter& p = parameters[depth];
@@ -50,6 +60,24 @@ SearchSpace::SearchSpace(const KernelFamily& family, const Problem& problem, con
     config.erase(p.name);
   };
   assign(0);
+  if (!sampled() || configs_.empty()) return;
+  // The default belongs in every sample that could hold it: the tuner starts from it.
+  Config default_config;
+  try {
+    default_config = family.default_config(problem, device);
+  } catch (const std::exception&) {
+    return;
+  }
+  if (std::find(configs_.begin(), configs_.end(), default_config) != configs_.end()) return;
+  if (keep && !keep(default_config)) return;
+  for (const Parameter& p : parameters) {
+    const auto it = default_config.find(p.name);
+    if (it == default_config.end() || std::find(p.values.begin(), p.values.end(), it->second) == p.values.end()) return;
+  }
+  const ConstraintContext full{default_config, problem, device};
+  for (const Constraint& c : constraints)
+    if (!c.holds(full)) return;
+  configs_.front() = default_config;
 }
 
 std::vector<Config> SearchSpace::sample(size_t count, uint64_t seed) const {

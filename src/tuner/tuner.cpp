@@ -19,6 +19,7 @@
 #include "src/tuner/candidate_evaluator.h"
 #include "src/tuner/search_space.h"
 #include "src/tuner/searcher.h"
+#include "src/tuner/skip_tuned.h"
 
 namespace convtune {
 
@@ -66,6 +67,22 @@ struct ProblemState {
 
 }  // namespace
 
+std::vector<TuneTask> tasks_to_tune(const std::vector<TuneTask>& all_tasks, const TuningDatabase& database,
+                                    const DeviceInfo& info, bool skip_tuned) {
+  // A current exact entry for this device means the task was tuned before (an interrupted run, a suite that
+  // grew): with skip_tuned it is left as it is.
+  std::vector<TuneTask> tasks;
+  for (const TuneTask& t : all_tasks) {
+    if (skip_tuned) {
+      const LookupResult found =
+          database.lookup(t.problem, info, {{t.family->name(), kernel_source_hash(*t.family, t.problem, info)}});
+      if (found.tier == LookupTier::Exact) continue;
+    }
+    tasks.push_back(t);
+  }
+  return tasks;
+}
+
 std::vector<TuneTask> make_tune_tasks(const DeviceInfo& device,
                                       const std::vector<std::pair<std::string, Problem>>& problems,
                                       const std::string& family, std::vector<std::string>* skipped) {
@@ -112,17 +129,10 @@ std::vector<TuneTaskResult> tune(Device& device, const std::vector<TuneTask>& al
     if (callbacks.status) callbacks.status(text);
   };
 
-  // A current exact entry for this device means the task was tuned before (an interrupted run, a suite that
-  // grew): with skip_tuned it is left as it is.
   std::vector<TaskState> tasks;
   std::vector<ProblemState> problems;
   std::map<std::string, size_t> problem_index;
-  for (const TuneTask& t : all_tasks) {
-    if (options.skip_tuned) {
-      const LookupResult found =
-          database.lookup(t.problem, info, {{t.family->name(), kernel_source_hash(*t.family, t.problem, info)}});
-      if (found.tier == LookupTier::Exact) continue;
-    }
+  for (const TuneTask& t : tasks_to_tune(all_tasks, database, info, options.skip_tuned)) {
     const std::string key = t.problem.to_string();
     if (!problem_index.count(key)) {
       problem_index[key] = problems.size();
@@ -131,6 +141,7 @@ std::vector<TuneTaskResult> tune(Device& device, const std::vector<TuneTask>& al
     problems[problem_index[key]].tasks.push_back(tasks.size());
     TaskState state;
     state.result.task = t;
+    state.result.device = info.id;
     tasks.push_back(std::move(state));
   }
 
@@ -166,10 +177,9 @@ std::vector<TuneTaskResult> tune(Device& device, const std::vector<TuneTask>& al
     for (size_t index : p.tasks) {
       TaskState& task = tasks[index];
       const KernelFamily& family = *task.result.task.family;
-      const SearchSpace space(family, p.problem, info);
-      for (const Config& c : space.configs())
-        if (matches_only(c, options.only)) task.configs.push_back(c);
-      task.result.space = task.configs.size();
+      SearchSpace space(family, p.problem, info, [&](const Config& c) { return matches_only(c, options.only); });
+      task.configs = space.configs();
+      task.result.space = space.size();
       if (callbacks.task_started) callbacks.task_started(task.result.task, index, tasks.size(), task.result.space);
     }
     // Today's plan for this problem, as any caller would get it.
@@ -324,6 +334,7 @@ std::vector<TuneTaskResult> tune(Device& device, const std::vector<TuneTask>& al
                                           [&](const Config& c) { return task.evaluator->evaluate(c); }, loop);
     task.result.stop_reason = searched.stop_reason;
     task.evaluator.reset();
+    std::vector<Config>().swap(task.configs);  // a large space's sample is megabytes: gone once searched
     store(task);  // saved now, so an interrupted run keeps what it found
   }
   // Compiles still running for candidates that will not be measured are not waited for in the budget's name: the

@@ -71,7 +71,7 @@ TEST(Im2colGemm, BatchOfSeveralChunksWithAShortLastOne) {
   const std::string problem = "N=5,C=4,H=7,W=6,K=6,R=3,pad=1,groups=2";
   const std::string config =
       "BATCH_CHUNK=2,LOCAL_PADDING=1,THREADS_M=8,THREADS_N=8,TILE_K=8,TILE_M=16,TILE_N=32,UNROLL_THREADS=64,"
-      "VECTOR_WIDTH=2";
+      "VECTOR_WIDTH=2,REGISTER_VECTOR=1,PREFETCH=1";
   for (Direction direction : kDirections) {
     const ConvProblem pb = parse_problem(problem).with_direction(direction);
     const KernelRecipe recipe = family().recipe(pb, {}, parse_config(config), device->info());
@@ -82,10 +82,10 @@ TEST(Im2colGemm, BatchOfSeveralChunksWithAShortLastOne) {
   // One image per chunk, and three per chunk (3 + 2) with scalar loads.
   expect_all_directions_match(*device, problem,
                               "BATCH_CHUNK=1,LOCAL_PADDING=0,THREADS_M=8,THREADS_N=8,TILE_K=4,TILE_M=32,TILE_N=16,"
-                              "UNROLL_THREADS=128,VECTOR_WIDTH=1");
+                              "UNROLL_THREADS=128,VECTOR_WIDTH=1,REGISTER_VECTOR=1,PREFETCH=0");
   expect_all_directions_match(*device, "N=5,C=3,H=9,W=5,K=4,R=3,S=2,stride=2,pad=1",
                               "BATCH_CHUNK=4,LOCAL_PADDING=2,THREADS_M=8,THREADS_N=16,TILE_K=16,TILE_M=16,TILE_N=64,"
-                              "UNROLL_THREADS=64,VECTOR_WIDTH=1");
+                              "UNROLL_THREADS=64,VECTOR_WIDTH=1,REGISTER_VECTOR=1,PREFETCH=1");
 }
 
 TEST(Im2colGemm, GemmEdgeTilesInEveryDirection) {
@@ -99,12 +99,13 @@ TEST(Im2colGemm, GemmEdgeTilesInEveryDirection) {
     EXPECT_TRUE(shape.m % 32 != 0 && shape.n % 32 != 0 && shape.k % 16 != 0) << to_string(direction);
   }
   expect_all_directions_match(*device, problem,
-                              "BATCH_CHUNK=2,LOCAL_PADDING=1,THREADS_M=8,THREADS_N=8,TILE_K=16,TILE_M=32,TILE_N=32,"
-                              "UNROLL_THREADS=64,VECTOR_WIDTH=4");
-  // Tiles far larger than the matrices, and odd sizes everywhere (no vector loads possible: 7, 27, 99).
+                              "BATCH_CHUNK=2,LOCAL_PADDING=4,THREADS_M=8,THREADS_N=8,TILE_K=16,TILE_M=32,TILE_N=32,"
+                              "UNROLL_THREADS=64,VECTOR_WIDTH=4,REGISTER_VECTOR=4,PREFETCH=1");
+  // Tiles far larger than the matrices, and odd sizes everywhere (no vector loads possible: 7, 27, 99); vector
+  // register reads and prefetching over partial tiles.
   expect_all_directions_match(*device, "N=2,C=3,H=11,W=9,K=7,R=3,pad=1",
                               "BATCH_CHUNK=2,LOCAL_PADDING=0,THREADS_M=16,THREADS_N=16,TILE_K=32,TILE_M=128,"
-                              "TILE_N=128,UNROLL_THREADS=256,VECTOR_WIDTH=1");
+                              "TILE_N=128,UNROLL_THREADS=256,VECTOR_WIDTH=1,REGISTER_VECTOR=4,PREFETCH=1");
 }
 
 TEST(Im2colGemm, WorkspaceOverTheCapIsRejectedNamingTheConstraint) {

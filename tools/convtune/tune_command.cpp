@@ -153,7 +153,21 @@ void run_tune(const TuneCommandOptions& opt) {
     }
   }
 
-  Device& device = choose_device(opt.device, "tune");
+  // --device cuda:0,cuda:1: the tasks are spread over several alike devices (tune_devices), one database.
+  std::vector<Device*> devices;
+  std::string device_ids;
+  for (size_t pos = 0; pos <= opt.device.size();) {
+    const size_t comma = std::min(opt.device.find(',', pos), opt.device.size());
+    const std::string spec = opt.device.substr(pos, comma - pos);
+    if (spec.empty()) {
+      throw InvalidArgument(fmt::format("--device '{}': empty device name: expected a device or a comma-separated "
+                                        "list such as cuda:0,cuda:1", opt.device));
+    }
+    devices.push_back(&choose_device(spec, "tune"));
+    device_ids += (device_ids.empty() ? "" : ",") + devices.back()->info().id;
+    pos = comma + 1;
+  }
+  Device& device = *devices.front();
   const DeviceInfo& info = device.info();
   if (info.backend == BackendKind::Cpu && opt.family == "all") {
     // The CPU backend's paths have nothing worth searching yet (THREADS only): say so rather than spend the budget.
@@ -193,7 +207,7 @@ void run_tune(const TuneCommandOptions& opt) {
   }
 
   TuneLog log(log_path);
-  log.metadata = {{"device", info.name},       {"device_id", info.id},      {"driver", info.driver_version},
+  log.metadata = {{"device", info.name},       {"device_id", device_ids},      {"driver", info.driver_version},
                   {"fingerprint", info.fingerprint()}, {"strategy", opt.strategy}, {"budget_s", budget_s},
                   {"batch_scale", opt.batch_scale},    {"repeats", opt.repeats},   {"command", opt.command_line},
                   {"date", utc_date_now()}};
@@ -209,7 +223,7 @@ void run_tune(const TuneCommandOptions& opt) {
   }
   std::cerr << fmt::format("tune: {} task(s) (layer x direction x family) on {} ({}), strategy {}, budget {} in all; "
                            "database {}; log {}\n",
-                           tasks.size() - already_tuned, info.id, info.name, opt.strategy,
+                           tasks.size() - already_tuned, device_ids, info.name, opt.strategy,
                            format_duration(budget_s), db_path.string(), log_path.string());
   for (const auto& s : skipped) std::cerr << "  skipped (unsupported) " << s << "\n";
 
@@ -261,10 +275,10 @@ void run_tune(const TuneCommandOptions& opt) {
   options.budget_seconds = budget_s - std::chrono::duration<double>(std::chrono::steady_clock::now() - command_start).count();
   if (options.budget_seconds <= 0) throw Error(fmt::format("the budget of {} was spent before tuning started (measuring the peak): "
                                                            "give a larger --budget or --no-peak", format_duration(budget_s)));
-  tune(device, tasks, database, options, callbacks);
+  tune_devices(devices, tasks, database, options, callbacks);
   progress.finish(fmt::format("{} candidates, {} failed", candidates, failures));
   log.save();
-  std::cout << fmt::format("device: {} ({}), strategy {}, {} in all\n", info.id, info.name, opt.strategy,
+  std::cout << fmt::format("device: {} ({}), strategy {}, {} in all\n", device_ids, info.name, opt.strategy,
                            format_duration(std::chrono::duration<double>(std::chrono::steady_clock::now() - command_start).count()));
   table.print(std::cout);
   std::cout << fmt::format("{} result(s) stored in {}{}\nlog of every candidate: {}\n", stored, db_path.string(),
@@ -279,7 +293,9 @@ void add_tune_command(CLI::App& app) {
   cmd->add_option("--suite", opt->suite, "Suite name (alexnet, seeds) or path of a suite file");
   cmd->add_option("--layer", opt->layers, "One layer, e.g. N=128,C=64,H=27,K=192,R=5,pad=2; repeatable");
   cmd->add_option("--gemm", opt->gemms, "One matrix product, e.g. M=100,N=256,K=3136,trans_b=1; repeatable");
-  cmd->add_option("--backend,--device", opt->device, "Device: opencl[:N], cuda[:N] or best")->capture_default_str();
+  cmd->add_option("--backend,--device", opt->device,
+                  "Device: opencl[:N], cuda[:N] or best; a comma-separated list of alike devices (cuda:0,cuda:1) "
+                  "shares the tasks among them")->capture_default_str();
   cmd->add_option("--family", opt->family, "Kernel family to tune, or all that support the layer")->capture_default_str();
   cmd->add_option("--direction", opt->direction, "fwd, bwd-data, bwd-filter or all")->capture_default_str();
   cmd->add_option("--math", opt->math,

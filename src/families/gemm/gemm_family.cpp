@@ -103,7 +103,9 @@ class GemmFamily final : public KernelFamily {
     const GemmProblem& g = problem.gemm();
     Params best;
     bool found = false;
-    for (const gemm::TileParams& tiles : gemm::preferred_tiles()) {
+    std::vector<gemm::TileParams> candidates = gemm::preferred_tiles(device.is_gpu);
+    if (device.is_gpu && g.m >= 1024 && g.n >= 1024) candidates.insert(candidates.begin(), gemm::large_gpu_tiles());
+    for (const gemm::TileParams& tiles : candidates) {
       // CPUs (PoCL) run a work-group's threads one after another between barriers: 256-thread groups only cost
       // there. LeNet-small's fc1 on PoCL took 4.8x longer with 64x64 tiles than with the 32x32 ones below.
       if (!device.is_gpu && tiles.threads() > 64) continue;

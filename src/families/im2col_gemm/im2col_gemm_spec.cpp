@@ -92,7 +92,7 @@ class Im2colGemmFamily final : public KernelFamily {
     }
     const ParameterTable<im2col_gemm::Params>& table = im2col_gemm::parameter_table();
     Config config;
-    for (const gemm::TileParams& tiles : gemm::preferred_tiles()) {
+    for (const gemm::TileParams& tiles : gemm::preferred_tiles(device.is_gpu)) {
       im2col_gemm::Params candidate;
       static_cast<gemm::TileParams&>(candidate) = tiles;
       candidate.unroll_threads = tiles.tile_m == 64 ? 256 : 64;
