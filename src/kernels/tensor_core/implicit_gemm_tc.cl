@@ -105,29 +105,9 @@ KERNEL TC_ATTRIBUTES void TC_KERNEL_NAME(TC_X_QUAL GLOBAL float* RESTRICT x, TC_
   const int m0 = (int)GROUP_ID(1) * TILE_M;
   const int z = (int)GROUP_ID(2);
   const int g = z % GROUPS;
-  // The reduction range of this block: all of it, or one split-K slice of whole tiles.
-#if SPLIT_K > 1
-  const int slice = z / GROUPS;
-  const int tiles_per_slice = (IG_TILES_R + SPLIT_K - 1) / SPLIT_K;
-  const int tile_begin = slice * tiles_per_slice;
-  const int tiles_left = IG_TILES_R - tile_begin;
-  const int ntiles = tiles_left < tiles_per_slice ? tiles_left : tiles_per_slice;
-#else
-  const int tile_begin = 0;
-  const int ntiles = IG_TILES_R;
-#endif
-  const int k_begin = tile_begin * TILE_K;
-
-#if DIRECTION == 0
-  const GLOBAL float* a_src = w + g * (K_PER_GROUP * IG_GR);
-  const GLOBAL float* b_src = x + g * (C_PER_GROUP * IG_HW);
-#elif DIRECTION == 1
-  const GLOBAL float* a_src = w + g * (K_PER_GROUP * C_PER_GROUP * IG_RS);
-  const GLOBAL float* b_src = y + g * (K_PER_GROUP * IG_PQ);
-#else
-  const GLOBAL float* a_src = y + g * (K_PER_GROUP * IG_PQ);
-  const GLOBAL float* b_src = x + g * (C_PER_GROUP * IG_HW);
-#endif
+  // The reduction range of this block (tile_begin, ntiles, k_begin; slice with split-K) and group g's operands
+  // (a_src, b_src), as implicit_gemm.cl has them.
+#include "implicit_gemm/group_range.h"
 
   // A elements: reduction column a_kl of rows a_ml0 + e * (threads / TILE_K).
   const int a_kl = tid % TILE_K, a_ml0 = tid / TILE_K;
