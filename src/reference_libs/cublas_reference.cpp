@@ -68,7 +68,7 @@ class CublasReference final : public ReferenceLibrary {
   CublasReference() : lib_(CublasLibrary::instance()), api_(lib_.api) {}
   ~CublasReference() override {
     if (queue_ && handle_) {
-      queue_->context().make_current_noexcept();
+      const cuda::CurrentContext current = queue_->context().make_current_noexcept();
       api_.cublasDestroy_v2(handle_);
     }
   }
@@ -96,7 +96,7 @@ class CublasReference final : public ReferenceLibrary {
     const Operands operands = workload.operands();
     auto pointer = [&](const Buffer* b) { return reinterpret_cast<float*>(cuda::as_cuda_buffer(*b, "cuBLAS").pointer()); };
     a_ = pointer(operands[0]), b_ = pointer(operands[1]), c_ = pointer(operands[2]);
-    queue_->context().make_current();
+    const cuda::CurrentContext current = queue_->context().make_current();
     if (!handle_) check(api_.cublasCreate_v2(&handle_), "cublasCreate");
     check(api_.cublasSetStream_v2(handle_, reinterpret_cast<cudaStream_t>(queue_->stream())), "cublasSetStream");
     // Default math keeps FP32 products in FP32 (cuBLAS 11+ uses TF32 only when asked).
@@ -110,7 +110,7 @@ class CublasReference final : public ReferenceLibrary {
   // Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T: the operands swap, the transpositions stay.
   void run() override {
     const GemmProblem& g = problem_;
-    queue_->context().make_current();
+    const cuda::CurrentContext current = queue_->context().make_current();
     const float alpha = 1.0f, beta = g.accumulate ? 1.0f : 0.0f;
     const cublasOperation_t op_a = g.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N, op_b = g.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
     auto i = [](int64_t v) { return static_cast<int>(v); };

@@ -101,7 +101,7 @@ class CudnnReference final : public ReferenceLibrary {
   CudnnReference() : lib_(CudnnLibrary::instance()), api_(lib_.api) {}
   ~CudnnReference() override {
     if (!queue_) return;
-    queue_->context().make_current_noexcept();
+    const cuda::CurrentContext current = queue_->context().make_current_noexcept();
     release_descriptors();
     if (handle_) api_.cudnnDestroy(handle_);
   }
@@ -139,7 +139,7 @@ class CudnnReference final : public ReferenceLibrary {
     w_ = pointer(operands[1], "w");
     y_ = pointer(operands[2], "y");
 
-    queue_->context().make_current();
+    const cuda::CurrentContext current = queue_->context().make_current();
     if (!handle_) check(api_.cudnnCreate(&handle_), "cudnnCreate");
     check(api_.cudnnSetStream(handle_, reinterpret_cast<cudaStream_t>(queue_->stream())), "cudnnSetStream");
     release_descriptors();
@@ -194,7 +194,7 @@ class CudnnReference final : public ReferenceLibrary {
       }
     }
     void* ws = search_space ? reinterpret_cast<void*>(cuda::as_cuda_buffer(*search_space, "cuDNN").pointer()) : nullptr;
-    queue_->context().make_current();
+    const cuda::CurrentContext current = queue_->context().make_current();
     constexpr int kMax = 16;
     int found = 0;
     int algo = -1;
@@ -258,7 +258,7 @@ class CudnnReference final : public ReferenceLibrary {
   }
 
   void enqueue() {
-    queue_->context().make_current();
+    const cuda::CurrentContext current = queue_->context().make_current();
     const float one = 1.0f, zero = 0.0f;
     void* ws = workspace_ ? reinterpret_cast<void*>(cuda::as_cuda_buffer(*workspace_, "cuDNN").pointer()) : nullptr;
     switch (problem_.direction) {

@@ -11,9 +11,11 @@
 #include "convtune/plan.h"
 #include "src/families/winograd/winograd_transforms.h"
 #include "src/harness/implementation.h"
+#include "tests/support/epilogue_check.h"
 #include "tests/support/plan_check.h"
 
 using namespace convtune;
+using namespace convtune::testing_support;
 
 namespace {
 
@@ -128,6 +130,37 @@ TEST(Winograd, ChunkedBatchAndBackwardFilterSlices) {
   // SPLIT is backward-filter's alone.
   const ConvProblem forward = parse_problem(problem);
   EXPECT_NE(config_problem(family(), config_with(forward, device->info(), {{"SPLIT", 2}}), forward, device->info()), "");
+}
+
+// The forward epilogue (bias per output channel, then ReLU) fused into the output transform, for F(2x2) and F(4x4)
+// over a 3x3 and a 5x5 filter with groups and a partial last tile; pooling and other directions are refused.
+TEST(Winograd, ForwardBiasAndReluAreFusedIntoTheOutputTransform) {
+  Device* device = opencl_device();
+  if (!device) GTEST_SKIP() << "no OpenCL device runs kernels here";
+  const Epilogue bias_relu{true, true, 1};
+  uint64_t seed = 71;
+  for (const char* text : {"N=2,C=6,H=9,W=7,K=8,R=3,pad=1,groups=2", "N=2,C=4,H=10,W=9,K=6,R=5,pad=2"}) {
+    const ConvProblem pb = parse_problem(text);
+    for (int64_t m_tile : {2, 4}) {
+      const Config config = config_with(pb, device->info(), {{"M_TILE", m_tile}});
+      SCOPED_TRACE(fmt::format("{} [{}]", pb.to_string(), to_string(config)));
+      ASSERT_EQ(family().unsupported_reason(pb, bias_relu, device->info()), "");
+      const auto x = random_values(static_cast<size_t>(pb.x_elements()), ++seed);
+      const auto w = random_values(static_cast<size_t>(pb.w_elements()), ++seed);
+      const auto bias = random_values(static_cast<size_t>(pb.k), ++seed);
+      for (const Epilogue& epilogue : {bias_relu, Epilogue{true, false, 1}}) {
+        const auto want = host_forward(pb, epilogue, x, w, bias);
+        const auto got =
+            device_forward(*device, "winograd", pb, epilogue, config, x, w, bias, static_cast<int64_t>(want.size()));
+        EXPECT_LE(relative_max_error(got, want), 1e-5) << to_string(epilogue);
+      }
+    }
+  }
+  const ConvProblem pb = parse_problem("N=1,C=4,H=8,W=8,K=4,R=3,pad=1");
+  EXPECT_NE(family().unsupported_reason(pb, {true, true, 2}, device->info()).find("max-pool"), std::string::npos);
+  EXPECT_NE(family().unsupported_reason(pb.with_direction(Direction::BackwardData), bias_relu, device->info())
+                .find("forward direction only"),
+            std::string::npos);
 }
 
 TEST(Winograd, DefaultsAreValidOnSmallAndLargeDevices) {

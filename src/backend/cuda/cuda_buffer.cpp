@@ -9,7 +9,7 @@ namespace convtune::cuda {
 
 CudaBuffer::CudaBuffer(std::shared_ptr<const CudaContext> context, size_t bytes)
     : context_(std::move(context)), bytes_(bytes) {
-  context_->make_current();
+  const CurrentContext current = context_->make_current();
   const DriverApi& api = context_->api();
   // cuMemAlloc rejects zero bytes; a one-byte allocation keeps empty tensors legal with a real address.
   const CUresult result = api.cuMemAlloc(&pointer_, bytes == 0 ? 1 : bytes);
@@ -32,7 +32,7 @@ CudaBuffer::~CudaBuffer() {
   if (!owned_) return;
   // Destructors cannot report; a failure here (the driver shut down at exit, or the context broken by an
   // earlier kernel fault that was already reported) leaves nothing for the caller to do.
-  context_->make_current_noexcept();
+  const CurrentContext current = context_->make_current_noexcept();
   context_->api().cuMemFree(pointer_);
 }
 

@@ -18,10 +18,20 @@ CudaContext::~CudaContext() {
   api_->cuDevicePrimaryCtxRelease(device_);
 }
 
-void CudaContext::make_current() const {
-  api_->check(api_->cuCtxSetCurrent(context_), "cuCtxSetCurrent", fmt::format("selecting {}", device_id_));
+CurrentContext CudaContext::make_current() const {
+  CUcontext previous = nullptr;
+  api_->check(api_->cuCtxGetCurrent(&previous), "cuCtxGetCurrent", fmt::format("selecting {}", device_id_));
+  if (previous != context_) {
+    api_->check(api_->cuCtxSetCurrent(context_), "cuCtxSetCurrent", fmt::format("selecting {}", device_id_));
+  }
+  return CurrentContext(*api_, previous, previous != context_);
 }
 
-void CudaContext::make_current_noexcept() const noexcept { api_->cuCtxSetCurrent(context_); }
+CurrentContext CudaContext::make_current_noexcept() const noexcept {
+  CUcontext previous = nullptr;
+  if (api_->cuCtxGetCurrent(&previous) != CUDA_SUCCESS) return CurrentContext(*api_, nullptr, false);
+  if (previous != context_) api_->cuCtxSetCurrent(context_);
+  return CurrentContext(*api_, previous, previous != context_);
+}
 
 }  // namespace convtune::cuda

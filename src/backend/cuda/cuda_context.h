@@ -11,6 +11,23 @@
 
 namespace convtune::cuda {
 
+// While it lives, a context is current on this thread; its destructor makes current again what was current before
+// (another device's context, or none), so a caller such as PyTorch keeps its current device across convtune calls.
+class CurrentContext {
+ public:
+  CurrentContext(const DriverApi& api, CUcontext previous, bool changed) : api_(&api), previous_(previous), changed_(changed) {}
+  ~CurrentContext() {
+    if (changed_) api_->cuCtxSetCurrent(previous_);  // restoring what was current cannot meaningfully fail
+  }
+  CurrentContext(const CurrentContext&) = delete;
+  CurrentContext& operator=(const CurrentContext&) = delete;
+
+ private:
+  const DriverApi* api_;
+  CUcontext previous_;
+  bool changed_;
+};
+
 class CudaContext {
  public:
   // Retains the primary context of `device`; `device_id` ("cuda:0") names it in error messages.
@@ -20,10 +37,11 @@ class CudaContext {
   CudaContext& operator=(const CudaContext&) = delete;
 
   // The driver keeps the current context per host thread, so every call path that touches this device makes
-  // it current first: the caller's thread may have another device's context current, or none.
-  void make_current() const;
+  // it current first (the caller's thread may have another device's context current, or none) and keeps the
+  // returned guard for as long as it works on the device.
+  [[nodiscard]] CurrentContext make_current() const;
   // For destructors, which must not throw: failures are ignored.
-  void make_current_noexcept() const noexcept;
+  [[nodiscard]] CurrentContext make_current_noexcept() const noexcept;
 
   const DriverApi& api() const { return *api_; }
   const std::string& device_id() const { return device_id_; }

@@ -25,6 +25,7 @@ namespace convtune::cuda {
   X(cuDevicePrimaryCtxRetain, false)        \
   X(cuDevicePrimaryCtxRelease, false)       \
   X(cuCtxSetCurrent, false)                 \
+  X(cuCtxGetCurrent, false)                 \
   X(cuMemAlloc, false)                      \
   X(cuMemFree, false)                       \
   X(cuMemGetInfo, false)                    \

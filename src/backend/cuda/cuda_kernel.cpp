@@ -32,6 +32,7 @@ const char* kind_of(const KernelArg& value) {
 
 CudaKernel::CudaKernel(std::shared_ptr<const CudaModule> module, std::string name, SharedMemoryLimits limits)
     : module_(std::move(module)), name_(std::move(name)), limits_(limits) {
+  const CurrentContext current = context().make_current();  // the attribute queries act on this device
   function_ = module_->function(name_);
   const DriverApi& api = context().api();
   api.check(api.cuFuncGetAttribute(&max_threads_per_block_, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, function_),
@@ -123,6 +124,7 @@ void** CudaKernel::prepare_launch(const CudaLaunchDims& dims, size_t dynamic_sha
     // Beyond the default (48 KiB) a kernel must opt in. Set on every such launch, not cached: another Kernel
     // object of the same function may have set a smaller limit since.
     const DriverApi& api = context().api();
+    const CurrentContext current = context().make_current();
     api.check(api.cuFuncSetAttribute(function_, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
                                      static_cast<int>(dynamic_shared_bytes)),
               "cuFuncSetAttribute",

@@ -10,7 +10,7 @@ namespace convtune::cuda {
 CudaModule::CudaModule(std::shared_ptr<const CudaContext> context, const std::vector<std::byte>& cubin,
                        std::string description, const std::string& compiler)
     : context_(std::move(context)), description_(std::move(description)) {
-  context_->make_current();
+  const CurrentContext current = context_->make_current();
   const DriverApi& api = context_->api();
   const CUresult result = api.cuModuleLoadData(&module_, cubin.data());
   if (result == CUDA_SUCCESS) return;
@@ -29,12 +29,12 @@ CudaModule::CudaModule(std::shared_ptr<const CudaContext> context, const std::ve
 
 CudaModule::~CudaModule() {
   // Nothing to report to from a destructor; at process exit the driver may already be gone.
-  context_->make_current_noexcept();
+  const CurrentContext current = context_->make_current_noexcept();
   context_->api().cuModuleUnload(module_);
 }
 
 CUfunction CudaModule::function(const std::string& name) const {
-  context_->make_current();
+  const CurrentContext current = context_->make_current();
   CUfunction function = nullptr;
   const CUresult result = context_->api().cuModuleGetFunction(&function, module_, name.c_str());
   if (result == CUDA_ERROR_NOT_FOUND) {

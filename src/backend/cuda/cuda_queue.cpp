@@ -22,7 +22,7 @@ void check_range(const Buffer& buffer, size_t bytes, size_t offset, const char* 
 }  // namespace
 
 CudaQueue::CudaQueue(std::shared_ptr<const CudaContext> context) : context_(std::move(context)) {
-  context_->make_current();
+  const CurrentContext current = context_->make_current();
   const DriverApi& api = context_->api();
   const std::string where = fmt::format("creating the queue of {}", context_->device_id());
   api.check(api.cuStreamCreate(&stream_, CU_STREAM_DEFAULT), "cuStreamCreate", where);
@@ -33,7 +33,7 @@ CudaQueue::CudaQueue(std::shared_ptr<const CudaContext> context) : context_(std:
 
 CudaQueue::CudaQueue(std::shared_ptr<const CudaContext> context, CUstream foreign_stream)
     : context_(std::move(context)), stream_(foreign_stream), owns_stream_(false) {
-  context_->make_current();
+  const CurrentContext current = context_->make_current();
   const DriverApi& api = context_->api();
   const std::string where = fmt::format("wrapping a stream of {}", context_->device_id());
   api.check(api.cuEventCreate(&start_, CU_EVENT_DEFAULT), "cuEventCreate", where);
@@ -42,7 +42,7 @@ CudaQueue::CudaQueue(std::shared_ptr<const CudaContext> context, CUstream foreig
 
 CudaQueue::~CudaQueue() {
   // A destructor has no one to report to; at process exit the driver may already be gone.
-  context_->make_current_noexcept();
+  const CurrentContext current = context_->make_current_noexcept();
   const DriverApi& api = context_->api();
   if (stream_ && owns_stream_) api.cuStreamSynchronize(stream_);
   if (start_) api.cuEventDestroy(start_);
@@ -59,7 +59,7 @@ void CudaQueue::synchronize(const char* after) {
 void CudaQueue::write(Buffer& dst, const void* src, size_t bytes, size_t offset) {
   check_range(dst, bytes, offset, "write");
   const CudaBuffer& buffer = as_cuda_buffer(dst, "write");
-  context_->make_current();
+  const CurrentContext current = context_->make_current();
   context_->api().check(context_->api().cuMemcpyHtoDAsync(buffer.pointer() + offset, src, bytes, stream_),
                         "cuMemcpyHtoDAsync", fmt::format("writing {} bytes to {}", bytes, context_->device_id()));
   synchronize("write");
@@ -68,7 +68,7 @@ void CudaQueue::write(Buffer& dst, const void* src, size_t bytes, size_t offset)
 void CudaQueue::read(const Buffer& src, void* dst, size_t bytes, size_t offset) {
   check_range(src, bytes, offset, "read");
   const CudaBuffer& buffer = as_cuda_buffer(src, "read");
-  context_->make_current();
+  const CurrentContext current = context_->make_current();
   context_->api().check(context_->api().cuMemcpyDtoHAsync(dst, buffer.pointer() + offset, bytes, stream_),
                         "cuMemcpyDtoHAsync", fmt::format("reading {} bytes from {}", bytes, context_->device_id()));
   synchronize("read");
@@ -79,7 +79,7 @@ void CudaQueue::copy(const Buffer& src, Buffer& dst, size_t bytes) {
   check_range(dst, bytes, 0, "copy destination");
   const CudaBuffer& from = as_cuda_buffer(src, "copy source");
   const CudaBuffer& to = as_cuda_buffer(dst, "copy destination");
-  context_->make_current();
+  const CurrentContext current = context_->make_current();
   context_->api().check(context_->api().cuMemcpyDtoDAsync(to.pointer(), from.pointer(), bytes, stream_),
                         "cuMemcpyDtoDAsync", fmt::format("copying {} bytes on {}", bytes, context_->device_id()));
 }
@@ -95,7 +95,7 @@ void CudaQueue::launch(Kernel& kernel, const LaunchGeometry& geometry) {
                                    cuda_kernel->context().device_id(), context_->device_id()));
   }
   const CudaLaunchDims dims = cuda_launch_dims(geometry, kernel.name());
-  context_->make_current();
+  const CurrentContext current = context_->make_current();
   void** arguments = cuda_kernel->prepare_launch(dims, geometry.dynamic_local_bytes);
   const DriverApi& api = context_->api();
   api.check(api.cuLaunchKernel(cuda_kernel->function(), dims.grid[0], dims.grid[1], dims.grid[2], dims.block[0],
@@ -109,16 +109,16 @@ void CudaQueue::launch(Kernel& kernel, const LaunchGeometry& geometry) {
 }
 
 void CudaQueue::finish() {
-  context_->make_current();
+  const CurrentContext current = context_->make_current();
   synchronize("finish");
 }
 
 double CudaQueue::elapsed_ms(const std::function<void()>& work) {
-  context_->make_current();
+  const CurrentContext current = context_->make_current();
   const DriverApi& api = context_->api();
   api.check(api.cuEventRecord(start_, stream_), "cuEventRecord", "start of a timed region");
   work();
-  context_->make_current();  // work() may have made another device current
+  const CurrentContext again = context_->make_current();  // work() may have made another device current
   api.check(api.cuEventRecord(stop_, stream_), "cuEventRecord", "end of a timed region");
   api.check(api.cuEventSynchronize(stop_), "cuEventSynchronize",
             fmt::format("waiting for timed work on {} (an error here may come from a kernel it launched)",

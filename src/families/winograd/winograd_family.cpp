@@ -113,8 +113,9 @@ class WinogradFamily final : public KernelFamily {
     if (!generic.is_conv()) return "computes convolutions, not matrix products";
     if (!device.can_run_kernels) return fmt::format("needs a device that compiles kernels: {}", device.cannot_run_reason);
     if (std::string why = fp32_only_reason(name(), generic); !why.empty()) return why;
-    if (epilogue.any()) return fmt::format("computes plain convolutions; epilogue {} is not fused", to_string(epilogue));
     const ConvProblem& pb = generic.conv();
+    if (epilogue.pool > 1) return "a fused max-pool is not implemented (bias and ReLU are)";
+    if (epilogue.any() && pb.direction != Direction::Forward) return "epilogues apply to the forward direction only";
     if (pb.stride.h != 1 || pb.stride.w != 1) return fmt::format("needs stride 1, not {}x{}", pb.stride.h, pb.stride.w);
     if (pb.dilation.h != 1 || pb.dilation.w != 1)
       return fmt::format("needs dilation 1, not {}x{}", pb.dilation.h, pb.dilation.w);
@@ -241,7 +242,8 @@ class WinogradFamily final : public KernelFamily {
     return carried;
   }
 
-  KernelRecipe recipe(const Problem& generic, const Epilogue&, const Config& config, const DeviceInfo&) const override {
+  KernelRecipe recipe(const Problem& generic, const Epilogue& epilogue, const Config& config,
+                      const DeviceInfo&) const override {
     const ConvProblem& pb = generic.conv();
     const Params p = table().read(config);
     const Layout l = layout(pb, p.m_tile, p.batch_chunk, p.split);
@@ -265,6 +267,8 @@ class WinogradFamily final : public KernelFamily {
                                                 ? winograd::make_transforms(r, m, winograd::default_points(r, m))
                                                 : winograd::make_transforms(m, r, winograd::default_points(m, r));
     winograd::add_defines(transforms, d);
+    d["HAS_BIAS"] = epilogue.bias ? "1" : "0";  // bias and ReLU fused into the forward output transform
+    d["HAS_RELU"] = epilogue.relu ? "1" : "0";
     recipe.workspace_bytes = l.total * sizeof(float);
 
     constexpr int x = 0, w = 1, y = 2;  // Problem::operand order
@@ -290,7 +294,9 @@ class WinogradFamily final : public KernelFamily {
         const ArgSource count = ArgSource::fixed(static_cast<int32_t>(std::min(p.batch_chunk, pb.n - image0)));
         recipe.steps.push_back({"winograd_input_transform", {op(in_operand), workspace, first, count}, flat(pb.groups * in * l.tiles)});
         recipe.steps.push_back({"gemm", {workspace, workspace, workspace, first, count}, gemm_geometry});
-        recipe.steps.push_back({"winograd_output_transform", {workspace, op(out_operand), first, count}, flat(pb.groups * out * l.tiles)});
+        std::vector<ArgSource> output_args = {workspace, op(out_operand), first, count};
+        if (epilogue.bias) output_args.push_back(op(kBiasOperand));
+        recipe.steps.push_back({"winograd_output_transform", output_args, flat(pb.groups * out * l.tiles)});
       }
     } else {
       recipe.steps.push_back({"winograd_zero", {workspace}, flat(p.split * pb.groups * positions * kg * cg)});

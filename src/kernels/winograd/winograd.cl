@@ -141,7 +141,21 @@ KERNEL void winograd_input_transform(GLOBAL const float* RESTRICT in, GLOBAL flo
 
 // A^T m A of the ALPHA x ALPHA values at m (POSITIONS apart by `stride`) into out[i * out_ld + j] for the OUTS x
 // OUTS results with i < rows and j < cols.
-#define A_SANDWICH(OUTS, m, stride, out, out_ld, rows, cols)                 \
+// The forward epilogue, fused into the output transform: bias per output channel (added as A_SANDWICH's shift)
+// and ReLU. Set only for the forward direction.
+#ifndef HAS_BIAS
+#define HAS_BIAS 0
+#endif
+#ifndef HAS_RELU
+#define HAS_RELU 0
+#endif
+#if HAS_RELU
+#define WG_EPILOGUE(v) fmax((v), 0.0f)
+#else
+#define WG_EPILOGUE(v) (v)
+#endif
+
+#define A_SANDWICH(OUTS, m, stride, out, out_ld, rows, cols, shift)          \
   do {                                                                       \
     const float kAT[OUTS * ALPHA] = {WG_AT};                                 \
     float mm[ALPHA][ALPHA];                                                  \
@@ -167,7 +181,7 @@ KERNEL void winograd_input_transform(GLOBAL const float* RESTRICT in, GLOBAL flo
         float sum = 0.0f;                                                    \
         PRAGMA_UNROLL                                                        \
         for (int b = 0; b < ALPHA; ++b) sum = FMA(am[i][b], kAT[j * ALPHA + b], sum); \
-        (out)[i * (out_ld) + j] = sum;                                       \
+        (out)[i * (out_ld) + j] = WG_EPILOGUE(sum + (shift));                \
       }                                                                      \
   } while (0)
 
@@ -226,7 +240,11 @@ KERNEL void winograd_filter_transform(GLOBAL const float* RESTRICT w, GLOBAL flo
 
 // ---- Y = A^T M A for every (group, output channel, tile); the M_TILE x M_TILE outputs inside the output.
 KERNEL void winograd_output_transform(GLOBAL const float* RESTRICT workspace, GLOBAL float* RESTRICT out,
-                                      const int image0, const int count) {
+                                      const int image0, const int count
+#if HAS_BIAS
+                                      , GLOBAL const float* RESTRICT bias
+#endif
+) {
   const long id = GLOBAL_ID(0);
   if (id >= (long)GROUPS * OUT_CH * TILES) return;
   const int t = (int)(id % TILES), oc = (int)((id / TILES) % OUT_CH), g = (int)(id / ((long)TILES * OUT_CH));
@@ -235,7 +253,12 @@ KERNEL void winograd_output_transform(GLOBAL const float* RESTRICT workspace, GL
   GLOBAL const float* m = workspace + M_OFFSET + (long)g * POSITIONS * OUT_CH * TILES + (long)oc * TILES + t;
   GLOBAL float* tile = out + ((long)(image0 + n) * OUT_TOTAL + (long)g * OUT_CH + oc) * OUT_H * OUT_W +
                        (long)ty * M_TILE * OUT_W + tx * M_TILE;
-  A_SANDWICH(M_TILE, m, (long)OUT_CH * TILES, tile, OUT_W, OUT_H - ty * M_TILE, OUT_W - tx * M_TILE);
+#if HAS_BIAS
+  const float shift = bias[g * OUT_CH + oc];
+#else
+  const float shift = 0.0f;
+#endif
+  A_SANDWICH(M_TILE, m, (long)OUT_CH * TILES, tile, OUT_W, OUT_H - ty * M_TILE, OUT_W - tx * M_TILE, shift);
 }
 
 #else
@@ -308,7 +331,7 @@ KERNEL void winograd_filter_output_transform(GLOBAL float* RESTRICT workspace, G
     PRAGMA_UNROLL
     for (int position = 0; position < POSITIONS; ++position) m[position * stride] += m[slice * M_COPY + position * stride];
   GLOBAL float* taps = dw + (((long)g * K_PER_GROUP + k) * C_PER_GROUP + c) * R * S;
-  A_SANDWICH(R, m, stride, taps, S, R, S);
+  A_SANDWICH(R, m, stride, taps, S, R, S, 0.0f);
 }
 #endif
 
