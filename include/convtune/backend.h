@@ -32,6 +32,9 @@ struct DeviceInfo {
   int clock_mhz = 0;
   uint64_t global_memory_bytes = 0;
   uint64_t local_memory_bytes = 0;
+  // Shared memory a CUDA kernel may take as dynamic shared memory once it opts in (227 KiB on Hopper); 0 where
+  // nothing beyond local_memory_bytes can be had (OpenCL, the CPU).
+  uint64_t local_memory_optin_bytes = 0;
   size_t max_work_group_size = 0;
   bool can_run_kernels = false;
   std::string cannot_run_reason;  // when can_run_kernels is false

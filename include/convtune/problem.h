@@ -39,6 +39,8 @@ class Problem {
 
   ElementType type() const;
   MathMode math() const;
+  // The same problem in another math mode (bench and tune --math, a framework's allow-TF32 switch).
+  Problem with_math(MathMode math) const;
   void validate() const;
   double flops() const;
   double bytes() const;

@@ -23,3 +23,23 @@ for d in dirs:
 sys.exit(1)
 PY
 }
+# find_cublas prints the path of PyTorch's libcublas.so.* (torch/lib or a wheel's nvidia/*/lib), exit status 1 when
+# there is none.
+find_cublas() {
+  python3 - <<'PY' 2>/dev/null
+import glob, os, site, sys
+dirs = []
+try:
+    import torch
+    dirs.append(os.path.join(os.path.dirname(torch.__file__), "lib"))
+except Exception:
+    pass
+for s in site.getsitepackages():
+    dirs += glob.glob(os.path.join(s, "nvidia", "*", "lib")) + glob.glob(os.path.join(s, "nvidia", "cu*", "lib"))
+for d in dirs:
+    hits = [h for h in sorted(glob.glob(os.path.join(d, "libcublas.so.*"))) if "Lt" not in os.path.basename(h)]
+    if hits:
+        print(hits[0]); sys.exit(0)
+sys.exit(1)
+PY
+}

@@ -75,23 +75,8 @@ if [ "${PART}" = tune ]; then
 fi
 
 # --- gemm
-CUBLAS=$(python3 - <<'PY' 2>/dev/null
-import glob, os, site
-dirs = []
-try:
-    import torch
-    dirs.append(os.path.join(os.path.dirname(torch.__file__), "lib"))
-except Exception:
-    pass
-for s in site.getsitepackages():
-    dirs += glob.glob(os.path.join(s, "nvidia", "*", "lib")) + glob.glob(os.path.join(s, "nvidia", "cu*", "lib"))
-for d in dirs:
-    hits = sorted(glob.glob(os.path.join(d, "libcublas.so.*")))
-    hits = [h for h in hits if "Lt" not in os.path.basename(h)]
-    if hits:
-        print(hits[0]); break
-PY
-)
+source scripts/gpu/find_cudnn.sh
+CUBLAS=$(find_cublas)
 [ -n "$CUBLAS" ] && export CONVTUNE_CUBLAS_LIBRARY=$CUBLAS LD_LIBRARY_PATH=$(dirname "$CUBLAS"):$LD_LIBRARY_PATH
 echo "cuBLAS: ${CUBLAS:-not found}"
 timeout 200 "$BIN/gemm_test" --gtest_brief=1 >"$OUT/gemm_test.log" 2>&1; echo "gemm_test: exit $?"

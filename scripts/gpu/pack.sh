@@ -8,7 +8,8 @@ rm -rf .carry/bin && mkdir -p .carry/bin
 BUILD=${BUILD:-build}
 cp "$BUILD"/convtune .carry/bin/
 cp "$BUILD"/lib/libconvtune.so.0 .carry/bin/  # the file itself, under its soname (links may not travel)
-for t in cuda_backend_test opencl_backend_test family_conformance_test gemm_test implicit_gemm_test winograd_test; do
+for t in cuda_backend_test opencl_backend_test family_conformance_test gemm_test implicit_gemm_test winograd_test \
+         tensor_core_test; do
   [ -x "$BUILD/tests/$t" ] && cp "$BUILD/tests/$t" .carry/bin/
 done
 [ -x "$BUILD"/tests/implicit_gemm_sweep ] && cp "$BUILD"/tests/implicit_gemm_sweep .carry/bin/

@@ -25,6 +25,15 @@ MathMode Problem::math() const {
   return std::visit([](const auto& p) { return p.math; }, problem_);
 }
 
+Problem Problem::with_math(MathMode math) const {
+  return std::visit(
+      [math](auto p) -> Problem {
+        p.math = math;
+        return p;
+      },
+      problem_);
+}
+
 void Problem::validate() const {
   std::visit([](const auto& p) { p.validate(); }, problem_);
 }

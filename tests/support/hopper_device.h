@@ -16,6 +16,7 @@ inline DeviceInfo described_hopper() {
   d.compute_units = 132;
   d.global_memory_bytes = 80ull << 30;
   d.local_memory_bytes = 48 << 10;
+  d.local_memory_optin_bytes = 227 << 10;
   d.max_work_group_size = 1024;
   d.can_run_kernels = true;
   return d;

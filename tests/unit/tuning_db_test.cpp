@@ -566,3 +566,26 @@ TEST(TuningDbLocation, EnvironmentDecidesTheUserFile) {
   restore("XDG_DATA_HOME", xdg);
   restore("HOME", home);
 }
+
+// Entries are keyed by math mode: a tf32 entry is never used for fp32 or 3xtf32 (not even as the nearest shape,
+// which would carry a tensor-core family's parameters to a problem it refuses), and survives a save and reload.
+TEST_F(TuningDbTest, EntriesAreKeyedByMathMode) {
+  const std::map<std::string, std::string> hashes{{"implicit_gemm", "src-v2"}, {"implicit_gemm_tc", "tc-v1"}};
+  ConvProblem tf32 = kLayer, split = kLayer;
+  tf32.math = MathMode::TF32, split.math = MathMode::TF32x3;
+  {
+    TuningDatabase db(file_);
+    db.insert(entry(kH100, tf32, 0.1, 128, "implicit_gemm_tc", "tc-v1"));
+    db.save();
+  }
+  TuningDatabase db(file_);
+  const LookupResult found = db.lookup(tf32, kH100, hashes);
+  ASSERT_EQ(found.tier, LookupTier::Exact) << found.explain();
+  EXPECT_EQ(found.entry->family, "implicit_gemm_tc");
+  EXPECT_EQ(found.entry->problem.math(), MathMode::TF32);
+  EXPECT_EQ(db.lookup(kLayer, kH100, hashes).tier, LookupTier::BuiltInDefault);
+  EXPECT_EQ(db.lookup(split, kH100, hashes).tier, LookupTier::BuiltInDefault);
+  ConvProblem nearby = tf32;
+  nearby.n = 2;
+  EXPECT_EQ(db.lookup(nearby, kH100, hashes).tier, LookupTier::Nearest);
+}

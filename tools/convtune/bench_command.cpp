@@ -149,9 +149,13 @@ void write_markdown(const std::string& path, const Device& device, const BenchOp
                                           : "convtune peak's FMA kernel",
                                  peak)
                    : fmt::format("- measured FP32 peak: none ({})\n", peak_why);
-  text += fmt::format("- math: {}\n", against.math() == MathMode::FP32
-                                          ? "fp32 (cuDNN with FMA math, cuBLAS default math: tensor cores and TF32 off)"
-                                          : "tf32 (cuDNN and cuBLAS with tensor-op math: TF32 tensor cores allowed)");
+  text += fmt::format("- math: {}\n",
+                      against.math() == MathMode::FP32
+                          ? "fp32 (convtune's FP32 families; cuDNN with FMA math, cuBLAS default math: tensor cores and TF32 off)"
+                      : against.math() == MathMode::TF32
+                          ? "tf32 (convtune's tensor-core families; cuDNN and cuBLAS with tensor-op math: TF32 tensor cores allowed)"
+                          : "3xtf32 (convtune's tensor-core families, split TF32 at FP32 accuracy; cuDNN and cuBLAS have no such "
+                            "mode and run their FP32 FMA math)");
   for (const auto& [name, line] : against.describe()) text += fmt::format("- {}: {}\n", name, line);
   text += fmt::format("- timing: median of {} after {} warm-up, device events (host clock on the CPU); inputs "
                       "uniform in [-1, 1); `check` is the relative L2 distance from convtune's output\n",
@@ -172,8 +176,11 @@ std::string shape_text(const Problem& problem) {
   return s;
 }
 
-void run_bench(const BenchOptions& opt, bool algorithm_given) {
-  const std::vector<Layer> layers = select_layers(opt.suite, opt.layers, opt.gemms);
+void run_bench(const BenchOptions& opt, bool algorithm_given, bool math_given) {
+  std::vector<Layer> layers = select_layers(opt.suite, opt.layers, opt.gemms);
+  // --math sets every row's mode (convtune then runs the families of that mode); without it rows keep their own.
+  if (math_given)
+    for (Layer& layer : layers) layer.problem = layer.problem.with_math(parse_math_mode(opt.math));
   if (opt.repeats < 1) throw InvalidArgument(fmt::format("--repeats={} is invalid: expected 1 or more", opt.repeats));
   const auto directions = parse_directions(opt.direction);
   for (const Layer& layer : layers) scale_batch(layer.problem, opt.batch_scale).validate();
@@ -389,11 +396,13 @@ void add_bench_command(CLI::App& app) {
                   "Also run these reference libraries on the same inputs: cudnn, cublas, clblast, onednn "
                   "(comma-separated)")
       ->delimiter(',');
-  cmd->add_option("--math", opt->math, "Reference libraries' math: fp32 (cuDNN/cuBLAS tensor cores off) or tf32")
-      ->capture_default_str();
+  auto* math = cmd->add_option("--math", opt->math,
+                               "Math mode of every row and of the reference libraries: fp32 (tensor cores off), tf32 "
+                               "(TF32 tensor cores) or 3xtf32 (split TF32 at FP32 accuracy; the libraries run fp32)")
+                   ->capture_default_str();
   cmd->add_option("--markdown", opt->markdown, "With --against: write a Markdown section (device, libraries, "
                   "command, table) to FILE");
-  cmd->callback([opt, algorithm] { run_bench(*opt, algorithm->count() > 0); });
+  cmd->callback([opt, algorithm, math] { run_bench(*opt, algorithm->count() > 0, math->count() > 0); });
 }
 
 }  // namespace convtune::cli

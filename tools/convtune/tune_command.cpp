@@ -34,6 +34,7 @@ struct TuneCommandOptions {
   std::string device = "best";
   std::string family = "all";
   std::string direction = "all";
+  std::string math;  // empty: each layer's own (fp32 unless its text says otherwise)
   std::string strategy = "annealing";
   std::string budget = "60s";
   double max_fraction = 0;
@@ -137,7 +138,9 @@ void run_tune(const TuneCommandOptions& opt) {
   }
   if (opt.repeats < 1) throw InvalidArgument(fmt::format("--repeats={} is invalid: expected 1 or more", opt.repeats));
   make_searcher(opt.strategy, {});  // an unknown strategy fails now, listing the known ones
-  const std::vector<Layer> layers = select_layers(opt.suite, opt.layers, opt.gemms);
+  std::vector<Layer> layers = select_layers(opt.suite, opt.layers, opt.gemms);
+  if (!opt.math.empty())
+    for (Layer& layer : layers) layer.problem = layer.problem.with_math(parse_math_mode(opt.math));
   const std::vector<Direction> directions = parse_directions(opt.direction);
   std::vector<std::pair<std::string, Problem>> problems;
   for (const Layer& layer : layers) {
@@ -295,6 +298,8 @@ void add_tune_command(CLI::App& app) {
                   "shares the tasks among them")->capture_default_str();
   cmd->add_option("--family", opt->family, "Kernel family to tune, or all that support the layer")->capture_default_str();
   cmd->add_option("--direction", opt->direction, "fwd, bwd-data, bwd-filter or all")->capture_default_str();
+  cmd->add_option("--math", opt->math,
+                  "Math mode of every layer: fp32, tf32 or 3xtf32 (the tensor-core families); entries are stored under it");
   cmd->add_option("--strategy", opt->strategy, "exhaustive, random, annealing or model")->capture_default_str();
   cmd->add_option("--budget", opt->budget, "Wall time for the whole run (60s, 2m, 500ms), shared evenly by the tasks")
       ->capture_default_str();

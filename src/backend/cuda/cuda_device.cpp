@@ -50,6 +50,7 @@ CudaDevice::CudaDevice(std::shared_ptr<const DriverApi> api, int ordinal, const 
       attribute(CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, "opt-in shared memory per block"));
   // The default limit is what a kernel's static __shared__ arrays (the OpenCL __local equivalent) may use.
   info_.local_memory_bytes = shared_memory_.per_block;
+  info_.local_memory_optin_bytes = shared_memory_.per_block_optin;
   info_.max_work_group_size =
       static_cast<size_t>(attribute(CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK, "max threads per block"));
   info_.can_run_kernels = nvrtc_ != nullptr;

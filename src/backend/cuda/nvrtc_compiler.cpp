@@ -44,7 +44,7 @@ std::vector<std::string> cuda_compile_options(std::string_view architecture) {
 }
 
 std::vector<std::byte> compile_cuda_to_cubin(std::string_view source_text, const std::vector<std::string>& options,
-                                             const std::string& program_name) {
+                                             const std::string& program_name, std::string* log) {
   std::string load_error;
   const NvrtcApi* api = NvrtcApi::instance(&load_error);
   if (!api) throw BackendError(fmt::format("cannot compile {}: {}", program_name, load_error));
@@ -67,6 +67,7 @@ std::vector<std::byte> compile_cuda_to_cubin(std::string_view source_text, const
                                    api->nvrtcGetErrorString(compiled), program_name, api->version(),
                                    fmt::join(options, " "), program_log(*api, program.get())));
   }
+  if (log) *log = program_log(*api, program.get());
   size_t size = 0;
   if (const nvrtcResult sized = api->nvrtcGetCUBINSize(program.get(), &size); sized != NVRTC_SUCCESS) {
     throw BackendError(fmt::format("nvrtcGetCUBINSize failed for {}: {}", program_name,

@@ -21,7 +21,9 @@ std::vector<std::string> cuda_program_options(std::string_view architecture, con
 // Compiles `source_text` (named `program_name` in the log) with `options` (cuda_compile_options plus
 // -DNAME=value and extras). Throws BackendError holding the options and NVRTC's log on failure, and when
 // NVRTC cannot be loaded.
+// With `log`, NVRTC's log of a successful compile lands there (ptxas's resource usage with --ptxas-options=-v).
 std::vector<std::byte> compile_cuda_to_cubin(std::string_view source_text, const std::vector<std::string>& options,
-                                             const std::string& program_name = "kernel.cu");
+                                             const std::string& program_name = "kernel.cu",
+                                             std::string* log = nullptr);
 
 }  // namespace convtune::cuda

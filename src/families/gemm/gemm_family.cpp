@@ -13,6 +13,9 @@ namespace convtune {
 
 namespace {
 
+using gemm::a_vectorizes;
+using gemm::b_vectorizes;
+
 // Partial products of split-K may take at most this much device memory, and a quarter of what the device has.
 constexpr uint64_t kMaxWorkspaceBytes = uint64_t{256} << 20;
 
@@ -34,10 +37,7 @@ const ParameterTable<Params>& table() {
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
-// Reduction elements per slice: a whole number of TILE_K tiles, so every slice but the last is full.
-int64_t slice_k(const GemmProblem& g, int64_t split, int64_t tile_k) {
-  return ceil_div(ceil_div(g.k, split), tile_k) * tile_k;
-}
+int64_t slice_k(const GemmProblem& g, int64_t split, int64_t tile_k) { return gemm::slice_length(g.k, split, tile_k); }
 
 uint64_t workspace_bytes(const GemmProblem& g, int64_t split) {
   return split > 1 ? static_cast<uint64_t>(g.batch * split) * static_cast<uint64_t>(g.m * g.n) * sizeof(float) : 0;
@@ -45,15 +45,6 @@ uint64_t workspace_bytes(const GemmProblem& g, int64_t split) {
 
 uint64_t workspace_cap(const DeviceInfo& device) {
   return device.global_memory_bytes == 0 ? kMaxWorkspaceBytes : std::min(kMaxWorkspaceBytes, device.global_memory_bytes / 4);
-}
-
-// Whether `width`-float loads of A (or B) stay aligned and wholly inside or outside the matrix: the row pitch,
-// the stored row length and the batch stride are multiples of it (gemm.cl's X_VECTOR contract).
-bool a_vectorizes(const GemmProblem& g, int64_t width) {
-  return g.ld_a() % width == 0 && g.a_cols() % width == 0 && (g.batch == 1 || g.batch_stride_a() % width == 0);
-}
-bool b_vectorizes(const GemmProblem& g, int64_t width) {
-  return g.ld_b() % width == 0 && g.b_cols() % width == 0 && (g.batch == 1 || g.batch_stride_b() % width == 0);
 }
 
 bool valid(const GemmProblem& g, const Params& p, const KernelFamily& family, const DeviceInfo& device) {

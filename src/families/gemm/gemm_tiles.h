@@ -36,6 +36,20 @@ inline size_t local_bytes(const TileParams& p) {
          sizeof(float);
 }
 
+// Whether `width`-float loads of A (or B) stay aligned and wholly inside or outside the matrix: the row pitch,
+// the stored row length and the batch stride are multiples of it (gemm.cl's X_VECTOR contract; gemm_tc's too).
+inline bool a_vectorizes(const GemmProblem& g, int64_t width) {
+  return g.ld_a() % width == 0 && g.a_cols() % width == 0 && (g.batch == 1 || g.batch_stride_a() % width == 0);
+}
+inline bool b_vectorizes(const GemmProblem& g, int64_t width) {
+  return g.ld_b() % width == 0 && g.b_cols() % width == 0 && (g.batch == 1 || g.batch_stride_b() % width == 0);
+}
+
+// Reduction elements per split-K slice: a whole number of TILE_K tiles, so every slice but the last is full.
+inline int64_t slice_length(int64_t k, int64_t split, int64_t tile_k) {
+  return ((k + split - 1) / split + tile_k - 1) / tile_k * tile_k;
+}
+
 // The tile fields under their kernel names, appended to a family's table.
 template <typename P>
 void add_tile_fields(std::vector<typename ParameterTable<P>::Field>& fields) {

@@ -11,6 +11,7 @@
 #include "convtune/error.h"
 #include "src/families/families.h"
 #include "src/families/implicit_gemm/implicit_gemm_spec.h"
+#include "src/families/nvidia_arch.h"
 
 namespace convtune::implicit_gemm {
 
@@ -23,13 +24,8 @@ constexpr int64_t kMaxGridAxis = 65535;         // CUDA's limit on grid axes 1 a
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
-// cp.async exists from compute capability 8.0; NVIDIA's OpenCL reports the capability as the architecture too.
-bool supports_async_copy(const DeviceInfo& device) {
-  const bool nvidia = device.backend == BackendKind::Cuda ||
-                      (device.backend == BackendKind::OpenCL && device.vendor.find("NVIDIA") != std::string::npos);
-  if (!nvidia || device.architecture.rfind("sm_", 0) != 0) return false;
-  return std::atoi(device.architecture.c_str() + 3) >= 80;
-}
+// cp.async exists from compute capability 8.0.
+bool supports_async_copy(const DeviceInfo& device) { return families::nvidia_compute_capability(device) >= 80; }
 
 ParameterTable<Params> make_table(Direction direction) {
   using P = Params;

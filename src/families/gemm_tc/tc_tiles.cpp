@@ -1,0 +1,193 @@
+// The tensor-core tile description shared by gemm_tc and implicit_gemm_tc: see tc_tiles.h.
+#include "src/families/gemm_tc/tc_tiles.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "src/families/nvidia_arch.h"
+
+namespace convtune::tensor_core {
+
+namespace {
+
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+int64_t accumulators(const Params& p) { return (p.tile_m / p.warps_m / 16) * (p.tile_n / p.warps_n / 8) * 4; }
+
+// Warps for a tile: one warp row per 64 rows and one warp column per 32 columns (64x32 warp tiles), at least two
+// warps, at most four each way.
+void set_warps(Params& p) {
+  p.warps_m = std::clamp<int64_t>(p.tile_m / 64, 1, 4);
+  p.warps_n = std::clamp<int64_t>(p.tile_n / 32, 1, 4);
+  if (p.threads() < 64) {
+    if (p.tile_n % (8 * p.warps_n * 2) == 0) p.warps_n *= 2;
+    else p.warps_m *= 2;
+  }
+}
+
+}  // namespace
+
+ParameterTable<Params> make_table(std::vector<int64_t> split_candidates, std::string split_description) {
+  using P = Params;
+  return ParameterTable<P>({
+      {"TILE_M", &P::tile_m, {32, 64, 128, 256}, "block tile rows (GEMM M)"},
+      {"TILE_N", &P::tile_n, {32, 64, 128, 256}, "block tile columns (GEMM N)"},
+      {"TILE_K", &P::tile_k, {8, 16, 32}, "reduction depth of one shared-memory stage (MMA steps of 8)"},
+      {"WARPS_M", &P::warps_m, {1, 2, 4}, "warps along M; a warp tile has TILE_M/WARPS_M rows (m16 MMA tiles)"},
+      {"WARPS_N", &P::warps_n, {1, 2, 4}, "warps along N; a warp tile has TILE_N/WARPS_N columns (n8 MMA tiles)"},
+      {"STAGES", &P::stages, {2, 3, 4}, "shared-memory stages of the cp.async pipeline (tiles in flight + 1)"},
+      {"SMEM_PADDING", &P::smem_padding, {0, 1},
+       "1: shared-memory rows padded (4 floats K-contiguous, 8 otherwise) so fragment reads are bank-conflict free"},
+      {"BLOCKS_PER_SM", &P::blocks_per_sm, {1, 2},
+       "blocks a multiprocessor must hold (CUDA __launch_bounds__; NVIDIA OpenCL -cl-nv-maxrregcount): caps registers"},
+      {"SPLIT_K", &P::split_k, std::move(split_candidates), std::move(split_description)},
+  });
+}
+
+std::string unsupported_reason(std::string_view family, const Problem& problem, const DeviceInfo& device) {
+  if (!device.can_run_kernels) return fmt::format("needs a device that compiles kernels: {}", device.cannot_run_reason);
+  if (problem.type() != ElementType::F32) {
+    return fmt::format("{} computes fp32 tensors (in tf32 or 3xtf32 math), not {} tensors", family,
+                       to_string(problem.type()));
+  }
+  if (problem.math() == MathMode::FP32) {
+    return fmt::format("{} multiplies on TF32 tensor cores: it computes tf32 and 3xtf32 math, not fp32", family);
+  }
+  if (families::nvidia_compute_capability(device) < 80) {
+    return fmt::format("{} needs an NVIDIA GPU of compute capability 8.0 or newer (TF32 mma.sync and cp.async in "
+                       "PTX), not {} ({}, architecture {}), for {} math",
+                       family, device.id, device.name, device.architecture.empty() ? "-" : device.architecture,
+                       to_string(problem.math()));
+  }
+  return {};
+}
+
+size_t shared_bytes(const Params& p, Layout layout) {
+  const int64_t pad_k = p.smem_padding ? 4 : 0, pad_rows = p.smem_padding ? 8 : 0;
+  const int64_t a = layout.a_kcontig ? p.tile_m * (p.tile_k + pad_k) : p.tile_k * (p.tile_m + pad_rows);
+  const int64_t b = layout.b_kcontig ? p.tile_n * (p.tile_k + pad_k) : p.tile_k * (p.tile_n + pad_rows);
+  return static_cast<size_t>(p.stages * (a + b)) * sizeof(float);
+}
+
+uint64_t shared_limit(const DeviceInfo& device) {
+  if (device.backend == BackendKind::Cuda) return std::max(device.local_memory_bytes, device.local_memory_optin_bytes);
+  return device.local_memory_bytes;
+}
+
+// Calibrated on ptxas's counts for sm_90 (docs/ARCHITECTURE.md): the compiler keeps the fragments of every MMA step
+// of a stage live (the step loop unrolls) and each copy's address precomputed, about two registers a copy. It
+// overestimates by 10-30%, so configurations near the cap are refused rather than spilled.
+int64_t register_estimate(const Params& p, MathMode math) {
+  const int64_t fragments = (p.tile_m / p.warps_m / 16) * 4 + (p.tile_n / p.warps_n / 8) * 2;
+  const int64_t copies = (p.tile_m + p.tile_n) * p.tile_k / p.threads();
+  return accumulators(p) + fragments * (p.tile_k / 8) * (math == MathMode::TF32x3 ? 2 : 1) + 2 * copies +
+         kRegistersBesideTiles;
+}
+
+int64_t register_cap(const Params& p) {
+  return std::min(kMaxRegisters, kRegisterFile / (p.threads() * p.blocks_per_sm));
+}
+
+std::vector<Constraint> tile_constraints(const ParameterTable<Params>& t, Layout layout, MathMode math) {
+  using P = Params;
+  using X = ConstraintContext;
+  return {
+      t.constraint("warp tile rows a multiple of the MMA's 16", {&P::tile_m, &P::warps_m},
+                   [](const P& p, const X&) { return p.tile_m % (16 * p.warps_m) == 0; }),
+      t.constraint("warp tile columns a multiple of the MMA's 8", {&P::tile_n, &P::warps_n},
+                   [](const P& p, const X&) { return p.tile_n % (8 * p.warps_n) == 0; }),
+      t.constraint("at least 2 warps per block and threads within the device limit", {&P::warps_m, &P::warps_n},
+                   [](const P& p, const X& x) {
+                     return p.threads() >= 64 && static_cast<size_t>(p.threads()) <= x.device.max_work_group_size;
+                   }),
+      t.constraint("at most 128 accumulators per thread", {&P::tile_m, &P::tile_n, &P::warps_m, &P::warps_n},
+                   [](const P& p, const X&) { return accumulators(p) <= kMaxAccumulators; }),
+      t.constraint("tile elements divide evenly over the threads",
+                   {&P::tile_m, &P::tile_n, &P::tile_k, &P::warps_m, &P::warps_n}, [](const P& p, const X&) {
+                     return p.tile_m * p.tile_k % p.threads() == 0 && p.tile_n * p.tile_k % p.threads() == 0;
+                   }),
+      t.constraint("at most 64 copies per thread per stage", {&P::tile_m, &P::tile_n, &P::tile_k, &P::warps_m, &P::warps_n},
+                   [](const P& p, const X&) {
+                     return (p.tile_m + p.tile_n) * p.tile_k / p.threads() <= kMaxCopiesPerThread;
+                   }),
+      // ptxas spills what does not fit the cap (launch bounds), and a block needing more than the register file
+      // does not launch at all.
+      t.constraint("estimated registers within the cap BLOCKS_PER_SM leaves (255 at most)",
+                   {&P::tile_m, &P::tile_n, &P::tile_k, &P::warps_m, &P::warps_n, &P::blocks_per_sm},
+                   [math](const P& p, const X&) { return register_estimate(p, math) <= register_cap(p); }),
+      t.constraint("shared memory of all stages within the device's per-block limit",
+                   {&P::tile_m, &P::tile_n, &P::tile_k, &P::stages, &P::smem_padding},
+                   [layout](const P& p, const X& x) { return shared_bytes(p, layout) <= shared_limit(x.device); }),
+  };
+}
+
+Params default_tiles(int64_t m, int64_t n, int64_t reduction) {
+  auto tile = [](int64_t extent) -> int64_t { return extent >= 96 ? 128 : extent >= 48 ? 64 : 32; };
+  Params p;
+  p.tile_m = tile(m), p.tile_n = tile(n);
+  p.tile_k = reduction >= 128 ? 32 : reduction >= 16 ? 16 : 8;
+  set_warps(p);
+  p.stages = 3, p.smem_padding = 1, p.blocks_per_sm = 1, p.split_k = 1;
+  return p;
+}
+
+Params fit_default(Params start, const std::function<bool(const Params&)>& valid) {
+  Params p = start;
+  while (true) {
+    set_warps(p);
+    for (p.stages = start.stages; p.stages >= 2; --p.stages)
+      for (p.tile_k = start.tile_k; p.tile_k >= 8; p.tile_k /= 2)
+        if (valid(p)) return p;
+    p.stages = start.stages, p.tile_k = start.tile_k;
+    if (p.tile_m == 32 && p.tile_n == 32) return start;
+    p.tile_m = std::max<int64_t>(32, p.tile_m / 2), p.tile_n = std::max<int64_t>(32, p.tile_n / 2);
+  }
+}
+
+int64_t default_split(int64_t blocks, int64_t reduction, const Params& p, const DeviceInfo& device, int64_t max_split,
+                      const std::function<bool(const Params&)>& valid) {
+  const int64_t target = 2 * std::max(1, device.compute_units);
+  Params q = p;
+  int64_t split = 1;
+  while (split * 2 <= max_split && blocks * split * 2 <= target && reduction / (split * 2) >= 4 * p.tile_k) {
+    q.split_k = split * 2;
+    if (!valid(q)) break;
+    split *= 2;
+  }
+  return split;
+}
+
+void add_defines(const ParameterTable<Params>& t, const Params& p, MathMode math, std::map<std::string, std::string>& d) {
+  t.add_defines(p, d);
+  d["MATH_SPLIT"] = math == MathMode::TF32x3 ? "1" : "0";
+}
+
+LaunchGeometry main_geometry(int64_t m, int64_t n, int64_t layers, const Params& p, Layout layout) {
+  LaunchGeometry g;
+  g.dims = 3;
+  g.global = {static_cast<size_t>(ceil_div(n, p.tile_n) * p.threads()), static_cast<size_t>(ceil_div(m, p.tile_m)),
+              static_cast<size_t>(layers)};
+  g.local = {static_cast<size_t>(p.threads()), 1, 1};
+  g.dynamic_local_bytes = shared_bytes(p, layout);  // CUDA; NVIDIA's OpenCL kernel declares the array itself
+  return g;
+}
+
+LaunchStep splitk_reduce_step(std::vector<ArgSource> args, int64_t elements, const DeviceInfo& device) {
+  const int64_t local = static_cast<int64_t>(std::min<size_t>(256, std::max<size_t>(1, device.max_work_group_size)));
+  LaunchStep step;
+  step.kernel = "tc_splitk_reduce";
+  step.args = std::move(args);
+  step.geometry.dims = 1;
+  step.geometry.global = {static_cast<size_t>(ceil_div(elements, local) * local), 1, 1};
+  step.geometry.local = {static_cast<size_t>(local), 1, 1};
+  return step;
+}
+
+void add_register_cap(KernelRecipe& recipe, const Params& p, const DeviceInfo& device) {
+  if (device.backend == BackendKind::OpenCL && p.blocks_per_sm > 1) {
+    recipe.source.options.push_back(fmt::format("-cl-nv-maxrregcount={}", register_cap(p)));
+  }
+}
+
+}  // namespace convtune::tensor_core

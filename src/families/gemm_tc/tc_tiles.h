@@ -1,0 +1,80 @@
+// The tensor-core tile description shared by gemm_tc and implicit_gemm_tc (kernels/tensor_core/tc_common.h):
+// typed parameters, their named constraints (MMA shape, warps, registers, shared memory), the support test, the
+// shared-memory size each layout takes, the defines and a starting default.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "convtune/kernel_family.h"
+#include "src/families/parameter_table.h"
+
+namespace convtune::tensor_core {
+
+struct Params {
+  int64_t tile_m = 0, tile_n = 0, tile_k = 0;
+  int64_t warps_m = 0, warps_n = 0;
+  int64_t stages = 0, smem_padding = 0, blocks_per_sm = 0;
+  int64_t split_k = 0;
+  int64_t threads() const { return 32 * warps_m * warps_n; }
+};
+
+// Which dimension of each operand's tile is contiguous in shared memory (the one contiguous in global memory).
+struct Layout {
+  bool a_kcontig = true;  // A tile [TILE_M][TILE_K]; else [TILE_K][TILE_M]
+  bool b_kcontig = false;  // B tile [TILE_N][TILE_K]; else [TILE_K][TILE_N]
+};
+
+inline constexpr int64_t kMaxAccumulators = 128;       // FP32 accumulators per thread (4 per m16n8 tile)
+inline constexpr int64_t kRegistersBesideTiles = 32;   // addresses, indices, loop state
+inline constexpr int64_t kMaxRegisters = 255;          // per thread on every NVIDIA GPU since sm_35
+inline constexpr int64_t kRegisterFile = 65536;        // 32-bit registers per multiprocessor
+inline constexpr int64_t kMaxCopiesPerThread = 64;     // cp.async per thread per stage (the copy loops unroll)
+inline constexpr int64_t kMaxGridAxis = 65535;         // CUDA's limit on grid axes 1 and 2
+
+// A table of the tile parameters plus SPLIT_K with the given candidates and meaning.
+ParameterTable<Params> make_table(std::vector<int64_t> split_candidates, std::string split_description);
+
+// Empty when `family` computes the problem on the device: FP32 tensors in tf32 or 3xtf32 math, on an NVIDIA GPU of
+// compute capability 8.0 or newer (CUDA or NVIDIA's OpenCL) whose compiler builds kernels.
+std::string unsupported_reason(std::string_view family, const Problem& problem, const DeviceInfo& device);
+
+size_t shared_bytes(const Params& p, Layout layout);
+// Shared memory one block may take on the device: the opt-in limit through CUDA (dynamic shared memory), the
+// local-memory limit elsewhere (NVIDIA's OpenCL: static __local arrays).
+uint64_t shared_limit(const DeviceInfo& device);
+// Registers a thread needs, estimated: accumulators, a stage's fragments (twice for 3xTF32's split parts), copy
+// addresses, the rest.
+int64_t register_estimate(const Params& p, MathMode math);
+// The register cap that BLOCKS_PER_SM blocks on one multiprocessor leave each thread.
+int64_t register_cap(const Params& p);
+
+// The tile constraints; the family adds its problem's (split-K, grid).
+std::vector<Constraint> tile_constraints(const ParameterTable<Params>& t, Layout layout, MathMode math);
+
+// A starting configuration for an m x n GEMM with this reduction: 128x128 tiles of 2x4 warps (64x32 warp tiles)
+// where the GEMM fills them, smaller ones where it does not, TILE_K 32, three stages, padded rows, no split.
+Params default_tiles(int64_t m, int64_t n, int64_t reduction);
+// `start` if valid, else the first valid of: TILE_K halved, fewer stages, then the tiles halved (the warps
+// following); `start` when none is (the plan then names the failing constraint).
+Params fit_default(Params start, const std::function<bool(const Params&)>& valid);
+// The split of the reduction that brings the blocks up to about two per multiprocessor, doubling while each slice
+// keeps at least 4 TILE_K tiles and `valid` holds, at most `max_split`.
+int64_t default_split(int64_t blocks, int64_t reduction, const Params& p, const DeviceInfo& device, int64_t max_split,
+                      const std::function<bool(const Params&)>& valid);
+
+// The parameters as -D defines plus MATH_SPLIT (1 for 3xTF32).
+void add_defines(const ParameterTable<Params>& t, const Params& p, MathMode math, std::map<std::string, std::string>& d);
+// The main kernel's launch: ceil(n / TILE_N) x ceil(m / TILE_M) x `layers` blocks (layers: batch items or groups,
+// times split-K slices) of TILE_THREADS, with the layout's shared memory (CUDA: dynamic shared memory).
+LaunchGeometry main_geometry(int64_t m, int64_t n, int64_t layers, const Params& p, Layout layout);
+// tc_splitk_reduce over `elements` outputs, one thread each; `args` after the workspace.
+LaunchStep splitk_reduce_step(std::vector<ArgSource> args, int64_t elements, const DeviceInfo& device);
+// On NVIDIA's OpenCL, which has no __launch_bounds__, BLOCKS_PER_SM's register cap as a compiler option.
+void add_register_cap(KernelRecipe& recipe, const Params& p, const DeviceInfo& device);
+
+}  // namespace convtune::tensor_core

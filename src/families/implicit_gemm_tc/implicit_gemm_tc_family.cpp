@@ -1,0 +1,147 @@
+// The implicit_gemm_tc family: convolutions in all three directions, in tf32 or 3xtf32 math, as implicit GEMMs on
+// NVIDIA tensor cores (kernels/tensor_core/implicit_gemm_tc.cl: implicit_gemm's gathers, cp.async into a
+// multi-stage pipeline, mma.sync m16n8k8 TF32), split-K for long reductions (backward-filter), bias and ReLU fused
+// into forward. FP32 math stays with the other families.
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "convtune/plan.h"
+#include "src/families/families.h"
+#include "src/families/gemm_tc/tc_tiles.h"
+#include "src/families/implicit_gemm/implicit_gemm_spec.h"
+#include "src/families/workspace_cap.h"
+
+namespace convtune {
+
+namespace {
+
+using tensor_core::Params;
+
+const ParameterTable<Params>& table(Direction direction) {
+  static const ParameterTable<Params> filter = tensor_core::make_table(
+      {1, 2, 4, 8, 16, 32, 64, 128, 256},
+      "slices of the N*P*Q reduction summed by a second kernel (fills the GPU for small filters)");
+  static const ParameterTable<Params> other = tensor_core::make_table(
+      {1, 2, 4, 8}, "slices of the reduction summed by a second kernel (fills the GPU when few output tiles)");
+  return direction == Direction::BackwardFilter ? filter : other;
+}
+
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+// implicit_gemm_tc.cl's tiles: A K-contiguous always, B K-contiguous for backward-filter only.
+tensor_core::Layout layout(Direction direction) { return {true, direction == Direction::BackwardFilter}; }
+
+uint64_t workspace_bytes(const ConvProblem& pb, int64_t split) {
+  return split > 1 ? static_cast<uint64_t>(split * pb.written_elements()) * sizeof(float) : 0;
+}
+
+class ImplicitGemmTcFamily final : public KernelFamily {
+ public:
+  std::string name() const override { return "implicit_gemm_tc"; }
+  std::string description() const override {
+    return "implicit GEMM on TF32 tensor cores (mma.sync m16n8k8, tf32 or 3xtf32 math): implicit_gemm's gathers into "
+           "a multi-stage cp.async pipeline; all three directions, split-K, bias and ReLU fused; NVIDIA sm_80+";
+  }
+  Problem::Kind problem_kind() const override { return Problem::Kind::Convolution; }
+  int untuned_rank() const override { return 5; }
+
+  std::string unsupported_reason(const Problem& generic, const Epilogue& epilogue,
+                                 const DeviceInfo& device) const override {
+    if (!generic.is_conv()) return "computes convolutions, not matrix products";
+    if (std::string why = tensor_core::unsupported_reason(name(), generic, device); !why.empty()) return why;
+    const ConvProblem& pb = generic.conv();
+    if (epilogue.pool > 1) return "a fused max-pool is not implemented (bias and ReLU are)";
+    if (epilogue.any() && pb.direction != Direction::Forward) return "epilogues apply to the forward direction only";
+    for (int64_t elements : {pb.x_elements(), pb.w_elements(), pb.y_elements()}) {
+      if (elements > kMaxTensorElements) return "a tensor exceeds 2^31-1 elements (32-bit indexing)";
+    }
+    if (pb.groups > tensor_core::kMaxGridAxis) {
+      return fmt::format("groups={} exceeds the grid limit {}", pb.groups, tensor_core::kMaxGridAxis);
+    }
+    return {};
+  }
+
+  std::vector<Parameter> parameters(const Problem& problem) const override {
+    return table(problem.conv().direction).parameters();
+  }
+
+  std::vector<Constraint> constraints(const Problem& problem) const override {
+    using X = ConstraintContext;
+    const ConvProblem pb = problem.conv();
+    const implicit_gemm::GemmShape gemm = implicit_gemm::gemm_shape(pb);
+    const ParameterTable<Params>& t = table(pb.direction);
+    std::vector<Constraint> list = tensor_core::tile_constraints(t, layout(pb.direction), pb.math);
+    list.push_back(t.constraint("M-tiles within the CUDA grid limit", {&Params::tile_m}, [gemm](const Params& p, const X&) {
+      return ceil_div(gemm.m, p.tile_m) <= tensor_core::kMaxGridAxis;
+    }));
+    list.push_back(t.constraint("each split-K slice gets at least one reduction tile", {&Params::tile_k, &Params::split_k},
+                                [gemm](const Params& p, const X&) {
+                                  // Slices take ceil(tiles / SPLIT_K) tiles each: the last must start inside.
+                                  const int64_t tiles = ceil_div(gemm.reduction, p.tile_k);
+                                  return (p.split_k - 1) * ceil_div(tiles, p.split_k) < tiles;
+                                }));
+    list.push_back(t.constraint("groups x split-K slices within the grid limit", {&Params::split_k},
+                                [pb](const Params& p, const X&) { return pb.groups * p.split_k <= tensor_core::kMaxGridAxis; }));
+    list.push_back(t.constraint(fmt::format("split-K workspace within {} and 32-bit indexing", families::kWorkspaceCapText),
+                                {&Params::split_k}, [pb](const Params& p, const X& x) {
+                                  return p.split_k * pb.written_elements() <= kMaxTensorElements &&
+                                         workspace_bytes(pb, p.split_k) <= families::workspace_cap_bytes(x.device);
+                                }));
+    return list;
+  }
+
+  Config default_config(const Problem& problem, const DeviceInfo& device) const override {
+    const ConvProblem& pb = problem.conv();
+    const implicit_gemm::GemmShape gemm = implicit_gemm::gemm_shape(pb);
+    auto valid = [&](const Params& p) {
+      return config_problem(*this, table(pb.direction).write(p), problem, device).empty();
+    };
+    Params p = tensor_core::fit_default(tensor_core::default_tiles(gemm.m, gemm.n, gemm.reduction), valid);
+    const int64_t blocks = ceil_div(gemm.m, p.tile_m) * ceil_div(gemm.n, p.tile_n) * pb.groups;
+    p.split_k = tensor_core::default_split(blocks, gemm.reduction, p, device,
+                                           pb.direction == Direction::BackwardFilter ? 256 : 8, valid);
+    return table(pb.direction).write(p);
+  }
+
+  KernelRecipe recipe(const Problem& problem, const Epilogue& epilogue, const Config& config,
+                      const DeviceInfo& device) const override {
+    const ConvProblem& pb = problem.conv();
+    const Params p = table(pb.direction).read(config);
+    const implicit_gemm::GemmShape gemm = implicit_gemm::gemm_shape(pb);
+    KernelRecipe recipe;
+    recipe.source.file = "tensor_core/implicit_gemm_tc.cl";
+    recipe.source.defines = problem_defines(pb);
+    recipe.source.defines["HAS_BIAS"] = epilogue.bias ? "1" : "0";
+    recipe.source.defines["HAS_RELU"] = epilogue.relu ? "1" : "0";
+    tensor_core::add_defines(table(pb.direction), p, pb.math, recipe.source.defines);
+    tensor_core::add_register_cap(recipe, p, device);
+
+    const int written = problem.written_operand();
+    const bool split = p.split_k > 1;
+    LaunchStep main;
+    main.kernel = pb.direction == Direction::Forward        ? "implicit_gemm_tc_fwd"
+                  : pb.direction == Direction::BackwardData ? "implicit_gemm_tc_bwd_data"
+                                                            : "implicit_gemm_tc_bwd_filter";
+    // Arguments x, w, y; with split-K the written operand's place takes the workspace of partial outputs.
+    for (int operand = 0; operand < Problem::kOperands; ++operand) {
+      main.args.push_back(operand == written && split ? ArgSource::workspace() : ArgSource::of_operand(operand));
+    }
+    if (epilogue.bias && !split) main.args.push_back(ArgSource::of_operand(kBiasOperand));
+    main.geometry = tensor_core::main_geometry(gemm.m, gemm.n, pb.groups * p.split_k, p, layout(pb.direction));
+    recipe.steps.push_back(std::move(main));
+    if (split) {
+      recipe.workspace_bytes = workspace_bytes(pb, p.split_k);
+      std::vector<ArgSource> args = {ArgSource::workspace(), ArgSource::of_operand(written)};
+      if (epilogue.bias) args.push_back(ArgSource::of_operand(kBiasOperand));
+      recipe.steps.push_back(tensor_core::splitk_reduce_step(std::move(args), pb.written_elements(), device));
+    }
+    return recipe;
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<KernelFamily> families::make_implicit_gemm_tc() { return std::make_unique<ImplicitGemmTcFamily>(); }
+
+}  // namespace convtune

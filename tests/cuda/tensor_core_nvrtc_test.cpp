@@ -1,0 +1,136 @@
+// The tensor-core families (gemm_tc, implicit_gemm_tc) compile to cubins through NVRTC for sm_80 and sm_90 without
+// a GPU, in tf32 and 3xtf32 math, every direction, default and sampled configurations, with ptxas's resource
+// report: every configuration must fit its register cap without spilling (the families' register constraint is an
+// estimate; this is where it is held to the compiler's count). Prints one line per compiled program.
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include <iostream>
+#include <regex>
+
+#include "convtune/kernel_family.h"
+#include "src/backend/cuda/nvrtc_compiler.h"
+#include "src/backend/kernel_sources.h"
+#include "src/tuner/search_space.h"
+#include "tests/support/hopper_device.h"
+
+using namespace convtune;
+
+namespace {
+
+DeviceInfo ampere() {
+  DeviceInfo d = test::described_hopper();
+  d.name = "NVIDIA A100 (described)";
+  d.architecture = "sm_80";
+  d.compute_units = 108;
+  d.local_memory_optin_bytes = 163 << 10;
+  return d;
+}
+
+// ptxas -v lines, one set per kernel: "Used 168 registers, used 1 barriers, 2048 bytes smem, ..." and "N bytes
+// stack frame, N bytes spill stores, M bytes spill loads". The most registers of any kernel, all spilled bytes.
+struct Usage {
+  int registers = 0;
+  int spill_bytes = 0;
+};
+Usage parse_usage(const std::string& log) {
+  Usage u;
+  static const std::regex used(R"(Used (\d+) registers)"), spill(R"((\d+) bytes spill (stores|loads))");
+  for (auto it = std::sregex_iterator(log.begin(), log.end(), used); it != std::sregex_iterator(); ++it)
+    u.registers = std::max(u.registers, std::stoi((*it)[1]));
+  for (auto it = std::sregex_iterator(log.begin(), log.end(), spill); it != std::sregex_iterator(); ++it)
+    u.spill_bytes += std::stoi((*it)[1]);
+  return u;
+}
+
+int compiled = 0;
+
+void expect_compiles(const KernelFamily& family, const Problem& pb, const Epilogue& epilogue, const Config& config,
+                     const DeviceInfo& device) {
+  const KernelRecipe recipe = family.recipe(pb, epilogue, config, device);
+  const std::string text = load_kernel_source(recipe.source.file);
+  std::vector<std::string> extra = recipe.source.options;
+  extra.push_back("--ptxas-options=-v");
+  const auto options = cuda::cuda_program_options(device.architecture, recipe.source.defines, extra);
+  const std::string what = fmt::format("{} {} {} [{}]", family.name(), device.architecture, pb.to_string(), to_string(config));
+  try {
+    std::string log;
+    const auto cubin = cuda::compile_cuda_to_cubin(text, options, recipe.source.file, &log);
+    ASSERT_GE(cubin.size(), 4u);
+    EXPECT_EQ(static_cast<char>(cubin[1]), 'E');  // ELF magic: a cubin, not PTX
+    const Usage u = parse_usage(log);
+    const int registers = u.registers, spills = u.spill_bytes;
+    ++compiled;
+    std::cout << fmt::format("nvrtc {}: {} registers, {} spill bytes, {} B shared\n", what, registers, spills,
+                             recipe.steps.front().geometry.dynamic_local_bytes);
+    EXPECT_GT(registers, 0) << what << ": no resource report in the log:\n" << log;
+    EXPECT_EQ(spills, 0) << what << " spills registers:\n" << log;
+  } catch (const std::exception& e) {
+    ADD_FAILURE() << what << ": " << e.what();
+  }
+}
+
+void compile_family(const std::string& name, const std::vector<Problem>& problems, const DeviceInfo& device,
+                    size_t samples) {
+  const KernelFamily& family = kernel_family(name);
+  for (MathMode math : {MathMode::TF32, MathMode::TF32x3}) {
+    for (const Problem& base : problems) {
+      const Problem pb = base.with_math(math);
+      const std::string why = family.unsupported_reason(pb, {}, device);
+      ASSERT_TRUE(why.empty()) << name << " " << pb.to_string() << ": " << why;
+      std::vector<Config> configs = SearchSpace(family, pb, device).sample(samples, 7);
+      configs.push_back(family.default_config(pb, device));
+      for (const Config& c : configs) expect_compiles(family, pb, {}, c, device);
+    }
+  }
+}
+
+std::vector<Problem> conv_problems() {
+  std::vector<Problem> out;
+  for (const char* text : {"N=128,C=64,H=27,K=192,R=5,pad=2", "N=2,C=3,H=17,W=15,K=4,R=7,stride=2,pad=2",
+                           "N=2,C=8,H=9,K=8,R=3,pad=1,groups=8"}) {
+    for (Direction d : {Direction::Forward, Direction::BackwardData, Direction::BackwardFilter})
+      out.push_back(parse_problem(text).with_direction(d));
+  }
+  return out;
+}
+
+std::vector<Problem> gemm_problems() {
+  std::vector<Problem> out;
+  for (const char* text : {"M=1024,N=1024,K=1024", "M=100,N=256,K=3136,trans_b=1", "M=256,N=3136,K=64,trans_a=1",
+                           "M=10,N=255,K=63,trans_a=1,trans_b=1,batch=3,accumulate=1"})
+    out.push_back(parse_gemm(text));
+  return out;
+}
+
+}  // namespace
+
+TEST(TensorCoreNvrtc, SampledConfigurationsCompileForSm90WithoutSpills) {
+  compiled = 0;
+  compile_family("implicit_gemm_tc", conv_problems(), test::described_hopper(), 2);
+  compile_family("gemm_tc", gemm_problems(), test::described_hopper(), 2);
+  std::cout << "nvrtc: compiled " << compiled << " tensor-core programs for sm_90\n";
+  EXPECT_GT(compiled, 0);
+}
+
+TEST(TensorCoreNvrtc, DefaultsCompileForSm80WithoutSpills) {
+  compiled = 0;
+  compile_family("implicit_gemm_tc", conv_problems(), ampere(), 0);
+  compile_family("gemm_tc", gemm_problems(), ampere(), 0);
+  std::cout << "nvrtc: compiled " << compiled << " tensor-core programs for sm_80\n";
+  EXPECT_GT(compiled, 0);
+}
+
+TEST(TensorCoreNvrtc, ForwardWithBiasAndReluCompiles) {
+  compiled = 0;
+  const KernelFamily& family = kernel_family("implicit_gemm_tc");
+  ConvProblem pb = parse_problem("N=1,C=16,H=20,K=16,R=5");
+  pb.math = MathMode::TF32;
+  const Epilogue fused{true, true, 1};
+  const DeviceInfo device = test::described_hopper();
+  Config config = family.default_config(pb, device);
+  expect_compiles(family, pb, fused, config, device);
+  config["SPLIT_K"] = config["SPLIT_K"] == 1 ? 2 : 1;  // the epilogue in the kernel and in the reduction
+  expect_compiles(family, pb, fused, config, device);
+  EXPECT_EQ(compiled, 2);
+}

@@ -1,0 +1,307 @@
+// The tensor-core families without a GPU. (1) Their kernels, built with TC_EMULATE=1 (mma.sync, cp.async and the
+// TF32 rounding in plain OpenCL C, tc_common.h), run on PoCL with the recipe made for a described Hopper GPU and
+// are checked in full against the float64 reference in tf32 and 3xtf32: this tests the indexing, shared-memory
+// layouts, pipeline stages, edges, split-K and epilogue, and our reading of the PTX fragment layouts, but not the
+// PTX itself (tensor_core_nvrtc_test compiles that; scripts/gpu/tensor_core_check.sh runs it). (2) The families'
+// support rules, defaults and the plan's choice by math mode, on described devices.
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <iostream>
+#include <set>
+
+#include "convtune/plan.h"
+#include "src/conformance/conformance.h"
+#include "src/harness/implementation.h"
+#include "src/tuner/search_space.h"
+#include "tests/support/hopper_device.h"
+#include "tests/support/plan_check.h"
+
+using namespace convtune;
+
+namespace {
+
+Device* pocl() {
+  for (Device* d : Registry::instance().all_devices())
+    if (d->info().backend == BackendKind::OpenCL && d->info().can_run_kernels) return d;
+  return nullptr;
+}
+
+// Odd sizes (scalar copies, edge tiles), multiples of 4 (16-byte copies), every transposition, padded rows,
+// batches (shared and strided), accumulation, long reductions (split-K).
+const char* const kGemmCases[] = {"M=7,N=9,K=5", "M=64,N=64,K=64", "M=33,N=17,K=65,trans_b=1", "M=40,N=24,K=12,trans_a=1",
+                                  "M=13,N=30,K=21,trans_a=1,trans_b=1", "M=12,N=20,K=300",
+                                  "M=9,N=16,K=12,lda=15,ldb=20,ldc=18", "M=8,N=12,K=16,batch=3,trans_b=1",
+                                  "M=6,N=8,K=20,batch=4,stride_a=0", "M=10,N=11,K=33,accumulate=1",
+                                  "M=36,N=40,K=64,batch=2,accumulate=1,trans_a=1", "M=100,N=96,K=256,trans_b=1"};
+
+// A family's recipe for a described Hopper, built with the emulation and launched step by step on another device.
+class EmulatedTensorCores final : public harness::Implementation {
+ public:
+  EmulatedTensorCores(const KernelFamily& family, Config config, Epilogue epilogue = {})
+      : family_(family), config_(std::move(config)), epilogue_(epilogue) {}
+  std::string name() const override { return "emulated " + family_.name(); }
+  std::string unsupported_reason(const Problem&, const DeviceInfo&) const override { return {}; }
+  void prepare(harness::Workload& workload) override {
+    workload_ = &workload;
+    recipe_ = family_.recipe(workload.problem(), epilogue_, config_, test::described_hopper());
+    recipe_.source.defines["TC_EMULATE"] = "1";
+    program_ = workload.device().build(recipe_.source);
+    if (recipe_.workspace_bytes > 0) workspace_ = workload.device().allocate(recipe_.workspace_bytes);
+    kernels_.clear();
+    for (const LaunchStep& step : recipe_.steps) kernels_.push_back(program_->kernel(step.kernel));
+  }
+  void run() override { run_with({}); }
+  void run_with(const Buffer* bias) {
+    const Operands operands = workload_->operands();
+    for (size_t i = 0; i < recipe_.steps.size(); ++i) {
+      const LaunchStep& step = recipe_.steps[i];
+      for (size_t a = 0; a < step.args.size(); ++a) {
+        const ArgSource& arg = step.args[a];
+        const int index = static_cast<int>(a);
+        if (arg.kind == ArgSource::Kind::Workspace) kernels_[i]->set_arg(index, workspace_.get());
+        else if (arg.kind == ArgSource::Kind::Value) kernels_[i]->set_arg(index, arg.value);
+        else kernels_[i]->set_arg(index, arg.operand == kBiasOperand ? bias : operands[static_cast<size_t>(arg.operand)]);
+      }
+      workload_->queue().launch(*kernels_[i], step.geometry);
+    }
+  }
+  std::string algorithm() const override { return fmt::format("{}[{}] emulated", family_.name(), to_string(config_)); }
+
+ private:
+  const KernelFamily& family_;
+  Config config_;
+  Epilogue epilogue_;
+  harness::Workload* workload_ = nullptr;
+  KernelRecipe recipe_;
+  std::shared_ptr<Program> program_;
+  std::unique_ptr<Buffer> workspace_;
+  std::vector<std::shared_ptr<Kernel>> kernels_;
+};
+
+// A sampled configuration small enough for PoCL to run quickly (tiles up to 64, at most 4 warps), else the default.
+Config small_sample(const KernelFamily& family, const Problem& pb, const DeviceInfo& device, uint64_t seed) {
+  for (const Config& c : SearchSpace(family, pb, device).sample(64, seed)) {
+    if (c.at("TILE_M") <= 64 && c.at("TILE_N") <= 64 && c.at("WARPS_M") * c.at("WARPS_N") <= 4) return c;
+  }
+  return family.default_config(pb, device);
+}
+
+int check_emulated(Device& device, const KernelFamily& family, const Problem& pb, const Config& config, uint64_t seed) {
+  harness::Workload workload(device, pb, seed);
+  EmulatedTensorCores impl(family, config);
+  harness::Check check;
+  try {
+    impl.prepare(workload);
+    check = harness::check_once(impl, workload, 0);
+  } catch (const std::exception& e) {
+    check.message = std::string("threw: ") + e.what();
+  }
+  EXPECT_TRUE(check.passed) << impl.algorithm() << " on " << pb.to_string() << ": " << check.message;
+  return 1;
+}
+
+}  // namespace
+
+TEST(TensorCoreEmulated, ImplicitGemmTcMatchesTheReferenceInEveryDirectionAndMode) {
+  Device* device = pocl();
+  if (!device) GTEST_SKIP() << "no OpenCL device runs kernels here (PoCL missing): the emulation cannot run";
+  const KernelFamily& family = kernel_family("implicit_gemm_tc");
+  const DeviceInfo hopper = test::described_hopper();
+  int checks = 0;
+  uint64_t seed = 40;
+  // The cases that exercise the gathers' every path (PoCL takes seconds a check; the GPU run takes them all).
+  const std::set<std::string> picked = {"1x1-stride2", "3x3-stride2-pad1-odd", "3x3-stride4", "5x5-C1-fmnist-mini",
+                                        "11x11-stride4-pad2-alex1-mini", "3x5-nonsquare-dilation2x1",
+                                        "3x3-stride2x1-pad0x1", "5x5-depthwise-x2-stride2"};
+  for (const auto& c : conformance::standard_cases()) {
+    if (!picked.count(c.name)) continue;
+    for (Direction d : {Direction::Forward, Direction::BackwardData, Direction::BackwardFilter}) {
+      ++seed;
+      // Modes alternate over the cases (both are checked in every direction), which halves PoCL's compiles.
+      const MathMode math = seed % 2 ? MathMode::TF32 : MathMode::TF32x3;
+      const Problem pb = Problem(c.problem.with_direction(d)).with_math(math);
+      ASSERT_EQ(family.unsupported_reason(pb, {}, hopper), "") << c.name;
+      checks += check_emulated(*device, family, pb, small_sample(family, pb, hopper, seed), seed);
+    }
+  }
+  // The defaults a Hopper gets (128x128 tiles where the GEMM fills them, split-K for backward-filter) on layers
+  // large enough to take them.
+  for (const char* text : {"N=2,C=32,H=12,K=128,R=3,pad=1"}) {
+    for (Direction d : {Direction::Forward, Direction::BackwardData, Direction::BackwardFilter}) {
+      const Problem pb = Problem(parse_problem(text).with_direction(d)).with_math(++seed % 2 ? MathMode::TF32 : MathMode::TF32x3);
+      checks += check_emulated(*device, family, pb, family.default_config(pb, hopper), seed);
+    }
+  }
+  std::cout << fmt::format("emulated implicit_gemm_tc on {}: {} checks\n", device->info().id, checks);
+}
+
+TEST(TensorCoreEmulated, ForwardEpilogueInTheKernelAndInTheSplitKReduction) {
+  Device* device = pocl();
+  if (!device) GTEST_SKIP() << "no OpenCL device runs kernels here (PoCL missing): the emulation cannot run";
+  const KernelFamily& family = kernel_family("implicit_gemm_tc");
+  const Problem pb = Problem(parse_problem("N=2,C=6,H=9,K=10,R=3,pad=1")).with_math(MathMode::TF32x3);
+  const Epilogue fused{true, true, 1};
+  for (int64_t split : {1, 2}) {
+    Config config = small_sample(family, pb, test::described_hopper(), 3);
+    config["SPLIT_K"] = split;
+    harness::Workload workload(*device, pb, 9);
+    const std::vector<float> bias = harness::random_values(10, 77);
+    std::unique_ptr<Buffer> bias_buffer = device->allocate(bias.size() * sizeof(float));
+    device->queue().write(*bias_buffer, bias.data(), bias.size() * sizeof(float));
+    EmulatedTensorCores impl(family, config, fused);
+    impl.prepare(workload);
+    workload.poison();
+    impl.run_with(bias_buffer.get());
+    device->queue().finish();
+    const std::vector<float> out = workload.output();
+    // The expected output, in float64: the convolution, then bias and ReLU per channel.
+    const std::vector<float>& x = workload.initial(0);
+    const std::vector<float>& w = workload.initial(1);
+    const ConvProblem& c = pb.conv();
+    double err2 = 0, ref2 = 0;
+    for (int64_t n = 0; n < c.n; ++n)
+      for (int64_t k = 0; k < c.k; ++k)
+        for (int64_t p = 0; p < c.p(); ++p)
+          for (int64_t q = 0; q < c.q(); ++q) {
+            double sum = bias[static_cast<size_t>(k)];
+            for (int64_t ch = 0; ch < c.c; ++ch)
+              for (int64_t r = 0; r < c.r; ++r)
+                for (int64_t s = 0; s < c.s; ++s) {
+                  const int64_t h = p - c.pad.h + r, ww = q - c.pad.w + s;
+                  if (h < 0 || h >= c.h || ww < 0 || ww >= c.w) continue;
+                  sum += static_cast<double>(x[static_cast<size_t>(((n * c.c + ch) * c.h + h) * c.w + ww)]) *
+                         w[static_cast<size_t>(((k * c.c + ch) * c.r + r) * c.s + s)];
+                }
+            const double want = sum > 0 ? sum : 0;
+            const double got = out[static_cast<size_t>(((n * c.k + k) * c.p() + p) * c.q() + q)];
+            err2 += (got - want) * (got - want), ref2 += want * want;
+          }
+    EXPECT_LT(std::sqrt(err2 / ref2), harness::tolerance(pb)) << "SPLIT_K=" << split;
+  }
+}
+
+TEST(TensorCoreEmulated, GemmTcMatchesTheReferenceForEveryLayout) {
+  Device* device = pocl();
+  if (!device) GTEST_SKIP() << "no OpenCL device runs kernels here (PoCL missing): the emulation cannot run";
+  const KernelFamily& family = kernel_family("gemm_tc");
+  const DeviceInfo hopper = test::described_hopper();
+  int checks = 0;
+  uint64_t seed = 700;
+  for (const char* text : kGemmCases) {
+    // Both modes and both kinds of configuration over the cases, alternating (PoCL compiles each in seconds).
+    const Problem pb = Problem(parse_gemm(text)).with_math(++seed % 2 ? MathMode::TF32 : MathMode::TF32x3);
+    ASSERT_EQ(family.unsupported_reason(pb, {}, hopper), "") << text;
+    const Config config =
+        (seed / 2) % 2 ? family.default_config(pb, hopper) : small_sample(family, pb, hopper, seed);
+    checks += check_emulated(*device, family, pb, config, seed);
+  }
+  std::cout << fmt::format("emulated gemm_tc on {}: {} checks\n", device->info().id, checks);
+}
+
+// Support follows the math mode and the device, and the refusal names the mode, the family and the device.
+TEST(TensorCoreFamilies, SupportNamesTheModeTheFamilyAndTheDevice) {
+  const DeviceInfo hopper = test::described_hopper();
+  DeviceInfo turing = hopper;
+  turing.architecture = "sm_75", turing.id = "cuda:1", turing.name = "Tesla T4";
+  DeviceInfo cpu_opencl;
+  cpu_opencl.backend = BackendKind::OpenCL, cpu_opencl.id = "opencl:0", cpu_opencl.name = "cpu-haswell";
+  cpu_opencl.vendor = "AuthenticAMD", cpu_opencl.architecture = "x86_64", cpu_opencl.can_run_kernels = true;
+  DeviceInfo nvidia_opencl = hopper;
+  nvidia_opencl.backend = BackendKind::OpenCL, nvidia_opencl.vendor = "NVIDIA Corporation";
+  const ConvProblem fp32 = parse_problem("N=1,C=4,H=8,K=4,R=3");
+  for (const char* name : {"implicit_gemm_tc", "gemm_tc"}) {
+    const KernelFamily& family = kernel_family(name);
+    const bool conv = family.problem_kind() == Problem::Kind::Convolution;
+    const Problem plain = conv ? Problem(fp32) : Problem(parse_gemm("M=8,N=8,K=8"));
+    const std::string fp32_why = family.unsupported_reason(plain, {}, hopper);
+    EXPECT_NE(fp32_why.find("not fp32"), std::string::npos) << fp32_why;
+    EXPECT_NE(fp32_why.find(name), std::string::npos) << fp32_why;
+    for (MathMode math : {MathMode::TF32, MathMode::TF32x3}) {
+      const Problem pb = plain.with_math(math);
+      EXPECT_EQ(family.unsupported_reason(pb, {}, hopper), "");
+      EXPECT_EQ(family.unsupported_reason(pb, {}, nvidia_opencl), "");
+      for (const DeviceInfo& other : {turing, cpu_opencl}) {
+        const std::string why = family.unsupported_reason(pb, {}, other);
+        EXPECT_NE(why.find(std::string(to_string(math))), std::string::npos) << why;
+        EXPECT_NE(why.find(other.id), std::string::npos) << why;
+        EXPECT_NE(why.find(name), std::string::npos) << why;
+      }
+    }
+    ConvProblem bf16 = fp32;
+    bf16.type = ElementType::BF16, bf16.math = MathMode::TF32;
+    if (conv) EXPECT_NE(family.unsupported_reason(bf16, {}, hopper).find("bf16"), std::string::npos);
+  }
+}
+
+// Untuned plans on a Hopper take the tensor-core families exactly when the math mode asks for them; the defaults
+// are valid for every AlexNet layer and direction, and the GEMMs of the dense layers.
+TEST(TensorCoreFamilies, PlansChooseTensorCoresByMathModeWithValidDefaults) {
+  const DeviceInfo hopper = test::described_hopper();
+  std::vector<Problem> problems;
+  for (const char* text : {"N=128,C=3,H=227,K=64,R=11,stride=4,pad=2", "N=128,C=64,H=27,K=192,R=5,pad=2",
+                           "N=128,C=192,H=13,K=384,R=3,pad=1", "N=128,C=384,H=13,K=256,R=3,pad=1",
+                           "N=128,C=256,H=13,K=256,R=3,pad=1", "N=100,C=1,H=28,K=32,R=5,pad=2"})
+    for (Direction d : {Direction::Forward, Direction::BackwardData, Direction::BackwardFilter})
+      problems.push_back(parse_problem(text).with_direction(d));
+  for (const char* text : {"M=4096,N=4096,K=4096", "M=100,N=256,K=3136,trans_b=1", "M=256,N=3136,K=100,trans_a=1",
+                           "M=100,N=10,K=256,trans_b=1"})
+    problems.push_back(parse_gemm(text));
+  for (const Problem& base : problems) {
+    for (MathMode math : {MathMode::FP32, MathMode::TF32, MathMode::TF32x3}) {
+      PlanRequest request;
+      request.problem = base.with_math(math);
+      request.use_tuning = false;
+      const PlanDescriptor d = PlanDescriptor::create(hopper, request);
+      const bool tc = d.family().name().find("_tc") != std::string::npos;
+      EXPECT_EQ(tc, math != MathMode::FP32) << request.problem.to_string() << " -> " << d.describe();
+      if (tc) EXPECT_LE(d.recipe().steps.front().geometry.dynamic_local_bytes, hopper.local_memory_optin_bytes);
+    }
+  }
+}
+
+// 3xTF32 is held to the FP32 tolerance, TF32 to its own unit roundoff (2^-11): harness::tolerance by mode.
+TEST(TensorCoreFamilies, ToleranceFollowsTheMathMode) {
+  const ConvProblem base = parse_problem("N=2,C=64,H=8,K=8,R=3,pad=1");
+  const double fp32 = harness::tolerance(Problem(base).with_math(MathMode::FP32));
+  EXPECT_DOUBLE_EQ(harness::tolerance(Problem(base).with_math(MathMode::TF32x3)), fp32);
+  EXPECT_DOUBLE_EQ(harness::tolerance(Problem(base).with_math(MathMode::TF32)), fp32 * 8192);  // 2^-11 / 2^-24
+}
+
+// gemm_tc for real on every device that runs it (CUDA and NVIDIA's OpenCL on sm_80+; CONVTUNE_CONFORMANCE_DEVICES
+// limits them as for family_conformance_test): the cases above, both modes, sampled configurations plus the
+// default and a split-K, each checked in full. Skipped, saying why, where no device runs it (CI's PoCL).
+TEST(TensorCoreOnDevice, GemmTcMatchesTheReference) {
+  const KernelFamily& family = kernel_family("gemm_tc");
+  const char* only = std::getenv("CONVTUNE_CONFORMANCE_DEVICES");
+  int checks = 0;
+  std::string why_none;
+  for (Device* device : Registry::instance().all_devices()) {
+    if (only && *only && ("," + std::string(only) + ",").find("," + device->info().id + ",") == std::string::npos) continue;
+    uint64_t seed = 900;
+    for (const char* text : kGemmCases) {
+      for (MathMode math : {MathMode::TF32, MathMode::TF32x3}) {
+        const Problem pb = Problem(parse_gemm(text)).with_math(math);
+        if (const std::string why = family.unsupported_reason(pb, {}, device->info()); !why.empty()) {
+          if (why_none.find(device->info().id + ":") == std::string::npos) why_none += "; " + device->info().id + ": " + why;
+          continue;
+        }
+        std::vector<Config> configs = SearchSpace(family, pb, device->info()).sample(2, ++seed);
+        configs.push_back(family.default_config(pb, device->info()));
+        Config split = configs.back();
+        split["SPLIT_K"] = 4;
+        if (config_problem(family, split, pb, device->info()).empty()) configs.push_back(split);
+        for (const Config& config : configs) {
+          const harness::Check r = testing_support::check_plan(*device, pb, family.name(), config, seed);
+          ++checks;
+          EXPECT_TRUE(r.passed) << device->info().id << " gemm_tc " << pb.to_string() << " [" << to_string(config)
+                                << "]: " << r.message;
+        }
+      }
+    }
+    std::cout << fmt::format("conformance: gemm_tc on {}: {} checks so far\n", device->info().id, checks);
+  }
+  if (checks == 0) GTEST_SKIP() << "no device here runs gemm_tc" << why_none;
+}
