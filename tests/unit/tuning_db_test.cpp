@@ -59,6 +59,7 @@ class TuningDbTest : public ::testing::Test {
     fs::remove_all(dir_);
     fs::create_directories(dir_);
     file_ = dir_ / "user" / "tuning.json";
+    fs::create_directories(file_.parent_path());
   }
   void TearDown() override { fs::remove_all(dir_); }
 
@@ -465,6 +466,7 @@ TEST_F(TuningDbTest, PruneRemovesStaleEntriesAndSaveDoesNotBringThemBack) {
 
 TEST_F(TuningDbTest, ShippedDefaultsAreReadOnlyAndRankBehindTheUsersOwn) {
   const fs::path shipped = dir_ / "shipped";
+  fs::create_directories(shipped);
   {
     TuningDatabase maker(shipped / "nvidia.json");
     maker.insert(entry(kH100, kLayer, 1.0, 256));
