@@ -7,7 +7,7 @@ cd "$(dirname "$0")/.."
 packages=(build-essential cmake ninja-build pkg-config
           libfmt-dev nlohmann-json3-dev libcli11-dev libgtest-dev zlib1g-dev
           ocl-icd-opencl-dev opencl-headers ocl-icd-libopencl1 pocl-opencl-icd clinfo
-          libdnnl-dev libclblast-dev dataset-fashion-mnist)
+          libdnnl-dev libclblast-dev dataset-fashion-mnist libssl-dev)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
