@@ -13,6 +13,7 @@
 
 #include "convtune/error.h"
 #include "src/core/parallel_for.h"
+#include "src/core/resources.h"
 
 namespace convtune::cpu {
 
@@ -92,6 +93,7 @@ class CpuDevice final : public Device {
   }
   const DeviceInfo& info() const override { return info_; }
   std::unique_ptr<Buffer> allocate(size_t bytes) override {
+    require_host_memory(bytes, fmt::format("a buffer of {} bytes on {}", bytes, info_.id));
     try {
       return std::make_unique<HostBuffer>(bytes);
     } catch (const std::bad_alloc&) {

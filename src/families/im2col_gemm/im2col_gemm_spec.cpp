@@ -24,6 +24,9 @@ constexpr int64_t kRegisterFile = 65536;              // 32-bit registers per mu
 constexpr int64_t kRegistersBesideAccumulators = 32;  // addresses, indices, the a/b register slices
 constexpr int64_t kMaxGridY = 65535;                // CUDA's grid limit on axes 1 and 2
 const std::vector<int64_t> kBatchChunks = {1, 2, 4, 8, 16, 32, 64, 128, 256};
+// The recipe holds two launch steps per chunk of the batch; this bounds its size (and its launch overhead), so a
+// huge N is refused up front instead of building millions of steps (N = 2e8 once took 6 GB before the OOM killer).
+constexpr int64_t kMaxChunks = 4096;
 
 int64_t get(const ConstraintContext& ctx, const char* name) { return ctx.config.at(name); }
 
@@ -61,6 +64,13 @@ class Im2colGemmFamily final : public KernelFamily {
       return fmt::format("the column matrix of one image ({} bytes) exceeds the workspace cap of {} bytes",
                          column_bytes(pb, 1), workspace_cap_bytes(device));
     }
+    int64_t largest_chunk = 1;  // of those whose columns fit the workspace
+    for (int64_t c : kBatchChunks)
+      if (column_bytes(pb, c) <= workspace_cap_bytes(device)) largest_chunk = c;
+    if ((pb.n + largest_chunk - 1) / largest_chunk > kMaxChunks) {
+      return fmt::format("N={} needs more than {} chunks of at most {} images (two launch steps each)", pb.n,
+                         kMaxChunks, largest_chunk);
+    }
     const int64_t largest_m = std::max(pb.k_per_group(), pb.c_per_group() * pb.r * pb.s);
     if ((largest_m + 127) / 128 > kMaxGridY) {
       return fmt::format("GEMM rows ({}) exceed {} tiles of 128 (CUDA grid axis 1)", largest_m, kMaxGridY);
@@ -87,6 +97,10 @@ class Im2colGemmFamily final : public KernelFamily {
     return {
         {"batch chunk at most the batch", {"BATCH_CHUNK"},
          [](const ConstraintContext& c) { return get(c, "BATCH_CHUNK") <= c.problem.n; }},
+        {"at most 4096 batch chunks (launch steps)", {"BATCH_CHUNK"},
+         [](const ConstraintContext& c) {
+           return (c.problem.n + get(c, "BATCH_CHUNK") - 1) / get(c, "BATCH_CHUNK") <= kMaxChunks;
+         }},
         {im2col_gemm::kWorkspaceConstraint, {"BATCH_CHUNK"},
          [](const ConstraintContext& c) {
            return column_bytes(c.problem, get(c, "BATCH_CHUNK")) <= workspace_cap_bytes(c.device);
