@@ -16,6 +16,7 @@
 #include "tools/convtune/bench_target.h"
 #include "tools/convtune/commands.h"
 #include "tools/convtune/device_choice.h"
+#include "tools/convtune/output_path.h"
 #include "tools/convtune/report_table.h"
 #include "tools/convtune/suite.h"
 
@@ -123,6 +124,8 @@ void run_bench(const BenchOptions& opt) {
   if (opt.repeats < 1) throw InvalidArgument(fmt::format("--repeats={} is invalid: expected 1 or more", opt.repeats));
   const auto directions = parse_directions(opt.direction);
   for (const Layer& layer : layers) scale_batch(layer.problem, opt.batch_scale).validate();
+  for (const std::string& out : opt.out) prepare_output(out, false, "--out");  // before the timing, not after
+  if (!opt.markdown.empty()) prepare_output(opt.markdown, false, "--markdown");
 
   Device& device = choose_device(opt.device, "bench");
   auto targets = make_targets(device, opt);

@@ -1,6 +1,7 @@
 // Benchmark suites: plain-text layer lists under bench/suites, one "NAME PROBLEM" per line.
 #pragma once
 
+#include <cstdint>
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -14,12 +15,16 @@ struct Layer {
   ConvProblem problem;
 };
 
+// A suite of a thousand layers takes about 100 kB.
+inline constexpr uint64_t kMaxSuiteBytes = uint64_t{16} << 20;
+
 // Reads a suite by name ("alexnet": bench/suites/alexnet.txt, found through $CONVTUNE_SUITE_DIR, then the
 // source tree this binary was built from) or by path. Errors name the file, the line and the problem.
 std::vector<Layer> load_suite(const std::string& name_or_path);
 std::vector<std::string> available_suites();
 
-// N scaled by `scale` (at least 1).
+// N scaled by `scale` (at least 1). Throws InvalidArgument when scale is not a finite number > 0 or the scaled N
+// exceeds kMaxTensorElements.
 ConvProblem scale_batch(ConvProblem problem, double scale);
 
 // The layers a command was asked for: a suite's, then each --layer text (named layer1, layer2...). Throws
