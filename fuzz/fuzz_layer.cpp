@@ -1,0 +1,51 @@
+// Fuzz harness: layer descriptions (--layer, suite lines, database entries) through parse_problem and validate,
+// then every family's support check, default configuration and launch recipe on a GPU-like device.
+// Properties: only InvalidArgument escapes; an accepted problem has outputs, round-trips through its text form,
+// and no family plans more launch steps or workspace than it declares.
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+
+#include "convtune/conv_problem.h"
+#include "convtune/error.h"
+#include "convtune/kernel_family.h"
+#include "convtune/plan.h"
+#include "fuzz/fuzz_support.h"
+
+namespace {
+
+// Far above what any family plans for a real layer; a recipe beyond it is a resource bug.
+constexpr size_t kMaxSteps = 20000;
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  using namespace convtune;
+  const std::string_view text(reinterpret_cast<const char*>(data), size);
+  ConvProblem problem;
+  try {
+    problem = parse_problem(text);
+  } catch (const InvalidArgument&) {
+    return 0;
+  }
+  if (problem.p() <= 0 || problem.q() <= 0 || problem.x_elements() <= 0 || problem.y_elements() <= 0 ||
+      problem.w_elements() <= 0 || !(problem.flops() > 0)) {
+    __builtin_trap();
+  }
+  if (!(parse_problem(problem.to_string()) == problem)) __builtin_trap();
+
+  static const DeviceInfo device = fuzz::fuzz_gpu();
+  for (Direction direction : {Direction::Forward, Direction::BackwardData, Direction::BackwardFilter}) {
+    const ConvProblem pb = problem.with_direction(direction);
+    for (const auto& family : kernel_families()) {
+      if (!family->unsupported_reason(pb, {}, device).empty()) continue;
+      const Config config = family->default_config(pb, device);
+      if (!config_problem(*family, config, pb, device).empty()) continue;  // Plan::create names the constraint
+      const KernelRecipe recipe = family->recipe(pb, {}, config, device);
+      if (recipe.steps.size() > kMaxSteps) __builtin_trap();
+      for (size_t bytes : recipe.workspace_bytes)
+        if (bytes > device.global_memory_bytes) __builtin_trap();
+    }
+  }
+  return 0;
+}
