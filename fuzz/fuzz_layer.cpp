@@ -10,7 +10,7 @@
 #include "convtune/error.h"
 #include "convtune/kernel_family.h"
 #include "convtune/plan.h"
-#include "fuzz/fuzz_support.h"
+#include "tests/support/hopper_device.h"
 
 namespace {
 
@@ -34,7 +34,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   if (!(parse_problem(problem.to_string()) == problem)) __builtin_trap();
 
-  static const DeviceInfo device = fuzz::fuzz_gpu();
+  static const DeviceInfo device = test::described_hopper();
   for (Direction direction : {Direction::Forward, Direction::BackwardData, Direction::BackwardFilter}) {
     const ConvProblem pb = problem.with_direction(direction);
     for (const auto& family : kernel_families()) {

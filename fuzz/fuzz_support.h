@@ -1,5 +1,5 @@
-// Shared by the fuzz harnesses: an input as a file without disk I/O (a memfd), and a GPU-like device description
-// for the kernel families' checks.
+// Shared by the fuzz harnesses: an input as a file without disk I/O (a memfd). The device they plan for is
+// tests/support/hopper_device.h's, so the families' own bounds (not a small device's) are what is tested.
 #pragma once
 
 #include <sys/mman.h>
@@ -10,7 +10,6 @@
 #include <string>
 #include <string_view>
 
-#include "convtune/backend.h"
 
 namespace convtune::fuzz {
 
@@ -38,25 +37,5 @@ class MemoryFile {
   int fd_ = -1;
   std::string path_;
 };
-
-// An H100-like OpenCL device: large limits, so the families' own bounds (not the device's) are what is tested.
-inline DeviceInfo fuzz_gpu() {
-  DeviceInfo d;
-  d.backend = BackendKind::OpenCL;
-  d.id = "opencl:0";
-  d.name = "Fuzz GPU";
-  d.vendor = "Fuzz";
-  d.driver_version = "1.0";
-  d.compiler = "none";
-  d.architecture = "fuzz_arch";
-  d.is_gpu = true;
-  d.compute_units = 132;
-  d.clock_mhz = 1800;
-  d.global_memory_bytes = uint64_t{80} << 30;
-  d.local_memory_bytes = 48 * 1024;
-  d.max_work_group_size = 1024;
-  d.can_run_kernels = true;
-  return d;
-}
 
 }  // namespace convtune::fuzz

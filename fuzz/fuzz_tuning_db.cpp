@@ -12,13 +12,14 @@
 #include "convtune/plan.h"
 #include "fuzz/fuzz_support.h"
 #include "src/tuning_db/tuning_database.h"
+#include "tests/support/hopper_device.h"
 
 namespace {
 
 using namespace convtune;
 
 DeviceInfo device_of(const TuningEntry& e) {
-  DeviceInfo d = fuzz::fuzz_gpu();
+  DeviceInfo d = test::described_hopper();
   d.backend = e.device.backend == "cuda" ? BackendKind::Cuda : e.device.backend == "cpu" ? BackendKind::Cpu
                                                                                          : BackendKind::OpenCL;
   d.name = e.device.name;
@@ -66,7 +67,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       return carry_config(kernel_family(e.family), e.parameters, e.problem, entries[i].problem, device);
     };
     (void)db.lookup(entries[i].problem, device, hashes, options).explain();
-    (void)db.lookup(entries[i].problem.with_direction(Direction::BackwardData), fuzz::fuzz_gpu(), hashes).explain();
+    (void)db.lookup(entries[i].problem.with_direction(Direction::BackwardData), test::described_hopper(), hashes).explain();
   }
   return 0;
 }

@@ -8,6 +8,7 @@
 #include "convtune/kernel_family.h"
 #include "convtune/tensor.h"
 #include "src/core/resources.h"
+#include "tests/support/hopper_device.h"
 
 using namespace convtune;
 
@@ -45,13 +46,7 @@ TEST(Resources, HugeHostTensorIsRefusedBeforeAllocating) {
 // The reliability issue's im2col_gemm layers: two launch steps per chunk of at most 256 images made a recipe of
 // millions of steps (OOM-killed at 6 GB for N = 420 million; a time-out for N = 293 million).
 TEST(Resources, Im2colGemmRefusesBatchesBeyondItsLaunchStepBound) {
-  DeviceInfo gpu;
-  gpu.backend = BackendKind::OpenCL;
-  gpu.is_gpu = true;
-  gpu.global_memory_bytes = uint64_t{80} << 30;
-  gpu.local_memory_bytes = 48 * 1024;
-  gpu.max_work_group_size = 1024;
-  gpu.can_run_kernels = true;
+  const DeviceInfo gpu = test::described_hopper();
   const KernelFamily& im2col = kernel_family("im2col_gemm");
   for (const char* file : {"layer-im2col-recipe-oom.txt", "layer-im2col-recipe-timeout.txt"}) {
     std::ifstream in(std::string(CONVTUNE_TEST_DATA_DIR) + "/repro/" + file);
