@@ -68,7 +68,9 @@ void write_file_atomic(const std::filesystem::path& path, std::string_view conte
   static std::atomic<unsigned> counter{0};
   const std::filesystem::path tmp =
       path.string() + fmt::format(".tmp.{}.{}", static_cast<long>(getpid()), counter++);
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  // The name holds our PID and a per-process counter, so no live writer shares it; a leftover of a dead process
+  // that had our PID is simply overwritten.
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) {
     const int err = errno;
     if (err == ENOENT) {
