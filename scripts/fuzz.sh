@@ -42,7 +42,7 @@ if [ -z "$build" ]; then
   if [ ! -f "$build/build.ninja" ]; then
     command -v clang++ >/dev/null || { echo "fuzz.sh: needs clang (apt-get install clang libclang-rt-dev)" >&2; exit 2; }
     cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g" \
-      -DCMAKE_CXX_COMPILER=clang++ -DCONVTUNE_FUZZ=ON -DCONVTUNE_BUILD_TESTS=OFF
+      -DCMAKE_CXX_COMPILER=clang++ -DCONVTUNE_FUZZ=ON -DCONVTUNE_BUILD_TESTS=OFF -DCONVTUNE_WITH_CUDA=OFF
   fi
   cmake --build "$build" -j "$(nproc)" --target "${harnesses[@]}"
 fi
