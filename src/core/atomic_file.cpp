@@ -209,7 +209,13 @@ void ensure_directory(const std::filesystem::path& dir) {
 FileLock::FileLock(const std::filesystem::path& path, double timeout_seconds) {
   const std::filesystem::path lock = path.string() + ".lock";
   fd_ = ::open(lock.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-  if (fd_ < 0) throw Error(fmt::format("cannot lock {}: cannot open {}: {}", path.string(), lock.string(), error_text(errno)));
+  if (fd_ < 0) {
+    const int err = errno;
+    if (err == ENOENT) {
+      throw Error(fmt::format("cannot write {}: the folder {} does not exist", path.string(), folder_of(path)));
+    }
+    throw Error(fmt::format("cannot lock {}: cannot open {}: {}", path.string(), lock.string(), error_text(err)));
+  }
   const auto start = std::chrono::steady_clock::now();
   // Polling rather than a blocking flock, so a holder that hangs (stopped, on a dead NFS server) ends in a message.
   while (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
