@@ -236,10 +236,10 @@ LabelledImages load_idx_pair(const std::string& images_path, const std::string& 
 DatasetFiles find_dataset_files(const std::string& dir, bool need_training_files) {
   if (!std::filesystem::is_directory(dir)) {
     throw InvalidArgument(fmt::format(
-        "dataset folder {} does not exist: install the Debian package dataset-fashion-mnist or pass --data DIR "
+        "dataset folder {} {}: install the Debian package dataset-fashion-mnist or pass --data DIR "
         "(a folder with train-images-idx3-ubyte, train-labels-idx1-ubyte, t10k-images-idx3-ubyte, "
         "t10k-labels-idx1-ubyte, raw or .gz)",
-        dir));
+        dir, std::filesystem::exists(dir) ? "is not a folder" : "does not exist"));
   }
   auto find = [&](const std::string& name) {
     for (const std::string& candidate : {name, name + ".gz"}) {

@@ -128,5 +128,5 @@ TEST(Suite, BatchScaleIsCheckedNotWrapped) {
   EXPECT_TRUE(contains(message_of([&] { scale_batch(layer, 1e30); }),
                        "--batch-scale=1e+30 makes N=128 into 1.28e+32: expected at most 2147483647"));
   for (double bad : {0.0, -1.0, std::nan(""), std::numeric_limits<double>::infinity()})
-    EXPECT_TRUE(contains(message_of([&] { scale_batch(layer, bad); }), "is invalid: expected a number > 0"));
+    EXPECT_TRUE(contains(message_of([&] { scale_batch(layer, bad); }), "is invalid: expected a finite number > 0"));
 }

@@ -79,7 +79,7 @@ void add_eval_command(CLI::App& app) {
                                        "/usr/share/datasets/fashion-mnist)");
   cmd->add_option("--backend,--device", opt->device, "Device: best, cpu, opencl[:N], cuda[:N]")->capture_default_str();
   cmd->add_option("--limit", opt->limit, "Evaluate the first N test images (default: all 10,000)");
-  cmd->add_option("--batch", opt->batch, "Images per forward pass")->capture_default_str()->check(CLI::PositiveNumber);
+  cmd->add_option("--batch", opt->batch, "Images per forward pass")->capture_default_str()->check(positive_number());
   cmd->add_option("--family", opt->family, "Kernel family of unfused convolutions")->capture_default_str();
   cmd->add_option("--fused-family", opt->fused_family, "Kernel family for conv+bias+ReLU+max-pool in one kernel")
       ->capture_default_str();

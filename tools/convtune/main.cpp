@@ -51,7 +51,8 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+    // CLI11 prints the message; its own status codes (104, 109, ...) would hide that this is bad input, status 2.
+    return app.exit(e) == 0 ? 0 : 2;
   } catch (const convtune::Error& e) {
     std::cerr << "convtune: error: " << e.what() << "\n";
     return 2;

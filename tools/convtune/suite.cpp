@@ -88,7 +88,7 @@ std::vector<Layer> load_suite(const std::string& name_or_path) {
 
 ConvProblem scale_batch(ConvProblem problem, double scale) {
   if (!(scale > 0) || !std::isfinite(scale)) {
-    throw InvalidArgument(fmt::format("--batch-scale={} is invalid: expected a number > 0", scale));
+    throw InvalidArgument(fmt::format("--batch-scale={} is invalid: expected a finite number > 0", scale));
   }
   // Checked before converting: llround of a value beyond int64 is undefined, and silently becoming N=1 (as it
   // once did for 1e30) would time the wrong problem.

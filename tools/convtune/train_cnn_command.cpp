@@ -99,9 +99,9 @@ void add_train_cnn_command(CLI::App& train) {
   cmd->add_option("--backend,--device", opt->device, "Device: best, cpu, opencl[:N], cuda[:N]")->capture_default_str();
   cmd->add_option("--arch", opt->architecture, "Architecture: lenet or lenet-small")->capture_default_str();
   cmd->add_option("--family", opt->family, "Kernel family of the convolutions on kernel devices")->capture_default_str();
-  cmd->add_option("--epochs", opt->epochs, "Passes over the training set")->capture_default_str()->check(CLI::PositiveNumber);
-  cmd->add_option("--batch", opt->batch, "Images per step")->capture_default_str()->check(CLI::PositiveNumber);
-  cmd->add_option("--lr", opt->lr, "Learning rate")->capture_default_str()->check(CLI::PositiveNumber);
+  cmd->add_option("--epochs", opt->epochs, "Passes over the training set")->capture_default_str()->check(positive_number());
+  cmd->add_option("--batch", opt->batch, "Images per step")->capture_default_str()->check(positive_number());
+  cmd->add_option("--lr", opt->lr, "Learning rate")->capture_default_str()->check(positive_number());
   cmd->add_option("--optimizer", opt->optimizer, "adam or sgd")->capture_default_str();
   cmd->add_option("--momentum", opt->momentum, "SGD momentum")->capture_default_str();
   cmd->add_option("--seed", opt->seed, "Seed of the weights and the shuffling")->capture_default_str();
