@@ -128,6 +128,7 @@ void ProgramCache::store(const std::filesystem::path& path, const std::string& d
   try {
     // The cache's own folder (default or $CONVTUNE_CACHE_DIR): created on first use.
     ensure_directory(path.parent_path());
+    remove_stale_temporaries(path);  // left by a process killed while storing this entry
     write_file_atomic(path, text);
   } catch (const std::exception& e) {
     // A read-only or full cache directory costs only speed: say so once and go on.
