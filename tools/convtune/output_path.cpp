@@ -6,12 +6,12 @@
 namespace convtune::cli {
 
 void prepare_output(const std::filesystem::path& path, bool is_default, const std::string& option,
-                    uint64_t expected_bytes) {
+                    uint64_t expected_bytes, bool remove_stale) {
   if (is_default && path.has_parent_path()) ensure_directory(path.parent_path());
   check_writable(path, option, expected_bytes);
   // Temporaries PATH.tmp.PID.N of earlier runs killed mid-write would otherwise stay forever (only those of
   // processes that no longer exist go).
-  remove_stale_temporaries(path);
+  if (remove_stale) remove_stale_temporaries(path);
 }
 
 uint64_t database_write_bytes(const std::filesystem::path& path) {

@@ -153,7 +153,8 @@ void run_tune(const TuneOptions& opt) {
                        : db_path.parent_path() / "logs" / fmt::format("tune-{}.json", utc_now_compact());
   // Where the results go is checked now, not after the tuning: a mistyped folder, a read-only or full disk.
   // Only convtune's default locations are created.
-  if (opt.save) prepare_output(db_path, opt.db.empty(), "--db", database_write_bytes(db_path));
+  // The database's stale temporaries are removed by its save(), under the lock no live writer can be without.
+  if (opt.save) prepare_output(db_path, opt.db.empty(), "--db", database_write_bytes(db_path), false);
   prepare_output(log_path, opt.log.empty(), "--log", 1 << 20);
 
   std::vector<Task> tasks;
