@@ -1,4 +1,4 @@
-// ConvProblem: one convolution (shapes, stride, padding, dilation, groups, direction, precision) and the
+// ConvProblem: one convolution (shapes, stride, padding, dilation, groups, direction, element type, math) and the
 // figures derived from it (output size, FLOP and byte counts), computed in this one place.
 #pragma once
 
@@ -6,27 +6,23 @@
 #include <string>
 #include <string_view>
 
+#include "convtune/types.h"
+
 namespace convtune {
 
 // Which tensor a convolution computes. Operands are always named after the forward pass:
 // x (N,C,H,W), w (K,C/groups,R,S), y (N,K,P,Q); the direction says which of them is written.
 enum class Direction { Forward, BackwardData, BackwardFilter };
 
-// Element type and math mode. Only FP32 runs today; the others are declared so shapes, databases
-// and byte counts already carry the precision.
-enum class Precision { FP32, FP16, BF16, TF32 };
-
 std::string_view to_string(Direction d);
-std::string_view to_string(Precision p);
 Direction parse_direction(std::string_view text);  // "fwd"/"forward", "bwd-data", "bwd-filter"
-Precision parse_precision(std::string_view text);  // "fp32", "fp16", "bf16", "tf32"
-int bytes_per_element(Precision p);
 
 // Two-axis parameter (height, width).
 struct Pair {
   int64_t h = 1;
   int64_t w = 1;
-  friend bool operator==(const Pair&, const Pair&) = default;
+  friend bool operator==(const Pair& a, const Pair& b) { return a.h == b.h && a.w == b.w; }
+  friend bool operator!=(const Pair& a, const Pair& b) { return !(a == b); }
 };
 
 struct ConvProblem {
@@ -42,9 +38,11 @@ struct ConvProblem {
   Pair dilation{1, 1};
   int64_t groups = 1;
   Direction direction = Direction::Forward;
-  Precision precision = Precision::FP32;
+  ElementType type = ElementType::F32;  // of x, w and y
+  MathMode math = MathMode::FP32;
 
-  friend bool operator==(const ConvProblem&, const ConvProblem&) = default;
+  friend bool operator==(const ConvProblem& a, const ConvProblem& b);
+  friend bool operator!=(const ConvProblem& a, const ConvProblem& b) { return !(a == b); }
 
   // Throws InvalidArgument naming the field and value when the problem cannot be computed.
   void validate() const;
@@ -69,13 +67,15 @@ struct ConvProblem {
   ConvProblem with_direction(Direction d) const;
 
   // Compact one-line description, the same syntax parse_problem() reads:
-  // "N=1,C=3,H=224,W=224,K=64,R=11,S=11,stride=4,pad=2,dilation=1,groups=1,dir=fwd,precision=fp32".
+  // "N=1,C=3,H=224,W=224,K=64,R=11,S=11,stride=4,pad=2,dilation=1,groups=1,dir=fwd,type=fp32,math=fp32".
   std::string to_string() const;
 };
 
-// Parses "N=..,C=..,H=..,W=..,K=..,R=..,S=..[,stride=..][,pad=..][,dilation=..][,groups=..][,dir=..]".
-// Two-axis fields take "2" or "2x1" (height x width); also stride_h=, pad_w= etc. Missing N, C, K default to 1,
-// R and S default to 1, W defaults to H. Throws InvalidArgument naming the bad key or value.
+// Parses "N=..,C=..,H=..,W=..,K=..,R=..,S=..[,stride=..][,pad=..][,dilation=..][,groups=..][,dir=..]
+// [,type=fp32|fp16|bf16][,math=fp32|tf32|3xtf32]". Two-axis fields take "2" or "2x1" (height x width); also
+// stride_h=, pad_w= etc. Missing N, C, K default to 1, R and S default to 1, W defaults to H. The older
+// "precision=fp32|tf32|fp16|bf16" is read too (tf32 meaning FP32 tensors with TF32 math). Throws
+// InvalidArgument naming the bad key or value.
 ConvProblem parse_problem(std::string_view text);
 
 // Largest element count of one tensor that every backend can index with 32-bit signed integers.

@@ -1,6 +1,7 @@
-// KernelFamily: the one description of a kernel family (DESIGN.md convention 2) that the library, the tuner
-// and the tests share: tunable parameters and their candidate values, named constraints, which problems it
-// supports, its local-memory use, and how it turns a problem + parameters into launches.
+// KernelFamily: the one description of a way to compute problems that the library, the tuner and the tests share
+// (DESIGN.md convention 2): tunable parameters and their candidate values, named constraints, which problems and
+// devices it supports, and how it turns a problem + parameters into launches. Device kernels (OpenCL/CUDA) and
+// the CPU backend's C++ code are families alike: on the CPU backend a "kernel" is a host function.
 #pragma once
 
 #include <cstdint>
@@ -8,23 +9,27 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "convtune/backend.h"
-#include "convtune/conv_problem.h"
+#include "convtune/problem.h"
 
 namespace convtune {
 
-// One parameter assignment: name -> value. Sorted, so it prints and hashes the same everywhere.
+// One parameter assignment: name -> value. Sorted, so it prints and hashes the same everywhere. This is the form
+// configurations take at the edges (tuning database, --config, logs); families read it into their own typed
+// parameter struct once (see src/families/parameter_table.h).
 using Config = std::map<std::string, int64_t>;
 std::string to_string(const Config& config);  // "TILE_K=8,THREADS_M=16"
+Config parse_config(std::string_view text);    // the inverse; throws InvalidArgument
+
 // A configuration made to fit a problem other than the one it was tuned for, and what was changed
 // ("SPLIT_K 32 -> 16"; empty when it fit as it was). See fit_config in convtune/plan.h.
 struct FittedConfig {
   Config config;
   std::string changes;
 };
-Config parse_config(std::string_view text);    // the inverse; throws InvalidArgument
 
 struct Parameter {
   std::string name;             // TILE_M, THREADS_N, VECTOR_WIDTH...
@@ -36,7 +41,7 @@ struct Parameter {
 // the problem and the device.
 struct ConstraintContext {
   const Config& config;
-  const ConvProblem& problem;
+  const Problem& problem;
   const DeviceInfo& device;
 };
 
@@ -53,69 +58,99 @@ struct Epilogue {
   bool relu = false;
   int pool = 1;  // 1: none, 2: 2x2 max-pool
   bool any() const { return bias || relu || pool > 1; }
-  friend bool operator==(const Epilogue&, const Epilogue&) = default;
+  friend bool operator==(const Epilogue& a, const Epilogue& b) {
+    return a.bias == b.bias && a.relu == b.relu && a.pool == b.pool;
+  }
+  friend bool operator!=(const Epilogue& a, const Epilogue& b) { return !(a == b); }
 };
 std::string to_string(const Epilogue& e);
 
 // Shape of y after the epilogue (pooling shrinks P and Q).
 int64_t pooled_extent(int64_t extent, const Epilogue& e);
 
-// One kernel launch of a plan; arguments are bound by name: "x", "w", "y", "bias" or "workspaceN" are buffers
-// (the plan's operands or its own scratch), anything else is looked up in `scalars`.
+// Where a launch argument comes from. Names are resolved once, when a plan is made, never per launch:
+// an operand of the problem (0, 1, 2 in Problem::operand order; 3 the epilogue's bias), the plan's workspace, or
+// a value fixed by the recipe.
+struct ArgSource {
+  enum class Kind { Operand, Workspace, Value };
+  Kind kind = Kind::Value;
+  int operand = 0;  // Kind::Operand
+  KernelArg value;  // Kind::Value
+  static ArgSource of_operand(int index) { return {Kind::Operand, index, {}}; }
+  static ArgSource workspace() { return {Kind::Workspace, 0, {}}; }
+  static ArgSource fixed(KernelArg v) { return {Kind::Value, 0, std::move(v)}; }
+};
+inline constexpr int kBiasOperand = 3;
+
+// One kernel launch of a plan.
 struct LaunchStep {
   std::string kernel;
-  std::vector<std::string> args;
-  std::map<std::string, KernelArg> scalars;
+  std::vector<ArgSource> args;
   LaunchGeometry geometry;
 };
 
 // What a family produces for one problem + configuration: the program to compile and the launches to run.
 struct KernelRecipe {
   ProgramSource source;
-  std::vector<size_t> workspace_bytes;  // scratch buffers the launches name workspace0, workspace1...
+  size_t workspace_bytes = 0;  // scratch memory the launches take as ArgSource::workspace()
   std::vector<LaunchStep> steps;
 };
 
 class KernelFamily {
  public:
   virtual ~KernelFamily() = default;
-  virtual std::string name() const = 0;  // "implicit_gemm", "direct_tiled", "im2col_gemm"
+  virtual std::string name() const = 0;  // "implicit_gemm", "direct_tiled", "gemm", "cpu_direct"...
   virtual std::string description() const = 0;
+  // Which problems it computes (convolutions or GEMMs) and where: families of the CPU backend run host code,
+  // the others compiled kernels.
+  virtual Problem::Kind problem_kind() const = 0;
+  virtual bool runs_on_cpu_backend() const { return false; }
+  // The order a plan without tuning data tries the families that compute a problem (lower first).
+  virtual int untuned_rank() const = 0;
 
   // Empty when the family computes this problem (with this epilogue) on this device; else why not.
-  virtual std::string unsupported_reason(const ConvProblem& problem, const Epilogue& epilogue,
+  virtual std::string unsupported_reason(const Problem& problem, const Epilogue& epilogue,
                                          const DeviceInfo& device) const = 0;
-  virtual std::vector<Parameter> parameters(const ConvProblem& problem) const = 0;
-  virtual std::vector<Constraint> constraints(const ConvProblem& problem) const = 0;
+  virtual std::vector<Parameter> parameters(const Problem& problem) const = 0;
+  virtual std::vector<Constraint> constraints(const Problem& problem) const = 0;
   // A configuration that is valid for the problem and device and reasonably fast without tuning.
-  virtual Config default_config(const ConvProblem& problem, const DeviceInfo& device) const = 0;
-  virtual size_t local_memory_bytes(const Config& config, const ConvProblem& problem) const = 0;
+  virtual Config default_config(const Problem& problem, const DeviceInfo& device) const = 0;
   // Why this family, untuned, is expected to run the problem far slower than another family would (empty when
   // it is not): a plan without tuning data then takes the next family that supports the problem.
-  virtual std::string untuned_poor_fit(const ConvProblem& /*problem*/) const { return {}; }
+  virtual std::string untuned_poor_fit(const Problem& /*problem*/) const { return {}; }
   // A configuration tuned for `tuned_problem`, carried to `problem` (a nearest tuned shape's): parameters that
   // decompose the problem rather than shape the kernel may be recomputed for the new shape. Validity is not this
   // function's concern (fit_config in convtune/plan.h repairs that). Default: unchanged.
-  virtual Config carry_config(const Config& tuned, const ConvProblem& /*tuned_problem*/,
-                              const ConvProblem& /*problem*/, const DeviceInfo& /*device*/) const {
+  virtual Config carry_config(const Config& tuned, const Problem& /*tuned_problem*/, const Problem& /*problem*/,
+                              const DeviceInfo& /*device*/) const {
     return tuned;
   }
+  // How many times the direct sum's tolerance this configuration's results are held to (Winograd's transforms add
+  // rounding error that does not shrink with short reductions): every check against the float64 reference
+  // multiplies its tolerance by it. 1 for direct summation.
+  virtual double error_factor(const Problem& /*problem*/, const Config& /*config*/) const { return 1.0; }
   // Program + launches for a valid configuration.
-  virtual KernelRecipe recipe(const ConvProblem& problem, const Epilogue& epilogue, const Config& config,
+  virtual KernelRecipe recipe(const Problem& problem, const Epilogue& epilogue, const Config& config,
                               const DeviceInfo& device) const = 0;
 };
 
-// Every family built into convtune, in the order a plan without tuning data tries them.
+// Every family built into convtune, in untuned_rank order. The list is generated from the folders under
+// src/families (each folder is one family and defines families::make_<folder>()), so adding a family is adding
+// its folder; a folder without its make function fails the link.
 const std::vector<std::unique_ptr<KernelFamily>>& kernel_families();
 const KernelFamily& kernel_family(std::string_view name);  // throws InvalidArgument listing the names
 
 // Hash of the expanded kernel source a family compiles for this problem (its default configuration's recipe):
 // the tuning database stores it with every entry, so results measured on other kernel code are not trusted.
-std::string kernel_source_hash(const KernelFamily& family, const ConvProblem& problem, const DeviceInfo& device);
+std::string kernel_source_hash(const KernelFamily& family, const Problem& problem, const DeviceInfo& device);
 
-// The problem's shape as compile-time defines (N, C, H, W, K, R, S, P, Q, STRIDE_H, ..., GROUPS, and DIRECTION:
-// 0 forward, 1 backward-data, 2 backward-filter, in Direction's order), shared by
-// every family so each kernel sees the same names.
+// A convolution's shape as compile-time defines (N, C, H, W, K, R, S, P, Q, STRIDE_H, ..., GROUPS, and DIRECTION:
+// 0 forward, 1 backward-data, 2 backward-filter, in Direction's order), shared by every family so each kernel
+// sees the same names.
 std::map<std::string, std::string> problem_defines(const ConvProblem& problem);
+
+// The refusal every family gives for an element type or math mode it does not implement ("implicit_gemm
+// computes fp32 tensors with fp32 math only, not bf16 tensors with fp32 math"); empty for FP32 with FP32 math.
+std::string fp32_only_reason(std::string_view family, const Problem& problem);
 
 }  // namespace convtune

@@ -1,92 +1,147 @@
-// Plan: problem + device + (family, parameters) -> compiled, bound, runnable. The one path that tests, bench,
-// the tuner and the network layers use to run a convolution on a device.
+// Plans: how convtune runs a problem on a device. A PlanDescriptor is the decision (family, configuration, where
+// the configuration came from, workspace size), cheap to make and to compare; a Plan is that decision compiled,
+// with every launch argument resolved, ready to run on any operands of the right sizes.
 #pragma once
 
+#include <array>
+#include <cstddef>
 #include <filesystem>
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "convtune/backend.h"
-#include "convtune/host_convolution.h"
 #include "convtune/kernel_family.h"
+#include "convtune/problem.h"
 
 namespace convtune {
 
-// The device buffers a plan reads and writes, named after the forward pass as in ConvOperands.
-struct DeviceOperands {
-  const Buffer* x = nullptr;
-  const Buffer* w = nullptr;
-  const Buffer* y = nullptr;
-  const Buffer* bias = nullptr;  // K floats, when the epilogue adds a bias
-};
-
 class TuningDatabase;
 
+// The buffers an operation reads and writes, in Problem::operand order: a convolution's x, w, y (named after the
+// forward pass; the direction says which is written) and, with a bias epilogue, the bias (K floats); a GEMM's
+// a, b, c.
+struct Operands {
+  std::array<const Buffer*, 4> buffers{};
+  Operands() = default;
+  Operands(const Buffer* first, const Buffer* second, const Buffer* third, const Buffer* bias = nullptr)
+      : buffers{first, second, third, bias} {}
+  const Buffer* operator[](size_t index) const { return buffers[index]; }
+};
+
+// Where a plan's configuration came from, best first.
+enum class ConfigTier {
+  Given,           // the caller named it
+  Exact,           // the tuning database: this device (and driver), this exact problem
+  Nearest,         // this device, the nearest comparable tuned shape
+  Architecture,    // another device of the same backend and architecture
+  Vendor,          // another device of the same backend and vendor
+  BuiltInDefault,  // nothing usable: the family's built-in default
+};
+std::string_view to_string(ConfigTier tier);  // "given", "exact", "nearest", "architecture", "vendor", "built-in default"
+
 struct PlanRequest {
-  ConvProblem problem;
+  Problem problem;
   Epilogue epilogue;
-  std::string family;            // empty: the tuned family, else the first family that supports the problem
+  std::string family;            // empty: the tuned family, else the first family that computes the problem
   std::optional<Config> config;  // empty: the tuned configuration, else the family's default
-  // Where tuned configurations come from when `config` is empty: exact entry -> nearest tuned shape ->
-  // architecture -> vendor -> the family's built-in default (see src/tuning_db). nullptr: built-in defaults only.
+  // Tuned configurations come from the process's default database (the user's file plus the shipped defaults,
+  // see default_tuning_database) unless `tuning` names another one; use_tuning = false asks for built-in defaults.
+  bool use_tuning = true;
   const TuningDatabase* tuning = nullptr;
+};
+
+// The decision for one problem on one device, made without compiling anything.
+class PlanDescriptor {
+ public:
+  // Validates the request (the family computes the problem, the configuration satisfies every constraint) and
+  // looks the configuration up. Throws InvalidArgument/Unsupported naming the family, the parameter or
+  // constraint and the problem; a problem no family computes names every family's reason.
+  static PlanDescriptor create(const DeviceInfo& device, const PlanRequest& request);
+  // The same with a family object instead of request.family's name (a family outside the registry: tests).
+  static PlanDescriptor create(const DeviceInfo& device, const KernelFamily& family, const PlanRequest& request);
+
+  const Problem& problem() const { return problem_; }
+  const Epilogue& epilogue() const { return epilogue_; }
+  const KernelFamily& family() const { return *family_; }
+  const Config& config() const { return config_; }
+  ConfigTier tier() const { return tier_; }
+  // In words: "given", "built-in default (...)", or the tuning database's explanation ("exact tuned entry ...",
+  // "nearest tuned shape ... (distance 1.6)").
+  const std::string& explanation() const { return explanation_; }
+  size_t workspace_bytes() const { return recipe_.workspace_bytes; }
+  const KernelRecipe& recipe() const { return recipe_; }
+  std::string describe() const;  // "implicit_gemm[TILE_K=8,...]"
+  // Bytes each operand (Problem::operand order, then the bias) must hold: y after the epilogue's pooling.
+  size_t operand_bytes(int index) const;
+
+ private:
+  static PlanDescriptor create_impl(const DeviceInfo& device, const PlanRequest& request, const KernelFamily* given);
+
+  Problem problem_;
+  Epilogue epilogue_;
+  const KernelFamily* family_ = nullptr;
+  Config config_;
+  ConfigTier tier_ = ConfigTier::BuiltInDefault;
+  std::string explanation_;
+  KernelRecipe recipe_;
 };
 
 class Plan {
  public:
-  // Validates the request (the family supports the problem, the configuration satisfies every constraint),
-  // compiles through the program cache and allocates the workspace. Throws InvalidArgument/Unsupported
-  // naming the family, the parameter or constraint and the problem.
+  // describe(), then compile through the program cache and (unless request-independent `external_workspace`)
+  // allocate the workspace.
   static Plan create(Device& device, const PlanRequest& request);
-  // The same with a family object instead of request.family's name (a family outside the registry: tests).
   static Plan create(Device& device, const KernelFamily& family, const PlanRequest& request);
+  // Compiles a decision already made. With external_workspace the caller passes a workspace to every run (one
+  // buffer may serve several plans that never run at the same time).
+  Plan(Device& device, PlanDescriptor descriptor, bool external_workspace = false);
 
-  void run(Queue& queue, const DeviceOperands& operands) const;
-  void run(const DeviceOperands& operands) const { run(device_->queue(), operands); }
+  // Enqueues the plan's launches on `queue` (the device's own by default). Checks every operand the problem
+  // needs is given and large enough, naming the operand, the bytes expected and given. `workspace` is required
+  // (at least workspace_bytes()) with external_workspace and ignored otherwise.
+  void run(Queue& queue, const Operands& operands, const Buffer* workspace = nullptr) const;
+  void run(const Operands& operands, const Buffer* workspace = nullptr) const {
+    run(device_->queue(), operands, workspace);
+  }
 
-  const ConvProblem& problem() const { return problem_; }
-  const Epilogue& epilogue() const { return epilogue_; }
-  const std::string& family() const { return family_; }
-  const Config& config() const { return config_; }
+  const PlanDescriptor& descriptor() const { return descriptor_; }
+  const Problem& problem() const { return descriptor_.problem(); }
+  const Epilogue& epilogue() const { return descriptor_.epilogue(); }
+  const std::string& family() const { return family_name_; }
+  const Config& config() const { return descriptor_.config(); }
+  ConfigTier tier() const { return descriptor_.tier(); }
+  const std::string& explanation() const { return descriptor_.explanation(); }
+  size_t workspace_bytes() const { return descriptor_.workspace_bytes(); }
   bool compiled_from_cache() const { return from_cache_; }
-  // Where the configuration came from: "given", "built-in default", or the tuning database's explanation
-  // ("exact tuned entry ...", "nearest tuned shape ... (distance 1.6)").
-  const std::string& config_source() const { return config_source_; }
-  // "exact", "nearest", "architecture", "vendor", "built-in default" or "given".
-  const std::string& config_tier() const { return config_tier_; }
-  size_t workspace_bytes() const;
-  std::string describe() const;  // "implicit_gemm[TILE_K=8,...]"
-
-  // Elements of each operand as the plan sees it (y is pooled when the epilogue pools).
-  int64_t y_elements() const;
+  std::string describe() const { return descriptor_.describe(); }
+  Device& device() const { return *device_; }
+  // The family's error factor for this configuration (KernelFamily::error_factor).
+  double error_factor() const { return descriptor_.family().error_factor(problem(), config()); }
 
  private:
-  static Plan create_impl(Device& device, const PlanRequest& request, const KernelFamily* given);
-
-  Device* device_ = nullptr;
-  ConvProblem problem_;
-  Epilogue epilogue_;
-  std::string family_;
-  Config config_;
+  Device* device_;
+  PlanDescriptor descriptor_;
+  std::string family_name_;
   bool from_cache_ = false;
-  std::string config_source_, config_tier_;
   std::shared_ptr<Program> program_;
-  std::vector<std::shared_ptr<Kernel>> kernels_;
-  std::vector<LaunchStep> steps_;
-  std::vector<std::shared_ptr<Buffer>> workspace_;
+  std::vector<std::shared_ptr<Kernel>> kernels_;  // one per launch step, fixed arguments already set
+  std::shared_ptr<Buffer> workspace_;             // owned unless external
+  bool external_workspace_;
 };
 
 // The process's tuning database: the user's file (TuningDatabase::default_user_file) plus the defaults shipped
-// with convtune ($CONVTUNE_SHIPPED_TUNING_DIR, else the installed or source tree's tuning/ folder). Loaded once.
+// with convtune (shipped_tuning_dir()). Loaded once, on first use.
 const TuningDatabase& default_tuning_database();
-// The shipped defaults' folder: $CONVTUNE_SHIPPED_TUNING_DIR, else the source tree's tuning/ if it exists, else empty.
+// The shipped defaults' folder: $CONVTUNE_SHIPPED_TUNING_DIR, else share/convtune/tuning beside the installed (or
+// built) library; empty when neither exists.
 std::filesystem::path shipped_tuning_dir();
 
 // Checks a configuration against a family's parameters and constraints; empty when valid, else the reason
 // naming the parameter or the constraint.
-std::string config_problem(const KernelFamily& family, const Config& config, const ConvProblem& problem,
+std::string config_problem(const KernelFamily& family, const Config& config, const Problem& problem,
                            const DeviceInfo& device);
 
 // The valid configuration for `problem` closest to `config`: itself when it is valid; else the one with a
@@ -94,18 +149,12 @@ std::string config_problem(const KernelFamily& family, const Config& config, con
 // smallest total move. nullopt when neither fits, or when `config` names other parameters than the family's.
 // A nearest tuned shape's parameters go through this: a split-K or tile that divided the tuned shape's extents
 // may leave the asked one's last slice empty, and one change keeps the rest of what tuning found.
-std::optional<FittedConfig> fit_config(const KernelFamily& family, const Config& config, const ConvProblem& problem,
+std::optional<FittedConfig> fit_config(const KernelFamily& family, const Config& config, const Problem& problem,
                                        const DeviceInfo& device);
 // A configuration tuned for `tuned_problem` made ready for `problem`: the family's carry_config (which may
 // recompute a split for the new shape), then fit_config. `changes` lists every parameter that differs
 // from `tuned`. This is how a nearest tuned shape's entry becomes a plan's configuration.
-std::optional<FittedConfig> carry_config(const KernelFamily& family, const Config& tuned,
-                                         const ConvProblem& tuned_problem, const ConvProblem& problem,
-                                         const DeviceInfo& device);
-
-// A plan behind the host-array interface: uploads the operands, runs, downloads the written one. This is how
-// the conformance harness checks device kernels against the reference.
-std::unique_ptr<HostConvolution> make_device_convolution(Device& device, std::string family,
-                                                         std::optional<Config> config, Epilogue epilogue = {});
+std::optional<FittedConfig> carry_config(const KernelFamily& family, const Config& tuned, const Problem& tuned_problem,
+                                         const Problem& problem, const DeviceInfo& device);
 
 }  // namespace convtune

@@ -3,9 +3,10 @@
 
 #include <cstdint>
 #include <initializer_list>
-#include <span>
 #include <string>
 #include <vector>
+
+#include "convtune/types.h"
 
 namespace convtune {
 
@@ -18,11 +19,11 @@ class Tensor {
   int64_t dim(size_t i) const { return shape_.at(i); }
   int64_t size() const { return static_cast<int64_t>(data_.size()); }
   size_t bytes() const { return data_.size() * sizeof(float); }
+  // The element type of its storage: FP32 (the only one host tensors hold so far).
+  ElementType type() const { return ElementType::F32; }
 
   float* data() { return data_.data(); }
   const float* data() const { return data_.data(); }
-  std::span<float> span() { return data_; }
-  std::span<const float> span() const { return data_; }
   float& operator[](int64_t i) { return data_[static_cast<size_t>(i)]; }
   float operator[](int64_t i) const { return data_[static_cast<size_t>(i)]; }
 

@@ -35,29 +35,7 @@ RUNS=${RUNS:-cudnn-fp32 cudnn-tf32 clblast}
 source scripts/gpu/nvidia_icd.sh  # after the cd to the repository root
 
 # --- cuDNN: PyTorch's copy (its wheel's nvidia/cudnn/lib, or torch/lib), unless CONVTUNE_CUDNN_LIBRARY is set.
-find_cudnn() {
-  python3 - <<'PY' 2>/dev/null
-import glob, os, site, sys
-dirs = []
-try:
-    import nvidia.cudnn as c
-    dirs += [os.path.join(p, "lib") for p in c.__path__]
-except Exception:
-    pass
-try:
-    import torch
-    dirs.append(os.path.join(os.path.dirname(torch.__file__), "lib"))
-except Exception:
-    pass
-for s in site.getsitepackages() + [site.getusersitepackages()]:
-    dirs.append(os.path.join(s, "nvidia", "cudnn", "lib"))
-for d in dirs:
-    hits = sorted(glob.glob(os.path.join(d, "libcudnn.so.9*")))
-    if hits:
-        print(hits[0]); sys.exit(0)
-sys.exit(1)
-PY
-}
+source scripts/gpu/find_cudnn.sh  # find_cudnn
 if [ -z "${CONVTUNE_CUDNN_LIBRARY:-}" ]; then
   CONVTUNE_CUDNN_LIBRARY=$(find_cudnn) || CONVTUNE_CUDNN_LIBRARY=""
 fi

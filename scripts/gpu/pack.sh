@@ -1,14 +1,22 @@
 #!/usr/bin/env bash
-# Copies the binaries the GPU run needs into .carry/bin (git-ignored), to be carried to the GPU machine, and
-# CLBlast's library into .carry/lib for bench --against (scripts/gpu/bench_against.sh finds it there).
+# Copies what a GPU run needs into .carry (git-ignored), to be carried to the GPU machine: the command line, the
+# GPU tests and libconvtune into .carry/bin (run with LD_LIBRARY_PATH=.carry/bin), CLBlast's library into
+# .carry/lib for bench --against, and with DATA=1 the Fashion-MNIST files into .carry/data.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 rm -rf .carry/bin && mkdir -p .carry/bin
 BUILD=${BUILD:-build}
-cp "$BUILD"/convtune "$BUILD"/tests/*_test .carry/bin/
+cp "$BUILD"/convtune .carry/bin/
+cp "$BUILD"/lib/libconvtune.so.0 .carry/bin/  # the file itself, under its soname (links may not travel)
+for t in cuda_backend_test opencl_backend_test family_conformance_test gemm_test implicit_gemm_test winograd_test; do
+  [ -x "$BUILD/tests/$t" ] && cp "$BUILD/tests/$t" .carry/bin/
+done
 [ -x "$BUILD"/tests/implicit_gemm_sweep ] && cp "$BUILD"/tests/implicit_gemm_sweep .carry/bin/
 # Debian's libclblast links only libOpenCL and libstdc++, so it runs on the GPU machine as is. The real file is
 # copied under its full name (links may not survive the trip): its name carries the version the report prints.
 rm -rf .carry/lib && mkdir -p .carry/lib
 for f in /usr/lib/x86_64-linux-gnu/libclblast.so.1.*; do [ -f "$f" ] && cp "$f" .carry/lib/; done
+if [ "${DATA:-0}" = 1 ]; then
+  mkdir -p .carry/data && cp /usr/share/datasets/fashion-mnist/*.gz .carry/data/
+fi
 du -sh .carry

@@ -22,16 +22,6 @@ std::string_view to_string(Direction d) {
   return "?";
 }
 
-std::string_view to_string(Precision p) {
-  switch (p) {
-    case Precision::FP32: return "fp32";
-    case Precision::FP16: return "fp16";
-    case Precision::BF16: return "bf16";
-    case Precision::TF32: return "tf32";
-  }
-  return "?";
-}
-
 Direction parse_direction(std::string_view t) {
   if (t == "fwd" || t == "forward") return Direction::Forward;
   if (t == "bwd-data" || t == "backward-data" || t == "bwd_data") return Direction::BackwardData;
@@ -39,22 +29,10 @@ Direction parse_direction(std::string_view t) {
   throw InvalidArgument(fmt::format("unknown direction '{}': expected fwd, bwd-data or bwd-filter", t));
 }
 
-Precision parse_precision(std::string_view t) {
-  if (t == "fp32") return Precision::FP32;
-  if (t == "fp16") return Precision::FP16;
-  if (t == "bf16") return Precision::BF16;
-  if (t == "tf32") return Precision::TF32;
-  throw InvalidArgument(fmt::format("unknown precision '{}': expected fp32, fp16, bf16 or tf32", t));
-}
-
-int bytes_per_element(Precision p) {
-  switch (p) {
-    case Precision::FP16:
-    case Precision::BF16: return 2;
-    case Precision::FP32:
-    case Precision::TF32: return 4;
-  }
-  return 4;
+bool operator==(const ConvProblem& a, const ConvProblem& b) {
+  return a.n == b.n && a.c == b.c && a.h == b.h && a.w == b.w && a.k == b.k && a.r == b.r && a.s == b.s &&
+         a.stride == b.stride && a.pad == b.pad && a.dilation == b.dilation && a.groups == b.groups &&
+         a.direction == b.direction && a.type == b.type && a.math == b.math;
 }
 
 namespace {
@@ -150,7 +128,7 @@ double ConvProblem::flops() const {
 }
 
 double ConvProblem::bytes() const {
-  return static_cast<double>(x_elements() + w_elements() + y_elements()) * bytes_per_element(precision);
+  return static_cast<double>(x_elements() + w_elements() + y_elements()) * bytes_per_element(type);
 }
 
 int64_t ConvProblem::written_elements() const {
@@ -200,9 +178,9 @@ Pair parse_pair(std::string_view key, std::string_view value) {
 }  // namespace
 
 std::string ConvProblem::to_string() const {
-  return fmt::format("N={},C={},H={},W={},K={},R={},S={},stride={},pad={},dilation={},groups={},dir={},precision={}", n,
-                     c, h, w, k, r, s, pair_text(stride), pair_text(pad), pair_text(dilation), groups,
-                     convtune::to_string(direction), convtune::to_string(precision));
+  return fmt::format("N={},C={},H={},W={},K={},R={},S={},stride={},pad={},dilation={},groups={},dir={},type={},math={}",
+                     n, c, h, w, k, r, s, pair_text(stride), pair_text(pad), pair_text(dilation), groups,
+                     convtune::to_string(direction), convtune::to_string(type), convtune::to_string(math));
 }
 
 ConvProblem parse_problem(std::string_view text) {
@@ -239,10 +217,15 @@ ConvProblem parse_problem(std::string_view text) {
     else if (key == "dilation_w") p.dilation.w = parse_int(key, value);
     else if (key == "groups" || key == "G") p.groups = parse_int(key, value);
     else if (key == "dir" || key == "direction") p.direction = parse_direction(value);
-    else if (key == "precision") p.precision = parse_precision(value);
-    else {
+    else if (key == "type") p.type = parse_element_type(value);
+    else if (key == "math") p.math = parse_math_mode(value);
+    else if (key == "precision") {
+      // The older single field: "tf32" meant FP32 tensors multiplied in TF32.
+      if (value == "tf32") p.type = ElementType::F32, p.math = MathMode::TF32;
+      else p.type = parse_element_type(value), p.math = MathMode::FP32;
+    } else {
       throw InvalidArgument(fmt::format(
-          "unknown layer field '{}': expected N, C, H, W, K, R, S, stride, pad, dilation, groups, dir, precision",
+          "unknown layer field '{}': expected N, C, H, W, K, R, S, stride, pad, dilation, groups, dir, type, math",
           key));
     }
   }

@@ -1,14 +1,6 @@
-// Factories of the kernel families (each in its own folder under src/families, sources under src/kernels).
+// The kernel families built into convtune: one folder under src/families each, whose sources define
+// families::make_<folder>(). The build generates family_list.h from the folders (src/CMakeLists.txt), so the list
+// cannot miss a family, and a folder without its make function fails the link.
 #pragma once
 
-#include <memory>
-
-#include "convtune/kernel_family.h"
-
-namespace convtune::families {
-
-std::unique_ptr<KernelFamily> make_implicit_gemm();  // seed 004's local-memory kernel, all three directions
-std::unique_ptr<KernelFamily> make_direct_tiled();   // seed 000's tiled kernel with fused bias/ReLU/max-pool
-std::unique_ptr<KernelFamily> make_im2col_gemm();    // seed 003's unroll + GEMM, col2im for backward-data
-
-}  // namespace convtune::families
+#include "family_list.h"  // generated: the make_<folder>() declarations and make_all()

@@ -1,6 +1,8 @@
-// The kernel families built into convtune, in the order an untuned plan tries them.
+// The kernel families built into convtune (generated from the folders), ordered for plans without tuning data.
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+
+#include <algorithm>
 
 #include "convtune/error.h"
 #include "convtune/kernel_family.h"
@@ -10,17 +12,10 @@ namespace convtune {
 
 const std::vector<std::unique_ptr<KernelFamily>>& kernel_families() {
   static const std::vector<std::unique_ptr<KernelFamily>> families = [] {
-    std::vector<std::unique_ptr<KernelFamily>> list;
-    // CMake defines CONVTUNE_FAMILY_<name> for each family folder present under src/families.
-#ifdef CONVTUNE_FAMILY_implicit_gemm
-    list.push_back(families::make_implicit_gemm());
-#endif
-#ifdef CONVTUNE_FAMILY_direct_tiled
-    list.push_back(families::make_direct_tiled());
-#endif
-#ifdef CONVTUNE_FAMILY_im2col_gemm
-    list.push_back(families::make_im2col_gemm());
-#endif
+    std::vector<std::unique_ptr<KernelFamily>> list = families::make_all();
+    std::stable_sort(list.begin(), list.end(), [](const auto& a, const auto& b) {
+      return a->untuned_rank() < b->untuned_rank();
+    });
     return list;
   }();
   return families;

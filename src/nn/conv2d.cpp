@@ -1,10 +1,13 @@
-// Conv2d: forward, backward-data and backward-filter through Plans on kernel devices, host paths on the CPU.
+// Conv2d: forward, backward-data and backward-filter through Plans on every backend (the CPU backend's families on
+// a machine without kernels); bias, ReLU and pooling fused into the forward plan on kernel devices, on the host
+// otherwise.
 #include <fmt/format.h>
 
 #include <algorithm>
 
 #include "convtune/error.h"
 #include "convtune/nn/layers.h"
+#include "src/backend/cpu/cpu_backend.h"
 #include "src/core/parallel_for.h"
 #include "src/nn/init.h"
 
@@ -22,7 +25,6 @@ Conv2d::Conv2d(Runtime& runtime, std::string name, int64_t in_channels, int64_t 
   weight_ = {this->name() + ".weight", runtime_.allocate({out_, in_, kernel_, kernel_}), {}};
   weight_.grad = runtime_.allocate(weight_.value.shape);
   bias_ = {this->name() + ".bias", runtime_.allocate({out_}), runtime_.allocate({out_})};
-  if (runtime_.on_host()) host_ = make_cpu_convolution("threaded");
 }
 
 std::string Conv2d::spec() const {
@@ -65,11 +67,23 @@ void Conv2d::set_fused_epilogue(const Epilogue& epilogue, const std::string& fam
 }
 
 std::string Conv2d::algorithm() const {
-  if (runtime_.on_host()) return "threaded";
   for (const auto& [batch, plans] : plans_) {
     if (plans.forward) return plans.forward->describe();
   }
   return family_;
+}
+
+const Plan& Conv2d::plan(std::optional<Plan>& slot, const ConvProblem& problem, const Epilogue& epilogue,
+                         const std::string& family) {
+  if (!slot) {
+    PlanRequest request;
+    request.problem = problem;
+    request.epilogue = epilogue;
+    // The CPU backend has its own families: a kernel family named for the layer does not run there.
+    request.family = runtime_.on_host() ? std::string() : family;
+    slot.emplace(Plan::create(runtime_.device(), request));
+  }
+  return *slot;
 }
 
 Conv2d::Plans& Conv2d::plans_for(int64_t batch) {
@@ -103,18 +117,21 @@ void Conv2d::forward(const DeviceTensor& x, const DeviceTensor& y) {
   ConvProblem p = problem(batch, Direction::Forward);
   p.h = x.shape[2];
   p.w = x.shape[3];
+  Plans& plans = plans_for(batch);
   if (runtime_.on_host()) {
-    float* xp = Runtime::host_data(x);
-    float* wp = Runtime::host_data(weight_.value);
+    // The convolution through the CPU backend's plan, the epilogue on the host.
+    const Plan& conv = plan(plans.forward, p, {}, family_);
     const float* bp = Runtime::host_data(bias_.value);
     if (fused_.relu || fused_.pool > 1) {
-      std::vector<float> conv(static_cast<size_t>(p.y_elements()));
-      host_->run(p, {xp, wp, conv.data()});
-      host_epilogue(conv.data(), bp, Runtime::host_data(y), batch, out_, p.p(), p.q(), fused_);
+      if (!plans.scratch || plans.scratch->bytes() < static_cast<size_t>(p.y_elements()) * sizeof(float))
+        plans.scratch = runtime_.allocate_bytes(static_cast<size_t>(p.y_elements()) * sizeof(float));
+      conv.run(runtime_.queue(), {x.buffer.get(), weight_.value.buffer.get(), plans.scratch.get()});
+      host_epilogue(reinterpret_cast<const float*>(cpu::host_memory(*plans.scratch)), bp, Runtime::host_data(y), batch,
+                    out_, p.p(), p.q(), fused_);
       return;
     }
+    conv.run(runtime_.queue(), {x.buffer.get(), weight_.value.buffer.get(), y.buffer.get()});
     float* yp = Runtime::host_data(y);
-    host_->run(p, {xp, wp, yp});
     const int64_t plane = p.p() * p.q();
     parallel_for(batch * out_, hardware_threads(), [&](int64_t i) {
       const float b = bp[i % out_];
@@ -122,13 +139,9 @@ void Conv2d::forward(const DeviceTensor& x, const DeviceTensor& y) {
     });
     return;
   }
-  Plans& plans = plans_for(batch);
-  if (!plans.forward) {
-    const bool fused = fused_.relu || fused_.pool > 1;
-    plans.forward.emplace(Plan::create(runtime_.device(), {p, fused_, fused ? fused_family_ : family_, std::nullopt, &default_tuning_database()}));
-  }
-  plans.forward->run(runtime_.queue(), {x.buffer.get(), weight_.value.buffer.get(), y.buffer.get(),
-                                        bias_.value.buffer.get()});
+  const bool fused = fused_.relu || fused_.pool > 1;
+  plan(plans.forward, p, fused_, fused ? fused_family_ : family_)
+      .run(runtime_.queue(), {x.buffer.get(), weight_.value.buffer.get(), y.buffer.get(), bias_.value.buffer.get()});
 }
 
 void Conv2d::backward(const DeviceTensor& x, const DeviceTensor&, const DeviceTensor& dy, const DeviceTensor* dx) {
@@ -140,9 +153,9 @@ void Conv2d::backward(const DeviceTensor& x, const DeviceTensor&, const DeviceTe
   p.h = x.shape[2];
   p.w = x.shape[3];
   const int64_t plane = p.p() * p.q();
+  Plans& plans = plans_for(batch);
   if (runtime_.on_host()) {
-    float* xp = Runtime::host_data(x);
-    float* dyp = Runtime::host_data(dy);
+    const float* dyp = Runtime::host_data(dy);
     float* db = Runtime::host_data(bias_.grad);
     for (int64_t k = 0; k < out_; ++k) {
       double sum = 0;
@@ -152,25 +165,17 @@ void Conv2d::backward(const DeviceTensor& x, const DeviceTensor&, const DeviceTe
       }
       db[k] = static_cast<float>(sum);
     }
-    host_->run(p.with_direction(Direction::BackwardFilter), {xp, Runtime::host_data(weight_.grad), dyp});
-    if (dx) host_->run(p.with_direction(Direction::BackwardData), {Runtime::host_data(*dx), Runtime::host_data(weight_.value), dyp});
-    return;
+  } else {
+    runtime_.launch("bias_grad",
+                    {dy.buffer.get(), bias_.grad.buffer.get(), static_cast<int32_t>(batch), static_cast<int32_t>(out_),
+                     static_cast<int32_t>(plane)},
+                    LaunchGeometry{1, {static_cast<size_t>(out_) * 256, 1, 1}, {256, 1, 1}, 0});
   }
-  Plans& plans = plans_for(batch);
-  Device& device = runtime_.device();
-  if (!plans.backward_filter) {
-    plans.backward_filter.emplace(Plan::create(device, {p.with_direction(Direction::BackwardFilter), {}, family_, std::nullopt, &default_tuning_database()}));
-  }
-  runtime_.launch("bias_grad",
-                  {dy.buffer.get(), bias_.grad.buffer.get(), static_cast<int32_t>(batch), static_cast<int32_t>(out_),
-                   static_cast<int32_t>(plane)},
-                  LaunchGeometry{1, {static_cast<size_t>(out_) * 256, 1, 1}, {256, 1, 1}, 0});
-  plans.backward_filter->run(runtime_.queue(), {x.buffer.get(), weight_.grad.buffer.get(), dy.buffer.get(), nullptr});
+  plan(plans.backward_filter, p.with_direction(Direction::BackwardFilter), {}, family_)
+      .run(runtime_.queue(), {x.buffer.get(), weight_.grad.buffer.get(), dy.buffer.get()});
   if (dx) {
-    if (!plans.backward_data) {
-      plans.backward_data.emplace(Plan::create(device, {p.with_direction(Direction::BackwardData), {}, family_, std::nullopt, &default_tuning_database()}));
-    }
-    plans.backward_data->run(runtime_.queue(), {dx->buffer.get(), weight_.value.buffer.get(), dy.buffer.get(), nullptr});
+    plan(plans.backward_data, p.with_direction(Direction::BackwardData), {}, family_)
+        .run(runtime_.queue(), {dx->buffer.get(), weight_.value.buffer.get(), dy.buffer.get()});
   }
 }
 

@@ -8,15 +8,11 @@
 
 #include "convtune/error.h"
 #include "src/backend/cpu/cpu_backend.h"
-#include "src/core/parallel_for.h"
 
 namespace convtune::nn {
 
 namespace {
 constexpr size_t kGroup = 256;
-// GEMM tile for the dense layers: 32x32 per work-group with a 4x4 register tile. Dense layers here are small
-// (batch x a few thousand), so bigger tiles would leave most of a GPU idle.
-constexpr int kGemmTile = 32, kGemmThreads = 8, kGemmTileK = 16;
 }  // namespace
 
 int64_t element_count(const std::vector<int64_t>& shape) {
@@ -102,58 +98,24 @@ void Runtime::launch(const std::string& kernel, const std::vector<KernelArg>& ar
 
 void Runtime::gemm(const Buffer& a, const Buffer& b, Buffer& c, int64_t m, int64_t n, int64_t k, bool a_trans,
                    bool b_trans) {
-  if (on_host_) {
-    const float* pa = reinterpret_cast<const float*>(cpu::host_memory(a));
-    const float* pb = reinterpret_cast<const float*>(cpu::host_memory(b));
-    float* pc = reinterpret_cast<float*>(cpu::host_memory(c));
-    // Rows of C in parallel; the inner loop runs along contiguous memory of B when B is not transposed.
-    parallel_for(m, hardware_threads(), [&](int64_t i) {
-      float* row = pc + i * n;
-      std::fill(row, row + n, 0.0f);
-      for (int64_t kk = 0; kk < k; ++kk) {
-        const float av = a_trans ? pa[kk * m + i] : pa[i * k + kk];
-        if (av == 0.0f) continue;
-        if (b_trans) {
-          for (int64_t j = 0; j < n; ++j) row[j] += av * pb[j * k + kk];
-        } else {
-          const float* brow = pb + kk * n;
-          for (int64_t j = 0; j < n; ++j) row[j] += av * brow[j];
-        }
-      }
-    });
-    return;
-  }
+  // One plan per shape, through the gemm family on kernel devices and cpu_gemm on the CPU backend, with the
+  // tuning database's parameters where it has some for this shape (or a near one).
   const std::string key = fmt::format("{}x{}x{}:{}{}", m, n, k, a_trans, b_trans);
   auto it = gemms_.find(key);
   if (it == gemms_.end()) {
-    GemmEntry entry;
-    ProgramSource source{"im2col_gemm/gemm.cl",
-                         {{"GEMM_M", std::to_string(m)},
-                          {"GEMM_N", std::to_string(n)},
-                          {"GEMM_K", std::to_string(k)},
-                          {"A_TRANS", a_trans ? "1" : "0"},
-                          {"B_TRANS", b_trans ? "1" : "0"},
-                          {"TILE_M", std::to_string(kGemmTile)},
-                          {"TILE_N", std::to_string(kGemmTile)},
-                          {"TILE_K", std::to_string(kGemmTileK)},
-                          {"THREADS_M", std::to_string(kGemmThreads)},
-                          {"THREADS_N", std::to_string(kGemmThreads)}},
-                         {}};
-    entry.program = device_->build(source);
-    entry.kernel = entry.program->kernel("gemm");
-    entry.geometry.dims = 3;
-    entry.geometry.global = {static_cast<size_t>((n + kGemmTile - 1) / kGemmTile * kGemmThreads),
-                             static_cast<size_t>((m + kGemmTile - 1) / kGemmTile * kGemmThreads), 1};
-    entry.geometry.local = {kGemmThreads, kGemmThreads, 1};
-    it = gemms_.emplace(key, std::move(entry)).first;
+    GemmProblem problem;
+    problem.m = m, problem.n = n, problem.k = k, problem.trans_a = a_trans, problem.trans_b = b_trans;
+    PlanRequest request;
+    request.problem = problem;
+    it = gemms_.emplace(key, std::make_unique<Plan>(Plan::create(*device_, request))).first;
   }
-  Kernel& kernel = *it->second.kernel;
-  kernel.set_arg(0, &a);
-  kernel.set_arg(1, &b);
-  kernel.set_arg(2, &c);
-  kernel.set_arg(3, int32_t{0});
-  kernel.set_arg(4, int32_t{1});
-  queue().launch(kernel, it->second.geometry);
+  it->second->run(queue(), {&a, &b, &c});
+}
+
+std::vector<std::string> Runtime::gemm_plans() const {
+  std::vector<std::string> out;
+  for (const auto& [key, plan] : gemms_) out.push_back(fmt::format("{} {} ({})", plan->problem().to_string(), plan->describe(), to_string(plan->tier())));
+  return out;
 }
 
 }  // namespace convtune::nn

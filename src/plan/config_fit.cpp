@@ -35,7 +35,7 @@ std::string describe_changes(const Config& from, const Config& to) {
 
 }  // namespace
 
-std::optional<FittedConfig> fit_config(const KernelFamily& family, const Config& config, const ConvProblem& problem,
+std::optional<FittedConfig> fit_config(const KernelFamily& family, const Config& config, const Problem& problem,
                                        const DeviceInfo& device) {
   if (config_problem(family, config, problem, device).empty()) return FittedConfig{config, {}};
   const std::vector<Parameter> parameters = family.parameters(problem);
@@ -86,7 +86,7 @@ std::optional<FittedConfig> fit_config(const KernelFamily& family, const Config&
 }
 
 std::optional<FittedConfig> carry_config(const KernelFamily& family, const Config& tuned,
-                                         const ConvProblem& tuned_problem, const ConvProblem& problem,
+                                         const Problem& tuned_problem, const Problem& problem,
                                          const DeviceInfo& device) {
   std::optional<FittedConfig> fitted =
       fit_config(family, family.carry_config(tuned, tuned_problem, problem, device), problem, device);

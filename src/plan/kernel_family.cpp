@@ -10,6 +10,10 @@
 #include "src/backend/kernel_sources.h"
 #include "src/core/hash.h"
 
+#ifndef CONVTUNE_VERSION
+#define CONVTUNE_VERSION "0.1.0"
+#endif
+
 namespace convtune {
 
 std::string to_string(const Config& config) {
@@ -45,8 +49,12 @@ std::string to_string(const Epilogue& e) {
   return text.empty() ? "none" : text.substr(1);
 }
 
-std::string kernel_source_hash(const KernelFamily& family, const ConvProblem& problem, const DeviceInfo& device) {
+std::string kernel_source_hash(const KernelFamily& family, const Problem& problem, const DeviceInfo& device) {
   const KernelRecipe recipe = family.recipe(problem, {}, family.default_config(problem, device), device);
+  // A host program is C++ compiled into this library: its version stands for its source.
+  if (family.runs_on_cpu_backend()) {
+    return hex64(fnv1a64(fmt::format("host program {} of convtune {}", recipe.source.file, CONVTUNE_VERSION)));
+  }
   // Expanding the source reads every included file; the result is the same for the whole run, so keep it.
   static std::mutex mutex;
   static std::map<std::string, std::string> by_file;
@@ -54,6 +62,12 @@ std::string kernel_source_hash(const KernelFamily& family, const ConvProblem& pr
   auto [it, fresh] = by_file.try_emplace(recipe.source.file);
   if (fresh) it->second = hex64(fnv1a64(load_kernel_source(recipe.source.file)));
   return it->second;
+}
+
+std::string fp32_only_reason(std::string_view family, const Problem& problem) {
+  if (problem.type() == ElementType::F32 && problem.math() == MathMode::FP32) return {};
+  return fmt::format("{} computes fp32 tensors with fp32 math only, not {} tensors with {} math", family,
+                     to_string(problem.type()), to_string(problem.math()));
 }
 
 int64_t pooled_extent(int64_t extent, const Epilogue& e) { return e.pool > 1 ? extent / e.pool : extent; }

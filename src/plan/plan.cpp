@@ -1,4 +1,5 @@
-// Plan creation (validation, compile through the program cache, workspace) and execution (bind by name, launch).
+// Plan descriptors (family choice, tuning database lookup, validation, recipe) and plans (compile through the
+// program cache, arguments resolved once, operand checks, launches).
 #include "convtune/plan.h"
 
 #include <fmt/format.h>
@@ -6,19 +7,31 @@
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
-#include <mutex>
 
 #include "convtune/error.h"
+#include "src/core/install_paths.h"
 #include "src/tuning_db/tuning_database.h"
 
 namespace convtune {
 
+std::string_view to_string(ConfigTier tier) {
+  switch (tier) {
+    case ConfigTier::Given: return "given";
+    case ConfigTier::Exact: return "exact";
+    case ConfigTier::Nearest: return "nearest";
+    case ConfigTier::Architecture: return "architecture";
+    case ConfigTier::Vendor: return "vendor";
+    case ConfigTier::BuiltInDefault: return "built-in default";
+  }
+  return "?";
+}
+
 std::filesystem::path shipped_tuning_dir() {
   // Asked for by name: a missing folder is an error the database reports.
   if (const char* env = std::getenv("CONVTUNE_SHIPPED_TUNING_DIR"); env && *env) return env;
-  // A binary moved away from its source tree simply has no shipped defaults.
-  if (std::filesystem::is_directory(CONVTUNE_SHIPPED_TUNING_DIR)) return CONVTUNE_SHIPPED_TUNING_DIR;
-  return {};
+  const std::filesystem::path dir = data_dir() / "tuning";
+  if (!data_dir().empty() && std::filesystem::is_directory(dir)) return dir;
+  return {};  // a library moved away from its data has no shipped defaults
 }
 
 const TuningDatabase& default_tuning_database() {
@@ -28,7 +41,7 @@ const TuningDatabase& default_tuning_database() {
   return database;
 }
 
-std::string config_problem(const KernelFamily& family, const Config& config, const ConvProblem& problem,
+std::string config_problem(const KernelFamily& family, const Config& config, const Problem& problem,
                            const DeviceInfo& device) {
   const auto parameters = family.parameters(problem);
   for (const Parameter& p : parameters) {
@@ -53,50 +66,52 @@ std::string config_problem(const KernelFamily& family, const Config& config, con
   return {};
 }
 
-Plan Plan::create(Device& device, const PlanRequest& request) { return create_impl(device, request, nullptr); }
+PlanDescriptor PlanDescriptor::create(const DeviceInfo& device, const PlanRequest& request) {
+  return create_impl(device, request, nullptr);
+}
 
-Plan Plan::create(Device& device, const KernelFamily& family, const PlanRequest& request) {
+PlanDescriptor PlanDescriptor::create(const DeviceInfo& device, const KernelFamily& family, const PlanRequest& request) {
   return create_impl(device, request, &family);
 }
 
-Plan Plan::create_impl(Device& device, const PlanRequest& request, const KernelFamily* given) {
+PlanDescriptor PlanDescriptor::create_impl(const DeviceInfo& info, const PlanRequest& request,
+                                           const KernelFamily* given) {
   request.problem.validate();
-  const DeviceInfo& info = device.info();
-  if (!info.can_run_kernels) {
-    throw Unsupported(fmt::format("{} runs no kernels ({})", info.id, info.cannot_run_reason));
-  }
   // The families that can compute the problem: the named one, or every one that supports it.
   std::vector<const KernelFamily*> candidates;
-  std::string reasons;
   if (given || !request.family.empty()) {
     const KernelFamily& named = given ? *given : kernel_family(request.family);
     if (const std::string why = named.unsupported_reason(request.problem, request.epilogue, info); !why.empty()) {
-      throw Unsupported(fmt::format("{} does not compute {} (epilogue {}): {}", named.name(),
-                                    request.problem.to_string(), to_string(request.epilogue), why));
+      throw Unsupported(fmt::format("{} does not compute {} (epilogue {}) on {}: {}", named.name(),
+                                    request.problem.to_string(), to_string(request.epilogue), info.id, why));
     }
     candidates.push_back(&named);
   } else {
+    std::string reasons;
     for (const auto& f : kernel_families()) {
+      if (f->problem_kind() != request.problem.kind()) continue;
       const std::string why = f->unsupported_reason(request.problem, request.epilogue, info);
       if (why.empty()) candidates.push_back(f.get());
       else reasons += fmt::format("\n  {}: {}", f->name(), why);
     }
     if (candidates.empty()) {
-      throw Unsupported(fmt::format("no kernel family computes {} (epilogue {}):{}", request.problem.to_string(),
-                                    to_string(request.epilogue), reasons));
+      throw Unsupported(fmt::format("no kernel family computes {} (epilogue {}) on {}:{}", request.problem.to_string(),
+                                    to_string(request.epilogue), info.id, reasons));
     }
   }
-  Plan plan;
-  plan.device_ = &device;
-  plan.problem_ = request.problem;
-  plan.epilogue_ = request.epilogue;
-  const KernelFamily* family = candidates.front();
+  PlanDescriptor d;
+  d.problem_ = request.problem;
+  d.epilogue_ = request.epilogue;
+  d.family_ = candidates.front();
   if (request.config) {
-    plan.config_ = *request.config;
-    plan.config_source_ = plan.config_tier_ = "given";
+    d.config_ = *request.config;
+    d.tier_ = ConfigTier::Given;
+    d.explanation_ = "given";
   } else {
     std::optional<LookupResult> found;
-    if (request.tuning) {
+    const TuningDatabase* database = request.tuning;
+    if (!database && request.use_tuning) database = &default_tuning_database();
+    if (database) {
       std::map<std::string, std::string> hashes;
       for (const KernelFamily* f : candidates) hashes[f->name()] = kernel_source_hash(*f, request.problem, info);
       LookupOptions options;
@@ -104,87 +119,121 @@ Plan Plan::create_impl(Device& device, const PlanRequest& request, const KernelF
       options.fit = [&](const TuningEntry& e) {
         return carry_config(given ? *given : kernel_family(e.family), e.parameters, e.problem, request.problem, info);
       };
-      found = request.tuning->lookup(request.problem, info, hashes, options);
+      found = database->lookup(request.problem, info, hashes, options);
     }
     if (found && found->entry) {
-      family = given ? given : &kernel_family(found->entry->family);
-      plan.config_ = found->parameters;
-      plan.config_tier_ = std::string(to_string(found->tier));
-      plan.config_source_ = found->explain();
+      d.family_ = given ? given : &kernel_family(found->entry->family);
+      d.config_ = found->parameters;
+      d.tier_ = found->tier;
+      d.explanation_ = found->explain();
     } else {
-      plan.config_source_ = found ? found->explain() : "built-in default (no tuning database consulted)";
+      d.explanation_ = found ? found->explain()
+                             : request.use_tuning ? "built-in default (no tuning database)"
+                                                  : "built-in default (tuning database not consulted)";
       // Untuned, a family known to suit the problem badly gives way to the next one that supports it.
       if (!given && request.family.empty()) {
         std::string passed_over;
         for (const KernelFamily* f : candidates) {
           const std::string why = f->untuned_poor_fit(request.problem);
           if (why.empty()) {
-            family = f;
-            plan.config_source_ += passed_over;
+            d.family_ = f;
+            d.explanation_ += passed_over;
             break;
           }
           passed_over += fmt::format("; {} passed over: {}", f->name(), why);
         }
       }
-      plan.config_ = family->default_config(request.problem, info);
-      plan.config_tier_ = "built-in default";
+      d.config_ = d.family_->default_config(request.problem, info);
+      d.tier_ = ConfigTier::BuiltInDefault;
     }
   }
-  plan.family_ = family->name();
-  if (const std::string why = config_problem(*family, plan.config_, request.problem, info); !why.empty()) {
+  if (const std::string why = config_problem(*d.family_, d.config_, request.problem, info); !why.empty()) {
     throw InvalidArgument(fmt::format("{} on {}", why, request.problem.to_string()));
   }
-  KernelRecipe recipe = family->recipe(request.problem, request.epilogue, plan.config_, info);
-  plan.program_ = device.build(recipe.source);
-  plan.from_cache_ = plan.program_->from_cache();
-  for (size_t bytes : recipe.workspace_bytes) plan.workspace_.push_back(device.allocate(std::max<size_t>(bytes, 4)));
-  for (const LaunchStep& step : recipe.steps) plan.kernels_.push_back(plan.program_->kernel(step.kernel));
-  plan.steps_ = std::move(recipe.steps);
-  return plan;
+  d.recipe_ = d.family_->recipe(request.problem, request.epilogue, d.config_, info);
+  return d;
 }
 
-void Plan::run(Queue& queue, const DeviceOperands& operands) const {
-  for (size_t i = 0; i < steps_.size(); ++i) {
-    const LaunchStep& step = steps_[i];
-    Kernel& kernel = *kernels_[i];
-    for (size_t a = 0; a < step.args.size(); ++a) {
-      const std::string& name = step.args[a];
-      const int index = static_cast<int>(a);
-      const Buffer* buffer = nullptr;
-      if (name == "x") buffer = operands.x;
-      else if (name == "w") buffer = operands.w;
-      else if (name == "y") buffer = operands.y;
-      else if (name == "bias") buffer = operands.bias;
-      else if (name.rfind("workspace", 0) == 0) buffer = workspace_.at(std::stoul(name.substr(9))).get();
-      else {
-        const auto it = step.scalars.find(name);
-        if (it == step.scalars.end()) {
-          throw Error(fmt::format("{}: kernel {} argument '{}' has no value", describe(), step.kernel, name));
-        }
-        kernel.set_arg(index, it->second);
-        continue;
-      }
-      if (!buffer) throw InvalidArgument(fmt::format("{}: operand '{}' was not given", describe(), name));
-      kernel.set_arg(index, buffer);
-    }
-    queue.launch(kernel, step.geometry);
-  }
-}
-
-size_t Plan::workspace_bytes() const {
-  size_t total = 0;
-  for (const auto& b : workspace_) total += b->bytes();
-  return total;
-}
-
-std::string Plan::describe() const {
-  std::string text = fmt::format("{}[{}]", family_, to_string(config_));
+std::string PlanDescriptor::describe() const {
+  std::string text = fmt::format("{}[{}]", family_->name(), to_string(config_));
   if (epilogue_.any()) text += "+" + to_string(epilogue_);
   return text;
 }
 
-int64_t Plan::y_elements() const {
-  return problem_.n * problem_.k * pooled_extent(problem_.p(), epilogue_) * pooled_extent(problem_.q(), epilogue_);
+size_t PlanDescriptor::operand_bytes(int index) const {
+  const size_t element = static_cast<size_t>(bytes_per_element(problem_.type()));
+  if (index == kBiasOperand) return epilogue_.bias ? static_cast<size_t>(problem_.conv().k) * element : 0;
+  int64_t elements = problem_.operand(index).elements;
+  if (problem_.is_conv() && index == 2 && epilogue_.pool > 1) {
+    const ConvProblem& c = problem_.conv();
+    elements = c.n * c.k * pooled_extent(c.p(), epilogue_) * pooled_extent(c.q(), epilogue_);
+  }
+  return static_cast<size_t>(elements) * element;
+}
+
+Plan Plan::create(Device& device, const PlanRequest& request) {
+  return Plan(device, PlanDescriptor::create(device.info(), request));
+}
+
+Plan Plan::create(Device& device, const KernelFamily& family, const PlanRequest& request) {
+  return Plan(device, PlanDescriptor::create(device.info(), family, request));
+}
+
+Plan::Plan(Device& device, PlanDescriptor descriptor, bool external_workspace)
+    : device_(&device), descriptor_(std::move(descriptor)), family_name_(descriptor_.family().name()),
+      external_workspace_(external_workspace) {
+  const KernelRecipe& recipe = descriptor_.recipe();
+  program_ = device.build(recipe.source);
+  from_cache_ = program_->from_cache();
+  if (!external_workspace_ && recipe.workspace_bytes > 0) workspace_ = device.allocate(recipe.workspace_bytes);
+  for (const LaunchStep& step : recipe.steps) {
+    std::shared_ptr<Kernel> kernel = program_->kernel(step.kernel);
+    // Values never change between runs: set once here. Buffers are set by run(), which may get other operands.
+    for (size_t a = 0; a < step.args.size(); ++a) {
+      if (step.args[a].kind == ArgSource::Kind::Value) kernel->set_arg(static_cast<int>(a), step.args[a].value);
+    }
+    kernels_.push_back(std::move(kernel));
+  }
+}
+
+void Plan::run(Queue& queue, const Operands& operands, const Buffer* workspace) const {
+  const Problem& problem = descriptor_.problem();
+  // Every operand the launches use must be there and large enough: a short buffer would be overrun silently.
+  for (int i = 0; i <= kBiasOperand; ++i) {
+    const size_t needed = descriptor_.operand_bytes(i);
+    if (needed == 0) continue;
+    const char* name = i == kBiasOperand ? "bias" : problem.operand(i).name;
+    if (!operands[i]) {
+      throw InvalidArgument(fmt::format("{} on {}: operand {} was not given (expected a buffer of {} bytes)",
+                                        describe(), problem.to_string(), name, needed));
+    }
+    if (operands[i]->bytes() < needed) {
+      throw InvalidArgument(fmt::format("{} on {}: operand {} holds {} bytes, expected at least {}", describe(),
+                                        problem.to_string(), name, operands[i]->bytes(), needed));
+    }
+  }
+  const Buffer* scratch = workspace_.get();
+  if (external_workspace_ && descriptor_.workspace_bytes() > 0) {
+    if (!workspace || workspace->bytes() < descriptor_.workspace_bytes()) {
+      throw InvalidArgument(fmt::format("{} on {}: the workspace holds {} bytes, expected at least {}", describe(),
+                                        problem.to_string(), workspace ? workspace->bytes() : 0,
+                                        descriptor_.workspace_bytes()));
+    }
+    scratch = workspace;
+  }
+  const std::vector<LaunchStep>& steps = descriptor_.recipe().steps;
+  for (size_t i = 0; i < steps.size(); ++i) {
+    Kernel& kernel = *kernels_[i];
+    const std::vector<ArgSource>& args = steps[i].args;
+    for (size_t a = 0; a < args.size(); ++a) {
+      switch (args[a].kind) {
+        case ArgSource::Kind::Operand: kernel.set_arg(static_cast<int>(a), operands[args[a].operand]); break;
+        case ArgSource::Kind::Workspace: kernel.set_arg(static_cast<int>(a), scratch); break;
+        case ArgSource::Kind::Value: break;  // set when the plan was made
+      }
+    }
+    queue.launch(kernel, steps[i].geometry);
+  }
 }
 
 }  // namespace convtune

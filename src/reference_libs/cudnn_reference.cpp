@@ -111,18 +111,23 @@ class CudnnReference final : public ReferenceLibrary {
   std::string version() const override { return lib_.version; }
   bool runs_on_host() const override { return false; }
 
-  std::string unsupported_reason(const ConvProblem& pb, const DeviceInfo& device) const override {
+  std::string unsupported_reason(const Problem& problem, const DeviceInfo& device) const override {
     if (!lib_.error.empty()) return lib_.error;
+    if (!problem.is_conv()) return "cuDNN computes convolutions (cublas computes matrix products)";
     if (device.backend != BackendKind::Cuda)
       return fmt::format("cuDNN needs convtune on a CUDA device, not {}", device.id);
-    if (pb.precision != Precision::FP32) return "only FP32 data is wired up";
+    if (problem.type() != ElementType::F32) return "only FP32 data is wired up";
     return {};
   }
 
-  void prepare(const ConvProblem& pb, const SharedOperands& operands, MathMode math) override {
-    if (const std::string why = unsupported_reason(pb, operands.device->info()); !why.empty()) throw Unsupported(why);
+  void prepare(harness::Workload& workload) override {
+    if (const std::string why = unsupported_reason(workload.problem(), workload.device().info()); !why.empty())
+      throw Unsupported(why);
+    const ConvProblem& pb = workload.problem().conv();
+    const MathMode math = math_;
+    const Operands operands = workload.operands();
     problem_ = pb;
-    device_ = operands.device;
+    device_ = &workload.device();
     context_ = pb.to_string();
     queue_ = dynamic_cast<cuda::CudaQueue*>(&device_->queue());
     if (!queue_) throw BackendError("cuDNN needs convtune's CUDA queue on " + device_->info().id);
@@ -130,12 +135,9 @@ class CudnnReference final : public ReferenceLibrary {
       if (!b) throw BackendError(fmt::format("cuDNN got no device buffer for {} of {}", role, context_));
       return reinterpret_cast<void*>(cuda::as_cuda_buffer(*b, "cuDNN").pointer());
     };
-    x_ = pointer(operands.device_buffers.x, "x");
-    w_ = pointer(operands.device_buffers.w, "w");
-    y_ = pointer(operands.device_buffers.y, "y");
-    written_ = pb.direction == Direction::Forward        ? operands.device_buffers.y
-               : pb.direction == Direction::BackwardData ? operands.device_buffers.x
-                                                         : operands.device_buffers.w;
+    x_ = pointer(operands[0], "x");
+    w_ = pointer(operands[1], "w");
+    y_ = pointer(operands[2], "y");
 
     queue_->context().make_current();
     if (!handle_) check(api_.cudnnCreate(&handle_), "cudnnCreate");
@@ -167,20 +169,7 @@ class CudnnReference final : public ReferenceLibrary {
     search(math);
   }
 
-  std::vector<float> run_and_read() override {
-    const size_t count = static_cast<size_t>(problem_.written_elements());
-    std::vector<float> out(count, std::numeric_limits<float>::quiet_NaN());
-    // The written buffer still holds convtune's result (and the search's): poisoned first, so only what this
-    // one call writes comes back.
-    device_->queue().write(*const_cast<Buffer*>(written_), out.data(), count * sizeof(float));
-    enqueue();
-    device_->queue().read(*written_, out.data(), count * sizeof(float));
-    return out;
-  }
-
-  Timing time(int warmup, int repeats) override {
-    return measure(*queue_, [&] { enqueue(); }, warmup, repeats);
-  }
+  void run() override { enqueue(); }
 
   std::string algorithm() const override { return algorithm_; }
 
@@ -316,7 +305,6 @@ class CudnnReference final : public ReferenceLibrary {
   cudnnFilterDescriptor_t w_desc_ = nullptr;
   cudnnConvolutionDescriptor_t conv_desc_ = nullptr;
   void *x_ = nullptr, *w_ = nullptr, *y_ = nullptr;
-  const Buffer* written_ = nullptr;
   int algo_ = 0;
   size_t workspace_bytes_ = 0;
   std::unique_ptr<Buffer> workspace_;

@@ -10,6 +10,7 @@
 #include "convtune/error.h"
 #include "src/reference_libs/reference_library.h"
 #include "src/reference_libs/shared_library.h"
+#include "src/backend/cpu/cpu_backend.h"
 
 #if __has_include(<oneapi/dnnl/dnnl.h>)
 #include <oneapi/dnnl/dnnl.h>
@@ -93,13 +94,21 @@ class OneDnnReference final : public ReferenceLibrary {
   std::string unavailable_reason() const override { return lib_.error; }
   std::string version() const override { return lib_.version; }
   bool runs_on_host() const override { return true; }
-  std::string unsupported_reason(const ConvProblem& pb, const DeviceInfo&) const override {
+  std::string unsupported_reason(const Problem& problem, const DeviceInfo&) const override {
     if (!lib_.error.empty()) return lib_.error;
-    if (pb.precision != Precision::FP32) return fmt::format("only FP32 is wired up, not {}", to_string(pb.precision));
+    if (!problem.is_conv()) return "the oneDNN adapter computes convolutions only";
+    if (problem.type() != ElementType::F32)
+      return fmt::format("only FP32 is wired up, not {}", to_string(problem.type()));
     return {};
   }
 
-  void prepare(const ConvProblem& pb, const SharedOperands& operands, MathMode) override {
+  void prepare(harness::Workload& workload) override {
+    if (const std::string why = unsupported_reason(workload.problem(), workload.device().info()); !why.empty())
+      throw Unsupported(why);
+    if (workload.device().info().backend != BackendKind::Cpu)
+      throw InvalidArgument("oneDNN runs on a workload of the CPU device (runs_on_host)");
+    const ConvProblem& pb = workload.problem().conv();
+    const Operands operands = workload.operands();
     release();
     problem_ = pb;
     context_ = pb.to_string();
@@ -137,17 +146,17 @@ class OneDnnReference final : public ReferenceLibrary {
     check(api_.dnnl_primitive_desc_create(&forward_pd_, &forward_desc, nullptr, engine_, nullptr),
           "dnnl_primitive_desc_create (forward)", context_);
 
-    auto* x = operands.host.x;
-    auto* w = operands.host.w;
-    auto* y = operands.host.y;
+    auto host = [&](int i) { return reinterpret_cast<float*>(cpu::host_memory(const_cast<Buffer&>(*operands[i]))); };
+    float* x = host(0);
+    float* w = host(1);
+    float* y = host(2);
     switch (pb.direction) {
       case Direction::Forward:
         pd_ = forward_pd_;
         forward_pd_ = nullptr;
-        output_.assign(static_cast<size_t>(pb.y_elements()));
         bind_input(DNNL_ARG_SRC, dnnl_query_src_md, x_md, x);
         bind_input(DNNL_ARG_WEIGHTS, dnnl_query_weights_md, w_md, w);
-        bind_output(DNNL_ARG_DST, dnnl_query_dst_md, y_md);
+        bind_output(DNNL_ARG_DST, dnnl_query_dst_md, y_md, y);
         break;
       case Direction::BackwardData: {
         dnnl_convolution_desc_t desc;
@@ -156,10 +165,9 @@ class OneDnnReference final : public ReferenceLibrary {
               "dnnl_dilated_convolution_backward_data_desc_init", context_);
         check(api_.dnnl_primitive_desc_create(&pd_, &desc, nullptr, engine_, forward_pd_),
               "dnnl_primitive_desc_create (backward data)", context_);
-        output_.assign(static_cast<size_t>(pb.x_elements()));
         bind_input(DNNL_ARG_DIFF_DST, dnnl_query_diff_dst_md, y_md, y);
         bind_input(DNNL_ARG_WEIGHTS, dnnl_query_weights_md, w_md, w);
-        bind_output(DNNL_ARG_DIFF_SRC, dnnl_query_diff_src_md, x_md);
+        bind_output(DNNL_ARG_DIFF_SRC, dnnl_query_diff_src_md, x_md, x);
         break;
       }
       case Direction::BackwardFilter: {
@@ -169,10 +177,9 @@ class OneDnnReference final : public ReferenceLibrary {
               "dnnl_dilated_convolution_backward_weights_desc_init", context_);
         check(api_.dnnl_primitive_desc_create(&pd_, &desc, nullptr, engine_, forward_pd_),
               "dnnl_primitive_desc_create (backward weights)", context_);
-        output_.assign(static_cast<size_t>(pb.w_elements()));
         bind_input(DNNL_ARG_SRC, dnnl_query_src_md, x_md, x);
         bind_input(DNNL_ARG_DIFF_DST, dnnl_query_diff_dst_md, y_md, y);
-        bind_output(DNNL_ARG_DIFF_WEIGHTS, dnnl_query_diff_weights_md, w_md);
+        bind_output(DNNL_ARG_DIFF_WEIGHTS, dnnl_query_diff_weights_md, w_md, w);
         break;
       }
     }
@@ -182,31 +189,24 @@ class OneDnnReference final : public ReferenceLibrary {
     algorithm_ = fmt::format("{}{}", impl ? impl : "?", reordered_ ? " (own layouts, reorders untimed)" : " (NCHW)");
   }
 
-  std::vector<float> run_and_read() override {
-    execute();
-    if (output_reorder_) {
-      dnnl_exec_arg_t args[2] = {{DNNL_ARG_FROM, output_.library}, {DNNL_ARG_TO, output_.user}};
-      check(api_.dnnl_primitive_execute(output_reorder_, stream_, 2, args), "dnnl_primitive_execute (reorder)",
-            context_);
-      check(api_.dnnl_stream_wait(stream_), "dnnl_stream_wait", context_);
-    }
-    return output_.values;
-  }
+  // The convolution alone: an output in oneDNN's own layout stays there until collect_output().
+  void run() override { execute(); }
 
-  Timing time(int warmup, int repeats) override {
-    Queue& host = Registry::instance().find("cpu").queue();
-    return measure(host, [&] { execute(); }, warmup, repeats);
+  void collect_output() override {
+    if (!output_reorder_) return;
+    dnnl_exec_arg_t args[2] = {{DNNL_ARG_FROM, output_.library}, {DNNL_ARG_TO, output_.user}};
+    check(api_.dnnl_primitive_execute(output_reorder_, stream_, 2, args), "dnnl_primitive_execute (reorder)",
+          context_);
+    check(api_.dnnl_stream_wait(stream_), "dnnl_stream_wait", context_);
   }
 
   std::string algorithm() const override { return algorithm_; }
 
  private:
-  // The user's plain array and, when oneDNN prefers another layout, its own memory in that layout.
+  // The workload's plain array and, when oneDNN prefers another layout, its own memory in that layout.
   struct Operand {
     dnnl_memory_t user = nullptr;
     dnnl_memory_t library = nullptr;  // == user when no reorder is needed
-    std::vector<float> values;        // backing store of the output's user memory
-    void assign(size_t count) { values.assign(count, std::numeric_limits<float>::quiet_NaN()); }
   };
 
   void init_md(dnnl_memory_desc_t& md, int ndims, const dnnl_dims_t dims, dnnl_format_tag_t tag) {
@@ -254,9 +254,8 @@ class OneDnnReference final : public ReferenceLibrary {
     args_.push_back({arg, memory});
   }
 
-  void bind_output(int arg, dnnl_query_t query, const dnnl_memory_desc_t& plain) {
-    check(api_.dnnl_memory_create(&output_.user, &plain, engine_, output_.values.data()), "dnnl_memory_create",
-          context_);
+  void bind_output(int arg, dnnl_query_t query, const dnnl_memory_desc_t& plain, float* data) {
+    check(api_.dnnl_memory_create(&output_.user, &plain, engine_, data), "dnnl_memory_create", context_);
     owned_.push_back(output_.user);
     output_.library = library_memory(query, plain, output_.user);
     if (output_.library != output_.user)

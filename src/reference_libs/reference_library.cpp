@@ -7,22 +7,15 @@
 
 namespace convtune::reference {
 
-MathMode parse_math_mode(std::string_view text) {
-  if (text == "fp32") return MathMode::FP32;
-  if (text == "tf32") return MathMode::TF32;
-  throw InvalidArgument(fmt::format("--math '{}': expected fp32 or tf32", text));
-}
-
-std::string_view to_string(MathMode mode) { return mode == MathMode::FP32 ? "fp32" : "tf32"; }
-
-std::vector<std::string> reference_library_names() { return {"cudnn", "clblast", "onednn"}; }
+std::vector<std::string> reference_library_names() { return {"cudnn", "cublas", "clblast", "onednn"}; }
 
 std::unique_ptr<ReferenceLibrary> make_reference_library(std::string_view name) {
   if (name == "cudnn") return make_cudnn_reference();
+  if (name == "cublas") return make_cublas_reference();
   if (name == "clblast") return make_clblast_reference();
   if (name == "onednn") return make_onednn_reference();
   throw InvalidArgument(fmt::format("--against: unknown library '{}': expected a comma-separated list of "
-                                    "cudnn, clblast, onednn",
+                                    "cudnn, cublas, clblast, onednn",
                                     name));
 }
 
@@ -35,10 +28,9 @@ class UnbuiltReference final : public ReferenceLibrary {
   std::string unavailable_reason() const override { return why_; }
   std::string version() const override { return {}; }
   bool runs_on_host() const override { return false; }
-  std::string unsupported_reason(const ConvProblem&, const DeviceInfo&) const override { return why_; }
-  void prepare(const ConvProblem&, const SharedOperands&, MathMode) override { throw Unsupported(why_); }
-  std::vector<float> run_and_read() override { throw Unsupported(why_); }
-  Timing time(int, int) override { throw Unsupported(why_); }
+  std::string unsupported_reason(const Problem&, const DeviceInfo&) const override { return why_; }
+  void prepare(harness::Workload&) override { throw Unsupported(why_); }
+  void run() override { throw Unsupported(why_); }
   std::string algorithm() const override { return {}; }
 
  private:

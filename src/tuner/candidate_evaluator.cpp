@@ -10,38 +10,13 @@
 
 namespace convtune {
 
-CandidateEvaluator::CandidateEvaluator(Device& device, const KernelFamily& family, const ConvProblem& problem,
+CandidateEvaluator::CandidateEvaluator(Device& device, const KernelFamily& family, const Problem& problem,
                                        CandidateOptions options)
-    : device_(device),
-      family_(family),
-      problem_(problem),
-      options_(options),
-      x_({problem.x_elements()}),
-      w_({problem.w_elements()}),
-      y_({problem.y_elements()}) {
-  // Every operand random: the written one is poisoned before each run, the others are the inputs.
-  x_.fill_random(options.seed), w_.fill_random(options.seed + 1), y_.fill_random(options.seed + 2);
-  reference_ = std::make_unique<conformance::SampledReference>(problem, ConvOperands{x_.data(), w_.data(), y_.data()},
-                                                               options.samples, options.seed + 3);
-  Queue& queue = device.queue();
-  dx_ = device.allocate(x_.bytes()), dw_ = device.allocate(w_.bytes()), dy_ = device.allocate(y_.bytes());
-  queue.write(*dx_, x_.data(), x_.bytes());
-  queue.write(*dw_, w_.data(), w_.bytes());
-  queue.write(*dy_, y_.data(), y_.bytes());
-  queue.finish();
-  poison_.assign(static_cast<size_t>(problem.written_elements()), std::numeric_limits<float>::quiet_NaN());
-  readback_.resize(poison_.size());
-}
+    : device_(device), family_(family), problem_(problem), options_(options), workload_(device, problem, options.seed) {}
 
 CandidateEvaluator::~CandidateEvaluator() {
   std::lock_guard lock(mutex_);
   for (auto& [key, future] : compiles_) future.wait();
-}
-
-Buffer& CandidateEvaluator::written_buffer() {
-  return problem_.direction == Direction::Forward        ? *dy_
-         : problem_.direction == Direction::BackwardData ? *dx_
-                                                         : *dw_;
 }
 
 void CandidateEvaluator::prefetch(const Config& config) {
@@ -67,22 +42,26 @@ Evaluation CandidateEvaluator::evaluate(const Config& config) {
       }
     }
     if (compile.valid()) prefetched = compile.get();
-    plan = std::make_unique<Plan>(Plan::create(device_, family_, {problem_, {}, family_.name(), config}));
+    PlanRequest request;
+    request.problem = problem_;
+    request.family = family_.name();
+    request.config = config;
+    plan = std::make_unique<Plan>(Plan::create(device_, family_, request));
   } catch (const std::exception& e) {
     return Evaluation::failed(fmt::format("compile error: {}", e.what()));
   }
-  Queue& queue = device_.queue();
-  const DeviceOperands operands{dx_.get(), dw_.get(), dy_.get(), nullptr};
-  Buffer& out = written_buffer();
+  Queue& queue = workload_.queue();
+  const Operands operands = workload_.operands();
   try {
-    queue.write(out, poison_.data(), poison_.size() * sizeof(float));
+    workload_.poison();
     plan->run(queue, operands);
-    queue.read(out, readback_.data(), readback_.size() * sizeof(float));
     queue.finish();
+    workload_.check_canaries();
   } catch (const std::exception& e) {
     return Evaluation::failed(fmt::format("launch error: {}", e.what()));
   }
-  const conformance::Result check = reference_->check(readback_.data());
+  const harness::Check check = workload_.verify_sampled(workload_.output(), options_.samples,
+                                                        harness::tolerance(problem_) * plan->error_factor());
   if (!check.passed) return Evaluation::failed(fmt::format("wrong result: {}", check.message));
 
   try {

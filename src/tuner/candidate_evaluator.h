@@ -11,8 +11,7 @@
 
 #include "convtune/backend.h"
 #include "convtune/kernel_family.h"
-#include "convtune/tensor.h"
-#include "src/conformance/conformance.h"
+#include "src/harness/workload.h"
 #include "src/tuner/tune_loop.h"
 
 namespace convtune {
@@ -29,7 +28,7 @@ struct CandidateOptions {
 
 class CandidateEvaluator {
  public:
-  CandidateEvaluator(Device& device, const KernelFamily& family, const ConvProblem& problem,
+  CandidateEvaluator(Device& device, const KernelFamily& family, const Problem& problem,
                      CandidateOptions options = {});
   ~CandidateEvaluator();  // waits for compiles still running
   CandidateEvaluator(const CandidateEvaluator&) = delete;
@@ -37,24 +36,23 @@ class CandidateEvaluator {
 
   // Starts compiling `config` on a worker thread; evaluate() later finds the program built.
   void prefetch(const Config& config);
-  // Compile (or collect the prefetched program), run once with the output poisoned, verify at sampled elements,
-  // then time. Failures come back as Evaluation::failed("compile error: ...", "launch error: ...",
+  // Compile (or collect the prefetched program), run once on the workload with the output poisoned, verify at
+  // sampled elements against the float64 reference, then time. Failures come back as Evaluation::failed("compile error: ...", "launch error: ...",
   // "wrong result: ...").
   Evaluation evaluate(const Config& config);
   // The fastest verified time so far (0 before the first).
   double best_ms() const { return best_ms_; }
+  // A time measured elsewhere for this problem (an earlier evaluator's): candidates far behind it are aborted early.
+  void note_best(double ms) {
+    if (ms > 0 && (best_ms_ == 0 || ms < best_ms_)) best_ms_ = ms;
+  }
 
  private:
-  Buffer& written_buffer();
-
   Device& device_;
   const KernelFamily& family_;
-  ConvProblem problem_;
+  Problem problem_;
   CandidateOptions options_;
-  Tensor x_, w_, y_;
-  std::unique_ptr<Buffer> dx_, dw_, dy_;
-  std::unique_ptr<conformance::SampledReference> reference_;
-  std::vector<float> poison_, readback_;
+  harness::Workload workload_;
   std::mutex mutex_;
   std::map<std::string, std::shared_future<std::shared_ptr<Program>>> compiles_;
   double best_ms_ = 0;

@@ -7,7 +7,7 @@
 
 namespace convtune {
 
-SearchSpace::SearchSpace(const KernelFamily& family, const ConvProblem& problem, const DeviceInfo& device) {
+SearchSpace::SearchSpace(const KernelFamily& family, const Problem& problem, const DeviceInfo& device) {
   const std::vector<Parameter> parameters = family.parameters(problem);
   const std::vector<Constraint> constraints = family.constraints(problem);
   for (const auto& p : parameters) raw_size_ *= static_cast<double>(p.values.size());

@@ -14,7 +14,7 @@ namespace convtune {
 
 class SearchSpace {
  public:
-  SearchSpace(const KernelFamily& family, const ConvProblem& problem, const DeviceInfo& device);
+  SearchSpace(const KernelFamily& family, const Problem& problem, const DeviceInfo& device);
 
   const std::vector<Config>& configs() const { return configs_; }
   size_t size() const { return configs_.size(); }

@@ -45,6 +45,14 @@ void Searcher::record(size_t index, std::optional<double> ms) {
   learn(index, ms);
 }
 
+void Searcher::prime(size_t index, std::optional<double> ms) {
+  if (index >= configs_.size() || proposed_[index])
+    throw InvalidArgument(fmt::format("searcher '{}': configuration {} cannot be primed twice or out of range", name(), index));
+  proposed_[index] = true;
+  ++proposed_count_;
+  record(index, ms);
+}
+
 const std::vector<std::string>& searcher_names() {
   static const std::vector<std::string> names{"exhaustive", "random", "annealing", "model"};
   return names;

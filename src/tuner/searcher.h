@@ -50,6 +50,9 @@ class Searcher {
   // The measured time of a proposed configuration in ms; nullopt when it failed (compile, verification, launch).
   // Throws InvalidArgument for a configuration never proposed or already recorded.
   void record(size_t index, std::optional<double> ms);
+  // A result known before the search (a default or a tuned neighbour measured earlier): marked proposed and
+  // recorded, so the strategy learns from it and never proposes it again.
+  void prime(size_t index, std::optional<double> ms);
 
   std::span<const Config> configs() const { return configs_; }
   size_t size() const { return configs_.size(); }

@@ -11,13 +11,30 @@ std::string_view groups_class(const ConvProblem& p) {
   return "grouped";
 }
 
-bool comparable_shapes(const ConvProblem& a, const ConvProblem& b) {
-  return a.direction == b.direction && a.precision == b.precision && a.r == b.r && a.s == b.s &&
-         a.stride == b.stride && a.dilation == b.dilation && groups_class(a) == groups_class(b);
+namespace {
+
+double log_ratio(int64_t x, int64_t y) { return std::abs(std::log2(double(x) / double(y))); }
+
+}  // namespace
+
+bool comparable_shapes(const Problem& pa, const Problem& pb) {
+  if (pa.kind() != pb.kind() || pa.type() != pb.type() || pa.math() != pb.math()) return false;
+  if (pa.is_gemm()) {
+    const GemmProblem &a = pa.gemm(), &b = pb.gemm();
+    return a.trans_a == b.trans_a && a.trans_b == b.trans_b && a.accumulate == b.accumulate &&
+           (a.batch > 1) == (b.batch > 1);
+  }
+  const ConvProblem &a = pa.conv(), &b = pb.conv();
+  return a.direction == b.direction && a.r == b.r && a.s == b.s && a.stride == b.stride && a.dilation == b.dilation &&
+         groups_class(a) == groups_class(b);
 }
 
-double shape_distance(const ConvProblem& a, const ConvProblem& b) {
-  auto log_ratio = [](int64_t x, int64_t y) { return std::abs(std::log2(double(x) / double(y))); };
+double shape_distance(const Problem& pa, const Problem& pb) {
+  if (pa.is_gemm() && pb.is_gemm()) {
+    const GemmProblem &a = pa.gemm(), &b = pb.gemm();
+    return log_ratio(a.m, b.m) + log_ratio(a.n, b.n) + log_ratio(a.k, b.k) + log_ratio(a.batch, b.batch);
+  }
+  const ConvProblem &a = pa.conv(), &b = pb.conv();
   double d = log_ratio(a.n, b.n) + log_ratio(a.c, b.c) + log_ratio(a.k, b.k) + log_ratio(a.h, b.h) +
              log_ratio(a.w, b.w);
   if (groups_class(a) == "grouped" && groups_class(b) == "grouped") d += log_ratio(a.groups, b.groups);

@@ -100,7 +100,7 @@ TuningDatabase::TuningDatabase(std::filesystem::path user_file, const std::files
   }
 }
 
-LookupResult TuningDatabase::lookup(const ConvProblem& problem, const DeviceInfo& device,
+LookupResult TuningDatabase::lookup(const Problem& problem, const DeviceInfo& device,
                                     const std::map<std::string, std::string>& source_hash_by_family,
                                     const LookupOptions& options) const {
   std::vector<LookupCandidate> candidates;
@@ -149,7 +149,7 @@ size_t TuningDatabase::prune_if(const std::function<bool(const TuningEntry&)>& r
   return removed;
 }
 
-size_t TuningDatabase::prune_stale(std::span<const DeviceInfo> devices,
+size_t TuningDatabase::prune_stale(const std::vector<DeviceInfo>& devices,
                                    const std::map<std::string, std::string>& source_hash_by_family) {
   return prune_if([&](const TuningEntry& e) {
     const auto family = source_hash_by_family.find(e.family);
@@ -191,7 +191,7 @@ void TuningDatabase::save() {
 std::vector<ListedEntry> TuningDatabase::list(const EntryFilter& filter) const {
   auto matches = [&](const TuningEntry& e) {
     if (!filter.family.empty() && e.family != filter.family) return false;
-    if (filter.direction && e.problem.direction != *filter.direction) return false;
+    if (filter.direction && (!e.problem.is_conv() || e.problem.conv().direction != *filter.direction)) return false;
     if (!filter.device.empty() && e.device.name.find(filter.device) == std::string::npos &&
         e.device.fingerprint.find(filter.device) == std::string::npos)
       return false;

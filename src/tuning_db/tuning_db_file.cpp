@@ -1,5 +1,6 @@
 // Strict parsing of tuning database files; errors carry the path, and the line and column for bad JSON.
 #include "src/tuning_db/tuning_db_file.h"
+#include "src/tuning_db/tuning_entry.h"
 
 #include <fmt/format.h>
 

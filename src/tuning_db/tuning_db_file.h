@@ -9,21 +9,11 @@
 #include <vector>
 
 #include "convtune/error.h"
-#include "src/tuning_db/tuning_entry.h"
+#include "convtune/tuning.h"
 
 namespace convtune {
 
-// A database file that cannot be read or parsed, or holds an invalid entry. what() names the file (and the
-// entry and field when it is one entry).
-class TuningDatabaseError : public Error {
- public:
-  TuningDatabaseError(std::filesystem::path path, const std::string& message)
-      : Error(message), path_(std::move(path)) {}
-  const std::filesystem::path& path() const { return path_; }
-
- private:
-  std::filesystem::path path_;
-};
+// TuningDatabaseError (convtune/tuning.h) names the file, and the entry and field when it is one entry.
 
 // Layout: {"format": "convtune-tuning-db", "format_version": 1, "entries": [ ...to_json(entry)... ]}.
 inline constexpr const char* kTuningDbFormat = "convtune-tuning-db";

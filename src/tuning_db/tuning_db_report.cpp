@@ -12,7 +12,7 @@ std::string format_entry_table(const std::vector<ListedEntry>& entries) {
       {"#", "device", "family", "dir", "problem", "time ms", "GFLOP/s", "date", "origin"}};
   for (size_t i = 0; i < entries.size(); ++i) {
     const TuningEntry& e = entries[i].entry;
-    rows.push_back({std::to_string(i + 1), e.device.name, e.family, std::string(to_string(e.problem.direction)),
+    rows.push_back({std::to_string(i + 1), e.device.name, e.family, std::string(e.problem.operation()),
                     e.problem.to_string(), fmt::format("{:.4g}", e.time_ms), fmt::format("{:.1f}", e.gflops),
                     e.date.substr(0, 10), entries[i].shipped ? "shipped" : "user"});
   }

@@ -44,7 +44,7 @@ std::string utc_date_now() {
 }
 
 TuningEntry make_tuning_entry(const DeviceInfo& device, std::string family, std::string source_hash,
-                              const ConvProblem& problem, Config parameters, double time_ms) {
+                              const Problem& problem, Config parameters, double time_ms) {
   if (!(time_ms > 0))
     throw InvalidArgument(fmt::format("tuning entry for {} {}: time {} ms is invalid: expected a positive time",
                                       family, problem.to_string(), time_ms));
@@ -76,15 +76,20 @@ std::string stale_reason(const TuningEntry& entry, const DeviceInfo& device, std
 }
 
 nlohmann::ordered_json to_json(const TuningEntry& e) {
-  const ConvProblem& p = e.problem;
   nlohmann::ordered_json parameters = nlohmann::ordered_json::object();
   for (const auto& [name, value] : e.parameters) parameters[name] = value;
   // The shape fields duplicate the problem text so the file can be read and filtered without parsing it;
   // loading checks that both agree.
-  nlohmann::ordered_json shape = {
-      {"N", p.n}, {"C", p.c}, {"H", p.h}, {"W", p.w}, {"K", p.k}, {"R", p.r}, {"S", p.s},
-      {"stride_h", p.stride.h}, {"stride_w", p.stride.w}, {"pad_h", p.pad.h}, {"pad_w", p.pad.w},
-      {"dilation_h", p.dilation.h}, {"dilation_w", p.dilation.w}, {"groups", p.groups}};
+  nlohmann::ordered_json shape;
+  if (e.problem.is_conv()) {
+    const ConvProblem& p = e.problem.conv();
+    shape = {{"N", p.n}, {"C", p.c}, {"H", p.h}, {"W", p.w}, {"K", p.k}, {"R", p.r}, {"S", p.s},
+             {"stride_h", p.stride.h}, {"stride_w", p.stride.w}, {"pad_h", p.pad.h}, {"pad_w", p.pad.w},
+             {"dilation_h", p.dilation.h}, {"dilation_w", p.dilation.w}, {"groups", p.groups}};
+  } else {
+    const GemmProblem& g = e.problem.gemm();
+    shape = {{"M", g.m}, {"N", g.n}, {"K", g.k}, {"batch", g.batch}};
+  }
   nlohmann::ordered_json device = {{"fingerprint", e.device.fingerprint},
                                    {"backend", e.device.backend},
                                    {"name", e.device.name},
@@ -93,9 +98,10 @@ nlohmann::ordered_json to_json(const TuningEntry& e) {
                                    {"driver_version", e.device.driver_version}};
   return {
       {"family", e.family},
-      {"problem", p.to_string()},
-      {"direction", std::string(to_string(p.direction))},
-      {"precision", std::string(to_string(p.precision))},
+      {"problem", e.problem.to_string()},
+      {"direction", std::string(e.problem.operation())},
+      {"type", std::string(to_string(e.problem.type()))},
+      {"math", std::string(to_string(e.problem.math()))},
       {"shape", std::move(shape)},
       {"parameters", std::move(parameters)},
       {"time_ms", e.time_ms},
@@ -165,7 +171,7 @@ TuningEntry tuning_entry_from_json(const nlohmann::json& json, const std::string
   const std::string problem_text = read.text("problem");
   read.describe_as(fmt::format(" ({} {})", e.family, problem_text));
   try {
-    e.problem = parse_problem(problem_text);
+    e.problem = parse_any_problem(problem_text);
     e.problem.validate();
   } catch (const Error& error) {
     read.fail("problem", fmt::format("is not a valid problem: {}", error.what()));
@@ -185,23 +191,34 @@ TuningEntry tuning_entry_from_json(const nlohmann::json& json, const std::string
   // otherwise silently mean two different things.
   if (json.contains("direction")) {
     const std::string direction = read.text("direction");
-    if (direction != to_string(e.problem.direction))
-      read.fail("direction", fmt::format("is '{}' but the problem says '{}'", direction,
-                                         to_string(e.problem.direction)));
+    if (direction != e.problem.operation())
+      read.fail("direction", fmt::format("is '{}' but the problem says '{}'", direction, e.problem.operation()));
+  }
+  for (const auto& [field, expected] : {std::pair{"type", to_string(e.problem.type())},
+                                        std::pair{"math", to_string(e.problem.math())}}) {
+    if (!json.contains(field)) continue;
+    const std::string value = read.text(field);
+    if (value != expected) read.fail(field, fmt::format("is '{}' but the problem says '{}'", value, expected));
   }
   if (json.contains("precision")) {
+    // Files written before type and math were separate fields: "tf32" meant FP32 tensors with TF32 math.
     const std::string precision = read.text("precision");
-    if (precision != to_string(e.problem.precision))
-      read.fail("precision", fmt::format("is '{}' but the problem says '{}'", precision,
-                                         to_string(e.problem.precision)));
+    const std::string expected = e.problem.math() == MathMode::TF32 ? "tf32" : std::string(to_string(e.problem.type()));
+    if (precision != expected)
+      read.fail("precision", fmt::format("is '{}' but the problem says '{}'", precision, expected));
   }
   if (json.contains("shape")) {
     const nlohmann::json& shape = read.object("shape");
-    const ConvProblem& p = e.problem;
-    const std::pair<const char*, int64_t> fields[] = {
-        {"N", p.n}, {"C", p.c}, {"H", p.h}, {"W", p.w}, {"K", p.k}, {"R", p.r}, {"S", p.s},
-        {"stride_h", p.stride.h}, {"stride_w", p.stride.w}, {"pad_h", p.pad.h}, {"pad_w", p.pad.w},
-        {"dilation_h", p.dilation.h}, {"dilation_w", p.dilation.w}, {"groups", p.groups}};
+    std::vector<std::pair<const char*, int64_t>> fields;
+    if (e.problem.is_conv()) {
+      const ConvProblem& p = e.problem.conv();
+      fields = {{"N", p.n}, {"C", p.c}, {"H", p.h}, {"W", p.w}, {"K", p.k}, {"R", p.r}, {"S", p.s},
+                {"stride_h", p.stride.h}, {"stride_w", p.stride.w}, {"pad_h", p.pad.h}, {"pad_w", p.pad.w},
+                {"dilation_h", p.dilation.h}, {"dilation_w", p.dilation.w}, {"groups", p.groups}};
+    } else {
+      const GemmProblem& g = e.problem.gemm();
+      fields = {{"M", g.m}, {"N", g.n}, {"K", g.k}, {"batch", g.batch}};
+    }
     for (const auto& [name, expected] : fields) {
       const auto it = shape.find(name);
       if (it == shape.end()) continue;

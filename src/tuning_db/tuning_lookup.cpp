@@ -11,21 +11,10 @@
 
 namespace convtune {
 
-std::string_view to_string(LookupTier tier) {
-  switch (tier) {
-    case LookupTier::Exact: return "exact";
-    case LookupTier::Nearest: return "nearest";
-    case LookupTier::Architecture: return "architecture";
-    case LookupTier::Vendor: return "vendor";
-    case LookupTier::BuiltInDefault: return "built-in default";
-  }
-  return "?";
-}
-
 namespace {
 
 // The tier an entry could serve in for this device and problem, ignoring staleness; nullopt when none.
-std::optional<LookupTier> tier_of(const TuningEntry& e, const ConvProblem& problem, const DeviceInfo& device) {
+std::optional<LookupTier> tier_of(const TuningEntry& e, const Problem& problem, const DeviceInfo& device) {
   const bool exact_shape = e.problem == problem;
   if (!exact_shape && !comparable_shapes(e.problem, problem)) return std::nullopt;
   // Other drivers of this same device are matched here too, so they are reported as stale rather than
@@ -44,7 +33,7 @@ std::string short_text(const TuningEntry& e) {
 
 }  // namespace
 
-LookupResult lookup_tuning(const std::vector<LookupCandidate>& candidates, const ConvProblem& problem,
+LookupResult lookup_tuning(const std::vector<LookupCandidate>& candidates, const Problem& problem,
                            const DeviceInfo& device, const std::map<std::string, std::string>& source_hash_by_family,
                            const LookupOptions& options) {
   LookupResult result;

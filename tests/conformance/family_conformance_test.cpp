@@ -12,6 +12,7 @@
 
 #include "convtune/plan.h"
 #include "src/conformance/conformance.h"
+#include "tests/support/plan_check.h"
 #include "src/tuner/search_space.h"
 
 using namespace convtune;
@@ -27,7 +28,7 @@ std::vector<Device*> kernel_devices() {
   std::vector<Device*> out;
   const char* only = std::getenv("CONVTUNE_CONFORMANCE_DEVICES");
   for (Device* d : Registry::instance().all_devices()) {
-    if (!d->info().can_run_kernels) continue;
+    if (!d->info().can_run_kernels) continue;  // the CPU backend's families: cpu_conformance_test
     if (only && *only && std::string(",") .append(only).append(",").find("," + d->info().id + ",") == std::string::npos) continue;
     out.push_back(d);
   }
@@ -44,9 +45,11 @@ void PrintTo(const FamilyDirection& fd, std::ostream* out) { *out << fd.family <
 
 std::vector<FamilyDirection> all_family_directions() {
   std::vector<FamilyDirection> out;
-  for (const auto& f : kernel_families())
+  for (const auto& f : kernel_families()) {
+    if (f->problem_kind() != Problem::Kind::Convolution || f->runs_on_cpu_backend()) continue;  // gemm: its own test
     for (Direction d : {Direction::Forward, Direction::BackwardData, Direction::BackwardFilter})
       out.push_back({f->name(), d});
+  }
   return out;
 }
 
@@ -76,10 +79,8 @@ TEST_P(FamilyConformance, SampledConfigurationsMatchTheReference) {
                                   << device->info().id << " although it claims to support it";
       std::vector<Config> configs = space.sample(static_cast<size_t>(samples), seed);
       configs.push_back(family.default_config(pb, device->info()));
-      const auto inputs = conformance::make_inputs(pb, seed);
       for (const Config& config : configs) {
-        auto impl = make_device_convolution(*device, family.name(), config);
-        const auto result = conformance::check(*impl, pb, inputs);
+        const auto result = testing_support::check_plan(*device, pb, family.name(), config, seed);
         ++checks;
         distinct.insert(to_string(config));
         EXPECT_TRUE(result.passed) << device->info().id << " " << family.name() << " " << to_string(direction) << " "

@@ -30,18 +30,16 @@ void expect_compiles(const ProgramSource& source, const std::string& what) {
 
 TEST(NnNvrtc, LayerKernelsGemmsAndCnnPlansCompileForSm90) {
   expect_compiles({"nn/nn.cl", {}, {}}, "nn/nn.cl");
-  // The lenet dense layers at batch 64: forward (x W^T), dW (dy^T x), dx (dy W), as Runtime::gemm defines them.
-  struct Gemm { int m, n, k; bool at, bt; };
-  for (const Gemm g : {Gemm{64, 256, 3136, false, true}, Gemm{256, 3136, 64, true, false},
-                       Gemm{64, 3136, 256, false, false}, Gemm{64, 10, 256, false, true}}) {
-    expect_compiles({"im2col_gemm/gemm.cl",
-                     {{"GEMM_M", std::to_string(g.m)}, {"GEMM_N", std::to_string(g.n)}, {"GEMM_K", std::to_string(g.k)},
-                      {"A_TRANS", g.at ? "1" : "0"}, {"B_TRANS", g.bt ? "1" : "0"}, {"TILE_M", "32"},
-                      {"TILE_N", "32"}, {"TILE_K", "16"}, {"THREADS_M", "8"}, {"THREADS_N", "8"}},
-                     {}},
-                    "gemm " + std::to_string(g.m) + "x" + std::to_string(g.n) + "x" + std::to_string(g.k));
-  }
   const DeviceInfo device = hopper();
+  // The lenet dense layers at batch 64: forward (x W^T), dW (dy^T x), dx (dy W), as Runtime::gemm asks the gemm
+  // family for them, with its defaults on a Hopper GPU (split-K included).
+  const KernelFamily& gemm = kernel_family("gemm");
+  for (const char* text : {"M=64,N=256,K=3136,trans_b=1", "M=256,N=3136,K=64,trans_a=1", "M=64,N=3136,K=256",
+                           "M=64,N=10,K=256,trans_b=1"}) {
+    const Problem g = parse_gemm(text);
+    ASSERT_EQ(gemm.unsupported_reason(g, {}, device), "") << text;
+    expect_compiles(gemm.recipe(g, {}, gemm.default_config(g, device), device).source, std::string("gemm ") + text);
+  }
   const KernelFamily& implicit = kernel_family("implicit_gemm");
   const KernelFamily& direct = kernel_family("direct_tiled");
   for (const char* text : {"N=64,C=1,H=28,K=32,R=5,pad=2", "N=64,C=32,H=14,K=64,R=5,pad=2"}) {

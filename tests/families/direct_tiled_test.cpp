@@ -11,6 +11,7 @@
 
 #include "convtune/error.h"
 #include "convtune/plan.h"
+#include "src/backend/cpu/reference.h"
 #include "src/conformance/conformance.h"
 #include "src/tuner/search_space.h"
 
@@ -34,6 +35,7 @@ DeviceInfo gpu_like_device() {
   info.max_work_group_size = 1024;
   info.local_memory_bytes = 48 * 1024;
   info.global_memory_bytes = uint64_t{80} << 30;
+  info.can_run_kernels = true;
   return info;
 }
 
@@ -51,7 +53,7 @@ std::vector<float> random_values(size_t count, uint64_t seed) {
 std::vector<float> host_forward(const ConvProblem& pb, const Epilogue& e, std::vector<float> x, std::vector<float> w,
                                 const std::vector<float>& bias) {
   std::vector<float> conv(static_cast<size_t>(pb.y_elements()));
-  make_cpu_convolution("reference")->run(pb, {x.data(), w.data(), conv.data()});
+  cpu::compute_reference(pb, cpu::HostOperands{{x.data(), w.data(), conv.data()}});
   const int64_t p = pb.p(), q = pb.q(), op = pooled_extent(p, e), oq = pooled_extent(q, e);
   auto activated = [&](int64_t n, int64_t k, int64_t row, int64_t col) {
     float v = conv[static_cast<size_t>(((n * pb.k + k) * p + row) * q + col)];
@@ -80,7 +82,7 @@ std::vector<float> device_forward(Device& device, const ConvProblem& pb, const E
                                   const std::vector<float>& x, const std::vector<float>& w,
                                   const std::vector<float>& bias, int64_t y_count) {
   const Plan plan = Plan::create(device, {pb, e, "direct_tiled", config});
-  EXPECT_EQ(plan.y_elements(), y_count);
+  EXPECT_EQ(plan.descriptor().operand_bytes(2), static_cast<size_t>(y_count) * sizeof(float));
   Queue& queue = device.queue();
   auto xb = device.allocate(x.size() * sizeof(float)), wb = device.allocate(w.size() * sizeof(float));
   auto bb = device.allocate(bias.size() * sizeof(float));
@@ -168,10 +170,15 @@ TEST(DirectTiled, SeedLayerPoolsTo112WithTheSeedsWorkGroupCount) {
     groups *= g.global[d] / g.local[d];
   }
   EXPECT_EQ(groups, 3136u);
-  EXPECT_EQ(recipe.steps[0].args, (std::vector<std::string>{"x", "w", "y", "bias"}));
+  std::vector<int> operands;
+  for (const ArgSource& arg : recipe.steps[0].args) {
+    ASSERT_EQ(arg.kind, ArgSource::Kind::Operand);
+    operands.push_back(arg.operand);
+  }
+  EXPECT_EQ(operands, (std::vector<int>{0, 1, 2, kBiasOperand}));  // x, w, y, bias
   EXPECT_EQ(recipe.source.defines.at("POOL"), "2");
   // The pre-pool tile 8 x 32 plus the 5x5 halo: seed 000's 12 x 36 local array per input channel.
-  EXPECT_LE(family.local_memory_bytes(config, pb), size_t{48 * 1024});
+  EXPECT_EQ(config_problem(family, config, pb, gpu_like_device()), "");  // its local-memory constraint included
 }
 
 TEST(DirectTiled, RejectsEpiloguesOnBackwardDirectionsWithAClearMessage) {

@@ -9,6 +9,7 @@
 #include "convtune/error.h"
 #include "convtune/plan.h"
 #include "src/conformance/conformance.h"
+#include "tests/support/plan_check.h"
 #include "src/families/im2col_gemm/im2col_gemm_spec.h"
 
 using namespace convtune;
@@ -34,8 +35,7 @@ void expect_all_directions_match(Device& device, const std::string& text, const 
     const ConvProblem pb = parse_problem(text).with_direction(direction);
     SCOPED_TRACE(fmt::format("{} [{}]", pb.to_string(), config_text));
     ASSERT_EQ(config_problem(family(), config, pb, device.info()), "");
-    const auto impl = make_device_convolution(device, "im2col_gemm", config);
-    const auto result = conformance::check(*impl, pb, conformance::make_inputs(pb, ++seed));
+    const auto result = testing_support::check_plan(device, pb, "im2col_gemm", config, ++seed);
     EXPECT_TRUE(result.passed) << result.message;
   }
 }
@@ -76,7 +76,7 @@ TEST(Im2colGemm, BatchOfSeveralChunksWithAShortLastOne) {
     const ConvProblem pb = parse_problem(problem).with_direction(direction);
     const KernelRecipe recipe = family().recipe(pb, {}, parse_config(config), device->info());
     EXPECT_EQ(count_steps(recipe, "gemm"), 3) << to_string(direction);
-    EXPECT_EQ(recipe.workspace_bytes.at(0), im2col_gemm::column_bytes(pb, 2));
+    EXPECT_EQ(recipe.workspace_bytes, im2col_gemm::column_bytes(pb, 2));
   }
   expect_all_directions_match(*device, problem, config);
   // One image per chunk, and three per chunk (3 + 2) with scalar loads.
@@ -147,6 +147,7 @@ TEST(Im2colGemm, EpiloguesAndOtherPrecisionsAreDeclined) {
   EXPECT_EQ(family().unsupported_reason(pb, {}, device), "");
   EXPECT_NE(family().unsupported_reason(pb, {.bias = true}, device), "");
   ConvProblem half = pb;
-  half.precision = Precision::FP16;
-  EXPECT_NE(family().unsupported_reason(half, {}, device), "");
+  half.type = ElementType::F16;
+  const std::string why = family().unsupported_reason(half, {}, device);
+  EXPECT_NE(why.find("im2col_gemm computes fp32 tensors with fp32 math only, not fp16"), std::string::npos) << why;
 }

@@ -24,7 +24,9 @@
 
 #include "convtune/error.h"
 #include "convtune/plan.h"
+#include "src/backend/cpu/reference.h"
 #include "src/conformance/conformance.h"
+#include "tests/support/plan_check.h"
 
 using namespace convtune;
 
@@ -158,16 +160,10 @@ std::vector<Row> measure_layer(Device& device, const std::string& layer, const C
              seconds_since(compile_start), compile_errors.size());
   std::fflush(stdout);
 
-  std::vector<float> x = random_values(pb.x_elements(), 1), w = random_values(pb.w_elements(), 2),
-                     y = random_values(pb.y_elements(), 3);
-  Queue& queue = device.queue();
-  auto bx = device.allocate(x.size() * sizeof(float)), bw = device.allocate(w.size() * sizeof(float)),
-       by = device.allocate(y.size() * sizeof(float));
-  queue.write(*bx, x.data(), x.size() * sizeof(float));
-  queue.write(*bw, w.data(), w.size() * sizeof(float));
-  queue.write(*by, y.data(), y.size() * sizeof(float));
-  Buffer& written = pb.direction == Direction::Forward ? *by : pb.direction == Direction::BackwardData ? *bx : *bw;
-  std::vector<float>& host_written = pb.direction == Direction::Forward ? y : pb.direction == Direction::BackwardData ? x : w;
+  // One workload for every configuration: seeded inputs, poisoned output, reference values computed once.
+  harness::Workload workload(device, pb, 77);
+  Queue& queue = workload.queue();
+  const Operands ops = workload.operands();
 
   for (const Config& config : unique) {
     Row row{info.id, layer, dir, to_string(config), "", brief(config), 0, 0};
@@ -178,10 +174,10 @@ std::vector<Row> measure_layer(Device& device, const std::string& layer, const C
     } else {
       try {
         Plan plan = Plan::create(device, {pb, {}, "implicit_gemm", config});
-        const DeviceOperands ops{bx.get(), bw.get(), by.get(), nullptr};
+        workload.poison();
         plan.run(queue, ops);
-        queue.read(written, host_written.data(), host_written.size() * sizeof(float));
-        const auto check = conformance::check_sampled(pb, {x.data(), w.data(), y.data()}, 512, 77);
+        queue.finish();
+        const auto check = workload.verify_sampled(512);
         if (!check.passed) {
           row.status = "WRONG: " + check.message;
         } else {
@@ -241,12 +237,11 @@ int run_conformance(Device& device, const Options& opt) {
       });
     for (auto& t : threads) t.join();
     for (const auto& [pb, configs] : work) {
-      const auto inputs = conformance::make_inputs(pb, ++seed);
+      ++seed;
       for (const Config& c : configs) {
         ++checks;
         try {
-          auto impl = make_device_convolution(device, "implicit_gemm", c);
-          const auto result = conformance::check(*impl, pb, inputs);
+          const auto result = testing_support::check_plan(device, pb, "implicit_gemm", c, seed);
           if (!result.passed) {
             ++failures;
             fmt::print("  CONFORMANCE FAIL {} {} [{}]: {}\n", info.id, pb.to_string(), to_string(c), result.message);

@@ -15,12 +15,13 @@
 
 #include "convtune/error.h"
 #include "convtune/plan.h"
-#include "src/conformance/conformance.h"
 #include "src/families/implicit_gemm/implicit_gemm_spec.h"
+#include "tests/support/plan_check.h"
 #include "src/tuner/search_space.h"
 #include "src/tuning_db/tuning_database.h"
 
 using namespace convtune;
+using convtune::testing_support::check_plan;
 
 namespace {
 
@@ -49,11 +50,9 @@ Config config(std::initializer_list<std::pair<const std::string, int64_t>> overr
 void expect_matches_reference(Device& device, const ConvProblem& problem, std::vector<Config> configs,
                               uint64_t seed) {
   configs.push_back(family().default_config(problem, device.info()));
-  const auto inputs = conformance::make_inputs(problem, seed);
   for (const Config& c : configs) {
     ASSERT_EQ(config_problem(family(), c, problem, device.info()), "") << to_string(c);
-    auto impl = make_device_convolution(device, "implicit_gemm", c);
-    const auto result = conformance::check(*impl, problem, inputs);
+    const auto result = check_plan(device, problem, "implicit_gemm", c, seed);
     EXPECT_TRUE(result.passed) << problem.to_string() << " [" << to_string(c) << "]: " << result.message;
   }
 }
@@ -126,14 +125,14 @@ TEST(ImplicitGemm, ForwardBiasAndReluEpilogue) {
   REQUIRE_DEVICE(device);
   const ConvProblem pb = parse_problem("N=2,C=3,H=9,W=8,K=5,R=3,pad=1");
   const Epilogue epilogue{true, true, 1};
-  const auto x = conformance::make_inputs(pb, 15);
+  const auto x = testing_support::reference_data(pb, 15);
   std::vector<float> bias(static_cast<size_t>(pb.k));
   for (size_t i = 0; i < bias.size(); ++i) bias[i] = 0.25f * static_cast<float>(i) - 0.5f;
   Queue& queue = device->queue();
-  auto bx = device->allocate(x.x.size() * 4), bw = device->allocate(x.w.size() * 4),
+  auto bx = device->allocate(x.operands[0].size() * 4), bw = device->allocate(x.operands[1].size() * 4),
        by = device->allocate(static_cast<size_t>(pb.y_elements()) * 4), bb = device->allocate(bias.size() * 4);
-  queue.write(*bx, x.x.data(), x.x.size() * 4);
-  queue.write(*bw, x.w.data(), x.w.size() * 4);
+  queue.write(*bx, x.operands[0].data(), x.operands[0].size() * 4);
+  queue.write(*bw, x.operands[1].data(), x.operands[1].size() * 4);
   queue.write(*bb, bias.data(), bias.size() * 4);
   // Without split-K the main kernel applies the epilogue; with it, the reduction kernel does.
   for (int64_t split : {1, 2}) {
@@ -225,16 +224,18 @@ TEST(ImplicitGemm, NearestTunedEntryIsCarriedToTheLayerAndComputesIt) {
   db.insert(make_tuning_entry(info, "direct_tiled", kernel_source_hash(direct, tuned, info), tuned,
                               direct.default_config(tuned, info), 0.02));
 
-  const Plan plan = Plan::create(*device, {asked, {}, "", std::nullopt, &db});
+  PlanRequest request;
+  request.problem = asked;
+  request.tuning = &db;
+  const Plan plan = Plan::create(*device, request);
   EXPECT_EQ(plan.family(), "implicit_gemm");
-  EXPECT_EQ(plan.config_tier(), "nearest");
+  EXPECT_EQ(plan.tier(), ConfigTier::Nearest);
   Config expected = split8;
   expected["SPLIT_K"] = 2;
-  EXPECT_EQ(plan.config(), expected) << plan.config_source();
-  EXPECT_NE(plan.config_source().find("fitted to this problem: SPLIT_K 8 -> 2"), std::string::npos)
-      << plan.config_source();
-  auto impl = make_device_convolution(*device, "implicit_gemm", plan.config());
-  const auto result = conformance::check(*impl, asked, conformance::make_inputs(asked, 21));
+  EXPECT_EQ(plan.config(), expected) << plan.explanation();
+  EXPECT_NE(plan.explanation().find("fitted to this problem: SPLIT_K 8 -> 2"), std::string::npos)
+      << plan.explanation();
+  const auto result = check_plan(*device, asked, "implicit_gemm", plan.config(), 21);
   EXPECT_TRUE(result.passed) << result.message;
   std::filesystem::remove(file);
 }
@@ -244,12 +245,18 @@ TEST(ImplicitGemm, NearestTunedEntryIsCarriedToTheLayerAndComputesIt) {
 TEST(ImplicitGemm, UntunedBackwardDataWithFewChannelsGoesToAnotherFamily) {
   REQUIRE_DEVICE(device);
   const ConvProblem rgb = parse_problem("N=2,C=3,H=16,W=16,K=8,R=3,pad=1");
-  const Plan data = Plan::create(*device, {rgb.with_direction(Direction::BackwardData)});
+  PlanRequest untuned;
+  untuned.problem = rgb.with_direction(Direction::BackwardData);
+  untuned.use_tuning = false;
+  const Plan data = Plan::create(*device, untuned);
   EXPECT_NE(data.family(), "implicit_gemm");
-  EXPECT_EQ(data.config_tier(), "built-in default");
-  EXPECT_NE(data.config_source().find("implicit_gemm passed over: backward-data with C/groups=3"), std::string::npos)
-      << data.config_source();
-  EXPECT_EQ(Plan::create(*device, {rgb}).family(), "implicit_gemm");
+  EXPECT_EQ(data.tier(), ConfigTier::BuiltInDefault);
+  EXPECT_NE(data.explanation().find("implicit_gemm passed over: backward-data with C/groups=3"), std::string::npos)
+      << data.explanation();
+  PlanRequest forward;
+  forward.problem = rgb;
+  forward.use_tuning = false;
+  EXPECT_EQ(Plan::create(*device, forward).family(), "implicit_gemm");
   EXPECT_EQ(Plan::create(*device, {rgb.with_direction(Direction::BackwardData), {}, "implicit_gemm"}).family(),
             "implicit_gemm");
 }
@@ -287,7 +294,7 @@ TEST(ImplicitGemm, GpuDefaultsForTheBenchmarkLayers) {
         EXPECT_EQ(config_problem(family(), c, pb, *device), "") << pb.to_string();
         chosen[fmt::format("{} {} {}", to_string(device->backend), name, to_string(d))] = brief(c);
         if (d == Direction::BackwardFilter) {
-          EXPECT_GE(implicit_gemm::work_groups(pb, c), 132) << pb.to_string() << " " << to_string(c);
+          EXPECT_GE(implicit_gemm::work_groups(pb, implicit_gemm::parameter_table(pb).read(c)), 132) << pb.to_string() << " " << to_string(c);
         }
       }
     }

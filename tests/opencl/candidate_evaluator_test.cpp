@@ -14,20 +14,24 @@ class FakeFamily final : public KernelFamily {
  public:
   std::string name() const override { return "fake"; }
   std::string description() const override { return "test family"; }
-  std::string unsupported_reason(const ConvProblem& p, const Epilogue&, const DeviceInfo&) const override {
+  std::string unsupported_reason(const Problem& generic, const Epilogue&, const DeviceInfo&) const override {
+    if (!generic.is_conv()) return "convolutions only";
+    const ConvProblem& p = generic.conv();
     return p.c == 1 && p.k == 1 && p.r == 1 && p.s == 1 && p.direction == Direction::Forward ? "" : "only 1x1x1 fwd";
   }
-  std::vector<Parameter> parameters(const ConvProblem&) const override { return {{"MODE", {0, 1, 2}, "outcome"}}; }
-  std::vector<Constraint> constraints(const ConvProblem&) const override { return {}; }
-  Config default_config(const ConvProblem&, const DeviceInfo&) const override { return {{"MODE", 0}}; }
-  size_t local_memory_bytes(const Config&, const ConvProblem&) const override { return 0; }
-  KernelRecipe recipe(const ConvProblem& p, const Epilogue&, const Config& c, const DeviceInfo&) const override {
+  std::vector<Parameter> parameters(const Problem&) const override { return {{"MODE", {0, 1, 2}, "outcome"}}; }
+  std::vector<Constraint> constraints(const Problem&) const override { return {}; }
+  Config default_config(const Problem&, const DeviceInfo&) const override { return {{"MODE", 0}}; }
+  Problem::Kind problem_kind() const override { return Problem::Kind::Convolution; }
+  int untuned_rank() const override { return 0; }
+  KernelRecipe recipe(const Problem& generic, const Epilogue&, const Config& c, const DeviceInfo&) const override {
+    const ConvProblem& p = generic.conv();
     KernelRecipe r;
     r.source = {"test/fake_convolution.cl", {{"MODE", std::to_string(c.at("MODE"))}}, {}};
     LaunchStep step;
     step.kernel = "fake_convolution";
-    step.args = {"x", "w", "y", "n"};
-    step.scalars["n"] = static_cast<int>(p.y_elements());
+    step.args = {ArgSource::of_operand(0), ArgSource::of_operand(1), ArgSource::of_operand(2),
+                 ArgSource::fixed(static_cast<int>(p.y_elements()))};
     step.geometry.global[0] = static_cast<size_t>(p.y_elements());
     r.steps.push_back(step);
     return r;

@@ -5,6 +5,7 @@
 #include <fstream>
 
 #include "convtune/conv_problem.h"
+#include "convtune/problem.h"
 #include "convtune/error.h"
 
 using namespace convtune;
@@ -47,11 +48,64 @@ TEST(ConvProblem, GroupsDilationAndNonSquare) {
   EXPECT_EQ(parse_problem(p.to_string()), p);  // the text form round-trips
 }
 
-TEST(ConvProblem, DirectionAndPrecisionParse) {
-  const ConvProblem p = parse_problem("N=1,C=1,H=4,K=1,R=3,dir=bwd-filter,precision=fp16");
+TEST(ConvProblem, DirectionTypeAndMathParse) {
+  const ConvProblem p = parse_problem("N=1,C=1,H=4,K=1,R=3,dir=bwd-filter,type=fp16");
   EXPECT_EQ(p.direction, Direction::BackwardFilter);
-  EXPECT_EQ(p.precision, Precision::FP16);
+  EXPECT_EQ(p.type, ElementType::F16);
+  EXPECT_EQ(p.math, MathMode::FP32);
   EXPECT_DOUBLE_EQ(p.bytes(), 2.0 * (16 + 9 + 4));
+  EXPECT_EQ(parse_problem(p.to_string()), p);
+  const ConvProblem tf32 = parse_problem("N=1,C=1,H=4,K=1,R=3,math=tf32");
+  EXPECT_EQ(tf32.type, ElementType::F32);
+  EXPECT_EQ(tf32.math, MathMode::TF32);
+  EXPECT_EQ(parse_problem("N=1,C=1,H=4,K=1,R=3,type=bf16,math=3xtf32").math, MathMode::TF32x3);
+}
+
+TEST(ConvProblem, OlderPrecisionFieldStillReads) {
+  // Tuning databases written before type and math were separate say precision=...
+  EXPECT_EQ(parse_problem("N=1,C=1,H=4,K=1,R=3,precision=fp16").type, ElementType::F16);
+  const ConvProblem tf32 = parse_problem("N=1,C=1,H=4,K=1,R=3,precision=tf32");
+  EXPECT_EQ(tf32.type, ElementType::F32);
+  EXPECT_EQ(tf32.math, MathMode::TF32);
+  EXPECT_THROW(parse_problem("N=1,C=1,H=4,K=1,R=3,type=fp8"), InvalidArgument);
+}
+
+TEST(GemmProblem, SizesStridesAndTextForm) {
+  const GemmProblem g = parse_gemm("M=100,N=256,K=3136,trans_b=1");
+  EXPECT_EQ(g.a_elements(), 100 * 3136);
+  EXPECT_EQ(g.b_elements(), 256 * 3136);
+  EXPECT_EQ(g.c_elements(), 100 * 256);
+  EXPECT_DOUBLE_EQ(g.flops(), 2.0 * 100 * 256 * 3136);
+  EXPECT_EQ(parse_gemm(g.to_string()), g);
+  const GemmProblem b = parse_gemm("M=4,N=5,K=6,trans_a=1,batch=3,ldc=8,stride_b=0,accumulate=1");
+  EXPECT_EQ(b.ld_a(), 4);                                 // A stored K x M
+  EXPECT_EQ(b.batch_stride_c(), 4 * 8);
+  EXPECT_EQ(b.c_elements(), 2 * 32 + 3 * 8 + 5);          // the last item's last row ends there
+  EXPECT_EQ(b.b_elements(), 6 * 5);                       // one B shared by the batch
+  EXPECT_EQ(parse_gemm(b.to_string()), b);
+  const Problem any = parse_any_problem("gemm:" + b.to_string());
+  ASSERT_TRUE(any.is_gemm());
+  EXPECT_EQ(any.gemm(), b);
+  EXPECT_EQ(any.written_operand(), 2);
+  EXPECT_TRUE(any.operand(2).read);  // accumulating reads C
+  EXPECT_EQ(any.reduction_length(), 6);
+}
+
+TEST(GemmProblem, ErrorsNameTheField) {
+  auto error = [](const char* text) {
+    try {
+      parse_gemm(text);
+    } catch (const InvalidArgument& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_NE(error("M=0,N=2,K=2").find("M=0"), std::string::npos);
+  EXPECT_NE(error("M=2,N=4,K=2,ldc=3").find("ldc=3"), std::string::npos);
+  EXPECT_NE(error("M=2,N=4,K=2,batch=2,stride_c=1").find("overlap"), std::string::npos);
+  EXPECT_NE(error("M=2,N=4").find("lacks M, N or K"), std::string::npos);
+  EXPECT_NE(error("M=2,N=4,K=2,trans_a=2").find("expected 0 or 1"), std::string::npos);
+  EXPECT_NE(error("M=2,N=4,K=2,X=1").find("unknown GEMM field 'X'"), std::string::npos);
 }
 
 TEST(ConvProblem, ErrorsNameTheField) {

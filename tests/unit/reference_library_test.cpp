@@ -1,13 +1,12 @@
-// The reference libraries of bench --against on small layers: each one that is present agrees with the float64
-// reference in every direction it supports, and one that is absent or cannot run says why instead of vanishing.
+// The reference libraries of bench --against on small layers and GEMMs: each one that is present agrees with the
+// float64 reference on every problem it supports, and one that is absent or cannot run says why instead of vanishing.
 #include <gtest/gtest.h>
 
 #include <memory>
 
 #include "convtune/backend.h"
 #include "convtune/error.h"
-#include "convtune/tensor.h"
-#include "src/conformance/conformance.h"
+#include "src/harness/implementation.h"
 #include "src/reference_libs/reference_library.h"
 
 namespace convtune::reference {
@@ -23,33 +22,12 @@ std::vector<ConvProblem> small_problems() {
           parse_problem("N=2,C=6,H=7,K=9,R=3,groups=3,pad=1")};
 }
 
-struct HostData {
-  Tensor x, w, y;
-  explicit HostData(const ConvProblem& pb) : x({pb.x_elements()}), w({pb.w_elements()}), y({pb.y_elements()}) {
-    x.fill_random(11), w.fill_random(12), y.fill_random(13);
-  }
-  ConvOperands operands() { return {x.data(), w.data(), y.data()}; }
-  Tensor& written(Direction d) { return d == Direction::Forward ? y : d == Direction::BackwardData ? x : w; }
-};
-
-// Runs `library` on `pb` and checks its output against the float64 reference at every element.
-void expect_agrees(ReferenceLibrary& library, const ConvProblem& pb, Device& device) {
-  HostData host(pb);
-  SharedOperands shared{&device, {}, host.operands()};
-  std::unique_ptr<Buffer> x, w, y;
-  if (device.info().backend != BackendKind::Cpu) {
-    x = device.allocate(host.x.bytes()), w = device.allocate(host.w.bytes()), y = device.allocate(host.y.bytes());
-    device.queue().write(*x, host.x.data(), host.x.bytes());
-    device.queue().write(*w, host.w.data(), host.w.bytes());
-    device.queue().write(*y, host.y.data(), host.y.bytes());
-    shared.device_buffers = {x.get(), w.get(), y.get(), nullptr};
-  }
-  library.prepare(pb, shared, MathMode::FP32);
-  const std::vector<float> out = library.run_and_read();
-  Tensor& written = host.written(pb.direction);
-  ASSERT_EQ(static_cast<int64_t>(out.size()), written.size()) << library.name() << " " << pb.to_string();
-  std::copy(out.begin(), out.end(), written.data());
-  const auto result = conformance::check_sampled(pb, host.operands(), static_cast<int>(out.size()), 7);
+// Runs `library` on `pb` in a Workload on `device` and checks its output against the float64 reference at every
+// element (poisoned first, canaries after each operand).
+void expect_agrees(ReferenceLibrary& library, const Problem& pb, Device& device) {
+  harness::Workload workload(device, pb, 11);
+  library.prepare(workload);
+  const harness::Check result = harness::check_once(library, workload, 0);
   EXPECT_TRUE(result.passed) << library.name() << " [" << library.algorithm() << "] " << pb.to_string() << ": "
                              << result.message;
 }
@@ -90,6 +68,24 @@ TEST(ReferenceLibrary, ClblastAgreesOnTheForwardPassAndDeclinesTheRest) {
       }
     }
   }
+  // Sgemm and SgemmStridedBatched on the same queue and buffers, transposed, padded and batched.
+  for (const char* text : {"M=9,N=7,K=13", "M=6,N=10,K=5,trans_a=1,trans_b=1,ldc=12", "M=5,N=4,K=6,batch=3,trans_b=1"}) {
+    const Problem g = parse_gemm(text);
+    ASSERT_EQ(clblast->unsupported_reason(g, device->info()), "") << text;
+    expect_agrees(*clblast, g, *device);
+  }
+}
+
+TEST(ReferenceLibrary, CublasSaysWhyItCannotRunWithoutACudaDevice) {
+  auto cublas = make_reference_library("cublas");
+  Device& cpu = Registry::instance().find("cpu");
+  const std::string why = cublas->unsupported_reason(parse_gemm("M=4,N=4,K=4"), cpu.info());
+  EXPECT_FALSE(why.empty());
+  if (cublas->unavailable_reason().empty())
+    EXPECT_NE(why.find("CUDA device"), std::string::npos) << why;
+  else
+    EXPECT_NE(why.find("libcublas"), std::string::npos) << why;
+  EXPECT_NE(cublas->unsupported_reason(parse_problem("N=1,C=3,H=8,K=4,R=3"), cpu.info()), "");
 }
 
 TEST(ReferenceLibrary, CudnnSaysWhyItCannotRunWithoutACudaDevice) {
@@ -109,7 +105,7 @@ TEST(ReferenceLibrary, UnknownNamesAreRefusedWithTheKnownOnes) {
     make_reference_library("mkl");
     FAIL() << "expected InvalidArgument";
   } catch (const InvalidArgument& e) {
-    EXPECT_NE(std::string(e.what()).find("cudnn, clblast, onednn"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("cudnn, cublas, clblast, onednn"), std::string::npos) << e.what();
   }
   EXPECT_THROW(parse_math_mode("fp16"), InvalidArgument);
 }

@@ -123,8 +123,10 @@ TEST(Suite, OverflowingLinesAndSpecialFilesAreRefused) {
 // --batch-scale 1e30 once became N=1 silently (llround of a value beyond int64).
 TEST(Suite, BatchScaleIsCheckedNotWrapped) {
   const ConvProblem layer = parse_problem("N=128,C=3,H=8,K=4,R=3");
-  EXPECT_EQ(scale_batch(layer, 0.01).n, 1);
-  EXPECT_EQ(scale_batch(layer, 0.5).n, 64);
+  EXPECT_EQ(scale_batch(layer, 0.01).conv().n, 1);
+  EXPECT_EQ(scale_batch(layer, 0.5).conv().n, 64);
+  const Problem gemm = parse_any_problem("gemm:M=8,N=8,K=8");
+  EXPECT_EQ(scale_batch(gemm, 1e30), gemm);  // a matrix product has no batch to scale
   EXPECT_TRUE(contains(message_of([&] { scale_batch(layer, 1e30); }),
                        "--batch-scale=1e+30 makes N=128 into 1.28e+32: expected at most 2147483647"));
   for (double bad : {0.0, -1.0, std::nan(""), std::numeric_limits<double>::infinity()})

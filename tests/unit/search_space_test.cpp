@@ -14,22 +14,23 @@ class SyntheticFamily final : public KernelFamily {
  public:
   std::string name() const override { return "synthetic"; }
   std::string description() const override { return "test family"; }
-  std::string unsupported_reason(const ConvProblem&, const Epilogue&, const DeviceInfo&) const override { return {}; }
-  std::vector<Parameter> parameters(const ConvProblem&) const override {
+  std::string unsupported_reason(const Problem&, const Epilogue&, const DeviceInfo&) const override { return {}; }
+  std::vector<Parameter> parameters(const Problem&) const override {
     std::vector<Parameter> ps;
     for (const char* n : {"A", "B", "C", "D", "E", "F"}) ps.push_back({n, {1, 2, 3, 4, 5, 6, 7, 8, 9, 10}, ""});
     return ps;
   }
-  std::vector<Constraint> constraints(const ConvProblem&) const override {
+  std::vector<Constraint> constraints(const Problem&) const override {
     return {{"A*B within the device's work-group limit", {"A", "B"},
              [](const ConstraintContext& c) {
                return static_cast<size_t>(c.config.at("A") * c.config.at("B")) <= c.device.max_work_group_size;
              }},
-            {"F divides K", {"F"}, [](const ConstraintContext& c) { return c.problem.k % c.config.at("F") == 0; }}};
+            {"F divides K", {"F"}, [](const ConstraintContext& c) { return c.problem.conv().k % c.config.at("F") == 0; }}};
   }
-  Config default_config(const ConvProblem&, const DeviceInfo&) const override { return {}; }
-  size_t local_memory_bytes(const Config&, const ConvProblem&) const override { return 0; }
-  KernelRecipe recipe(const ConvProblem&, const Epilogue&, const Config&, const DeviceInfo&) const override { return {}; }
+  Config default_config(const Problem&, const DeviceInfo&) const override { return {}; }
+  Problem::Kind problem_kind() const override { return Problem::Kind::Convolution; }
+  int untuned_rank() const override { return 0; }
+  KernelRecipe recipe(const Problem&, const Epilogue&, const Config&, const DeviceInfo&) const override { return {}; }
 };
 
 }  // namespace

@@ -24,22 +24,23 @@ class BowlFamily final : public KernelFamily {
  public:
   std::string name() const override { return "bowl"; }
   std::string description() const override { return "synthetic search test family"; }
-  std::string unsupported_reason(const ConvProblem&, const Epilogue&, const DeviceInfo&) const override { return {}; }
-  std::vector<Parameter> parameters(const ConvProblem&) const override {
+  std::string unsupported_reason(const Problem&, const Epilogue&, const DeviceInfo&) const override { return {}; }
+  std::vector<Parameter> parameters(const Problem&) const override {
     std::vector<Parameter> ps;
     for (const char* n : {"TILE_M", "TILE_N", "TILE_K", "THREADS", "VECTOR_WIDTH"})
       ps.push_back({n, {1, 2, 4, 8, 16, 32}, ""});
     return ps;
   }
-  std::vector<Constraint> constraints(const ConvProblem&) const override {
+  std::vector<Constraint> constraints(const Problem&) const override {
     return {{"TILE_M*TILE_N at most 256", {"TILE_M", "TILE_N"},
              [](const ConstraintContext& c) { return c.config.at("TILE_M") * c.config.at("TILE_N") <= 256; }},
             {"VECTOR_WIDTH at most THREADS", {"THREADS", "VECTOR_WIDTH"},
              [](const ConstraintContext& c) { return c.config.at("VECTOR_WIDTH") <= c.config.at("THREADS"); }}};
   }
-  Config default_config(const ConvProblem&, const DeviceInfo&) const override { return {}; }
-  size_t local_memory_bytes(const Config&, const ConvProblem&) const override { return 0; }
-  KernelRecipe recipe(const ConvProblem&, const Epilogue&, const Config&, const DeviceInfo&) const override { return {}; }
+  Config default_config(const Problem&, const DeviceInfo&) const override { return {}; }
+  Problem::Kind problem_kind() const override { return Problem::Kind::Convolution; }
+  int untuned_rank() const override { return 0; }
+  KernelRecipe recipe(const Problem&, const Epilogue&, const Config&, const DeviceInfo&) const override { return {}; }
 };
 
 const Config kBowlCentre{{"TILE_M", 16}, {"TILE_N", 8}, {"TILE_K", 4}, {"THREADS", 16}, {"VECTOR_WIDTH", 2}};

@@ -1,4 +1,4 @@
-// Runs each reference library next to convtune's plan and turns the outcome into table cells and JSON.
+// Runs each reference library next to convtune's plan on the same Workload and turns the outcome into cells and JSON.
 #include "tools/convtune/against.h"
 
 #include <fmt/format.h>
@@ -7,37 +7,23 @@
 #include <cmath>
 
 #include "convtune/error.h"
-#include "src/conformance/conformance.h"
-#include "tools/convtune/bench_target.h"
 
 namespace convtune::cli {
-
-namespace {
-
-// ||a - b|| / ||b||: how far a reference's output is from convtune's, over every element.
-double relative_l2(const std::vector<float>& a, const std::vector<float>& b) {
-  double err2 = 0, ref2 = 0;
-  for (size_t i = 0; i < a.size() && i < b.size(); ++i) {
-    const double d = static_cast<double>(a[i]) - b[i];
-    err2 += d * d;
-    ref2 += static_cast<double>(b[i]) * b[i];
-  }
-  if (a.size() != b.size()) return INFINITY;
-  return ref2 > 0 ? std::sqrt(err2 / ref2) : std::sqrt(err2);
-}
-
-}  // namespace
 
 std::string reference_label(const reference::ReferenceLibrary& library) {
   return library.runs_on_host() ? library.name() + " CPU" : library.name();
 }
 
-Against::Against(const std::vector<std::string>& names, reference::MathMode math, const Device& device)
+Against::Against(const std::vector<std::string>& names, MathMode math, const Device& device)
     : math_(math), device_(device) {
+  if (math != MathMode::FP32 && math != MathMode::TF32) {
+    throw InvalidArgument(fmt::format("--math '{}': the reference libraries run fp32 or tf32", to_string(math)));
+  }
   for (const auto& name : names) {
     for (const auto& existing : libraries_)
       if (existing->name() == name) throw InvalidArgument(fmt::format("--against names '{}' twice", name));
     libraries_.push_back(reference::make_reference_library(name));
+    libraries_.back()->set_math(math);
   }
 }
 
@@ -63,20 +49,19 @@ std::vector<std::pair<std::string, std::string>> Against::describe() const {
   return lines;
 }
 
-Against::Outcome Against::compare(const ConvProblem& pb, BenchTarget& target,
-                                  const std::vector<float>& convtune_output, double convtune_ms, int warmup,
-                                  int repeats) {
+Against::Outcome Against::compare(harness::Workload& workload, const std::vector<float>& convtune_output,
+                                  double convtune_ms, int warmup, int repeats) {
   Outcome out;
+  const Problem& pb = workload.problem();
   // FP32: the conformance tolerance (8 unit roundoffs of FP32 times the square root of the reduction length).
   // TF32 rounds both inputs to 10 mantissa bits, so each product is off by up to 2^-10 relative; with random
   // signs those errors average out rather than add up, so the output's relative L2 error stays near 2^-11 whatever
   // the reduction length: 8 * 2^-11 (3.9e-3) is allowed on top of the FP32 tolerance.
   const double reference_tolerance =
-      conformance::tolerance(pb) + (math_ == reference::MathMode::TF32 ? 8 * std::ldexp(1.0, -11) : 0.0);
+      harness::tolerance(pb) + (math_ == MathMode::TF32 ? 8 * std::ldexp(1.0, -11) : 0.0);
   // Two implementations each within the tolerance of the truth are within twice it of each other.
   const double agree_tolerance = 2 * reference_tolerance;
   for (auto& lib : libraries_) {
-    nlohmann::json v;
     auto add = [&](std::string ms, std::string algorithm, std::string check, std::string ratio) {
       out.cells.insert(out.cells.end(), {std::move(ms), std::move(algorithm), std::move(check), std::move(ratio)});
     };
@@ -91,42 +76,46 @@ Against::Outcome Against::compare(const ConvProblem& pb, BenchTarget& target,
       continue;
     }
     try {
-      reference::SharedOperands shared = target.shared_operands();
-      lib->prepare(pb, shared, math_);
-      const std::vector<float> theirs = lib->run_and_read();
+      // A library on the host gets a CPU workload with the same seed: the same input values.
+      std::unique_ptr<harness::Workload> host;
+      harness::Workload* theirs = &workload;
+      if (lib->runs_on_host() && workload.device().info().backend != BackendKind::Cpu) {
+        host = std::make_unique<harness::Workload>(Registry::instance().find("cpu"), pb, workload.seed());
+        theirs = host.get();
+      }
+      lib->prepare(*theirs);
+      theirs->poison();
+      lib->run();
+      lib->collect_output();
+      theirs->queue().finish();
+      theirs->check_canaries();
+      const std::vector<float> result = theirs->output();
       // Against convtune's output everywhere, and against the float64 reference at sampled elements.
-      const double vs_convtune = relative_l2(theirs, convtune_output);
-      ConvOperands with_theirs = shared.host;
-      float* written = pb.direction == Direction::Forward        ? with_theirs.y
-                       : pb.direction == Direction::BackwardData ? with_theirs.x
-                                                                 : with_theirs.w;
-      std::vector<float> saved(written, written + theirs.size());
-      std::copy(theirs.begin(), theirs.end(), written);
-      const auto sampled = conformance::check_sampled(pb, with_theirs, 512, 43);
-      std::copy(saved.begin(), saved.end(), written);  // convtune's output stays where it was
-      const bool agrees = vs_convtune <= agree_tolerance && sampled.rel_l2_error <= reference_tolerance;
-      const Timing t = lib->time(warmup, repeats);
+      const double vs_convtune = harness::relative_l2(result, convtune_output);
+      const harness::Check sampled = theirs->verify_sampled(result, 512, reference_tolerance);
+      const bool agrees = vs_convtune <= agree_tolerance && sampled.passed;
+      const Timing t = harness::time_runs(*lib, *theirs, warmup, repeats);
       const double ratio = convtune_ms / t.median_ms;
       const std::string word = ratio > 1 ? "slower" : "faster";
       add(fmt::format("{:.3f}", t.median_ms), lib->algorithm(),
-          fmt::format("{}{:.1e}", agrees ? "" : "DISAGREES ", vs_convtune), fmt::format(fmt::runtime(ratio >= 0.1 ? "{:.2f} {}" : "{:.2g} {}"), ratio, word));
-      v = {{"status", agrees ? "ok" : "disagrees"},
-           {"ms", t.median_ms},
-           {"min_ms", t.min_ms},
-           {"algorithm", lib->algorithm()},
-           {"rel_l2_vs_convtune", vs_convtune},
-           {"rel_l2_vs_reference_sampled", sampled.rel_l2_error},
-           {"tolerance_vs_convtune", agree_tolerance},
-           {"ratio_convtune_over_reference", ratio},
-           {"convtune_is", word},
-           {"runs_on", lib->runs_on_host() ? "host CPU" : device_.info().id}};
-      out.values[lib->name()] = v;
+          fmt::format("{}{:.1e}", agrees ? "" : "DISAGREES ", vs_convtune),
+          fmt::format(fmt::runtime(ratio >= 0.1 ? "{:.2f} {}" : "{:.2g} {}"), ratio, word));
+      out.values[lib->name()] = {{"status", agrees ? "ok" : "disagrees"},
+                                 {"ms", t.median_ms},
+                                 {"min_ms", t.min_ms},
+                                 {"algorithm", lib->algorithm()},
+                                 {"rel_l2_vs_convtune", vs_convtune},
+                                 {"rel_l2_vs_reference_sampled", sampled.rel_l2_error},
+                                 {"tolerance_vs_convtune", agree_tolerance},
+                                 {"ratio_convtune_over_reference", ratio},
+                                 {"convtune_is", word},
+                                 {"runs_on", theirs->device().info().id}};
       if (!agrees)
         out.failures.push_back(fmt::format("{} disagrees on {}: rel L2 {:.2e} from convtune's output (tolerance "
                                            "{:.2e}), {:.2e} from the float64 reference at sampled elements",
                                            lib->name(), pb.to_string(), vs_convtune, agree_tolerance,
                                            sampled.rel_l2_error));
-    } catch (const Error& e) {
+    } catch (const std::exception& e) {
       add(fmt::format("FAILED: {}", e.what()), "-", "-", "-");
       out.values[lib->name()] = {{"status", "failed"}, {"reason", e.what()}};
       out.failures.push_back(fmt::format("{} on {}: {}", lib->name(), pb.to_string(), e.what()));

@@ -1,6 +1,7 @@
-// Side-by-side comparison for `convtune bench --against`: after convtune's plan is verified and timed, each
-// requested reference library runs on the same inputs (the same device buffers where it runs on the same
-// device), is checked against convtune's output and the float64 reference, and is timed the same way.
+// Side-by-side comparison for `convtune bench --against`: after convtune's plan is verified and timed on a
+// Workload, each requested reference library runs on the same inputs (the very same device buffers where it runs on
+// convtune's device, a CPU workload with the same values where it runs on the host), is checked against convtune's
+// output and the float64 reference, and is timed the same way.
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -10,16 +11,15 @@
 #include <vector>
 
 #include "convtune/backend.h"
+#include "src/harness/workload.h"
 #include "src/reference_libs/reference_library.h"
 
 namespace convtune::cli {
 
-class BenchTarget;
-
 class Against {
  public:
   // Throws InvalidArgument for an unknown name; a library that is absent stays in the list as "missing".
-  Against(const std::vector<std::string>& names, reference::MathMode math, const Device& device);
+  Against(const std::vector<std::string>& names, MathMode math, const Device& device);
 
   // Four per library: "<name> ms", "<name> algorithm", "<name> check", "convtune/<name>".
   std::vector<std::string> columns() const;
@@ -31,16 +31,16 @@ class Against {
     nlohmann::json values;           // {"cudnn": {"ms":..., "ratio":..., "status":...}, ...}
     std::vector<std::string> failures;
   };
-  // `convtune_output` is the operand convtune wrote for `problem` (compared element by element).
-  Outcome compare(const ConvProblem& problem, BenchTarget& target, const std::vector<float>& convtune_output,
-                  double convtune_ms, int warmup, int repeats);
+  // `workload` is the one convtune ran on; `convtune_output` its written operand after convtune's run.
+  Outcome compare(harness::Workload& workload, const std::vector<float>& convtune_output, double convtune_ms,
+                  int warmup, int repeats);
 
   // One line per library: its version and file, or why it is missing; for headers of reports.
   std::vector<std::pair<std::string, std::string>> describe() const;
-  reference::MathMode math() const { return math_; }
+  MathMode math() const { return math_; }
 
  private:
-  reference::MathMode math_;
+  MathMode math_;
   const Device& device_;
   std::vector<std::unique_ptr<reference::ReferenceLibrary>> libraries_;
 };

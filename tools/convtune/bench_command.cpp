@@ -13,7 +13,7 @@
 #include "src/core/atomic_file.h"
 #include "src/measure/device_ceilings.h"
 #include "tools/convtune/against.h"
-#include "tools/convtune/bench_target.h"
+#include "src/harness/implementation.h"
 #include "tools/convtune/commands.h"
 #include "tools/convtune/device_choice.h"
 #include "tools/convtune/output_path.h"
@@ -27,6 +27,7 @@ namespace {
 struct BenchOptions {
   std::string suite;
   std::vector<std::string> layers;
+  std::vector<std::string> gemms;
   std::string device = "cpu";
   std::string algorithm = "threaded";
   std::string family = "auto";
@@ -49,22 +50,44 @@ std::string shape_text(const ConvProblem& p) {
   return s;
 }
 
-// One target per algorithm to compare: the CPU path, or one plan per requested kernel family.
-std::vector<std::unique_ptr<BenchTarget>> make_targets(Device& device, const BenchOptions& opt) {
-  std::vector<std::unique_ptr<BenchTarget>> targets;
-  if (device.info().backend == BackendKind::Cpu) {
-    targets.push_back(make_cpu_target(device, opt.algorithm));
-    return targets;
+// What bench runs for a row: a family (empty: the plan's own choice) and optional parameters.
+struct Target {
+  std::string family;
+  std::optional<Config> config;
+  std::string label() const {
+    if (family.empty()) return "auto";
+    return config ? fmt::format("{}[{}]", family, to_string(*config)) : family;
+  }
+};
+
+// The CPU backend's paths under their old names: reference (the float64 oracle), sequential and threaded.
+Target cpu_algorithm_target(const std::string& algorithm, Problem::Kind kind) {
+  if (algorithm == "reference") return {"cpu_reference", Config{}};
+  if (algorithm == "sequential" || algorithm == "threaded") {
+    return {kind == Problem::Kind::Gemm ? "cpu_gemm" : "cpu_direct", Config{{"THREADS", algorithm == "sequential" ? 1 : 0}}};
+  }
+  throw InvalidArgument(fmt::format("--algorithm '{}': expected reference, sequential or threaded", algorithm));
+}
+
+// One target per algorithm to compare: the named family (with --config), every family (all), or the plan's choice.
+std::vector<Target> make_targets(const Device& device, const BenchOptions& opt, bool algorithm_given) {
+  const bool cpu = device.info().backend == BackendKind::Cpu;
+  if (algorithm_given && !cpu) {
+    throw InvalidArgument(fmt::format("--algorithm selects a CPU backend path, but the device is {}: use --family",
+                                      device.info().id));
   }
   const std::optional<Config> config = opt.config.empty() ? std::nullopt : std::optional(parse_config(opt.config));
   if (opt.family == "all") {
     if (config) throw InvalidArgument("--config needs one --family, not all");
-    for (const auto& f : kernel_families()) targets.push_back(make_plan_target(device, f->name(), std::nullopt));
-  } else {
-    if (config && opt.family == "auto") throw InvalidArgument("--config needs --family NAME");
-    targets.push_back(make_plan_target(device, opt.family == "auto" ? "" : opt.family, config));
+    std::vector<Target> targets;
+    for (const auto& f : kernel_families()) {
+      if (f->runs_on_cpu_backend() == cpu) targets.push_back({f->name(), std::nullopt});  // the device's own kind
+    }
+    return targets;
   }
-  return targets;
+  if (config && opt.family == "auto") throw InvalidArgument("--config needs --family NAME");
+  if (opt.family != "auto") kernel_family(opt.family);  // unknown names fail now, listing the known ones
+  return {{opt.family == "auto" ? "" : opt.family, config}};
 }
 
 // The FP32 FMA ceiling `convtune peak` measures, for the "% peak" column; 0 with `why` set where none exists.
@@ -98,17 +121,16 @@ void write_markdown(const std::string& path, const Device& device, const BenchOp
                     double peak, const std::string& peak_why, const ReportTable& table) {
   std::string libraries;
   for (const auto& [name, line] : against.describe()) libraries += (libraries.empty() ? "" : ", ") + name;
-  std::string text = fmt::format("### convtune vs {} ({}) on {} ({}), {}\n\n", libraries,
-                                 reference::to_string(against.math()), device.info().name, device.info().id,
-                                 utc_now());
+  std::string text = fmt::format("### convtune vs {} ({}) on {} ({}), {}\n\n", libraries, to_string(against.math()),
+                                 device.info().name, device.info().id, utc_now());
   text += fmt::format("- device: {} ({}), driver {}\n", device.info().name, device.info().id,
                       device.info().driver_version.empty() ? "-" : device.info().driver_version);
   text += fmt::format("- host CPU: {}\n", Registry::instance().find("cpu").info().name);
   text += peak > 0 ? fmt::format("- measured FP32 peak (convtune peak's FMA kernel): {:.0f} GFLOP/s\n", peak)
                    : fmt::format("- measured FP32 peak: none ({})\n", peak_why);
-  text += fmt::format("- math: {}\n", against.math() == reference::MathMode::FP32
-                                          ? "fp32 (cuDNN with FMA math: tensor cores and TF32 off)"
-                                          : "tf32 (cuDNN with tensor-op math: TF32 tensor cores allowed)");
+  text += fmt::format("- math: {}\n", against.math() == MathMode::FP32
+                                          ? "fp32 (cuDNN with FMA math, cuBLAS default math: tensor cores and TF32 off)"
+                                          : "tf32 (cuDNN and cuBLAS with tensor-op math: TF32 tensor cores allowed)");
   for (const auto& [name, line] : against.describe()) text += fmt::format("- {}: {}\n", name, line);
   text += fmt::format("- timing: median of {} after {} warm-up, device events (host clock on the CPU); inputs "
                       "uniform in [-1, 1); `check` is the relative L2 distance from convtune's output\n",
@@ -119,8 +141,16 @@ void write_markdown(const std::string& path, const Device& device, const BenchOp
   write_file_atomic(path, text);
 }
 
-void run_bench(const BenchOptions& opt) {
-  const std::vector<Layer> layers = select_layers(opt.suite, opt.layers);
+std::string shape_text(const Problem& problem) {
+  if (problem.is_conv()) return shape_text(problem.conv());
+  const GemmProblem& g = problem.gemm();
+  std::string s = fmt::format("{}x{}x{}{}{}", g.m, g.n, g.k, g.trans_a ? " At" : "", g.trans_b ? " Bt" : "");
+  if (g.batch > 1) s += fmt::format(" x{}", g.batch);
+  return s;
+}
+
+void run_bench(const BenchOptions& opt, bool algorithm_given) {
+  const std::vector<Layer> layers = select_layers(opt.suite, opt.layers, opt.gemms);
   if (opt.repeats < 1) throw InvalidArgument(fmt::format("--repeats={} is invalid: expected 1 or more", opt.repeats));
   const auto directions = parse_directions(opt.direction);
   for (const Layer& layer : layers) scale_batch(layer.problem, opt.batch_scale).validate();
@@ -128,10 +158,11 @@ void run_bench(const BenchOptions& opt) {
   if (!opt.markdown.empty()) prepare_output(opt.markdown, false, "--markdown");
 
   Device& device = choose_device(opt.device, "bench");
-  auto targets = make_targets(device, opt);
+  const bool cpu = device.info().backend == BackendKind::Cpu;
+  const std::vector<Target> targets = make_targets(device, opt, algorithm_given);
   std::unique_ptr<Against> against;
   if (!opt.against.empty())
-    against = std::make_unique<Against>(opt.against, reference::parse_math_mode(opt.math), device);
+    against = std::make_unique<Against>(opt.against, parse_math_mode(opt.math), device);
   else if (!opt.markdown.empty())
     throw InvalidArgument("--markdown writes the side-by-side table: give --against LIST too");
   double peak = 0;
@@ -141,8 +172,18 @@ void run_bench(const BenchOptions& opt) {
     peak = measured_fp32_peak(device, peak_why);
     for (const auto& [name, line] : against->describe()) std::cerr << fmt::format("bench: {}: {}\n", name, line);
   }
-  std::cerr << fmt::format("bench: {} layer(s) x {} direction(s) x {} algorithm(s) on {} ({})\n", layers.size(),
-                           directions.size(), targets.size(), device.info().id, device.info().name);
+  // The rows: each convolution in every asked direction, each GEMM once.
+  std::vector<std::pair<const Layer*, Problem>> rows;
+  for (const Layer& layer : layers) {
+    const Problem scaled = scale_batch(layer.problem, opt.batch_scale);
+    if (scaled.is_gemm()) {
+      rows.emplace_back(&layer, scaled);
+    } else {
+      for (Direction dir : directions) rows.emplace_back(&layer, scaled.conv().with_direction(dir));
+    }
+  }
+  std::cerr << fmt::format("bench: {} row(s) (layer x direction) x {} algorithm(s) on {} ({})\n", rows.size(),
+                           targets.size(), device.info().id, device.info().name);
 
   std::vector<std::string> columns = {"layer", "dir", "N", "shape", "ms", "GFLOP/s", "GB/s"};
   if (against) columns.push_back("% peak");
@@ -153,75 +194,101 @@ void run_bench(const BenchOptions& opt) {
   }
   ReportTable table(columns);
   std::vector<std::string> failures;
-  const size_t total = layers.size() * directions.size() * targets.size();
-  size_t done = 0;
-  for (const Layer& layer : layers) {
-    for (Direction dir : directions) {
-      const ConvProblem pb = scale_batch(layer.problem, opt.batch_scale).with_direction(dir);
-      for (auto& target : targets) {
-        std::cerr << fmt::format("[{}/{}] {} {} N={} ... ", ++done, total, layer.name, to_string(dir), pb.n) << std::flush;
-        const std::vector<std::string> head = {layer.name, std::string(to_string(dir)), std::to_string(pb.n), shape_text(pb)};
-        auto skip_row = [&](const std::string& algorithm, const std::string& why) {
-          std::cerr << why << "\n";
-          auto cells = head;
-          cells.insert(cells.end(), {"-", "-", "-"});
-          if (against) cells.push_back("-");
-          cells.insert(cells.end(), {device.info().id, algorithm, why});
-          if (against) {
-            const auto none = against->empty_cells();
-            cells.insert(cells.end(), none.begin(), none.end());
-          }
-          table.add_row(cells, {{"layer", layer.name}, {"direction", to_string(dir)}, {"algorithm", algorithm}, {"skipped", why}});
-        };
-        if (const std::string why = target->unsupported_reason(pb); !why.empty()) {
-          skip_row(target->algorithm(), "unsupported: " + why);
-          continue;
-        }
-        std::string check = "skipped";
-        try {
-          target->prepare(pb);
-          if (opt.verify) check = fmt::format("{:.1e}", target->verify());
-        } catch (const Error& e) {
-          failures.push_back(fmt::format("{} {} {}: {}", layer.name, to_string(dir), target->algorithm(), e.what()));
-          skip_row(target->algorithm(), fmt::format("FAILED: {}", e.what()));
-          continue;
-        }
-        const Timing t = target->time(opt.warmup, opt.repeats);
-        const double gflops = pb.flops() / (t.median_ms * 1e6);
-        const double gbs = pb.bytes() / (t.median_ms * 1e6);
-        std::cerr << fmt::format("{:.3f} ms, {:.1f} GFLOP/s\n", t.median_ms, gflops);
-        auto cells = head;
-        cells.insert(cells.end(), {fmt::format("{:.3f}", t.median_ms), fmt::format("{:.1f}", gflops),
-                                   fmt::format("{:.1f}", gbs)});
-        if (against) cells.push_back(peak > 0 ? fmt::format("{:.1f}", 100 * gflops / peak) : "-");
-        cells.insert(cells.end(), {device.info().id, target->algorithm(), check});
-        nlohmann::json compared;
-        if (against) {
-          try {
-            const std::vector<float> mine = target->output();
-            auto outcome = against->compare(pb, *target, mine, t.median_ms, opt.warmup, opt.repeats);
-            cells.insert(cells.end(), outcome.cells.begin(), outcome.cells.end());
-            compared = std::move(outcome.values);
-            for (auto& f : outcome.failures) failures.push_back(fmt::format("{} {}: {}", layer.name, to_string(dir), f));
-          } catch (const Error& e) {
-            const auto none = against->empty_cells();
-            cells.insert(cells.end(), none.begin(), none.end());
-            failures.push_back(fmt::format("{} {}: reading convtune's output: {}", layer.name, to_string(dir), e.what()));
-          }
-        }
-        table.add_row(cells, {{"layer", layer.name},
-                              {"direction", to_string(dir)},
-                              {"problem", pb.to_string()},
-                              {"ms", t.median_ms},
-                              {"min_ms", t.min_ms},
-                              {"gflops", gflops},
-                              {"gbytes_per_s", gbs},
-                              {"device", device.info().id},
-                              {"algorithm", target->algorithm()},
-                              {"check_rel_l2", check},
-                              {"percent_of_fp32_peak", peak > 0 ? nlohmann::json(100 * gflops / peak) : nlohmann::json()},
-                              {"against", compared}});
+  size_t done = 0, ran = 0;
+  for (const auto& [layer, pb] : rows) {
+    const std::string dir(pb.operation());
+    const std::string batch = std::to_string(pb.is_conv() ? pb.conv().n : pb.gemm().m);
+    for (const Target& generic_target : targets) {
+      Target target = generic_target;
+      if (cpu && target.family.empty()) target = cpu_algorithm_target(opt.algorithm, pb.kind());
+      // "all" lists every family: a row only meets those of its kind.
+      if (!target.family.empty() && kernel_family(target.family).problem_kind() != pb.kind()) continue;
+      std::cerr << fmt::format("[{}/{}] {} {} {} ... ", ++done, rows.size() * targets.size(), layer->name, dir,
+                               target.label()) << std::flush;
+      const std::vector<std::string> head = {layer->name, dir, batch, shape_text(pb)};
+      PlanRequest request;
+      request.family = target.family;
+      request.config = target.config;
+      if (request.config && kernel_family(target.family).unsupported_reason(pb, {}, device.info()).empty()) {
+        // Parameters --config leaves out keep the family's default for this layer.
+        Config full = kernel_family(target.family).default_config(pb, device.info());
+        for (const auto& [name, value] : *request.config) full[name] = value;
+        request.config = full;
       }
+      harness::PlanImplementation impl(request);
+      auto skip_row = [&](const std::string& algorithm, const std::string& why) {
+        std::cerr << why << "\n";
+        auto cells = head;
+        cells.insert(cells.end(), {"-", "-", "-"});
+        if (against) cells.push_back("-");
+        cells.insert(cells.end(), {device.info().id, algorithm, why});
+        if (against) {
+          const auto none = against->empty_cells();
+          cells.insert(cells.end(), none.begin(), none.end());
+        }
+        table.add_row(cells, {{"layer", layer->name}, {"direction", dir}, {"algorithm", algorithm}, {"skipped", why}});
+      };
+      if (const std::string why = impl.unsupported_reason(pb, device.info()); !why.empty()) {
+        skip_row(target.label(), "unsupported: " + why);
+        continue;
+      }
+      std::unique_ptr<harness::Workload> workload;
+      std::string check = "skipped";
+      try {
+        workload = std::make_unique<harness::Workload>(device, pb, 1);
+        impl.prepare(*workload);
+        if (opt.verify) {
+          const harness::Check result = harness::check_once(impl, *workload, 512);
+          if (!result.passed) {
+            throw Error(fmt::format("{} computes {} wrongly: {}", impl.algorithm(), pb.to_string(), result.message));
+          }
+          check = fmt::format("{:.1e}", result.rel_l2_error);
+        }
+      } catch (const Error& e) {
+        failures.push_back(fmt::format("{} {} {}: {}", layer->name, dir, impl.algorithm(), e.what()));
+        skip_row(impl.algorithm(), fmt::format("FAILED: {}", e.what()));
+        continue;
+      }
+      const Timing t = harness::time_runs(impl, *workload, opt.warmup, opt.repeats);
+      ++ran;
+      const double gflops = pb.flops() / (t.median_ms * 1e6);
+      const double gbs = pb.bytes() / (t.median_ms * 1e6);
+      std::cerr << fmt::format("{:.3f} ms, {:.1f} GFLOP/s\n", t.median_ms, gflops);
+      auto cells = head;
+      cells.insert(cells.end(), {fmt::format("{:.3f}", t.median_ms), fmt::format("{:.1f}", gflops),
+                                 fmt::format("{:.1f}", gbs)});
+      if (against) cells.push_back(peak > 0 ? fmt::format("{:.1f}", 100 * gflops / peak) : "-");
+      cells.insert(cells.end(), {device.info().id, impl.algorithm(), check});
+      nlohmann::json compared;
+      if (against) {
+        try {
+          // convtune's output of one more run is what the libraries are compared with.
+          workload->poison();
+          impl.run();
+          workload->queue().finish();
+          const std::vector<float> mine = workload->output();
+          auto outcome = against->compare(*workload, mine, t.median_ms, opt.warmup, opt.repeats);
+          cells.insert(cells.end(), outcome.cells.begin(), outcome.cells.end());
+          compared = std::move(outcome.values);
+          for (auto& f : outcome.failures) failures.push_back(fmt::format("{} {}: {}", layer->name, dir, f));
+        } catch (const Error& e) {
+          const auto none = against->empty_cells();
+          cells.insert(cells.end(), none.begin(), none.end());
+          failures.push_back(fmt::format("{} {}: reading convtune's output: {}", layer->name, dir, e.what()));
+        }
+      }
+      table.add_row(cells, {{"layer", layer->name},
+                            {"direction", dir},
+                            {"problem", pb.to_string()},
+                            {"ms", t.median_ms},
+                            {"min_ms", t.min_ms},
+                            {"gflops", gflops},
+                            {"gbytes_per_s", gbs},
+                            {"device", device.info().id},
+                            {"algorithm", impl.algorithm()},
+                            {"check_rel_l2", check},
+                            {"percent_of_fp32_peak", peak > 0 ? nlohmann::json(100 * gflops / peak) : nlohmann::json()},
+                            {"against", compared}});
     }
   }
   std::cout << fmt::format("device: {} ({}), median of {} after {} warm-up\n", device.info().id, device.info().name,
@@ -258,6 +325,9 @@ void run_bench(const BenchOptions& opt) {
     for (const auto& f : failures) text += "\n  " + f;
     throw Error(fmt::format("{} check(s) failed:{}", failures.size(), text));
   }
+  // A request nothing could run (an element type or math mode no family implements, say) is a failure, not a
+  // table of "unsupported" rows with exit status 0.
+  if (ran == 0) throw Unsupported("nothing ran: no implementation computes any of the requested rows (see the table)");
 }
 
 }  // namespace
@@ -268,13 +338,21 @@ void add_bench_command(CLI::App& app) {
   cmd->add_option("--suite", opt->suite, "Suite name (alexnet, seeds) or path of a suite file");
   cmd->add_option("--layer", opt->layers,
                   "One layer, e.g. N=1,C=64,H=27,K=192,R=5,pad=2 (W defaults to H, S to R); repeatable");
+  cmd->add_option("--gemm", opt->gemms,
+                  "One matrix product C = op(A) op(B), e.g. M=100,N=256,K=3136,trans_b=1 (also batch, lda..., "
+                  "stride_a...); repeatable");
   cmd->add_option("--backend,--device", opt->device, "Device: cpu, opencl[:N], cuda[:N] or best")
       ->capture_default_str();
-  cmd->add_option("--algorithm", opt->algorithm, "CPU backend path: reference, sequential or threaded")
+  auto* algorithm = cmd->add_option("--algorithm", opt->algorithm,
+                                    "On the CPU backend: reference (cpu_reference), sequential (cpu_direct/cpu_gemm "
+                                    "THREADS=1) or threaded (THREADS=0)")
+                        ->capture_default_str();
+  std::string family_names;
+  for (const auto& family : kernel_families()) family_names += (family_names.empty() ? "" : ", ") + family->name();
+  cmd->add_option("--family", opt->family,
+                  "auto (the plan's choice), all (a row per family), or one family: " + family_names)
       ->capture_default_str();
-  cmd->add_option("--family", opt->family, "Kernel family on a kernel device: auto, all, implicit_gemm, direct_tiled, im2col_gemm")
-      ->capture_default_str();
-  cmd->add_option("--config", opt->config, "Parameters for --family, e.g. TILE_M=64,TILE_N=64 (default: the family's)");
+  cmd->add_option("--config", opt->config, "Parameters for --family, e.g. TILE_M=64,TILE_N=64; those left out keep the family's default for each layer");
   cmd->add_option("--direction", opt->direction, "fwd, bwd-data, bwd-filter or all")->capture_default_str();
   cmd->add_option("--batch-scale", opt->batch_scale, "Multiply every layer's N by this (at least 1 remains)")
       ->capture_default_str();
@@ -283,12 +361,14 @@ void add_bench_command(CLI::App& app) {
   cmd->add_flag("!--no-verify", opt->verify, "Skip the batch-1 check against the reference");
   cmd->add_option("--out", opt->out, "Also write the table to FILE.csv, FILE.json or FILE.md (repeatable)");
   cmd->add_option("--against", opt->against,
-                  "Also run these reference libraries on the same inputs: cudnn, clblast, onednn (comma-separated)")
+                  "Also run these reference libraries on the same inputs: cudnn, cublas, clblast, onednn "
+                  "(comma-separated)")
       ->delimiter(',');
-  cmd->add_option("--math", opt->math, "Reference math: fp32 (cuDNN tensor cores off) or tf32")->capture_default_str();
+  cmd->add_option("--math", opt->math, "Reference libraries' math: fp32 (cuDNN/cuBLAS tensor cores off) or tf32")
+      ->capture_default_str();
   cmd->add_option("--markdown", opt->markdown, "With --against: write a Markdown section (device, libraries, "
                   "command, table) to FILE");
-  cmd->callback([opt] { run_bench(*opt); });
+  cmd->callback([opt, algorithm] { run_bench(*opt, algorithm->count() > 0); });
 }
 
 }  // namespace convtune::cli

@@ -61,7 +61,9 @@ void add_filters(CLI::App* cmd, DbOptions& opt) {
 // Current kernel-source hash of every family, for each direction's source file, keyed the way entries are judged.
 std::map<std::string, std::string> current_hashes(const TuningEntry& e, const DeviceInfo& device) {
   std::map<std::string, std::string> hashes;
-  for (const auto& f : kernel_families()) hashes[f->name()] = kernel_source_hash(*f, e.problem, device);
+  for (const auto& f : kernel_families()) {
+    if (f->problem_kind() == e.problem.kind()) hashes[f->name()] = kernel_source_hash(*f, e.problem, device);
+  }
   return hashes;
 }
 

@@ -20,7 +20,7 @@ struct EvalOptions {
   std::string model;
   std::string data;
   std::string device = "best";
-  std::string family = "implicit_gemm";
+  std::string family = "auto";
   std::string fused_family = "direct_tiled";
   int64_t limit = -1;
   int64_t batch = 100;
@@ -37,7 +37,7 @@ void run_eval(const EvalOptions& opt) {
   const data::LabelledImages test = data::load_idx_pair(files.test_images, files.test_labels, 10, opt.limit);
   Device& device = choose_device(opt.device, "eval");
   nn::Runtime runtime(device);
-  auto network = nn::load_network(opt.model, runtime, opt.family);
+  auto network = nn::load_network(opt.model, runtime, opt.family == "auto" ? "" : opt.family);
   std::cout << fmt::format("eval: {} ({}) on {} ({}), {} test images, batch {}\n", opt.model, header.architecture,
                            device.info().id, device.info().name, test.count, opt.batch);
   if (opt.fuse) {
@@ -80,7 +80,7 @@ void add_eval_command(CLI::App& app) {
   cmd->add_option("--backend,--device", opt->device, "Device: best, cpu, opencl[:N], cuda[:N]")->capture_default_str();
   cmd->add_option("--limit", opt->limit, "Evaluate the first N test images (default: all 10,000)");
   cmd->add_option("--batch", opt->batch, "Images per forward pass")->capture_default_str()->check(positive_number());
-  cmd->add_option("--family", opt->family, "Kernel family of unfused convolutions")->capture_default_str();
+  cmd->add_option("--family", opt->family, "Kernel family of unfused convolutions (auto: the tuning database's choice per layer)")->capture_default_str();
   cmd->add_option("--fused-family", opt->fused_family, "Kernel family for conv+bias+ReLU+max-pool in one kernel")
       ->capture_default_str();
   cmd->add_flag("!--no-fuse", opt->fuse, "Run conv, ReLU and pool as separate steps");

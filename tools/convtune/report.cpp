@@ -96,7 +96,7 @@ Report build_report(const TuneLog& log, const std::vector<std::pair<std::string,
   std::vector<std::string> keys;
   std::map<std::string, std::vector<const LoggedTrial*>> ok_by_task;
   for (const LoggedTrial& t : log.trials) {
-    const std::string key = fmt::format("{}-{}-{}", t.layer, to_string(t.problem.direction), t.family);
+    const std::string key = fmt::format("{}-{}-{}", t.layer, t.problem.operation(), t.family);
     if (!ok_by_task.count(key)) {
       keys.push_back(key);
       if (keys.size() > kMaxReportTasks) {
@@ -132,11 +132,11 @@ Report build_report(const TuneLog& log, const std::vector<std::pair<std::string,
     std::string family;
   };
   std::vector<std::string> layers;
-  std::map<std::string, std::map<Direction, Best>> best;
+  std::map<std::string, std::map<std::string, Best>> best;
   for (const LoggedTrial& t : log.trials) {
     if (t.status != "ok") continue;
     if (!best.count(t.layer)) layers.push_back(t.layer);
-    Best& b = best[t.layer][t.problem.direction];
+    Best& b = best[t.layer][std::string(t.problem.operation())];
     if (b.ms == 0 || t.ms < b.ms) b = {t.ms, t.problem.flops(), t.family};
   }
   ReportTable& table = report.table;
@@ -147,12 +147,12 @@ Report build_report(const TuneLog& log, const std::vector<std::pair<std::string,
                   {{"layer", layer}, {"direction", dir}, {"ms", ms}, {"gflops", gflops},
                    {"percent_of_peak", peak > 0 ? 100 * gflops / peak : 0.0}, {"family", family}});
   };
-  std::map<Direction, Best> totals;
+  std::map<std::string, Best> totals;
   double all_ms = 0, all_flops = 0;
   for (const std::string& layer : layers) {
     double ms = 0, flops = 0;
     for (const auto& [dir, b] : best[layer]) {
-      add(layer, std::string(to_string(dir)), b.ms, b.flops, b.family);
+      add(layer, dir, b.ms, b.flops, b.family);
       ms += b.ms, flops += b.flops;
       totals[dir].ms += b.ms, totals[dir].flops += b.flops;
     }
@@ -160,7 +160,7 @@ Report build_report(const TuneLog& log, const std::vector<std::pair<std::string,
     all_ms += ms, all_flops += flops;
   }
   if (layers.size() > 1) {
-    for (const auto& [dir, b] : totals) add("all layers", std::string(to_string(dir)), b.ms, b.flops, "");
+    for (const auto& [dir, b] : totals) add("all layers", dir, b.ms, b.flops, "");
     add("all layers", "combined", all_ms, all_flops, "");
   }
   return report;

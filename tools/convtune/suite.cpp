@@ -11,6 +11,7 @@
 
 #include "convtune/error.h"
 #include "src/core/atomic_file.h"
+#include "src/core/install_paths.h"
 
 namespace convtune::cli {
 
@@ -19,7 +20,7 @@ namespace {
 std::vector<std::filesystem::path> suite_dirs() {
   std::vector<std::filesystem::path> dirs;
   if (const char* env = std::getenv("CONVTUNE_SUITE_DIR"); env && *env) dirs.emplace_back(env);
-  dirs.emplace_back(std::filesystem::path(CONVTUNE_SOURCE_DIR) / "bench/suites");
+  if (!data_dir().empty()) dirs.emplace_back(data_dir() / "suites");
   return dirs;
 }
 
@@ -76,7 +77,7 @@ std::vector<Layer> load_suite(const std::string& name_or_path) {
                                         number, line));
     }
     try {
-      layer.problem = parse_problem(spec);
+      layer.problem = parse_any_problem(spec);
     } catch (const InvalidArgument& e) {
       throw InvalidArgument(fmt::format("{}:{}: layer {}: {}", path.string(), number, layer.name, e.what()));
     }
@@ -86,22 +87,25 @@ std::vector<Layer> load_suite(const std::string& name_or_path) {
   return layers;
 }
 
-ConvProblem scale_batch(ConvProblem problem, double scale) {
+Problem scale_batch(Problem problem, double scale) {
   if (!(scale > 0) || !std::isfinite(scale)) {
     throw InvalidArgument(fmt::format("--batch-scale={} is invalid: expected a finite number > 0", scale));
   }
+  if (!problem.is_conv()) return problem;
+  ConvProblem conv = problem.conv();
   // Checked before converting: llround of a value beyond int64 is undefined, and silently becoming N=1 (as it
   // once did for 1e30) would time the wrong problem.
-  const double scaled = std::round(static_cast<double>(problem.n) * scale);
+  const double scaled = std::round(static_cast<double>(conv.n) * scale);
   if (scaled > static_cast<double>(kMaxTensorElements)) {
-    throw InvalidArgument(fmt::format("--batch-scale={} makes N={} into {:.6g}: expected at most {}", scale, problem.n,
+    throw InvalidArgument(fmt::format("--batch-scale={} makes N={} into {:.6g}: expected at most {}", scale, conv.n,
                                       scaled, kMaxTensorElements));
   }
-  problem.n = std::max<int64_t>(1, static_cast<int64_t>(scaled));
-  return problem;
+  conv.n = std::max<int64_t>(1, static_cast<int64_t>(scaled));
+  return conv;
 }
 
-std::vector<Layer> select_layers(const std::string& suite, const std::vector<std::string>& layer_texts) {
+std::vector<Layer> select_layers(const std::string& suite, const std::vector<std::string>& layer_texts,
+                                 const std::vector<std::string>& gemm_texts) {
   std::vector<Layer> layers;
   if (!suite.empty()) layers = load_suite(suite);
   int index = 0;
@@ -112,7 +116,17 @@ std::vector<Layer> select_layers(const std::string& suite, const std::vector<std
       throw InvalidArgument(fmt::format("--layer '{}': {}", text, e.what()));
     }
   }
-  if (layers.empty()) throw InvalidArgument("nothing to run: give --suite NAME or --layer N=..,C=..,H=..,K=..,R=..");
+  index = 0;
+  for (const auto& text : gemm_texts) {
+    try {
+      layers.push_back({fmt::format("gemm{}", ++index), parse_gemm(text)});
+    } catch (const InvalidArgument& e) {
+      throw InvalidArgument(fmt::format("--gemm '{}': {}", text, e.what()));
+    }
+  }
+  if (layers.empty()) {
+    throw InvalidArgument("nothing to run: give --suite NAME, --layer N=..,C=..,H=..,K=..,R=.. or --gemm M=..,N=..,K=..");
+  }
   return layers;
 }
 

@@ -21,7 +21,7 @@ struct TrainCnnOptions {
   std::string data;
   std::string device = "best";
   std::string architecture = "lenet";
-  std::string family = "implicit_gemm";
+  std::string family = "auto";
   std::string optimizer = "adam";
   std::string out = "cnn.model";
   int epochs = 3;
@@ -45,7 +45,7 @@ void run_train_cnn(const TrainCnnOptions& opt) {
   const data::LabelledImages test = data::load_idx_pair(files.test_images, files.test_labels, 10, opt.test_limit);
   Device& device = choose_device(opt.device, "train cnn");
   nn::Runtime runtime(device);
-  auto network = nn::make_network(runtime, opt.architecture, opt.family);
+  auto network = nn::make_network(runtime, opt.architecture, opt.family == "auto" ? "" : opt.family);
   network->initialize(opt.seed);
   // The model's place is checked before the training, not after it: a mistyped folder, a read-only or full disk.
   uint64_t model_bytes = 1 << 20;  // the header and the file's framing, generously
@@ -98,7 +98,7 @@ void add_train_cnn_command(CLI::App& train) {
                                        "/usr/share/datasets/fashion-mnist)");
   cmd->add_option("--backend,--device", opt->device, "Device: best, cpu, opencl[:N], cuda[:N]")->capture_default_str();
   cmd->add_option("--arch", opt->architecture, "Architecture: lenet or lenet-small")->capture_default_str();
-  cmd->add_option("--family", opt->family, "Kernel family of the convolutions on kernel devices")->capture_default_str();
+  cmd->add_option("--family", opt->family, "Kernel family of the convolutions on kernel devices (auto: the tuning database's choice per layer)")->capture_default_str();
   cmd->add_option("--epochs", opt->epochs, "Passes over the training set")->capture_default_str()->check(positive_number());
   cmd->add_option("--batch", opt->batch, "Images per step")->capture_default_str()->check(positive_number());
   cmd->add_option("--lr", opt->lr, "Learning rate")->capture_default_str()->check(positive_number());

@@ -14,10 +14,8 @@
 #include "convtune/kernel_family.h"
 #include "src/core/atomic_file.h"
 #include "src/measure/device_ceilings.h"
-#include "src/tuner/candidate_evaluator.h"
-#include "src/tuner/search_space.h"
+#include "convtune/tuning.h"
 #include "src/tuner/searcher.h"
-#include "src/tuning_db/tuning_database.h"
 #include "tools/convtune/commands.h"
 #include "tools/convtune/device_choice.h"
 #include "tools/convtune/progress.h"
@@ -30,9 +28,10 @@ namespace convtune::cli {
 
 namespace {
 
-struct TuneOptions {
+struct TuneCommandOptions {
   std::string suite;
   std::vector<std::string> layers;
+  std::vector<std::string> gemms;
   std::string device = "best";
   std::string family = "all";
   std::string direction = "all";
@@ -110,12 +109,6 @@ std::map<std::string, std::vector<int64_t>> parse_only(const std::string& text) 
   return only;
 }
 
-struct Task {
-  Layer layer;
-  ConvProblem problem;
-  const KernelFamily* family;
-};
-
 std::string utc_now_compact() {
   const std::time_t now = std::time(nullptr);
   char text[32];
@@ -123,22 +116,60 @@ std::string utc_now_compact() {
   return text;
 }
 
-void run_tune(const TuneOptions& opt) {
+// The command line over the library's tune(): options, the log, progress lines and the closing table.
+void run_tune(const TuneCommandOptions& opt) {
+  const auto command_start = std::chrono::steady_clock::now();
+  TuneOptions options;
   const double budget_s = parse_duration_seconds(opt.budget);
+  options.budget_seconds = budget_s;
+  options.strategy = opt.strategy;
+  options.max_fraction = opt.max_fraction;
+  options.max_candidates = opt.max_candidates;
+  options.warmup = opt.warmup;
+  options.repeats = opt.repeats;
+  options.abort_factor = opt.abort_factor;
+  options.seed = opt.seed;
+  options.jobs = opt.jobs;
+  options.only = parse_only(opt.only);
+  options.skip_tuned = opt.skip_tuned;
+  options.save = opt.save;
   if (opt.max_fraction < 0 || opt.max_fraction > 1) {
     throw InvalidArgument(fmt::format("--max-fraction={} is invalid: expected a fraction in (0, 1]", opt.max_fraction));
   }
   if (opt.repeats < 1) throw InvalidArgument(fmt::format("--repeats={} is invalid: expected 1 or more", opt.repeats));
   make_searcher(opt.strategy, {});  // an unknown strategy fails now, listing the known ones
-  const std::vector<Layer> layers = select_layers(opt.suite, opt.layers);
+  const std::vector<Layer> layers = select_layers(opt.suite, opt.layers, opt.gemms);
   const std::vector<Direction> directions = parse_directions(opt.direction);
-  for (const Layer& layer : layers) scale_batch(layer.problem, opt.batch_scale).validate();
+  std::vector<std::pair<std::string, Problem>> problems;
+  for (const Layer& layer : layers) {
+    const Problem scaled = scale_batch(layer.problem, opt.batch_scale);
+    scaled.validate();
+    if (scaled.is_gemm()) {
+      problems.emplace_back(layer.name, scaled);
+    } else {
+      for (Direction dir : directions) problems.emplace_back(layer.name, scaled.conv().with_direction(dir));
+    }
+  }
 
-  Device& device = choose_device(opt.device, "tune");
+  // --device cuda:0,cuda:1: the tasks are spread over several alike devices (tune_devices), one database.
+  std::vector<Device*> devices;
+  std::string device_ids;
+  for (size_t pos = 0; pos <= opt.device.size();) {
+    const size_t comma = std::min(opt.device.find(',', pos), opt.device.size());
+    const std::string spec = opt.device.substr(pos, comma - pos);
+    if (spec.empty()) {
+      throw InvalidArgument(fmt::format("--device '{}': empty device name: expected a device or a comma-separated "
+                                        "list such as cuda:0,cuda:1", opt.device));
+    }
+    devices.push_back(&choose_device(spec, "tune"));
+    device_ids += (device_ids.empty() ? "" : ",") + devices.back()->info().id;
+    pos = comma + 1;
+  }
+  Device& device = *devices.front();
   const DeviceInfo& info = device.info();
-  if (!info.can_run_kernels) {
-    throw InvalidArgument(fmt::format("tune needs a device that compiles kernels (OpenCL or CUDA); {} ({}) has "
-                                      "nothing to tune: {}", info.id, info.name, info.cannot_run_reason));
+  if (info.backend == BackendKind::Cpu && opt.family == "all") {
+    // The CPU backend's paths have nothing worth searching yet (THREADS only): say so rather than spend the budget.
+    std::cerr << "tune: the CPU backend's families have no tunable kernels (THREADS only); tuning them anyway\n";
   }
 
   // The database first: a damaged one stops the run before any time is spent, and is never overwritten.
@@ -157,187 +188,101 @@ void run_tune(const TuneOptions& opt) {
   if (opt.save) prepare_output(db_path, opt.db.empty(), "--db", database_write_bytes(db_path), false);
   prepare_output(log_path, opt.log.empty(), "--log", 1 << 20);
 
-  std::vector<Task> tasks;
-  std::vector<std::string> skipped, already_tuned;
-  for (const Layer& layer : layers) {
-    for (Direction dir : directions) {
-      const ConvProblem pb = scale_batch(layer.problem, opt.batch_scale).with_direction(dir);
-      for (const auto& f : kernel_families()) {
-        if (opt.family != "all" && opt.family != "auto" && f->name() != opt.family) continue;
-        if (const std::string why = f->unsupported_reason(pb, {}, info); !why.empty()) {
-          skipped.push_back(fmt::format("{} {} {}: {}", layer.name, to_string(dir), f->name(), why));
-          continue;
-        }
-        // A current exact entry for this device means the task was tuned before (an interrupted run, a suite
-        // that grew): with --skip-tuned it is left as it is.
-        if (opt.skip_tuned) {
-          const LookupResult found = database.lookup(pb, info, {{f->name(), kernel_source_hash(*f, pb, info)}});
-          if (found.tier == LookupTier::Exact) {
-            already_tuned.push_back(fmt::format("{} {} {}: {:.3f} ms", layer.name, to_string(dir), f->name(),
-                                                found.entry->time_ms));
-            continue;
-          }
-        }
-        tasks.push_back({layer, pb, f.get()});
+  std::vector<std::string> skipped;
+  const std::vector<TuneTask> tasks = make_tune_tasks(info, problems, opt.family, &skipped);
+  if (tasks.empty()) throw Unsupported("no kernel family supports any of the requested layers on " + info.id);
+  size_t already_tuned = 0;
+  if (opt.skip_tuned) {
+    for (const TuneTask& t : tasks) {
+      const LookupResult found =
+          database.lookup(t.problem, info, {{t.family->name(), kernel_source_hash(*t.family, t.problem, info)}});
+      if (found.tier == LookupTier::Exact) {
+        ++already_tuned;
+        std::cerr << fmt::format("  skipped (already tuned) {} {} {}: {:.3f} ms\n", t.name, t.problem.operation(),
+                                 t.family->name(), found.entry->time_ms);
       }
     }
-  }
-  if (opt.family != "all" && opt.family != "auto") kernel_family(opt.family);  // unknown names list the known ones
-  const auto only = parse_only(opt.only);
-  auto matches_only = [&only](const Config& c) {
-    for (const auto& [name, values] : only) {
-      const auto it = c.find(name);
-      if (it == c.end() || std::find(values.begin(), values.end(), it->second) == values.end()) return false;
+    if (already_tuned == tasks.size()) {
+      std::cout << fmt::format("nothing to tune: all {} task(s) already have a current entry in {} (--skip-tuned)\n",
+                               already_tuned, db_path.string());
+      return;
     }
-    return true;
-  };
-  if (tasks.empty() && !already_tuned.empty()) {
-    std::cout << fmt::format("nothing to tune: all {} task(s) already have a current entry in {} (--skip-tuned)\n",
-                             already_tuned.size(), db_path.string());
-    return;
   }
-  if (tasks.empty()) throw Unsupported("no kernel family supports any of the requested layers on " + info.id);
 
   TuneLog log(log_path);
-  log.metadata = {{"device", info.name},       {"device_id", info.id},      {"driver", info.driver_version},
+  log.metadata = {{"device", info.name},       {"device_id", device_ids},      {"driver", info.driver_version},
                   {"fingerprint", info.fingerprint()}, {"strategy", opt.strategy}, {"budget_s", budget_s},
                   {"batch_scale", opt.batch_scale},    {"repeats", opt.repeats},   {"command", opt.command_line},
                   {"date", utc_date_now()}};
-  if (opt.peak) {
+  if (opt.peak && info.can_run_kernels) {
     std::cerr << fmt::format("tune: measuring {}'s FP32 peak for the report ...\n", info.id);
     CeilingOptions ceiling_options;
     ceiling_options.buffer_bytes = 64u << 20;
     ceiling_options.repeats = 3;
     const Ceilings ceilings = measure_ceilings(device, ceiling_options);
     log.metadata["peak_gflops"] = ceilings.fma_gflops;
+    options.peak_gflops = ceilings.fma_gflops;
     log.metadata["copy_gbs"] = ceilings.copy_gbs;
   }
-  const unsigned hardware = std::max(1u, std::thread::hardware_concurrency());
-  const size_t jobs = opt.jobs > 0 ? static_cast<size_t>(opt.jobs) : std::clamp<size_t>(hardware - 1, 1, 8);
-  std::cerr << fmt::format("tune: {} task(s) (layer x direction x family) on {} ({}), strategy {}, budget {} in all, "
-                           "{} compile thread(s); database {}; log {}\n",
-                           tasks.size(), info.id, info.name, opt.strategy, format_duration(budget_s), jobs,
-                           db_path.string(), log_path.string());
+  std::cerr << fmt::format("tune: {} task(s) (layer x direction x family) on {} ({}), strategy {}, budget {} in all; "
+                           "database {}; log {}\n",
+                           tasks.size() - already_tuned, device_ids, info.name, opt.strategy,
+                           format_duration(budget_s), db_path.string(), log_path.string());
   for (const auto& s : skipped) std::cerr << "  skipped (unsupported) " << s << "\n";
-  for (const auto& s : already_tuned) std::cerr << "  skipped (already tuned) " << s << "\n";
 
   ReportTable table({"layer", "dir", "family", "space", "tried", "failed", "default ms", "best ms", "GFLOP/s",
-                     "speedup", "best parameters"});
-  const auto run_start = std::chrono::steady_clock::now();
+                     "speedup", "best parameters", "note"});
   size_t stored = 0;
-  for (size_t t = 0; t < tasks.size(); ++t) {
-    const Task& task = tasks[t];
-    const ConvProblem& pb = task.problem;
-    const KernelFamily& family = *task.family;
-    // Each task gets an even share of what is left, so time a fast task leaves unused goes to the later ones.
-    const double spent = std::chrono::duration<double>(std::chrono::steady_clock::now() - run_start).count();
-    const double task_budget = std::max(0.0, budget_s - spent) / static_cast<double>(tasks.size() - t);
-    const std::string label = fmt::format("[{}/{}] {} {} {}", t + 1, tasks.size(), task.layer.name,
-                                          to_string(pb.direction), family.name());
-    const SearchSpace full_space(family, pb, info);
-    std::vector<Config> configs;
-    for (const Config& c : full_space.configs())
-      if (matches_only(c)) configs.push_back(c);
-    TaskSummary summary{task.layer.name, pb, family.name(), configs.size()};
-    if (!only.empty()) {
-      std::cerr << fmt::format("{}: {} of {} valid configurations match --only\n", label, configs.size(), full_space.size());
-    }
-    if (configs.size() == 0) {
-      std::cerr << label << ": no valid configuration on this device\n";
-      log.add_task(summary);
-      continue;
-    }
-    CandidateOptions candidate_options;
-    candidate_options.warmup = opt.warmup;
-    candidate_options.repeats = opt.repeats;
-    candidate_options.abort_factor = opt.abort_factor;
-    const auto task_clock = std::chrono::steady_clock::now();
-    CandidateEvaluator evaluator(device, family, pb, candidate_options);
-
-    // The built-in default first: the baseline every tuned result is compared with, and the first best.
-    // With --only it is measured only when it lies inside the restricted space, so a strategy's result there is
-    // what the strategy found.
-    const Config default_config = family.default_config(pb, info);
-    const bool default_inside = matches_only(default_config);
-    Evaluation baseline = Evaluation::failed("outside --only: not measured");
-    if (default_inside) {
-      baseline = evaluator.evaluate(default_config);
-      log.add_trial(summary, Trial{0, default_config, baseline.ms, baseline.failure, "built-in default", {}});
-    }
-    if (baseline.ms) summary.default_ms = *baseline.ms;
-
-    SearcherOptions searcher_options;
-    searcher_options.seed = opt.seed + t;
-    auto searcher = make_searcher(opt.strategy, configs, searcher_options);
-    // The default's evaluation (compile included) already used part of the share; a run over budget still
-    // measures the default of every task, so each gets a baseline and an entry.
-    const double left = task_budget - std::chrono::duration<double>(std::chrono::steady_clock::now() - task_clock).count();
-    std::vector<StopCondition> stops = {StopCondition::after_time(std::chrono::duration_cast<std::chrono::nanoseconds>(
-        std::chrono::duration<double>(std::max(left, 1e-3))))};
-    if (opt.max_fraction > 0) stops.push_back(StopCondition::after_fraction(opt.max_fraction));
-    if (opt.max_candidates > 0) stops.push_back(StopCondition::after_candidates(opt.max_candidates));
-    const StopCondition stop = StopCondition::any_of(stops);
-
-    Progress progress(label, 1000);
-    TuneLoopOptions loop;
-    loop.lookahead = jobs;
-    loop.prefetch = [&](const Config& c) { evaluator.prefetch(c); };
-    const auto task_start = std::chrono::steady_clock::now();
-    loop.on_trial = [&](const Trial& trial, const TuneResult& so_far) {
-      log.add_trial(summary, trial);
-      const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - task_start).count();
-      double fraction = task_budget > 0 ? elapsed / task_budget : 1;
-      if (opt.max_fraction > 0)
-        fraction = std::max(fraction, so_far.trials.size() / std::ceil(opt.max_fraction * configs.size()));
-      if (opt.max_candidates > 0)
-        fraction = std::max(fraction, static_cast<double>(so_far.trials.size()) / opt.max_candidates);
-      fraction = std::max(fraction, static_cast<double>(so_far.trials.size()) / configs.size());
-      const double best = evaluator.best_ms();
-      progress.update(static_cast<int64_t>(fraction * 1000),
-                      fmt::format("{} tried, {} failed, best {}", so_far.trials.size(), so_far.failures(),
-                                  best > 0 ? fmt::format("{:.3f} ms ({:.0f} GFLOP/s)", best, pb.flops() / (best * 1e6))
-                                           : std::string("-")));
-    };
-    TuneResult result;
-    if (left > 0) {
-      result = tune_loop(*searcher, stop, [&](const Config& c) { return evaluator.evaluate(c); }, loop);
-    } else {
-      result.stop_reason = "its share of the budget went to the built-in default";
-    }
-
-    summary.tried = result.trials.size() + (default_inside ? 1 : 0);
-    summary.failed = result.failures() + (default_inside && !baseline.ms ? 1 : 0);
-    summary.stop_reason = result.stop_reason;
-    // The winner is the fastest verified candidate, the default included.
-    std::optional<Config> best_config;
-    double best_ms = 0;
-    if (baseline.ms) best_config = default_config, best_ms = *baseline.ms;
-    if (result.found() && (!best_config || result.best_ms < best_ms)) best_config = result.best_config, best_ms = result.best_ms;
-    if (best_config) {
-      summary.best_ms = best_ms;
-      summary.best_config = *best_config;
-      const InsertOutcome outcome = database.insert(
-          make_tuning_entry(info, family.name(), kernel_source_hash(family, pb, info), pb, *best_config, best_ms));
-      stored += outcome != InsertOutcome::KeptExisting;
-      if (opt.save) database.save();  // after every task, so an interrupted run keeps what it found
-    }
-    progress.finish(fmt::format("{} tried, {} failed, best {} ({})", summary.tried, summary.failed,
-                                best_config ? fmt::format("{:.3f} ms", best_ms) : std::string("none"),
-                                result.stop_reason));
+  // One progress line for the whole run, against the budget: the run's phases interleave the tasks.
+  Progress progress("tune", 1000);
+  std::string doing = "starting";
+  size_t candidates = 0, failures = 0;
+  auto redraw = [&] {
+    const double fraction = std::chrono::duration<double>(std::chrono::steady_clock::now() - command_start).count() /
+                            budget_s;
+    progress.update(static_cast<int64_t>(std::clamp(fraction, 0.0, 1.0) * 1000),
+                    fmt::format("{} candidates, {} failed; {}", candidates, failures, doing));
+  };
+  TuneCallbacks callbacks;
+  callbacks.status = [&](const std::string& text) {
+    doing = text;
+    redraw();
+  };
+  callbacks.trial_done = [&](const TuneTaskResult& so_far, const TuneTrial& trial, double) {
+    TaskSummary summary{so_far.task.name, so_far.task.problem, so_far.task.family->name(), so_far.space};
+    log.add_trial(summary, trial);
+    ++candidates;
+    failures += !trial.ms;
+    redraw();
+  };
+  callbacks.task_done = [&](const TuneTaskResult& r) {
+    TaskSummary summary{r.task.name, r.task.problem, r.task.family->name(), r.space};
+    summary.tried = r.tried;
+    summary.failed = r.failed;
+    summary.default_ms = r.default_ms;
+    summary.stop_reason = r.stop_reason;
+    if (r.best_config) summary.best_ms = r.best_ms, summary.best_config = *r.best_config;
+    stored += r.stored && *r.stored != InsertOutcome::KeptExisting;
     log.add_task(summary);
-    log.save();
-    const double gflops = best_config ? pb.flops() / (best_ms * 1e6) : 0;
-    table.add_row({task.layer.name, std::string(to_string(pb.direction)), family.name(), std::to_string(configs.size()),
-                   std::to_string(summary.tried), std::to_string(summary.failed),
-                   summary.default_ms > 0 ? fmt::format("{:.3f}", summary.default_ms) : default_inside ? "failed" : "-",
-                   best_config ? fmt::format("{:.3f}", best_ms) : "-", best_config ? fmt::format("{:.1f}", gflops) : "-",
-                   best_config && summary.default_ms > 0 ? fmt::format("{:.2f}x", summary.default_ms / best_ms) : "-",
-                   best_config ? to_string(*best_config) : "-"},
+    const double gflops = r.best_config ? r.task.problem.flops() / (r.best_ms * 1e6) : 0;
+    table.add_row({r.task.name, std::string(r.task.problem.operation()), r.task.family->name(),
+                   std::to_string(r.space), std::to_string(r.tried), std::to_string(r.failed),
+                   r.default_ms > 0 ? fmt::format("{:.3f}", r.default_ms) : "-",
+                   r.best_config ? fmt::format("{:.3f}", r.best_ms) : "-",
+                   r.best_config ? fmt::format("{:.1f}", gflops) : "-",
+                   r.best_config && r.default_ms > 0 ? fmt::format("{:.2f}x", r.default_ms / r.best_ms) : "-",
+                   r.best_config ? to_string(*r.best_config) : "-", r.stop_reason},
                   {});
-  }
+  };
+  // The budget is for the whole command: what went before (the peak, loading) is taken from it.
+  options.budget_seconds = budget_s - std::chrono::duration<double>(std::chrono::steady_clock::now() - command_start).count();
+  if (options.budget_seconds <= 0) throw Error(fmt::format("the budget of {} was spent before tuning started (measuring the peak): "
+                                                           "give a larger --budget or --no-peak", format_duration(budget_s)));
+  tune_devices(devices, tasks, database, options, callbacks);
+  progress.finish(fmt::format("{} candidates, {} failed", candidates, failures));
   log.save();
-  std::cout << fmt::format("device: {} ({}), strategy {}, {} in all\n", info.id, info.name, opt.strategy,
-                           format_duration(std::chrono::duration<double>(std::chrono::steady_clock::now() - run_start).count()));
+  std::cout << fmt::format("device: {} ({}), strategy {}, {} in all\n", device_ids, info.name, opt.strategy,
+                           format_duration(std::chrono::duration<double>(std::chrono::steady_clock::now() - command_start).count()));
   table.print(std::cout);
   std::cout << fmt::format("{} result(s) stored in {}{}\nlog of every candidate: {}\n", stored, db_path.string(),
                            opt.save ? "" : " (not saved: --no-save)", log_path.string());
@@ -346,11 +291,14 @@ void run_tune(const TuneOptions& opt) {
 }  // namespace
 
 void add_tune_command(CLI::App& app) {
-  auto opt = std::make_shared<TuneOptions>();
+  auto opt = std::make_shared<TuneCommandOptions>();
   auto* cmd = app.add_subcommand("tune", "Search kernel parameters per layer and direction; store the best");
   cmd->add_option("--suite", opt->suite, "Suite name (alexnet, seeds) or path of a suite file");
   cmd->add_option("--layer", opt->layers, "One layer, e.g. N=128,C=64,H=27,K=192,R=5,pad=2; repeatable");
-  cmd->add_option("--backend,--device", opt->device, "Device: opencl[:N], cuda[:N] or best")->capture_default_str();
+  cmd->add_option("--gemm", opt->gemms, "One matrix product, e.g. M=100,N=256,K=3136,trans_b=1; repeatable");
+  cmd->add_option("--backend,--device", opt->device,
+                  "Device: opencl[:N], cuda[:N] or best; a comma-separated list of alike devices (cuda:0,cuda:1) "
+                  "shares the tasks among them")->capture_default_str();
   cmd->add_option("--family", opt->family, "Kernel family to tune, or all that support the layer")->capture_default_str();
   cmd->add_option("--direction", opt->direction, "fwd, bwd-data, bwd-filter or all")->capture_default_str();
   cmd->add_option("--strategy", opt->strategy, "exhaustive, random, annealing or model")->capture_default_str();

@@ -13,8 +13,8 @@ namespace convtune::cli {
 
 namespace {
 
-std::string status_of(const Trial& trial) {
-  if (trial.ok()) return "ok";
+std::string status_of(const TuneTrial& trial) {
+  if (trial.ms) return "ok";
   const auto colon = trial.failure.find(':');
   // CandidateEvaluator prefixes its failures with their kind; anything else is an unclassified failure.
   const std::string kind = colon == std::string::npos ? "" : trial.failure.substr(0, colon);
@@ -36,7 +36,7 @@ nlohmann::json config_json(const Config& config) {
 
 }  // namespace
 
-void TuneLog::add_trial(const TaskSummary& task, const Trial& trial) {
+void TuneLog::add_trial(const TaskSummary& task, const TuneTrial& trial) {
   LoggedTrial row;
   row.layer = task.layer;
   row.problem = task.problem;
@@ -45,7 +45,7 @@ void TuneLog::add_trial(const TaskSummary& task, const Trial& trial) {
   row.status = status_of(trial);
   row.ms = trial.ms.value_or(0);
   row.gflops = trial.ms ? task.problem.flops() / (*trial.ms * 1e6) : 0;
-  row.wall_ms = std::chrono::duration<double, std::milli>(trial.wall).count();
+  row.wall_ms = trial.wall_ms;
   row.note = trial.note;
   row.failure = trial.failure;
   trials.push_back(std::move(row));
@@ -60,7 +60,7 @@ void TuneLog::save() const {
     j["tasks"] = nlohmann::json::array();
     for (const TaskSummary& t : tasks) {
       j["tasks"].push_back({{"layer", t.layer},
-                            {"direction", to_string(t.problem.direction)},
+                            {"direction", std::string(t.problem.operation())},
                             {"problem", t.problem.to_string()},
                             {"family", t.family},
                             {"space", t.space},
@@ -74,7 +74,7 @@ void TuneLog::save() const {
     j["trials"] = nlohmann::json::array();
     for (const LoggedTrial& r : trials) {
       j["trials"].push_back({{"layer", r.layer},
-                             {"direction", to_string(r.problem.direction)},
+                             {"direction", std::string(r.problem.operation())},
                              {"problem", r.problem.to_string()},
                              {"family", r.family},
                              {"parameters", config_json(r.config)},
@@ -90,7 +90,7 @@ void TuneLog::save() const {
     text = "layer,direction,problem,family,parameters,status,ms,gflops,wall_ms,note,failure\n";
     for (const LoggedTrial& r : trials) {
       text += fmt::format("{},{},{},{},{},{},{:.6f},{:.3f},{:.1f},{},{}\n", csv_field(r.layer),
-                          to_string(r.problem.direction), csv_field(r.problem.to_string()), r.family,
+                          std::string(r.problem.operation()), csv_field(r.problem.to_string()), r.family,
                           csv_field(to_string(r.config)), r.status, r.ms, r.gflops, r.wall_ms, csv_field(r.note),
                           csv_field(r.failure));
     }
@@ -144,10 +144,10 @@ class LogReader {
     }
     return static_cast<size_t>(v.get<uint64_t>());
   }
-  ConvProblem problem(const nlohmann::json& object, const std::string& where) const {
+  Problem problem(const nlohmann::json& object, const std::string& where) const {
     const std::string text_form = text(object, "problem", where);
     try {
-      return parse_problem(text_form);
+      return parse_any_problem(text_form);
     } catch (const InvalidArgument& e) {
       fail(where, fmt::format("field 'problem' is not a valid problem: {}", e.what()));
     }

@@ -10,16 +10,16 @@
 
 #include <nlohmann/json.hpp>
 
-#include "convtune/conv_problem.h"
 #include "convtune/kernel_family.h"
-#include "src/tuner/tune_loop.h"
+#include "convtune/problem.h"
+#include "convtune/tuning.h"
 
 namespace convtune::cli {
 
 // One layer x direction x family of a tuning run.
 struct TaskSummary {
   std::string layer;
-  ConvProblem problem;
+  Problem problem;
   std::string family;
   size_t space = 0;  // valid configurations
   size_t tried = 0;
@@ -32,7 +32,7 @@ struct TaskSummary {
 
 struct LoggedTrial {
   std::string layer;
-  ConvProblem problem;  // direction included
+  Problem problem;  // a convolution's direction included
   std::string family;
   Config config;
   std::string status;  // "ok", "compile error", "launch error", "wrong result"
@@ -59,7 +59,7 @@ class TuneLog {
   std::vector<LoggedTrial> trials;
   std::vector<TaskSummary> tasks;
 
-  void add_trial(const TaskSummary& task, const Trial& trial);
+  void add_trial(const TaskSummary& task, const TuneTrial& trial);
   void add_task(const TaskSummary& task) { tasks.push_back(task); }
   // Writes .json or .csv (by extension) atomically into an existing folder; throws InvalidArgument for others.
   void save() const;

@@ -6,22 +6,22 @@
 #include <optional>
 #include <string>
 
-#include "convtune/host_convolution.h"
 #include "convtune/kernel_family.h"
 #include "convtune/nn/layer.h"
 #include "convtune/plan.h"
 
 namespace convtune::nn {
 
-// 2-D convolution with bias, stride 1, square kernel and padding. On kernel devices every direction runs
-// through a Plan of `family` (forward with the bias fused, backward-data for dx, backward-filter for dw),
-// created once per batch size and reused; the bias gradient is a reduction kernel. On the CPU backend the
-// threaded host convolution computes all three. For inference, set_fused_epilogue() folds a following ReLU and
-// 2x2 max-pool into the forward plan (the family must support the epilogue; see Network::fuse_for_inference).
+// 2-D convolution with bias, stride 1, square kernel and padding. Every direction runs through a Plan (forward with
+// the bias fused on kernel devices, backward-data for dx, backward-filter for dw), created once per batch size and
+// reused: of `family` when one is named, else the tuning database's choice; on the CPU backend, its C++ families.
+// The bias gradient is a reduction kernel (a host loop on the CPU backend). For inference, set_fused_epilogue()
+// folds a following ReLU and 2x2 max-pool into the forward plan (the family must support the epilogue; see
+// Network::fuse_for_inference).
 class Conv2d final : public Layer {
  public:
   Conv2d(Runtime& runtime, std::string name, int64_t in_channels, int64_t out_channels, int64_t kernel, int64_t pad,
-         std::string family = "implicit_gemm");
+         std::string family = "");
 
   std::string kind() const override { return "conv2d"; }
   std::string spec() const override;
@@ -42,8 +42,12 @@ class Conv2d final : public Layer {
  private:
   struct Plans {
     std::optional<Plan> forward, backward_data, backward_filter;
+    std::shared_ptr<Buffer> scratch;  // the CPU backend's pre-epilogue output
   };
   Plans& plans_for(int64_t batch);
+  // The plan in `slot`, made on first use.
+  const Plan& plan(std::optional<Plan>& slot, const ConvProblem& problem, const Epilogue& epilogue,
+                   const std::string& family);
 
   Runtime& runtime_;
   int64_t in_, out_, kernel_, pad_;
@@ -52,11 +56,11 @@ class Conv2d final : public Layer {
   std::string fused_family_;
   Parameter weight_, bias_;
   std::map<int64_t, Plans> plans_;
-  std::unique_ptr<HostConvolution> host_;
 };
 
-// Fully connected: y (N x out) = x (N x in) * W^T + b, W stored out x in, through convtune's GEMM (gemm.cl) on
-// kernel devices and a host GEMM on the CPU backend. Any input shape is read as N x (product of the rest).
+// Fully connected: y (N x out) = x (N x in) * W^T + b, W stored out x in, through GEMM plans (the gemm family on
+// kernel devices with the tuning database's parameters, cpu_gemm on the CPU backend). Any input shape is read as
+// N x (product of the rest).
 class Dense final : public Layer {
  public:
   Dense(Runtime& runtime, std::string name, int64_t in_features, int64_t out_features);

@@ -42,6 +42,6 @@ std::string read_model_bytes(const std::string& path);
 
 // Builds the file's architecture on `runtime` (convolutions of conv_family) and loads it.
 std::unique_ptr<Network> load_network(const std::string& path, Runtime& runtime,
-                                      const std::string& conv_family = "implicit_gemm");
+                                      const std::string& conv_family = "");
 
 }  // namespace convtune::nn

@@ -62,9 +62,9 @@ class Network {
 // The architectures model files name. "lenet": conv5x5 1->32 pad 2, ReLU, maxpool 2, conv5x5 32->64 pad 2,
 // ReLU, maxpool 2, dense 3136->256, ReLU, dense 256->10 (softmax cross-entropy on top). "lenet-small": the
 // same with 8/16 channels and 64 hidden units, for quick tests. conv_family: the kernel family of the
-// convolutions on kernel devices.
+// convolutions on kernel devices (empty: each plan's choice from the tuning database).
 std::vector<std::string> architecture_names();
 std::unique_ptr<Network> make_network(Runtime& runtime, const std::string& architecture,
-                                      const std::string& conv_family = "implicit_gemm");
+                                      const std::string& conv_family = "");
 
 }  // namespace convtune::nn

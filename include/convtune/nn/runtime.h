@@ -9,16 +9,19 @@
 #include <vector>
 
 #include "convtune/backend.h"
+#include "convtune/plan.h"
 
 namespace convtune::nn {
 
-// A device buffer with a shape (NCHW for images, N x features for dense layers), FP32.
+// A device buffer with a shape (NCHW for images, N x features for dense layers) and an element type (the layers
+// compute FP32 so far; a layer given another type refuses it, naming both).
 struct DeviceTensor {
   std::vector<int64_t> shape;
   std::shared_ptr<Buffer> buffer;
+  ElementType type = ElementType::F32;
 
   int64_t size() const;
-  size_t bytes() const { return static_cast<size_t>(size()) * sizeof(float); }
+  size_t bytes() const { return static_cast<size_t>(size()) * static_cast<size_t>(bytes_per_element(type)); }
   bool empty() const { return !buffer; }
 };
 
@@ -50,10 +53,13 @@ class Runtime {
   // Launches with an explicit geometry.
   void launch(const std::string& kernel, const std::vector<KernelArg>& args, const LaunchGeometry& geometry);
 
-  // C = op(A) * op(B) with convtune's tiled GEMM (im2col_gemm/gemm.cl), compiled once per shape and cached.
-  // A is m x k (a_trans: stored k x m), B is k x n (b_trans: stored n x k), C is m x n, all row-major.
+  // C = op(A) * op(B) through a GEMM plan (the gemm family, cpu_gemm on the CPU backend, tuned parameters from the
+  // tuning database), made once per shape. A is m x k (a_trans: stored k x m), B is k x n (b_trans: stored n x k),
+  // C is m x n, all row-major.
   void gemm(const Buffer& a, const Buffer& b, Buffer& c, int64_t m, int64_t n, int64_t k, bool a_trans,
             bool b_trans);
+  // The GEMM plans made so far, one line each: problem, family and parameters, tier.
+  std::vector<std::string> gemm_plans() const;
 
  private:
   Kernel& nn_kernel(const std::string& name);
@@ -62,12 +68,7 @@ class Runtime {
   bool on_host_;
   std::shared_ptr<Program> nn_program_;
   std::map<std::string, std::unique_ptr<Kernel>> nn_kernels_;
-  struct GemmEntry {
-    std::shared_ptr<Program> program;
-    std::unique_ptr<Kernel> kernel;
-    LaunchGeometry geometry;
-  };
-  std::map<std::string, GemmEntry> gemms_;
+  std::map<std::string, std::unique_ptr<Plan>> gemms_;
 };
 
 }  // namespace convtune::nn

@@ -1,5 +1,6 @@
-// The CPU backend: host-memory buffers, memcpy transfers and host-clock timing. Kernels are not compiled here
-// (the CPU runs OpenCL kernels through PoCL, under the OpenCL backend).
+// The CPU backend: host-memory buffers, memcpy transfers, host-clock timing, and host programs (C++ functions the
+// CPU families register) in place of compiled kernels. OpenCL kernels run on the CPU through PoCL, under the
+// OpenCL backend.
 #include "src/backend/cpu/cpu_backend.h"
 
 #include <fmt/format.h>
@@ -11,7 +12,12 @@
 #include <string>
 #include <vector>
 
+#include <charconv>
+#include <map>
+#include <mutex>
+
 #include "convtune/error.h"
+#include "src/backend/cpu/host_program.h"
 #include "src/core/parallel_for.h"
 #include "src/core/resources.h"
 
@@ -19,15 +25,65 @@ namespace convtune::cpu {
 
 namespace {
 
-class HostBuffer final : public Buffer {
+std::mutex& registry_mutex() {
+  static std::mutex mutex;
+  return mutex;
+}
+
+std::map<std::string, HostProgramFactory>& host_programs() {
+  static std::map<std::string, HostProgramFactory> programs;
+  return programs;
+}
+
+// A kernel of a host program: the arguments the plan set, kept until the launch calls the function with them.
+class HostKernelObject final : public Kernel {
  public:
-  explicit HostBuffer(size_t bytes) : data_(bytes) {}
-  size_t bytes() const override { return data_.size(); }
-  std::byte* data() { return data_.data(); }
-  const std::byte* data() const { return data_.data(); }
+  HostKernelObject(std::string name, HostKernel function) : name_(std::move(name)), function_(std::move(function)) {}
+  const std::string& name() const override { return name_; }
+  void set_arg(int index, const KernelArg& value) override {
+    if (index < 0) throw InvalidArgument(fmt::format("host kernel {}: argument index {} is negative", name_, index));
+    if (static_cast<size_t>(index) >= args_.size()) args_.resize(static_cast<size_t>(index) + 1);
+    args_[static_cast<size_t>(index)] = value;
+  }
+  void run() const { function_(args_); }
 
  private:
-  std::vector<std::byte> data_;
+  std::string name_;
+  HostKernel function_;
+  std::vector<KernelArg> args_;
+};
+
+class HostProgram final : public Program {
+ public:
+  HostProgram(std::string file, std::map<std::string, HostKernel> kernels)
+      : file_(std::move(file)), kernels_(std::move(kernels)) {}
+  std::unique_ptr<Kernel> kernel(const std::string& name) override {
+    const auto it = kernels_.find(name);
+    if (it == kernels_.end()) {
+      throw InvalidArgument(fmt::format("host program {} has no kernel '{}'", file_, name));
+    }
+    return std::make_unique<HostKernelObject>(name, it->second);
+  }
+  bool from_cache() const override { return false; }
+
+ private:
+  std::string file_;
+  std::map<std::string, HostKernel> kernels_;
+};
+
+// Host memory: its own, or the caller's (wrapped, never freed).
+class HostBuffer final : public Buffer {
+ public:
+  explicit HostBuffer(size_t bytes) : owned_(bytes), data_(owned_.data()), bytes_(bytes) {}
+  HostBuffer(std::byte* foreign, size_t bytes) : data_(foreign), bytes_(bytes) {}
+  size_t bytes() const override { return bytes_; }
+  std::byte* data() { return data_; }
+  const std::byte* data() const { return data_; }
+
+ private:
+  std::vector<std::byte> owned_;
+  std::byte* data_;
+  size_t bytes_;
 };
 
 void check_range(const Buffer& b, size_t bytes, size_t offset, const char* what) {
@@ -52,8 +108,10 @@ class HostQueue final : public Queue {
     check_range(dst, bytes, 0, "copy destination");
     std::memcpy(static_cast<HostBuffer&>(dst).data(), static_cast<const HostBuffer&>(src).data(), bytes);
   }
-  void launch(Kernel&, const LaunchGeometry&) override {
-    throw Unsupported("the CPU backend runs no kernels: use an OpenCL device (PoCL) for kernels on the CPU");
+  void launch(Kernel& kernel, const LaunchGeometry&) override {
+    const auto* host = dynamic_cast<const HostKernelObject*>(&kernel);
+    if (!host) throw InvalidArgument(fmt::format("kernel {} was not built by the CPU backend", kernel.name()));
+    host->run();
   }
   void finish() override {}
   double elapsed_ms(const std::function<void()>& work) override {
@@ -88,8 +146,9 @@ class CpuDevice final : public Device {
     info_.compute_units = static_cast<int>(hardware_threads());
     const long pages = sysconf(_SC_PHYS_PAGES), page_size = sysconf(_SC_PAGE_SIZE);
     info_.global_memory_bytes = pages > 0 && page_size > 0 ? static_cast<uint64_t>(pages) * page_size : 0;
+    info_.max_work_group_size = 1;
     info_.can_run_kernels = false;
-    info_.cannot_run_reason = "runs convtune's C++ paths (reference, sequential, threaded), not compiled kernels";
+    info_.cannot_run_reason = "runs convtune's C++ families (cpu_direct, cpu_gemm, ...), not compiled kernels";
   }
   const DeviceInfo& info() const override { return info_; }
   std::unique_ptr<Buffer> allocate(size_t bytes) override {
@@ -103,8 +162,18 @@ class CpuDevice final : public Device {
   }
   Queue& queue() override { return queue_; }
   std::shared_ptr<Program> build(const ProgramSource& source) override {
-    throw Unsupported(fmt::format("the CPU backend compiles no kernels (asked for {}): use an OpenCL device",
-                                  source.file));
+    HostProgramFactory factory;
+    {
+      std::lock_guard lock(registry_mutex());
+      const auto it = host_programs().find(source.file);
+      if (it != host_programs().end()) factory = it->second;
+    }
+    if (!factory) {
+      throw Unsupported(fmt::format("the CPU backend compiles no kernels (asked for {}): use an OpenCL device (PoCL) "
+                                    "for kernels on the CPU",
+                                    source.file));
+    }
+    return std::make_shared<HostProgram>(source.file, factory(source));
   }
 
  private:
@@ -128,7 +197,32 @@ class CpuBackend final : public Backend {
 
 }  // namespace
 
+void register_host_program(const std::string& file, HostProgramFactory factory) {
+  std::lock_guard lock(registry_mutex());
+  host_programs()[file] = std::move(factory);
+}
+
+float* host_floats(const KernelArg& arg, const char* what) {
+  const auto* buffer = std::get_if<const Buffer*>(&arg);
+  if (!buffer || !*buffer) throw InvalidArgument(fmt::format("host kernel argument {} is not a buffer", what));
+  return reinterpret_cast<float*>(host_memory(const_cast<Buffer&>(**buffer)));
+}
+
+int64_t define_int(const ProgramSource& source, const std::string& name) {
+  const auto it = source.defines.find(name);
+  int64_t value = 0;
+  if (it == source.defines.end() ||
+      std::from_chars(it->second.data(), it->second.data() + it->second.size(), value).ec != std::errc()) {
+    throw InvalidArgument(fmt::format("host program {}: define {} is missing or not an integer", source.file, name));
+  }
+  return value;
+}
+
 std::unique_ptr<Backend> make_cpu_backend() { return std::make_unique<CpuBackend>(); }
+
+std::unique_ptr<Buffer> wrap_host_memory(std::byte* memory, size_t bytes) {
+  return std::make_unique<HostBuffer>(memory, bytes);
+}
 
 std::byte* host_memory(Buffer& buffer) {
   auto* host = dynamic_cast<HostBuffer*>(&buffer);

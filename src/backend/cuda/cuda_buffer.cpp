@@ -33,7 +33,13 @@ CudaBuffer::CudaBuffer(std::shared_ptr<const CudaContext> context, size_t bytes)
                                  api.describe(result), bytes, bytes >> 20, context_->device_id(), memory));
 }
 
+CudaBuffer::CudaBuffer(std::shared_ptr<const CudaContext> context, CUdeviceptr foreign, size_t bytes)
+    : context_(std::move(context)), bytes_(bytes), pointer_(foreign), owned_(false) {
+  if (foreign == 0) throw InvalidArgument(fmt::format("wrapping a null device pointer as a buffer of {}", context_->device_id()));
+}
+
 CudaBuffer::~CudaBuffer() {
+  if (!owned_) return;
   // Destructors cannot report; a failure here (the driver shut down at exit, or the context broken by an
   // earlier kernel fault that was already reported) leaves nothing for the caller to do.
   context_->make_current_noexcept();

@@ -15,6 +15,8 @@ class CudaBuffer final : public Buffer {
  public:
   // Allocates `bytes`; throws BackendError naming the request and the device's free and total memory.
   CudaBuffer(std::shared_ptr<const CudaContext> context, size_t bytes);
+  // Device memory the caller allocated (PyTorch's, say): used in place, never freed by this object.
+  CudaBuffer(std::shared_ptr<const CudaContext> context, CUdeviceptr foreign, size_t bytes);
   ~CudaBuffer() override;
   CudaBuffer(const CudaBuffer&) = delete;
   CudaBuffer& operator=(const CudaBuffer&) = delete;
@@ -27,6 +29,7 @@ class CudaBuffer final : public Buffer {
   std::shared_ptr<const CudaContext> context_;
   size_t bytes_;
   CUdeviceptr pointer_ = 0;
+  bool owned_ = true;
 };
 
 // The CudaBuffer behind `buffer`; throws BackendError naming `use` when it belongs to another backend.

@@ -64,6 +64,12 @@ std::shared_ptr<const CudaContext> CudaDevice::context() {
 
 std::unique_ptr<Buffer> CudaDevice::allocate(size_t bytes) { return std::make_unique<CudaBuffer>(context(), bytes); }
 
+std::unique_ptr<Queue> CudaDevice::wrap_stream(CUstream stream) { return std::make_unique<CudaQueue>(context(), stream); }
+
+std::unique_ptr<Buffer> CudaDevice::wrap_memory(CUdeviceptr pointer, size_t bytes) {
+  return std::make_unique<CudaBuffer>(context(), pointer, bytes);
+}
+
 Queue& CudaDevice::queue() {
   auto shared_context = context();
   std::lock_guard lock(mutex_);

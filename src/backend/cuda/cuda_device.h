@@ -31,6 +31,10 @@ class CudaDevice final : public Device {
   // goes through the program cache, and a module already loaded on this device is reused.
   std::shared_ptr<Program> build(const ProgramSource& source) override;
 
+  // The caller's stream and memory, used in place (convtune/interop.h).
+  std::unique_ptr<Queue> wrap_stream(CUstream stream);
+  std::unique_ptr<Buffer> wrap_memory(CUdeviceptr pointer, size_t bytes);
+
   // DeviceInfo::local_memory_bytes is the default per block; kernels may opt in to more, up to per_block_optin.
   SharedMemoryLimits shared_memory() const { return shared_memory_; }
 

@@ -31,14 +31,23 @@ CudaQueue::CudaQueue(std::shared_ptr<const CudaContext> context) : context_(std:
   api.check(api.cuEventCreate(&stop_, CU_EVENT_DEFAULT), "cuEventCreate", where);
 }
 
+CudaQueue::CudaQueue(std::shared_ptr<const CudaContext> context, CUstream foreign_stream)
+    : context_(std::move(context)), stream_(foreign_stream), owns_stream_(false) {
+  context_->make_current();
+  const DriverApi& api = context_->api();
+  const std::string where = fmt::format("wrapping a stream of {}", context_->device_id());
+  api.check(api.cuEventCreate(&start_, CU_EVENT_DEFAULT), "cuEventCreate", where);
+  api.check(api.cuEventCreate(&stop_, CU_EVENT_DEFAULT), "cuEventCreate", where);
+}
+
 CudaQueue::~CudaQueue() {
   // A destructor has no one to report to; at process exit the driver may already be gone.
   context_->make_current_noexcept();
   const DriverApi& api = context_->api();
-  if (stream_) api.cuStreamSynchronize(stream_);
+  if (stream_ && owns_stream_) api.cuStreamSynchronize(stream_);
   if (start_) api.cuEventDestroy(start_);
   if (stop_) api.cuEventDestroy(stop_);
-  if (stream_) api.cuStreamDestroy(stream_);
+  if (stream_ && owns_stream_) api.cuStreamDestroy(stream_);
 }
 
 void CudaQueue::synchronize(const char* after) {

@@ -13,6 +13,9 @@ namespace convtune::cuda {
 class CudaQueue final : public Queue {
  public:
   explicit CudaQueue(std::shared_ptr<const CudaContext> context);
+  // A queue on a stream the caller owns (PyTorch's current stream, say): convtune's work is enqueued there, in
+  // order with the caller's, and the stream is neither synchronised nor destroyed by this queue's destruction.
+  CudaQueue(std::shared_ptr<const CudaContext> context, CUstream foreign_stream);
   ~CudaQueue() override;
   CudaQueue(const CudaQueue&) = delete;
   CudaQueue& operator=(const CudaQueue&) = delete;
@@ -40,6 +43,7 @@ class CudaQueue final : public Queue {
   CUstream stream_ = nullptr;
   CUevent start_ = nullptr;
   CUevent stop_ = nullptr;
+  bool owns_stream_ = true;
 };
 
 }  // namespace convtune::cuda

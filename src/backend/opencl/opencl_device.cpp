@@ -75,6 +75,52 @@ OpenCLDevice::OpenCLDevice(cl_platform_id platform, cl_device_id device, int ind
       max_allocation_bytes_(device_u64(device, CL_DEVICE_MAX_MEM_ALLOC_SIZE)),
       cache_(cache) {}
 
+namespace {
+
+template <typename T>
+T queue_info(cl_command_queue queue, cl_command_queue_info what, const char* name) {
+  T value{};
+  check_cl(cl().clGetCommandQueueInfo(queue, what, sizeof value, &value, nullptr), "clGetCommandQueueInfo",
+           std::string("reading ") + name + " of a wrapped command queue");
+  return value;
+}
+
+}  // namespace
+
+OpenCLDevice::OpenCLDevice(cl_command_queue queue, ProgramCache& cache)
+    : platform_(nullptr), device_(queue_info<cl_device_id>(queue, CL_QUEUE_DEVICE, "its device")), cache_(cache) {
+  check_cl(cl().clGetDeviceInfo(device_, CL_DEVICE_PLATFORM, sizeof platform_, &platform_, nullptr), "clGetDeviceInfo",
+           "reading the platform of a wrapped command queue's device");
+  info_ = describe_device(platform_, device_, 0);
+  info_.id = "opencl:wrapped";
+  max_allocation_bytes_ = device_u64(device_, CL_DEVICE_MAX_MEM_ALLOC_SIZE);
+  const cl_context context = queue_info<cl_context>(queue, CL_QUEUE_CONTEXT, "its context");
+  check_cl(cl().clRetainContext(context), "clRetainContext", "keeping the wrapped queue's context");
+  context_ = ClHandle<cl_context>(context);
+  check_cl(cl().clRetainCommandQueue(queue), "clRetainCommandQueue", "keeping the wrapped queue");
+  queue_ = std::make_unique<OpenCLQueue>(ClHandle<cl_command_queue>(queue), context, info_.id);
+}
+
+std::unique_ptr<Buffer> OpenCLDevice::wrap_memory(cl_mem memory, size_t bytes) {
+  runtime();
+  cl_context owner = nullptr;
+  size_t size = 0;
+  check_cl(cl().clGetMemObjectInfo(memory, CL_MEM_CONTEXT, sizeof owner, &owner, nullptr), "clGetMemObjectInfo",
+           "reading the context of a wrapped cl_mem");
+  check_cl(cl().clGetMemObjectInfo(memory, CL_MEM_SIZE, sizeof size, &size, nullptr), "clGetMemObjectInfo",
+           "reading the size of a wrapped cl_mem");
+  if (owner != context_.get()) {
+    throw InvalidArgument(fmt::format("the cl_mem to wrap belongs to another OpenCL context than {}'s: wrap the "
+                                      "queue of its context (convtune::wrap_opencl_queue) and use that device",
+                                      describe()));
+  }
+  if (bytes > size) {
+    throw InvalidArgument(fmt::format("wrapping {} bytes of a cl_mem that holds {} bytes on {}", bytes, size, describe()));
+  }
+  check_cl(cl().clRetainMemObject(memory), "clRetainMemObject", "keeping a wrapped cl_mem");
+  return std::make_unique<OpenCLBuffer>(ClHandle<cl_mem>(memory), bytes == 0 ? size : bytes, context_.get());
+}
+
 std::string OpenCLDevice::describe() const { return fmt::format("{} ({})", info_.id, info_.name); }
 
 OpenCLQueue& OpenCLDevice::runtime() {

@@ -26,6 +26,12 @@ class OpenCLDevice final : public Device {
  public:
   // `index` numbers devices across all platforms; `cache` must outlive the device.
   OpenCLDevice(cl_platform_id platform, cl_device_id device, int index, ProgramCache& cache);
+  // A device on the caller's command queue and its context (both retained): programs are built in that context
+  // and every command goes to that queue (convtune/interop.h).
+  OpenCLDevice(cl_command_queue queue, ProgramCache& cache);
+
+  // A cl_mem of this device's context, used in place (retained); `bytes` 0 means its whole size.
+  std::unique_ptr<Buffer> wrap_memory(cl_mem memory, size_t bytes);
   const DeviceInfo& info() const override { return info_; }
   std::unique_ptr<Buffer> allocate(size_t bytes) override;
   Queue& queue() override;

@@ -17,6 +17,11 @@ namespace convtune::opencl {
   X(clReleaseContext)                \
   X(clCreateCommandQueue)            \
   X(clReleaseCommandQueue)           \
+  X(clRetainCommandQueue)            \
+  X(clGetCommandQueueInfo)           \
+  X(clRetainContext)                 \
+  X(clRetainMemObject)               \
+  X(clGetMemObjectInfo)              \
   X(clCreateBuffer)                  \
   X(clReleaseMemObject)              \
   X(clEnqueueWriteBuffer)            \

@@ -5,6 +5,7 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <chrono>
 #include <limits>
 #include <span>
 
@@ -36,6 +37,15 @@ OpenCLQueue::OpenCLQueue(cl_context context, cl_device_id device, std::string de
   // clCreateCommandQueue is deprecated in OpenCL 2.0 but is the one call every platform (NVIDIA's 3.0 too) has.
   queue_ = ClHandle<cl_command_queue>(cl().clCreateCommandQueue(context, device, CL_QUEUE_PROFILING_ENABLE, &status));
   check_cl(status, "clCreateCommandQueue", "creating the profiling command queue of " + device_id_);
+}
+
+OpenCLQueue::OpenCLQueue(ClHandle<cl_command_queue> adopted, cl_context context, std::string device_id)
+    : queue_(std::move(adopted)), context_(context), device_id_(std::move(device_id)) {
+  cl_command_queue_properties properties = 0;
+  check_cl(cl().clGetCommandQueueInfo(queue_.get(), CL_QUEUE_PROPERTIES, sizeof properties, &properties, nullptr),
+           "clGetCommandQueueInfo", "reading the properties of the queue wrapped for " + device_id_);
+  profiling_ = (properties & CL_QUEUE_PROFILING_ENABLE) != 0;
+  markers_are_timed_ = profiling_ ? std::nullopt : std::optional<bool>(false);
 }
 
 const OpenCLBuffer& OpenCLQueue::own(const Buffer& buffer, const char* role) const {
@@ -150,6 +160,15 @@ void OpenCLQueue::enqueue_foreign(const std::function<void(cl_event*)>& enqueue)
 
 double OpenCLQueue::elapsed_ms(const std::function<void()>& work) {
   if (recording_) throw BackendError(fmt::format("elapsed_ms calls on {} cannot be nested", device_id_));
+  if (!profiling_) {
+    // A wrapped queue without profiling: everything queued before is drained first, so the host clock sees only
+    // `work`, then waited for.
+    finish();
+    const auto start = std::chrono::steady_clock::now();
+    work();
+    finish();
+    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  }
   events_.clear();
   recording_ = true;
   // Events are released and recording stops however `work` ends.

@@ -19,6 +19,9 @@ class OpenCLBuffer;
 class OpenCLQueue final : public Queue {
  public:
   OpenCLQueue(cl_context context, cl_device_id device, std::string device_id);
+  // The caller's queue (retained): convtune's commands go there, in order with the caller's. Without
+  // CL_QUEUE_PROFILING_ENABLE, elapsed_ms times with the host clock around a finish.
+  OpenCLQueue(ClHandle<cl_command_queue> adopted, cl_context context, std::string device_id);
   void write(Buffer& dst, const void* src, size_t bytes, size_t offset) override;
   void read(const Buffer& src, void* dst, size_t bytes, size_t offset) override;
   void copy(const Buffer& src, Buffer& dst, size_t bytes) override;
@@ -49,6 +52,7 @@ class OpenCLQueue final : public Queue {
   cl_event pending_event_ = nullptr;
   std::vector<ClHandle<cl_event>> events_;
   std::optional<bool> markers_are_timed_;
+  bool profiling_ = true;
 };
 
 }  // namespace convtune::opencl

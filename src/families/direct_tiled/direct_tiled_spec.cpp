@@ -20,11 +20,15 @@ class DirectTiledFamily final : public KernelFamily {
            "local memory; fused bias/ReLU/2x2 max-pool (seed 000)";
   }
 
-  std::string unsupported_reason(const ConvProblem& problem, const Epilogue& epilogue,
+  Problem::Kind problem_kind() const override { return Problem::Kind::Convolution; }
+  int untuned_rank() const override { return 20; }
+
+  std::string unsupported_reason(const Problem& generic, const Epilogue& epilogue,
                                  const DeviceInfo& device) const override {
-    if (problem.precision != Precision::FP32) {
-      return fmt::format("only fp32 is implemented, not {}", to_string(problem.precision));
-    }
+    if (!generic.is_conv()) return "computes convolutions, not matrix products";
+    if (!device.can_run_kernels) return fmt::format("needs a device that compiles kernels: {}", device.cannot_run_reason);
+    if (std::string why = fp32_only_reason(name(), generic); !why.empty()) return why;
+    const ConvProblem& problem = generic.conv();
     if (epilogue.any() && problem.direction != Direction::Forward) {
       return fmt::format("the fused epilogue ({}) applies to forward only: {} computes a gradient, which has no "
                          "bias, ReLU or pooling to fuse",
@@ -52,25 +56,23 @@ class DirectTiledFamily final : public KernelFamily {
     return {};
   }
 
-  std::vector<Parameter> parameters(const ConvProblem& problem) const override {
+  std::vector<Parameter> parameters(const Problem& problem) const override {
     return variant(problem)->parameters();
   }
-  std::vector<Constraint> constraints(const ConvProblem& problem) const override {
+  std::vector<Constraint> constraints(const Problem& problem) const override {
     return variant(problem)->constraints();
   }
-  Config default_config(const ConvProblem& problem, const DeviceInfo& device) const override {
+  Config default_config(const Problem& problem, const DeviceInfo& device) const override {
     return variant(problem)->default_config(device);
   }
-  size_t local_memory_bytes(const Config& config, const ConvProblem& problem) const override {
-    return variant(problem)->local_memory_bytes(config);
-  }
-  KernelRecipe recipe(const ConvProblem& problem, const Epilogue& epilogue, const Config& config,
+  KernelRecipe recipe(const Problem& problem, const Epilogue& epilogue, const Config& config,
                       const DeviceInfo& device) const override {
     return variant(problem)->recipe(epilogue, config, device);
   }
 
  private:
-  static std::unique_ptr<direct_tiled::DirectTiledVariant> variant(const ConvProblem& problem) {
+  static std::unique_ptr<direct_tiled::DirectTiledVariant> variant(const Problem& generic) {
+    const ConvProblem& problem = generic.conv();
     return problem.direction == Direction::BackwardFilter ? direct_tiled::make_filter_tiled(problem)
                                                           : direct_tiled::make_output_tiled(problem);
   }

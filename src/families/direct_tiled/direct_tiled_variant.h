@@ -1,13 +1,16 @@
 // The per-direction halves of the direct_tiled family: output-tiled gathers (forward, backward-data) and the
-// filter-tiled reduction (backward-filter), each with its own parameters, constraints and launches.
+// filter-tiled reduction (backward-filter), each with its own typed parameters, constraints and launches.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "convtune/kernel_family.h"
+#include "src/families/parameter_table.h"
 
 namespace convtune::direct_tiled {
 
@@ -22,7 +25,6 @@ class DirectTiledVariant {
   virtual std::vector<Parameter> parameters() const = 0;
   virtual std::vector<Constraint> constraints() const = 0;
   virtual Config default_config(const DeviceInfo& device) const = 0;
-  virtual size_t local_memory_bytes(const Config& config) const = 0;
   virtual KernelRecipe recipe(const Epilogue& epilogue, const Config& config, const DeviceInfo& device) const = 0;
 };
 
@@ -35,17 +37,50 @@ std::unique_ptr<DirectTiledVariant> make_filter_tiled(const ConvProblem& problem
 int64_t pow2_ceil(int64_t v);
 int64_t ceil_div(int64_t a, int64_t b);
 int64_t local_memory_limit(const DeviceInfo& device);  // the device's, capped at kMaxStaticLocalBytes
-// The first configuration of `candidates` whose values are all candidates of `parameters` and that satisfies
-// every constraint, or the last one unchecked (callers end the list with one valid by construction).
-// The default's fallback ladder: `tuned` with vector width 4, then 2, then as is, then every parameter 1 and
-// local memory off (with `ones_overrides` applied): the first of these the constraints accept is the default.
-std::vector<Config> default_candidates(const Config& tuned, const Config& ones_overrides);
-
-Config first_valid(const std::vector<Config>& candidates, const std::vector<Parameter>& parameters,
-                   const std::vector<Constraint>& constraints, const ConvProblem& problem, const DeviceInfo& device);
 // Shrinks the work-group, then the tile, until tile x threads fits the extent rounded up to a power of two.
-void fit_extent(Config& config, const std::string& tile, const std::string& threads, int64_t extent);
-// Every parameter as a -D define, beside the problem's shape.
-std::map<std::string, std::string> kernel_defines(const ConvProblem& problem, const Config& config);
+void fit_extent(int64_t& tile, int64_t& threads, int64_t extent);
+// A constraint that the product of `uses` stays within `extent` rounded up to a power of two: a tile or
+// work-group wider than that only adds idle work-items.
+template <typename P>
+Constraint within(const ParameterTable<P>& table, std::string name, std::vector<int64_t P::*> uses, int64_t extent) {
+  return table.constraint(std::move(name), uses, [uses, limit = pow2_ceil(extent)](const P& p, const ConstraintContext&) {
+    int64_t product = 1;
+    for (auto member : uses) product *= p.*member;
+    return product <= limit;
+  });
+}
+
+// The default's fallback ladder: `tuned` with vector width 4, then 2, then as is, then every parameter 1 and local
+// memory off (`ones_overrides` then applied): the first of these whose values are candidates and that satisfies
+// every constraint is the default; the last one is valid by construction.
+template <typename P>
+Config first_valid_default(const ParameterTable<P>& table, const std::vector<Constraint>& constraints, P tuned,
+                           const std::function<void(P&)>& ones_overrides, const Problem& problem,
+                           const DeviceInfo& device) {
+  std::vector<P> candidates;
+  for (int64_t v : {4, 2}) {
+    P vectorised = tuned;
+    vectorised.vector_width = v;
+    candidates.push_back(vectorised);
+  }
+  candidates.push_back(tuned);
+  P ones = tuned;
+  for (const auto& field : table.fields()) ones.*field.member = 1;
+  ones.use_local = 0;
+  if (ones_overrides) ones_overrides(ones);
+  candidates.push_back(ones);
+  for (const P& p : candidates) {
+    const Config config = table.write(p);
+    const bool values_ok = std::all_of(table.fields().begin(), table.fields().end(), [&](const auto& f) {
+      return std::find(f.values.begin(), f.values.end(), p.*f.member) != f.values.end();
+    });
+    const ConstraintContext context{config, problem, device};
+    if (values_ok &&
+        std::all_of(constraints.begin(), constraints.end(), [&](const Constraint& c) { return c.holds(context); })) {
+      return config;
+    }
+  }
+  return table.write(candidates.back());
+}
 
 }  // namespace convtune::direct_tiled

@@ -35,16 +35,16 @@ GemmShape gemm_shape(const ConvProblem& pb, int64_t chunk_images) {
   return {};
 }
 
-KernelRecipe make_recipe(const ConvProblem& pb, const Config& config) {
+KernelRecipe make_recipe(const ConvProblem& pb, const Params& params) {
   KernelRecipe recipe;
   recipe.source.file = "im2col_gemm/im2col_gemm.cl";
   recipe.source.defines = problem_defines(pb);  // the shape and DIRECTION (0 fwd, 1 bwd-data, 2 bwd-filter)
-  for (const auto& [name, value] : config) recipe.source.defines[name] = std::to_string(value);
+  parameter_table().add_defines(params, recipe.source.defines);
 
-  const int64_t chunk = config.at("BATCH_CHUNK"), unroll_threads = config.at("UNROLL_THREADS");
-  const int64_t tile_m = config.at("TILE_M"), tile_n = config.at("TILE_N");
-  const int64_t threads_m = config.at("THREADS_M"), threads_n = config.at("THREADS_N");
-  recipe.workspace_bytes = {column_bytes(pb, chunk)};
+  const int64_t chunk = params.batch_chunk, unroll_threads = params.unroll_threads;
+  recipe.workspace_bytes = column_bytes(pb, chunk);
+  constexpr int x = 0, w = 1, y = 2;  // Problem::operand order
+  const ArgSource columns = ArgSource::workspace();
 
   // unroll and col2im cover every slot of the chunk; the kernels skip images past a short last chunk.
   LaunchGeometry unroll_geometry;
@@ -59,34 +59,27 @@ KernelRecipe make_recipe(const ConvProblem& pb, const Config& config) {
     LaunchGeometry zero_geometry;
     zero_geometry.global[0] = round_up(pb.w_elements(), unroll_threads);
     zero_geometry.local[0] = static_cast<size_t>(unroll_threads);
-    recipe.steps.push_back({"zero_filter", {"w"}, {}, zero_geometry});
+    recipe.steps.push_back({"zero_filter", {ArgSource::of_operand(w)}, zero_geometry});
   }
   for (int64_t image0 = 0; image0 < pb.n; image0 += chunk) {
     const int64_t images = std::min(chunk, pb.n - image0);
-    const std::map<std::string, KernelArg> scalars = {{"image0", static_cast<int32_t>(image0)},
-                                                       {"chunk_images", static_cast<int32_t>(images)}};
+    const ArgSource first = ArgSource::fixed(static_cast<int32_t>(image0));
+    const ArgSource count = ArgSource::fixed(static_cast<int32_t>(images));
     const GemmShape shape = gemm_shape(pb, images);
-    LaunchGeometry gemm_geometry;
-    gemm_geometry.dims = 3;
-    gemm_geometry.global = {round_up(shape.n, tile_n) / tile_n * threads_n,
-                            round_up(shape.m, tile_m) / tile_m * threads_m, static_cast<size_t>(pb.groups)};
-    gemm_geometry.local = {static_cast<size_t>(threads_n), static_cast<size_t>(threads_m), 1};
-
+    const LaunchGeometry gemm_geometry = gemm::launch_geometry(shape.m, shape.n, pb.groups, params);
+    auto op = ArgSource::of_operand;
     switch (pb.direction) {
       case Direction::Forward:
-        recipe.steps.push_back({"unroll", {"x", "workspace0", "image0", "chunk_images"}, scalars, unroll_geometry});
-        recipe.steps.push_back(
-            {"gemm", {"w", "workspace0", "y", "image0", "chunk_images"}, scalars, gemm_geometry});
+        recipe.steps.push_back({"unroll", {op(x), columns, first, count}, unroll_geometry});
+        recipe.steps.push_back({"gemm", {op(w), columns, op(y), first, count}, gemm_geometry});
         break;
       case Direction::BackwardData:
-        recipe.steps.push_back(
-            {"gemm", {"w", "y", "workspace0", "image0", "chunk_images"}, scalars, gemm_geometry});
-        recipe.steps.push_back({"col2im", {"workspace0", "x", "image0", "chunk_images"}, scalars, col2im_geometry});
+        recipe.steps.push_back({"gemm", {op(w), op(y), columns, first, count}, gemm_geometry});
+        recipe.steps.push_back({"col2im", {columns, op(x), first, count}, col2im_geometry});
         break;
       case Direction::BackwardFilter:
-        recipe.steps.push_back({"unroll", {"x", "workspace0", "image0", "chunk_images"}, scalars, unroll_geometry});
-        recipe.steps.push_back(
-            {"gemm", {"y", "workspace0", "w", "image0", "chunk_images"}, scalars, gemm_geometry});
+        recipe.steps.push_back({"unroll", {op(x), columns, first, count}, unroll_geometry});
+        recipe.steps.push_back({"gemm", {op(y), columns, op(w), first, count}, gemm_geometry});
         break;
     }
   }

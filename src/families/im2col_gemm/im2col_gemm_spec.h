@@ -5,8 +5,15 @@
 #include <cstdint>
 
 #include "convtune/kernel_family.h"
+#include "src/families/gemm/gemm_tiles.h"
 
 namespace convtune::im2col_gemm {
+
+// The GEMM's tiles (the gemm family's, same names) plus the unroll's chunk of images and work-group size.
+struct Params : gemm::TileParams {
+  int64_t batch_chunk = 0, unroll_threads = 0;
+};
+const ParameterTable<Params>& parameter_table();
 
 // The constraint that keeps the column buffer under the cap; Plan::create names it when it rejects a config.
 inline constexpr const char* kWorkspaceConstraint = "column workspace within min(256 MiB, global memory / 4)";
@@ -24,6 +31,6 @@ struct GemmShape {
 GemmShape gemm_shape(const ConvProblem& problem, int64_t chunk_images);
 
 // Program + per-chunk launches for a configuration the family's constraints accept.
-KernelRecipe make_recipe(const ConvProblem& problem, const Config& config);
+KernelRecipe make_recipe(const ConvProblem& problem, const Params& params);
 
 }  // namespace convtune::im2col_gemm

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <optional>
 
 #include "convtune/error.h"
 #include "src/families/families.h"
@@ -21,8 +22,6 @@ constexpr int64_t kMaxStaged = 32;              // A+B elements a work-item hold
 constexpr int64_t kMaxGridAxis = 65535;         // CUDA's limit on grid axes 1 and 2
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
-int64_t v(const Config& c, const char* name) { return c.at(name); }
-int64_t threads(const Config& c) { return v(c, "THREADS_M") * v(c, "THREADS_N"); }
 
 // cp.async exists from compute capability 8.0; NVIDIA's OpenCL reports the capability as the architecture too.
 bool supports_async_copy(const DeviceInfo& device) {
@@ -32,74 +31,109 @@ bool supports_async_copy(const DeviceInfo& device) {
   return std::atoi(device.architecture.c_str() + 3) >= 80;
 }
 
-bool holds_local_memory(const Config& c, const DeviceInfo& device) {
-  return local_bytes(c) <= std::min<uint64_t>(kLocalMemoryCap, device.local_memory_bytes);
+ParameterTable<Params> make_table(Direction direction) {
+  using P = Params;
+  std::vector<ParameterTable<P>::Field> fields = {
+      {"TILE_M", &P::tile_m, {16, 32, 64, 128},
+       "block tile rows (seed 004's M_BLK): output channels, or input channels for backward-data"},
+      {"TILE_N", &P::tile_n, {16, 32, 64, 128, 256},
+       "block tile columns (N_BLK): output pixels, input pixels or filter taps"},
+      {"TILE_K", &P::tile_k, {4, 8, 16, 32}, "reduction slice staged in local memory per step (K_BLK)"},
+      {"THREADS_M", &P::threads_m, {4, 8, 16, 32}, "work-group rows (M_DIM); the register tile has TILE_M/THREADS_M rows"},
+      {"THREADS_N", &P::threads_n, {4, 8, 16, 32},
+       "work-group columns (N_DIM); the register tile has TILE_N/THREADS_N columns"},
+      {"VECTOR_WIDTH", &P::vector_width, {1, 2, 4}, "floats per local-memory read of the register-tile operands"},
+      {"LOCAL_PADDING", &P::local_padding, {0, 1, 2, 4}, "floats added to each local-memory row against bank conflicts"},
+      {"UNROLL_K", &P::unroll_k, {1, 2, 4, 8, 16, 32}, "unroll of the loop over a local tile's reduction slice"},
+      {"ASYNC_COPY", &P::async_copy, {0, 1},
+       "1: tiles go global -> local memory by cp.async (NVIDIA sm_80+, no staging registers); 0: through registers"},
+      {"MAX_REGISTERS", &P::max_registers, {0, 80, 128, 168},
+       "register cap per work-item on NVIDIA (0: the compiler's choice); CUDA turns it into a minimum of resident "
+       "blocks, which keeps the next tile's loads ahead of the FMAs"},
+  };
+  if (direction == Direction::BackwardFilter) {
+    fields.push_back({"SPLIT_K", &P::split_k, {1, 2, 4, 8, 16, 32, 64, 128, 256, 512},
+                      "slices of the N*P*Q reduction summed by a second kernel (fills the GPU for small filters)"});
+  } else {
+    fields.push_back({"SPLIT_K", &P::split_k, {1, 2, 3, 4},
+                      "slices of the reduction summed by a second kernel (evens out the last wave of work-groups)"});
+  }
+  return ParameterTable<P>(std::move(fields));
+}
+
+bool holds_local_memory(const Params& p, const DeviceInfo& device) {
+  return local_bytes(p) <= std::min<uint64_t>(kLocalMemoryCap, device.local_memory_bytes);
 }
 
 // Constraints, in the order their parameters are assigned (SearchSpace checks each as soon as it can).
 std::vector<Constraint> make_constraints(const ConvProblem& problem) {
+  using P = Params;
+  using X = ConstraintContext;
   const GemmShape gemm = gemm_shape(problem);
-  std::vector<Constraint> list = {
-      {"UNROLL_K divides TILE_K", {"TILE_K", "UNROLL_K"},
-       [](const ConstraintContext& x) { return v(x.config, "TILE_K") % v(x.config, "UNROLL_K") == 0; }},
-      {"THREADS_M divides TILE_M", {"TILE_M", "THREADS_M"},
-       [](const ConstraintContext& x) { return v(x.config, "TILE_M") % v(x.config, "THREADS_M") == 0; }},
-      {"THREADS_N divides TILE_N", {"TILE_N", "THREADS_N"},
-       [](const ConstraintContext& x) { return v(x.config, "TILE_N") % v(x.config, "THREADS_N") == 0; }},
-      {"threads per work-group within the device limit", {"THREADS_M", "THREADS_N"},
-       [](const ConstraintContext& x) { return static_cast<size_t>(threads(x.config)) <= x.device.max_work_group_size; }},
-      {"register tile at most 64 accumulators", {"TILE_M", "TILE_N", "THREADS_M", "THREADS_N"},
-       [](const ConstraintContext& x) {
-         const Config& c = x.config;
-         return (v(c, "TILE_M") / v(c, "THREADS_M")) * (v(c, "TILE_N") / v(c, "THREADS_N")) <= kMaxAccumulators;
-       }},
-      {"A tile loads in whole passes of the work-group", {"TILE_M", "TILE_K", "THREADS_M", "THREADS_N"},
-       [](const ConstraintContext& x) { return v(x.config, "TILE_M") * v(x.config, "TILE_K") % threads(x.config) == 0; }},
-      {"B tile loads in whole passes of the work-group", {"TILE_N", "TILE_K", "THREADS_M", "THREADS_N"},
-       [](const ConstraintContext& x) { return v(x.config, "TILE_K") * v(x.config, "TILE_N") % threads(x.config) == 0; }},
-      {"staged tile elements per work-item at most 32", {"TILE_M", "TILE_N", "TILE_K", "THREADS_M", "THREADS_N"},
-       [](const ConstraintContext& x) {
-         const Config& c = x.config;
-         return (v(c, "TILE_M") + v(c, "TILE_N")) * v(c, "TILE_K") / threads(c) <= kMaxStaged;
-       }},
-      {"register tile rows and columns are whole vectors", {"TILE_M", "TILE_N", "THREADS_M", "THREADS_N", "VECTOR_WIDTH"},
-       [](const ConstraintContext& x) {
-         const Config& c = x.config;
-         const int64_t vw = v(c, "VECTOR_WIDTH");
-         return (v(c, "TILE_M") / v(c, "THREADS_M")) % vw == 0 && (v(c, "TILE_N") / v(c, "THREADS_N")) % vw == 0;
-       }},
-      {"local padding keeps vector reads aligned", {"VECTOR_WIDTH", "LOCAL_PADDING"},
-       [](const ConstraintContext& x) { return v(x.config, "LOCAL_PADDING") % v(x.config, "VECTOR_WIDTH") == 0; }},
-      {"local memory within the device limit and 48 KiB", {"TILE_M", "TILE_N", "TILE_K", "LOCAL_PADDING"},
-       [](const ConstraintContext& x) { return holds_local_memory(x.config, x.device); }},
-      {"asynchronous copies need an NVIDIA GPU of compute capability 8.0 or newer", {"ASYNC_COPY"},
-       [](const ConstraintContext& x) { return v(x.config, "ASYNC_COPY") == 0 || supports_async_copy(x.device); }},
-      {"register cap leaves room for the register tile", {"TILE_M", "TILE_N", "THREADS_M", "THREADS_N", "MAX_REGISTERS"},
-       [](const ConstraintContext& x) {
-         const Config& c = x.config;
-         const int64_t mt = v(c, "TILE_M") / v(c, "THREADS_M"), nt = v(c, "TILE_N") / v(c, "THREADS_N");
-         return v(c, "MAX_REGISTERS") == 0 || mt * nt + mt + nt + 24 <= v(c, "MAX_REGISTERS");
-       }},
-      {"M-tiles within the grid limit", {"TILE_M"},
-       [gemm](const ConstraintContext& x) { return ceil_div(gemm.m, v(x.config, "TILE_M")) <= kMaxGridAxis; }},
-      {"each split-K slice gets at least one reduction tile", {"TILE_K", "SPLIT_K"},
-       [gemm](const ConstraintContext& x) {
-         // Slices take ceil(tiles / SPLIT_K) tiles each, so the last one must still start inside the reduction.
-         const int64_t tiles = ceil_div(gemm.reduction, v(x.config, "TILE_K")), split = v(x.config, "SPLIT_K");
-         return (split - 1) * ceil_div(tiles, split) < tiles;
-       }},
-      {"groups x split-K slices within the grid limit", {"SPLIT_K"},
-       [](const ConstraintContext& x) { return x.problem.groups * v(x.config, "SPLIT_K") <= kMaxGridAxis; }},
-      {"split-K workspace indexable with 32-bit integers", {"SPLIT_K"},
-       [](const ConstraintContext& x) {
-         return v(x.config, "SPLIT_K") * x.problem.written_elements() <= kMaxTensorElements;
-       }},
+  const ParameterTable<P>& t = parameter_table(problem);
+  return {
+      t.constraint("UNROLL_K divides TILE_K", {&P::tile_k, &P::unroll_k},
+                   [](const P& p, const X&) { return p.tile_k % p.unroll_k == 0; }),
+      t.constraint("THREADS_M divides TILE_M", {&P::tile_m, &P::threads_m},
+                   [](const P& p, const X&) { return p.tile_m % p.threads_m == 0; }),
+      t.constraint("THREADS_N divides TILE_N", {&P::tile_n, &P::threads_n},
+                   [](const P& p, const X&) { return p.tile_n % p.threads_n == 0; }),
+      t.constraint("threads per work-group within the device limit", {&P::threads_m, &P::threads_n},
+                   [](const P& p, const X& x) { return static_cast<size_t>(p.threads()) <= x.device.max_work_group_size; }),
+      t.constraint("register tile at most 64 accumulators", {&P::tile_m, &P::tile_n, &P::threads_m, &P::threads_n},
+                   [](const P& p, const X&) {
+                     return (p.tile_m / p.threads_m) * (p.tile_n / p.threads_n) <= kMaxAccumulators;
+                   }),
+      t.constraint("A tile loads in whole passes of the work-group",
+                   {&P::tile_m, &P::tile_k, &P::threads_m, &P::threads_n},
+                   [](const P& p, const X&) { return p.tile_m * p.tile_k % p.threads() == 0; }),
+      t.constraint("B tile loads in whole passes of the work-group",
+                   {&P::tile_n, &P::tile_k, &P::threads_m, &P::threads_n},
+                   [](const P& p, const X&) { return p.tile_k * p.tile_n % p.threads() == 0; }),
+      t.constraint("staged tile elements per work-item at most 32",
+                   {&P::tile_m, &P::tile_n, &P::tile_k, &P::threads_m, &P::threads_n},
+                   [](const P& p, const X&) { return (p.tile_m + p.tile_n) * p.tile_k / p.threads() <= kMaxStaged; }),
+      t.constraint("register tile rows and columns are whole vectors",
+                   {&P::tile_m, &P::tile_n, &P::threads_m, &P::threads_n, &P::vector_width},
+                   [](const P& p, const X&) {
+                     return (p.tile_m / p.threads_m) % p.vector_width == 0 &&
+                            (p.tile_n / p.threads_n) % p.vector_width == 0;
+                   }),
+      t.constraint("local padding keeps vector reads aligned", {&P::vector_width, &P::local_padding},
+                   [](const P& p, const X&) { return p.local_padding % p.vector_width == 0; }),
+      t.constraint("local memory within the device limit and 48 KiB",
+                   {&P::tile_m, &P::tile_n, &P::tile_k, &P::local_padding},
+                   [](const P& p, const X& x) { return holds_local_memory(p, x.device); }),
+      t.constraint("asynchronous copies need an NVIDIA GPU of compute capability 8.0 or newer", {&P::async_copy},
+                   [](const P& p, const X& x) { return p.async_copy == 0 || supports_async_copy(x.device); }),
+      t.constraint("register cap leaves room for the register tile",
+                   {&P::tile_m, &P::tile_n, &P::threads_m, &P::threads_n, &P::max_registers},
+                   [](const P& p, const X&) {
+                     const int64_t mt = p.tile_m / p.threads_m, nt = p.tile_n / p.threads_n;
+                     return p.max_registers == 0 || mt * nt + mt + nt + 24 <= p.max_registers;
+                   }),
+      t.constraint("M-tiles within the grid limit", {&P::tile_m},
+                   [gemm](const P& p, const X&) { return ceil_div(gemm.m, p.tile_m) <= kMaxGridAxis; }),
+      t.constraint("each split-K slice gets at least one reduction tile", {&P::tile_k, &P::split_k},
+                   [gemm](const P& p, const X&) {
+                     // Slices take ceil(tiles / SPLIT_K) tiles each, so the last one must still start inside the
+                     // reduction.
+                     const int64_t tiles = ceil_div(gemm.reduction, p.tile_k);
+                     return (p.split_k - 1) * ceil_div(tiles, p.split_k) < tiles;
+                   }),
+      t.constraint("groups x split-K slices within the grid limit", {&P::split_k},
+                   [](const P& p, const X& x) { return x.problem.conv().groups * p.split_k <= kMaxGridAxis; }),
+      t.constraint("split-K workspace indexable with 32-bit integers", {&P::split_k},
+                   [](const P& p, const X& x) {
+                     return p.split_k * x.problem.conv().written_elements() <= kMaxTensorElements;
+                   }),
   };
-  return list;
 }
 
-bool valid(const Config& config, const ConvProblem& problem, const DeviceInfo& device) {
-  const ConstraintContext context{config, problem, device};
+bool valid(const Params& params, const ConvProblem& problem, const DeviceInfo& device) {
+  const Config config = parameter_table(problem).write(params);
+  const Problem generic(problem);
+  const ConstraintContext context{config, generic, device};
   for (const Constraint& c : make_constraints(problem))
     if (!c.holds(context)) return false;
   return true;
@@ -118,18 +152,17 @@ int64_t pick_tile(int64_t extent, std::initializer_list<int64_t> sizes) {
   return best;
 }
 
-Config make_config(int64_t tm, int64_t tn, int64_t tk, int64_t async, int64_t max_registers) {
-  return {{"TILE_M", tm},
-          {"TILE_N", tn},
-          {"TILE_K", tk},
-          {"THREADS_M", std::clamp<int64_t>(tm / 8, 4, 16)},
-          {"THREADS_N", std::clamp<int64_t>(tn / 8, 4, 16)},
-          {"VECTOR_WIDTH", 4},
-          {"LOCAL_PADDING", 4},  // 0 measured 20-25% slower: the transposed A stores conflict
-          {"UNROLL_K", tk},
-          {"SPLIT_K", 1},
-          {"ASYNC_COPY", async},
-          {"MAX_REGISTERS", max_registers}};
+Params make_params(int64_t tm, int64_t tn, int64_t tk, int64_t async, int64_t max_registers) {
+  Params p;
+  p.tile_m = tm, p.tile_n = tn, p.tile_k = tk;
+  p.threads_m = std::clamp<int64_t>(tm / 8, 4, 16), p.threads_n = std::clamp<int64_t>(tn / 8, 4, 16);
+  p.vector_width = 4;
+  p.local_padding = 4;  // 0 measured 20-25% slower: the transposed A stores conflict
+  p.unroll_k = tk;
+  p.split_k = 1;
+  p.async_copy = async;
+  p.max_registers = max_registers;
+  return p;
 }
 
 // Backward-filter's split of its N*P*Q reduction: doubled while each slice keeps at least 512 elements and the
@@ -153,41 +186,41 @@ int64_t backward_filter_split(int64_t reduction, int64_t tiles, int64_t resident
 //   reduction elements a slice, at most 512 slices); the others split in three where the work-groups would fill
 //   two to three waves (CUDA forward) or less than two (backward-data with 64-row tiles), the cases where it
 //   measured faster.
-Config gpu_default(const ConvProblem& problem, const DeviceInfo& device) {
+std::optional<Params> gpu_default(const ConvProblem& problem, const DeviceInfo& device) {
   const GemmShape gemm = gemm_shape(problem);
   const int64_t async = supports_async_copy(device) ? 1 : 0;
   const int64_t tm = pick_tile(gemm.m, {128, 64, 32, 16}), tn = pick_tile(gemm.n, {128, 64, 32, 16});
   const Direction dir = problem.direction;
-  Config c;
+  Params c;
   int64_t per_sm = 1;  // work-groups a multiprocessor holds, as measured (registers decide)
   if (tm == 128 && tn == 128 && async && dir != Direction::BackwardData) {
-    c = make_config(128, 128, 16, 1, 0);  // about 170 registers: one work-group of 256 a multiprocessor
+    c = make_params(128, 128, 16, 1, 0);  // about 170 registers: one work-group of 256 a multiprocessor
   } else if (tm == 128 && tn >= 64) {
-    c = make_config(128, 64, 8, async, 168), per_sm = 3;  // staged: 26 TFLOP/s through NVIDIA OpenCL, async 35
+    c = make_params(128, 64, 8, async, 168), per_sm = 3;  // staged: 26 TFLOP/s through NVIDIA OpenCL, async 35
   } else if (tm == 64 && tn >= 64) {
     // Forward measured 4% faster with register-staged loads here, on both backends.
-    c = make_config(64, tn == 128 ? 128 : 64, 8, dir == Direction::Forward ? 0 : async, 168), per_sm = 3;
+    c = make_params(64, tn == 128 ? 128 : 64, 8, dir == Direction::Forward ? 0 : async, 168), per_sm = 3;
   } else {
-    c = make_config(tm, tn, 8, async, 0), per_sm = 4;
+    c = make_params(tm, tn, 8, async, 0), per_sm = 4;
   }
-  if (!valid(c, problem, device)) return {};
+  if (!valid(c, problem, device)) return std::nullopt;
 
   const int64_t sms = std::max(1, device.compute_units);
-  const int64_t tiles = ceil_div(gemm.m, v(c, "TILE_M")) * ceil_div(gemm.n, v(c, "TILE_N")) * problem.groups;
+  const int64_t tiles = ceil_div(gemm.m, c.tile_m) * ceil_div(gemm.n, c.tile_n) * problem.groups;
   const double waves = static_cast<double>(tiles) / static_cast<double>(sms * per_sm);
   int64_t split = 1;
   if (dir == Direction::BackwardFilter) {
     split = backward_filter_split(gemm.reduction, tiles, sms * per_sm);
-  } else if (gemm.reduction / 3 >= 16 * v(c, "TILE_K")) {
-    const bool forward_tail = dir == Direction::Forward && device.backend == BackendKind::Cuda &&
-                              v(c, "TILE_N") == 128 && v(c, "TILE_M") == 128 && waves >= 2 && waves < 3;
-    const bool backward_data_tail = dir == Direction::BackwardData && v(c, "TILE_M") == 64 && waves < 2;
+  } else if (gemm.reduction / 3 >= 16 * c.tile_k) {
+    const bool forward_tail = dir == Direction::Forward && device.backend == BackendKind::Cuda && c.tile_n == 128 &&
+                              c.tile_m == 128 && waves >= 2 && waves < 3;
+    const bool backward_data_tail = dir == Direction::BackwardData && c.tile_m == 64 && waves < 2;
     if (forward_tail || backward_data_tail) split = 3;
   }
   // A split that leaves the last slice empty gives way to the next smaller one of the same kind.
-  Config with_split = c;
+  Params with_split = c;
   for (; split > 1; split = split == 3 ? 1 : split / 2) {
-    with_split["SPLIT_K"] = split;
+    with_split.split_k = split;
     if (valid(with_split, problem, device)) return with_split;
   }
   return c;
@@ -200,12 +233,15 @@ class ImplicitGemmFamily final : public KernelFamily {
     return "seed 004's local-memory kernel: implicit GEMM with the im2col gather inside the tile loads, "
            "double-buffered local tiles, register tiles; all three directions, split-K for backward-filter";
   }
+  Problem::Kind problem_kind() const override { return Problem::Kind::Convolution; }
+  int untuned_rank() const override { return 10; }
 
-  std::string unsupported_reason(const ConvProblem& problem, const Epilogue& epilogue,
-                                 const DeviceInfo&) const override {
-    if (problem.precision != Precision::FP32) {
-      return fmt::format("precision {} is not implemented (FP32 only)", to_string(problem.precision));
-    }
+  std::string unsupported_reason(const Problem& generic, const Epilogue& epilogue,
+                                 const DeviceInfo& device) const override {
+    if (!generic.is_conv()) return "computes convolutions, not matrix products";
+    if (!device.can_run_kernels) return fmt::format("needs a device that compiles kernels: {}", device.cannot_run_reason);
+    if (std::string why = fp32_only_reason(name(), generic); !why.empty()) return why;
+    const ConvProblem& problem = generic.conv();
     if (epilogue.pool > 1) return "a fused max-pool is not implemented (bias and ReLU are)";
     if (epilogue.any() && problem.direction != Direction::Forward) {
       return "epilogues apply to the forward direction only";
@@ -217,55 +253,32 @@ class ImplicitGemmFamily final : public KernelFamily {
     return {};
   }
 
-  std::vector<Parameter> parameters(const ConvProblem& problem) const override {
-    std::vector<Parameter> list = {
-        {"TILE_M", {16, 32, 64, 128}, "block tile rows (seed 004's M_BLK): output channels, or input channels for backward-data"},
-        {"TILE_N", {16, 32, 64, 128, 256}, "block tile columns (N_BLK): output pixels, input pixels or filter taps"},
-        {"TILE_K", {4, 8, 16, 32}, "reduction slice staged in local memory per step (K_BLK)"},
-        {"THREADS_M", {4, 8, 16, 32}, "work-group rows (M_DIM); the register tile has TILE_M/THREADS_M rows"},
-        {"THREADS_N", {4, 8, 16, 32}, "work-group columns (N_DIM); the register tile has TILE_N/THREADS_N columns"},
-        {"VECTOR_WIDTH", {1, 2, 4}, "floats per local-memory read of the register-tile operands"},
-        {"LOCAL_PADDING", {0, 1, 2, 4}, "floats added to each local-memory row against bank conflicts"},
-        {"UNROLL_K", {1, 2, 4, 8, 16, 32}, "unroll of the loop over a local tile's reduction slice"},
-        {"ASYNC_COPY", {0, 1},
-         "1: tiles go global -> local memory by cp.async (NVIDIA sm_80+, no staging registers); 0: through registers"},
-        {"MAX_REGISTERS", {0, 80, 128, 168},
-         "register cap per work-item on NVIDIA (0: the compiler's choice); CUDA turns it into a minimum of resident "
-         "blocks, which keeps the next tile's loads ahead of the FMAs"},
-    };
-    if (problem.direction == Direction::BackwardFilter) {
-      list.push_back({"SPLIT_K", {1, 2, 4, 8, 16, 32, 64, 128, 256, 512},
-                      "slices of the N*P*Q reduction summed by a second kernel (fills the GPU for small filters)"});
-    } else {
-      list.push_back({"SPLIT_K", {1, 2, 3, 4},
-                      "slices of the reduction summed by a second kernel (evens out the last wave of work-groups)"});
-    }
-    return list;
+  std::vector<Parameter> parameters(const Problem& problem) const override {
+    return parameter_table(problem.conv()).parameters();
   }
 
-  std::vector<Constraint> constraints(const ConvProblem& problem) const override { return make_constraints(problem); }
+  std::vector<Constraint> constraints(const Problem& problem) const override {
+    return make_constraints(problem.conv());
+  }
 
-  Config default_config(const ConvProblem& problem, const DeviceInfo& device) const override {
+  Config default_config(const Problem& generic, const DeviceInfo& device) const override {
+    const ConvProblem& problem = generic.conv();
+    const ParameterTable<Params>& table = parameter_table(problem);
     if (device.is_gpu) {
-      Config c = gpu_default(problem, device);
-      if (!c.empty()) return c;
+      if (const std::optional<Params> c = gpu_default(problem, device)) return table.write(*c);
     }
     // CPUs (PoCL) and anything the GPU list does not fit: small tiles, 64 work-items.
-    Config c = {{"TILE_M", 32},    {"TILE_N", 32},       {"TILE_K", 8},        {"THREADS_M", 8},
-                {"THREADS_N", 8},  {"VECTOR_WIDTH", 4},  {"LOCAL_PADDING", 0}, {"UNROLL_K", 8},
-                {"SPLIT_K", 1},    {"ASYNC_COPY", 0},    {"MAX_REGISTERS", 0}};
-    if (!valid(c, problem, device)) {
-      c["TILE_M"] = c["TILE_N"] = 16, c["THREADS_M"] = c["THREADS_N"] = 4;
-    }
-    return c;
+    Params c = make_params(32, 32, 8, 0, 0);
+    c.threads_m = c.threads_n = 8, c.local_padding = 0;
+    if (!valid(c, problem, device)) c.tile_m = c.tile_n = 16, c.threads_m = c.threads_n = 4;
+    return table.write(c);
   }
-
-  size_t local_memory_bytes(const Config& config, const ConvProblem&) const override { return local_bytes(config); }
 
   // Backward-data's GEMM has C/groups rows: with fewer than 8 most of every tile idles. Measured on the H200 with
   // tuned parameters (tuning/nvidia-h200-cuda.json): C=3 at 111 ms for alex1, where im2col_gemm takes 1.36 ms and
   // direct_tiled 1.70; the same 60-90x on a second C=3 layer.
-  std::string untuned_poor_fit(const ConvProblem& problem) const override {
+  std::string untuned_poor_fit(const Problem& generic) const override {
+    const ConvProblem& problem = generic.conv();
     if (problem.direction == Direction::BackwardData && problem.c_per_group() < 8) {
       return fmt::format("backward-data with C/groups={} leaves most of each GEMM tile idle", problem.c_per_group());
     }
@@ -279,30 +292,41 @@ class ImplicitGemmFamily final : public KernelFamily {
   // on all eight; keeping the tuned split cost 15% on one (0.590 vs 0.514 ms), and scaling it to keep the tuned
   // work-group count 38% on another (0.929 vs 0.672 ms). The other directions' splits of 2-4 even out a last
   // wave; they are kept as tuned.
-  Config carry_config(const Config& tuned, const ConvProblem& tuned_problem, const ConvProblem& problem,
+  Config carry_config(const Config& tuned, const Problem& tuned_problem, const Problem& generic,
                       const DeviceInfo& device) const override {
-    if (problem.direction != Direction::BackwardFilter || tuned_problem == problem) return tuned;
-    for (const char* name : {"SPLIT_K", "TILE_M", "TILE_N"}) {
-      if (!tuned.count(name)) return tuned;
+    const ConvProblem& problem = generic.conv();
+    if (problem.direction != Direction::BackwardFilter || tuned_problem == generic) return tuned;
+    const ParameterTable<Params>& table = parameter_table(problem);
+    Params p;
+    try {
+      p = table.read(tuned);
+    } catch (const InvalidArgument&) {
+      return tuned;  // not this family's parameters: fit_config refuses them
     }
     const GemmShape gemm = gemm_shape(problem);
-    const int64_t tiles =
-        ceil_div(gemm.m, v(tuned, "TILE_M")) * ceil_div(gemm.n, v(tuned, "TILE_N")) * problem.groups;
+    const int64_t tiles = ceil_div(gemm.m, p.tile_m) * ceil_div(gemm.n, p.tile_n) * problem.groups;
     // Work-groups a multiprocessor holds, as the defaults measured them: one of 128x128, three of 64x64 and up.
-    const int64_t area = v(tuned, "TILE_M") * v(tuned, "TILE_N");
+    const int64_t area = p.tile_m * p.tile_n;
     const int64_t per_sm = area >= 128 * 128 ? 1 : area >= 64 * 64 ? 3 : 4;
+    p.split_k = backward_filter_split(gemm.reduction, tiles, std::max(1, device.compute_units) * per_sm);
     Config carried = tuned;
-    carried["SPLIT_K"] = backward_filter_split(gemm.reduction, tiles, std::max(1, device.compute_units) * per_sm);
+    carried[table.name(&Params::split_k)] = p.split_k;
     return carried;
   }
 
-  KernelRecipe recipe(const ConvProblem& problem, const Epilogue& epilogue, const Config& config,
+  KernelRecipe recipe(const Problem& problem, const Epilogue& epilogue, const Config& config,
                       const DeviceInfo& device) const override {
-    return make_recipe(problem, epilogue, config, device);
+    return make_recipe(problem.conv(), epilogue, parameter_table(problem.conv()).read(config), device);
   }
 };
 
 }  // namespace
+
+const ParameterTable<Params>& parameter_table(const ConvProblem& problem) {
+  static const ParameterTable<Params> filter = make_table(Direction::BackwardFilter);
+  static const ParameterTable<Params> other = make_table(Direction::Forward);
+  return problem.direction == Direction::BackwardFilter ? filter : other;
+}
 
 GemmShape gemm_shape(const ConvProblem& pb) {
   const int64_t rs = pb.r * pb.s;
@@ -314,18 +338,17 @@ GemmShape gemm_shape(const ConvProblem& pb) {
   return {};
 }
 
-size_t local_bytes(const Config& c) {
-  const int64_t pad = v(c, "LOCAL_PADDING");
-  return static_cast<size_t>(2 * v(c, "TILE_K") * (v(c, "TILE_M") + pad + v(c, "TILE_N") + pad)) * sizeof(float);
+size_t local_bytes(const Params& p) {
+  return static_cast<size_t>(2 * p.tile_k * (p.tile_m + p.local_padding + p.tile_n + p.local_padding)) * sizeof(float);
 }
 
-int64_t work_groups(const ConvProblem& problem, const Config& c) {
+int64_t work_groups(const ConvProblem& problem, const Params& p) {
   const GemmShape gemm = gemm_shape(problem);
-  return ceil_div(gemm.n, v(c, "TILE_N")) * ceil_div(gemm.m, v(c, "TILE_M")) * problem.groups * v(c, "SPLIT_K");
+  return ceil_div(gemm.n, p.tile_n) * ceil_div(gemm.m, p.tile_m) * problem.groups * p.split_k;
 }
 
 }  // namespace convtune::implicit_gemm
 
-namespace convtune::families {
-std::unique_ptr<KernelFamily> make_implicit_gemm() { return std::make_unique<implicit_gemm::ImplicitGemmFamily>(); }
-}  // namespace convtune::families
+std::unique_ptr<convtune::KernelFamily> convtune::families::make_implicit_gemm() {
+  return std::make_unique<implicit_gemm::ImplicitGemmFamily>();
+}

@@ -119,7 +119,7 @@
 #define C_BASE W_BASE
 #endif
 
-#include "im2col_gemm/gemm.cl"
+#include "gemm/gemm.cl"
 
 #ifdef __OPENCL_VERSION__
 #define UNROLL_GROUP_SHAPE __attribute__((reqd_work_group_size(UNROLL_THREADS, 1, 1)))

@@ -1,9 +1,10 @@
-// The CPU reference convolution: for every output element, the obvious gather sum with one float64
-// accumulator, for all three directions and every ConvProblem field. Every other kernel in convtune is
-// checked against it, in full (conformance) or at sampled elements of full-size layers (bench).
-#include "src/backend/cpu/reference_convolution.h"
+// The float64 reference: for every output element, the obvious gather sum (convolutions, all three directions and
+// every ConvProblem field) or dot product (GEMMs) with one float64 accumulator. Every other implementation in
+// convtune is checked against it, in full (conformance) or at sampled elements of full-size problems (bench, tuner).
+#include "src/backend/cpu/reference.h"
 
-#include "src/backend/cpu/cpu_convolutions.h"
+#include <algorithm>
+
 #include "src/core/parallel_for.h"
 
 namespace convtune::cpu {
@@ -78,42 +79,59 @@ double backward_filter_element(const ConvProblem& pb, const float* x, const floa
   return acc;
 }
 
-class ReferenceConvolution final : public HostConvolution {
- public:
-  std::string name() const override { return "reference"; }
-  void run(const ConvProblem& pb, const ConvOperands& op) override {
-    pb.validate();
-    float* out = written_operand(pb, op);
-    const int64_t count = pb.written_elements();
-    // Elements are independent: spread rows of them over threads so checking a large layer stays quick.
-    const int64_t chunk = 256;
-    parallel_for((count + chunk - 1) / chunk, hardware_threads(), [&](int64_t block) {
-      for (int64_t i = block * chunk; i < std::min(count, (block + 1) * chunk); ++i)
-        out[i] = static_cast<float>(reference_element(pb, op, i));
-    });
+// C_b[m][n] (+ old value) = sum over k of op(A_b)[m][k] * op(B_b)[k][n].
+double gemm_element(const GemmProblem& g, const HostOperands& op, int64_t i) {
+  const int64_t n = i % g.n, m = (i / g.n) % g.m, b = i / (g.n * g.m);
+  const float* a = op[0] + b * g.batch_stride_a();
+  const float* bm = op[1] + b * g.batch_stride_b();
+  double acc = g.accumulate ? static_cast<double>(op[2][output_offset(Problem(g), i)]) : 0.0;
+  for (int64_t k = 0; k < g.k; ++k) {
+    const double av = g.trans_a ? a[k * g.ld_a() + m] : a[m * g.ld_a() + k];
+    const double bv = g.trans_b ? bm[n * g.ld_b() + k] : bm[k * g.ld_b() + n];
+    acc += av * bv;
   }
-};
+  return acc;
+}
 
 }  // namespace
 
-double reference_element(const ConvProblem& pb, const ConvOperands& op, int64_t index) {
+int64_t output_count(const Problem& problem) {
+  if (problem.is_gemm()) {
+    const GemmProblem& g = problem.gemm();
+    return g.batch * g.m * g.n;
+  }
+  return problem.written_elements();
+}
+
+int64_t output_offset(const Problem& problem, int64_t i) {
+  if (!problem.is_gemm()) return i;
+  const GemmProblem& g = problem.gemm();
+  const int64_t n = i % g.n, m = (i / g.n) % g.m, b = i / (g.n * g.m);
+  return b * g.batch_stride_c() + m * g.ld_c() + n;
+}
+
+double reference_element(const Problem& problem, const HostOperands& op, int64_t i) {
+  if (problem.is_gemm()) return gemm_element(problem.gemm(), op, i);
+  const ConvProblem& pb = problem.conv();
   switch (pb.direction) {
-    case Direction::Forward: return forward_element(pb, op.x, op.w, index);
-    case Direction::BackwardData: return backward_data_element(pb, op.w, op.y, index);
-    case Direction::BackwardFilter: return backward_filter_element(pb, op.x, op.y, index);
+    case Direction::Forward: return forward_element(pb, op[0], op[1], i);
+    case Direction::BackwardData: return backward_data_element(pb, op[1], op[2], i);
+    case Direction::BackwardFilter: return backward_filter_element(pb, op[0], op[2], i);
   }
   return 0.0;
 }
 
-float* written_operand(const ConvProblem& pb, const ConvOperands& op) {
-  switch (pb.direction) {
-    case Direction::Forward: return op.y;
-    case Direction::BackwardData: return op.x;
-    case Direction::BackwardFilter: return op.w;
-  }
-  return nullptr;
+void compute_reference(const Problem& problem, const HostOperands& op) {
+  problem.validate();
+  float* out = op[problem.written_operand()];
+  const int64_t count = output_count(problem);
+  // Elements are independent: spread blocks of them over threads so checking a large problem stays quick. A GEMM
+  // that accumulates reads each element before writing it, and every element is read and written by one thread.
+  const int64_t chunk = 256;
+  parallel_for((count + chunk - 1) / chunk, hardware_threads(), [&](int64_t block) {
+    for (int64_t i = block * chunk; i < std::min(count, (block + 1) * chunk); ++i)
+      out[output_offset(problem, i)] = static_cast<float>(reference_element(problem, op, i));
+  });
 }
-
-std::unique_ptr<HostConvolution> make_reference_convolution() { return std::make_unique<ReferenceConvolution>(); }
 
 }  // namespace convtune::cpu

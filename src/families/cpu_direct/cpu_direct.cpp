@@ -1,15 +1,17 @@
-// FP32 direct convolution on the CPU: per output plane, accumulate filter-tap x input-row products along
-// contiguous rows so the compiler vectorises the inner loop. One thread is seed 000's sequential baseline;
-// several threads split planes (fwd, bwd-data) or filters (bwd-filter) between them.
+// The cpu_direct family: FP32 direct convolution in C++ on the CPU backend. Per output plane, filter-tap x
+// input-row products accumulate along contiguous rows so the compiler vectorises the inner loop. THREADS=1 is seed
+// 000's sequential baseline; THREADS=0 splits planes (fwd, bwd-data) or filters (bwd-filter) over every core.
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <vector>
 
-#include "src/backend/cpu/cpu_convolutions.h"
+#include "src/backend/cpu/host_program.h"
 #include "src/core/parallel_for.h"
+#include "src/families/cpu_family.h"
+#include "src/families/families.h"
 
-namespace convtune::cpu {
+namespace convtune {
 
 namespace {
 
@@ -107,36 +109,57 @@ void backward_filter_one(const ConvProblem& pb, int64_t k, const float* x, float
       }
 }
 
-class DirectConvolution final : public HostConvolution {
- public:
-  DirectConvolution(unsigned threads, std::string name) : threads_(threads), name_(std::move(name)) {}
-  std::string name() const override { return name_; }
-
-  void run(const ConvProblem& pb, const ConvOperands& op) override {
-    pb.validate();
-    switch (pb.direction) {
-      case Direction::Forward:
-        parallel_for(pb.n * pb.k, threads_, [&](int64_t i) { forward_plane(pb, i / pb.k, i % pb.k, op.x, op.w, op.y); });
-        break;
-      case Direction::BackwardData:
-        parallel_for(pb.n * pb.c, threads_,
-                     [&](int64_t i) { backward_data_plane(pb, i / pb.c, i % pb.c, op.x, op.w, op.y); });
-        break;
-      case Direction::BackwardFilter:
-        parallel_for(pb.k, threads_, [&](int64_t k) { backward_filter_one(pb, k, op.x, op.w, op.y); });
-        break;
-    }
+void convolve(const ConvProblem& pb, unsigned threads, float* x, float* w, float* y) {
+  switch (pb.direction) {
+    case Direction::Forward:
+      parallel_for(pb.n * pb.k, threads, [&](int64_t i) { forward_plane(pb, i / pb.k, i % pb.k, x, w, y); });
+      break;
+    case Direction::BackwardData:
+      parallel_for(pb.n * pb.c, threads, [&](int64_t i) { backward_data_plane(pb, i / pb.c, i % pb.c, x, w, y); });
+      break;
+    case Direction::BackwardFilter:
+      parallel_for(pb.k, threads, [&](int64_t k) { backward_filter_one(pb, k, x, w, y); });
+      break;
   }
+}
 
- private:
-  unsigned threads_;
-  std::string name_;
+constexpr const char* kProgram = "cpu/direct";
+
+class CpuDirectFamily final : public KernelFamily {
+ public:
+  CpuDirectFamily() {
+    cpu::register_host_program(kProgram, [](const ProgramSource& source) {
+      const ConvProblem pb = parse_problem(source.defines.at("PROBLEM"));
+      const unsigned threads = cpu_threads(cpu::define_int(source, "THREADS"));
+      return std::map<std::string, cpu::HostKernel>{
+          {"convolve", [pb, threads](const std::vector<KernelArg>& args) {
+             convolve(pb, threads, cpu::host_floats(args.at(0), "x"), cpu::host_floats(args.at(1), "w"),
+                      cpu::host_floats(args.at(2), "y"));
+           }}};
+    });
+  }
+  std::string name() const override { return "cpu_direct"; }
+  std::string description() const override {
+    return "direct FP32 convolution in C++ on the CPU backend, vectorised along rows (THREADS=1: seed 000's "
+           "sequential baseline; 0: every core)";
+  }
+  Problem::Kind problem_kind() const override { return Problem::Kind::Convolution; }
+  bool runs_on_cpu_backend() const override { return true; }
+  int untuned_rank() const override { return 50; }
+  std::string unsupported_reason(const Problem& problem, const Epilogue& epilogue,
+                                 const DeviceInfo& device) const override {
+    return cpu_family_unsupported(name(), Problem::Kind::Convolution, problem, epilogue, device);
+  }
+  std::vector<Parameter> parameters(const Problem&) const override { return {threads_parameter()}; }
+  std::vector<Constraint> constraints(const Problem&) const override { return {}; }
+  Config default_config(const Problem&, const DeviceInfo&) const override { return {{"THREADS", 0}}; }
+  KernelRecipe recipe(const Problem& problem, const Epilogue&, const Config& config, const DeviceInfo&) const override {
+    return cpu_recipe(kProgram, "convolve", problem, config);
+  }
 };
 
 }  // namespace
 
-std::unique_ptr<HostConvolution> make_direct_convolution(unsigned threads, std::string name) {
-  return std::make_unique<DirectConvolution>(threads, std::move(name));
-}
+std::unique_ptr<KernelFamily> families::make_cpu_direct() { return std::make_unique<CpuDirectFamily>(); }
 
-}  // namespace convtune::cpu
+}  // namespace convtune

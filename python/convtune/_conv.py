@@ -1,0 +1,258 @@
+"""Convolutions and matrix products on DLPack arrays: conv_problem(), Plan (compiled once, called many times),
+conv2d() and gemm() with a cache of plans, on the device the arrays live on unless another is named."""
+from __future__ import annotations
+
+import threading
+from typing import Any, Dict, Mapping, Optional, Sequence, Tuple, Union
+
+from . import _arrays, _convtune, _errors
+from ._convtune import Problem, TuningDatabase
+
+IntPair = Union[int, Sequence[int]]
+Shape = Sequence[int]
+Tuning = Union[bool, TuningDatabase]
+
+_DIRECTIONS = {"fwd": "fwd", "forward": "fwd", "bwd-data": "bwd-data", "backward-data": "bwd-data",
+               "bwd_data": "bwd-data", "bwd-filter": "bwd-filter", "backward-filter": "bwd-filter",
+               "bwd_filter": "bwd-filter"}
+
+
+def _direction(direction: str) -> str:
+    try:
+        return _DIRECTIONS[direction]
+    except (KeyError, TypeError):
+        raise _errors.InvalidArgument(f"direction={direction!r} is invalid: expected 'fwd', 'bwd-data' or "
+                                        "'bwd-filter'") from None
+
+
+def _pair(value: IntPair, name: str) -> Tuple[int, int]:
+    """An int or a (height, width) pair, as PyTorch's Conv2d takes them."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return (value, value)
+    try:
+        h, w = value  # type: ignore[misc]
+        if all(isinstance(v, int) and not isinstance(v, bool) for v in (h, w)):
+            return (h, w)
+    except (TypeError, ValueError):
+        pass
+    raise _errors.InvalidArgument(f"{name}={value!r} is invalid: expected an int or a (height, width) pair of ints")
+
+
+def _shape4(shape: Shape, name: str, legend: str) -> Tuple[int, int, int, int]:
+    try:
+        values = tuple(int(s) for s in shape)
+    except TypeError:
+        raise _errors.InvalidArgument(f"{name}={shape!r} is invalid: expected a 4-tuple {legend}") from None
+    if len(values) != 4:
+        raise _errors.InvalidArgument(f"{name}={tuple(values)} is invalid: expected 4 extents {legend}")
+    return values  # type: ignore[return-value]
+
+
+def conv_problem(x_shape: Shape, w_shape: Shape, *, stride: IntPair = 1, padding: IntPair = 0,
+                 dilation: IntPair = 1, groups: int = 1, direction: str = "fwd") -> Problem:
+    """The convolution of an x of `x_shape` (N, C, H, W) with a w of `w_shape` (K, C/groups, R, S), validated."""
+    n, c, h, w = _shape4(x_shape, "x_shape", "(N, C, H, W)")
+    k, c_per_group, r, s = _shape4(w_shape, "w_shape", "(K, C/groups, R, S)")
+    if not isinstance(groups, int) or groups < 1:
+        raise _errors.InvalidArgument(f"groups={groups!r} is invalid: expected a positive int")
+    if c_per_group * groups != c:
+        raise _errors.InvalidArgument(
+            f"w_shape {tuple(w_shape)} does not fit x_shape {tuple(x_shape)} with groups={groups}: expected "
+            f"w_shape[1] = C/groups = {c}/{groups}" + ("" if c % groups == 0 else f" (groups={groups} does not divide C={c})"))
+    return _convtune.conv_problem(n, c, h, w, k, r, s, _pair(stride, "stride"), _pair(padding, "padding"),
+                                  _pair(dilation, "dilation"), groups, _direction(direction))
+
+
+def _device_id(device: Optional[str]) -> str:
+    if device is None or device == "best":
+        return _convtune.best_device()
+    if not isinstance(device, str):
+        raise TypeError(f"device: expected a name such as 'cpu', 'opencl:0' or 'cuda:1', got {type(device).__name__}")
+    return device
+
+
+class Plan:
+    """One convolution (or matrix product) compiled once for one device, to be called many times.
+
+    ``Plan(x_shape, w_shape, stride=..., padding=..., dilation=..., groups=..., direction=..., device=...)``, or
+    ``Plan(problem=...)`` with a Problem or its text. Calling it takes the two operands the direction reads, in
+    x, w, y order, and returns the one it writes (into ``out`` when given): ``fwd`` (x, w) -> y, ``bwd-data``
+    (w, dy) -> dx, ``bwd-filter`` (x, dy) -> dw, a GEMM (a, b) -> c.
+
+    ``tuning``: True takes the configuration from the default tuning database, False the family's built-in
+    default, a TuningDatabase that database. ``family`` and ``config`` name them outright.
+    """
+
+    def __init__(self, x_shape: Optional[Shape] = None, w_shape: Optional[Shape] = None, *, stride: IntPair = 1,
+                 padding: IntPair = 0, dilation: IntPair = 1, groups: int = 1, direction: str = "fwd",
+                 problem: Union[Problem, str, None] = None, device: Optional[str] = "best",
+                 family: Optional[str] = None, config: Optional[Mapping[str, int]] = None, tuning: Tuning = True,
+                 _external_workspace: bool = False) -> None:
+        if problem is None:
+            if x_shape is None or w_shape is None:
+                raise _errors.InvalidArgument("Plan: expected x_shape and w_shape, or problem=")
+            problem = conv_problem(x_shape, w_shape, stride=stride, padding=padding, dilation=dilation,
+                                   groups=groups, direction=direction)
+        elif isinstance(problem, str):
+            problem = _convtune.parse_problem(problem)
+        elif not isinstance(problem, Problem):
+            raise TypeError(f"problem: expected a convtune.Problem or its text, got {type(problem).__name__}")
+        if not isinstance(tuning, (bool, TuningDatabase)):
+            raise TypeError(f"tuning: expected True, False or a convtune.TuningDatabase, got {type(tuning).__name__}")
+        self.problem: Problem = problem
+        database = tuning if isinstance(tuning, TuningDatabase) else None
+        self._plan = _convtune.make_plan(_device_id(device), problem, family, dict(config) if config else None,
+                                         tuning is not False, database, _external_workspace)
+        self.device: str = self._plan.device.id
+        names = problem.operand_names
+        self.reads: Tuple[str, str] = tuple(names[i] for i in range(3) if i != problem.written)  # type: ignore
+        self.writes: str = names[problem.written]
+
+    @property
+    def family(self) -> str:
+        return self._plan.family
+
+    @property
+    def config(self) -> Dict[str, int]:
+        return dict(self._plan.config)
+
+    @property
+    def tier(self) -> str:
+        """Where the configuration came from: 'given', 'exact', 'nearest', ..., 'built-in default'."""
+        return self._plan.tier
+
+    @property
+    def explanation(self) -> str:
+        return self._plan.explanation
+
+    @property
+    def workspace_bytes(self) -> int:
+        return self._plan.workspace_bytes
+
+    @property
+    def shapes(self) -> Dict[str, Tuple[int, ...]]:
+        """Operand name -> dense shape."""
+        return dict(zip(self.problem.operand_names, (tuple(s) for s in self.problem.shapes)))
+
+    def describe(self) -> str:
+        return self._plan.describe()
+
+    def __repr__(self) -> str:
+        return f"Plan({self.problem.text!r} on {self.device}: {self.describe()}, {self.tier})"
+
+    def __call__(self, a: Any, b: Any, *, out: Any = None, stream: Any = None) -> Any:
+        written = self.problem.written
+        shapes = self.problem.shapes
+        operands = [None, None, None]
+        reads = [i for i in range(3) if i != written]
+        operands[reads[0]], operands[reads[1]] = a, b
+        if out is None:
+            out = _arrays.new_array(a, self.writes, _dense_shape(self.problem, written, a))
+        operands[written] = out
+        handle = _arrays.stream_handle(stream, operands, self.device)
+        with _arrays.device_guard(self.device):
+            self._plan.run(operands[0], operands[1], operands[2], stream=handle)
+        return out
+
+
+def _dense_shape(problem: Problem, operand: int, like: Any) -> Tuple[int, ...]:
+    """The written operand's shape: a convolution's 4-D tensor; a GEMM's (M, N), or (batch, M, N) when the inputs
+    are batched (3-D)."""
+    shape = tuple(problem.shapes[operand])
+    if problem.kind == "gemm" and len(getattr(like, "shape", ())) == 2:
+        return shape[1:]
+    return shape
+
+
+# Plans of conv2d() and gemm(), by problem, device and requested family/configuration: compiled once per process.
+_plans: Dict[Tuple[Any, ...], Plan] = {}
+_plans_lock = threading.Lock()
+_MAX_CACHED_PLANS = 512
+
+
+def _cached_plan(problem: Problem, device: str, family: Optional[str], config: Optional[Mapping[str, int]]) -> Plan:
+    key = (problem.text, device, family, tuple(sorted(config.items())) if config else None)
+    with _plans_lock:
+        plan = _plans.get(key)
+    if plan is None:
+        plan = Plan(problem=problem, device=device, family=family, config=config)
+        with _plans_lock:
+            if len(_plans) >= _MAX_CACHED_PLANS:
+                _plans.clear()
+            _plans[key] = plan
+    return plan
+
+
+def conv2d(a: Any, b: Any, *, stride: IntPair = 1, padding: IntPair = 0, dilation: IntPair = 1, groups: int = 1,
+           direction: str = "fwd", x_shape: Optional[Shape] = None, w_shape: Optional[Shape] = None, out: Any = None,
+           device: Optional[str] = None, stream: Any = None, family: Optional[str] = None,
+           config: Optional[Mapping[str, int]] = None) -> Any:
+    """A 2-D convolution (cross-correlation, like torch.nn.functional.conv2d) on DLPack arrays, in one direction.
+
+    ``fwd``: conv2d(x, w) -> y. ``bwd-data``: conv2d(w, dy, x_shape=...) -> dx. ``bwd-filter``:
+    conv2d(x, dy, w_shape=...) -> dw. The shape a backward direction writes comes from ``out`` when it is given.
+    x is (N, C, H, W), w (K, C/groups, R, S), y (N, K, P, Q), all float32, dense, row-major.
+
+    ``device``: by default where the arrays live (host memory -> convtune's CPU device, CUDA memory -> that CUDA
+    device, on PyTorch's current stream for tensors, else ``stream``); name another device (an OpenCL one, say) to
+    run there with host arrays copied to it and back. Plans are compiled once per problem and device.
+    """
+    direction = _direction(direction)
+    if direction == "fwd":
+        x_shape = _arrays.shape_of(a, "x", 4, "(N, C, H, W)")
+        w_shape = _arrays.shape_of(b, "w", 4, "(K, C/groups, R, S)")
+        arrays = {"x": a, "w": b}
+    elif direction == "bwd-data":
+        w_shape = _arrays.shape_of(a, "w", 4, "(K, C/groups, R, S)")
+        _arrays.shape_of(b, "dy", 4, "(N, K, P, Q)")
+        if x_shape is None:
+            if out is None:
+                raise _errors.InvalidArgument("conv2d bwd-data: expected x_shape=(N, C, H, W) or out= (the shape "
+                                                "of dx cannot be told from dy when stride > 1)")
+            x_shape = _arrays.shape_of(out, "out", 4, "(N, C, H, W)")
+        arrays = {"w": a, "dy": b}
+    else:
+        x_shape = _arrays.shape_of(a, "x", 4, "(N, C, H, W)")
+        _arrays.shape_of(b, "dy", 4, "(N, K, P, Q)")
+        if w_shape is None:
+            if out is None:
+                raise _errors.InvalidArgument("conv2d bwd-filter: expected w_shape=(K, C/groups, R, S) or out=")
+            w_shape = _arrays.shape_of(out, "out", 4, "(K, C/groups, R, S)")
+        arrays = {"x": a, "dy": b}
+    if out is not None:
+        arrays["out"] = out
+    where = _arrays.common_device(arrays)
+    problem = conv_problem(x_shape, w_shape, stride=stride, padding=padding, dilation=dilation, groups=groups,
+                           direction=direction)
+    plan = _cached_plan(problem, _device_id(device) if device is not None else where, family, config)
+    return plan(a, b, out=out, stream=stream)
+
+
+def gemm(a: Any, b: Any, *, trans_a: bool = False, trans_b: bool = False, out: Any = None, accumulate: bool = False,
+         device: Optional[str] = None, stream: Any = None, family: Optional[str] = None,
+         config: Optional[Mapping[str, int]] = None) -> Any:
+    """C = op(A) op(B) on dense row-major float32 arrays: 2-D, or 3-D for a batch of products. op transposes when
+    trans_a / trans_b is set (A is then stored K x M). ``accumulate`` adds to ``out`` (C += ...), which is then
+    required. Devices and streams as in conv2d."""
+    a_shape = _arrays.shape_of(a, "a")
+    b_shape = _arrays.shape_of(b, "b")
+    if len(a_shape) not in (2, 3) or len(b_shape) != len(a_shape):
+        raise _errors.InvalidArgument(f"gemm: a {a_shape} and b {b_shape}: expected two 2-D matrices or two 3-D "
+                                        "batches of them")
+    batch = a_shape[0] if len(a_shape) == 3 else 1
+    if len(a_shape) == 3 and b_shape[0] != batch:
+        raise _errors.InvalidArgument(f"gemm: a has a batch of {batch}, b of {b_shape[0]}: expected the same")
+    m, k = (a_shape[-1], a_shape[-2]) if trans_a else (a_shape[-2], a_shape[-1])
+    kb, n = (b_shape[-1], b_shape[-2]) if trans_b else (b_shape[-2], b_shape[-1])
+    if kb != k:
+        raise _errors.InvalidArgument(f"gemm: op(a) is {m} x {k} but op(b) is {kb} x {n}: expected op(b) to have "
+                                        f"{k} rows (a {a_shape}, trans_a={trans_a}; b {b_shape}, trans_b={trans_b})")
+    if accumulate and out is None:
+        raise _errors.InvalidArgument("gemm: accumulate=True adds to out: expected out=")
+    arrays = {"a": a, "b": b}
+    if out is not None:
+        arrays["out"] = out
+    where = _arrays.common_device(arrays)
+    problem = _convtune.gemm_problem(m, n, k, trans_a, trans_b, batch, accumulate)
+    plan = _cached_plan(problem, _device_id(device) if device is not None else where, family, config)
+    return plan(a, b, out=out, stream=stream)

@@ -1,0 +1,414 @@
+// convtune._convtune: the nanobind extension behind the Python package. Devices, problems, compiled plans run on
+// DLPack arrays or raw addresses, the tuner (one device or several) with a progress callback, the tuning database,
+// and convtune's errors as Python exceptions. The package's Python modules build the friendly API on top of it.
+#include <nanobind/nanobind.h>
+#include <nanobind/stl/map.h>
+#include <nanobind/stl/optional.h>
+#include <nanobind/stl/pair.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/tuple.h>
+#include <nanobind/stl/vector.h>
+
+#include <filesystem>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <convtune/convtune.h>
+
+#include "arrays.h"
+
+namespace nb = nanobind;
+using namespace nb::literals;
+
+namespace convtune::python {
+
+namespace {
+
+// The Python exception classes (convtune/_errors.py hands them over at import): each derives from convtune.Error
+// and the builtin a Python user would catch for it. Until then convtune's errors reach Python as RuntimeError.
+PyObject* error_type = nullptr;
+PyObject* invalid_argument_type = nullptr;
+PyObject* unsupported_type = nullptr;
+PyObject* backend_error_type = nullptr;
+PyObject* tuning_database_error_type = nullptr;
+
+void set_error_types(nb::handle error, nb::handle invalid_argument, nb::handle unsupported, nb::handle backend_error,
+                     nb::handle tuning_database_error) {
+  // Kept for the life of the process: the translator may run until the interpreter exits.
+  for (nb::handle type : {error, invalid_argument, unsupported, backend_error, tuning_database_error}) {
+    if (!PyType_Check(type.ptr()) || !PyType_IsSubtype(reinterpret_cast<PyTypeObject*>(type.ptr()),
+                                                       reinterpret_cast<PyTypeObject*>(PyExc_Exception))) {
+      throw nb::type_error("_set_error_types: expected five exception classes");
+    }
+    type.inc_ref();
+  }
+  error_type = error.ptr();
+  invalid_argument_type = invalid_argument.ptr();
+  unsupported_type = unsupported.ptr();
+  backend_error_type = backend_error.ptr();
+  tuning_database_error_type = tuning_database_error.ptr();
+}
+
+void register_error_translator() {
+  nb::register_exception_translator([](const std::exception_ptr& p, void*) {
+    if (!error_type) std::rethrow_exception(p);
+    try {
+      std::rethrow_exception(p);
+    } catch (const TuningDatabaseError& e) {
+      PyErr_SetString(tuning_database_error_type, e.what());
+    } catch (const InvalidArgument& e) {
+      PyErr_SetString(invalid_argument_type, e.what());
+    } catch (const Unsupported& e) {
+      PyErr_SetString(unsupported_type, e.what());
+    } catch (const BackendError& e) {
+      PyErr_SetString(backend_error_type, e.what());
+    } catch (const Error& e) {
+      PyErr_SetString(error_type, e.what());
+    }
+  });
+}
+
+std::vector<std::vector<int64_t>> operand_shapes(const Problem& p) {
+  if (p.is_conv()) {
+    const ConvProblem& c = p.conv();
+    return {{c.n, c.c, c.h, c.w}, {c.k, c.c_per_group(), c.r, c.s}, {c.n, c.k, c.p(), c.q()}};
+  }
+  const GemmProblem& g = p.gemm();
+  return {{g.batch, g.a_rows(), g.a_cols()}, {g.batch, g.b_rows(), g.b_cols()}, {g.batch, g.m, g.n}};
+}
+
+nb::dict entry_dict(const ListedEntry& listed) {
+  const TuningEntry& e = listed.entry;
+  nb::dict d;
+  d["device"] = e.device.name;
+  d["fingerprint"] = e.device.fingerprint;
+  d["backend"] = e.device.backend;
+  d["family"] = e.family;
+  d["problem"] = e.problem.to_string();
+  d["parameters"] = e.parameters;
+  d["time_ms"] = e.time_ms;
+  d["gflops"] = e.gflops;
+  d["date"] = e.date;
+  d["convtune_version"] = e.convtune_version;
+  d["origin"] = listed.origin;
+  d["shipped"] = listed.shipped;
+  return d;
+}
+
+nb::dict trial_dict(const TuneTrial& t) {
+  nb::dict d;
+  d["config"] = t.config;
+  d["ms"] = t.ms;
+  d["failure"] = t.failure;
+  d["note"] = t.note;
+  d["wall_ms"] = t.wall_ms;
+  return d;
+}
+
+void describe_task(nb::dict& d, const TuneTask& task) {
+  d["name"] = task.name;
+  d["operation"] = std::string(task.problem.operation());
+  d["problem"] = task.problem.to_string();
+  d["family"] = task.family->name();
+}
+
+nb::dict result_dict(const TuneTaskResult& r, bool with_trials) {
+  nb::dict d;
+  describe_task(d, r.task);
+  d["device"] = r.device;
+  d["space"] = r.space;
+  d["tried"] = r.tried;
+  d["failed"] = r.failed;
+  d["default_ms"] = r.default_ms > 0 ? std::optional<double>(r.default_ms) : std::nullopt;
+  d["best_ms"] = r.best_config ? std::optional<double>(r.best_ms) : std::nullopt;
+  d["best_config"] = r.best_config;
+  d["stop_reason"] = r.stop_reason;
+  const char* stored = !r.stored ? nullptr
+                       : *r.stored == InsertOutcome::Added    ? "added"
+                       : *r.stored == InsertOutcome::Replaced ? "replaced"
+                                                              : "kept existing";
+  d["stored"] = stored ? nb::object(nb::str(stored)) : nb::none();
+  if (with_trials) {
+    nb::list trials;
+    for (const TuneTrial& t : r.trials) trials.append(trial_dict(t));
+    d["trials"] = trials;
+  }
+  return d;
+}
+
+// Calls the Python progress callback (None: only watches for Ctrl-C) from a tuning thread. A callback that raises,
+// or a pending KeyboardInterrupt, stops the run: the error leaves tune() and reaches the caller.
+class ProgressBridge {
+ public:
+  explicit ProgressBridge(nb::object callback) : callback_(std::move(callback)) {}
+  template <class Fill>
+  void emit(const char* event, Fill fill) const {
+    nb::gil_scoped_acquire gil;
+    if (PyErr_CheckSignals() != 0) throw nb::python_error();
+    if (callback_.is_none()) return;
+    nb::dict d;
+    d["event"] = event;
+    fill(d);
+    callback_(d);
+  }
+
+ private:
+  nb::object callback_;
+};
+
+nb::tuple run_tune(const std::vector<std::string>& device_specs, const std::vector<std::pair<std::string, Problem>>& problems,
+                   TuningDatabase& database, const std::string& family, double budget_seconds, const std::string& strategy,
+                   double max_fraction, size_t max_candidates, int warmup, int repeats, double abort_factor,
+                   uint64_t seed, int jobs, const std::map<std::string, std::vector<int64_t>>& only, bool skip_tuned,
+                   bool save, nb::object progress) {
+  if (device_specs.empty()) throw InvalidArgument("tune: device: expected one device or a list of alike devices");
+  std::vector<Device*> devices;
+  for (const std::string& spec : device_specs) devices.push_back(&convtune::device(spec));
+  std::vector<std::string> skipped;
+  const std::vector<TuneTask> tasks = make_tune_tasks(devices.front()->info(), problems, family, &skipped);
+  if (tasks.empty()) {
+    std::string why = "no kernel family tunes any of the problems on " + devices.front()->info().id;
+    for (const std::string& s : skipped) why += "; " + s;
+    throw Unsupported(why);
+  }
+  TuneOptions options;
+  options.budget_seconds = budget_seconds;
+  options.strategy = strategy;
+  options.max_fraction = max_fraction;
+  options.max_candidates = max_candidates;
+  options.warmup = warmup;
+  options.repeats = repeats;
+  options.abort_factor = abort_factor;
+  options.seed = seed;
+  options.jobs = jobs;
+  options.only = only;
+  options.skip_tuned = skip_tuned;
+  options.save = save;
+
+  const ProgressBridge bridge(std::move(progress));
+  TuneCallbacks callbacks;
+  callbacks.task_started = [&](const TuneTask& task, size_t index, size_t count, size_t space) {
+    bridge.emit("task_started", [&](nb::dict& d) {
+      describe_task(d, task);
+      d["index"] = index;
+      d["count"] = count;
+      d["space"] = space;
+    });
+  };
+  callbacks.trial_done = [&](const TuneTaskResult& so_far, const TuneTrial& trial, double fraction) {
+    bridge.emit("trial", [&](nb::dict& d) {
+      describe_task(d, so_far.task);
+      d["device"] = so_far.device;
+      d["fraction"] = fraction;
+      d["tried"] = so_far.trials.size();
+      d["trial"] = trial_dict(trial);
+    });
+  };
+  callbacks.task_done = [&](const TuneTaskResult& r) {
+    bridge.emit("task_done", [&](nb::dict& d) { d["result"] = result_dict(r, false); });
+  };
+  std::vector<TuneTaskResult> results;
+  {
+    nb::gil_scoped_release released;
+    results = tune_devices(devices, tasks, database, options, callbacks);
+  }
+  nb::list out;
+  for (const TuneTaskResult& r : results) out.append(result_dict(r, true));
+  return nb::make_tuple(out, skipped);
+}
+
+Plan make_plan(const std::string& device_spec, const Problem& problem, const std::optional<std::string>& family,
+               const std::optional<Config>& config, bool use_tuning, const TuningDatabase* database,
+               bool external_workspace) {
+  Device& device = convtune::device(device_spec);
+  PlanRequest request;
+  request.problem = problem;
+  if (family) request.family = *family;
+  request.config = config;
+  request.use_tuning = use_tuning;
+  request.tuning = database;
+  nb::gil_scoped_release released;  // describing may read the database; compiling may take seconds
+  return Plan(device, PlanDescriptor::create(device.info(), request), external_workspace);
+}
+
+}  // namespace
+
+}  // namespace convtune::python
+
+using namespace convtune;
+using namespace convtune::python;
+
+NB_MODULE(_convtune, m) {
+  m.doc() = "convtune's C++ library for Python: devices, problems, plans, the tuner and the tuning database";
+  // The package keeps compiled plans in module-level caches for the life of the process, and PyTorch holds on to
+  // its operators' closures: objects still alive at interpreter exit are expected, not reference-count bugs.
+  nb::set_leak_warnings(false);
+  register_error_translator();
+  m.def("_set_error_types", &set_error_types, "error"_a, "invalid_argument"_a, "unsupported"_a, "backend_error"_a,
+        "tuning_database_error"_a, "The exception classes convtune's errors become (convtune/_errors.py).");
+
+  m.def("version", [] { return std::string(convtune::version()); }, "The library's version, e.g. '0.1.0'.");
+  m.def("built_backends", [] { return std::string(convtune::built_backends()); },
+        "The backends this build has, e.g. 'cpu opencl cuda'.");
+
+  nb::class_<DeviceInfo>(m, "DeviceInfo", "A device convtune can run on (convtune.devices() lists them).")
+      .def_ro("id", &DeviceInfo::id, "What device= takes: 'cpu', 'opencl:0', 'cuda:1'.")
+      .def_ro("name", &DeviceInfo::name)
+      .def_prop_ro("backend", [](const DeviceInfo& d) { return std::string(to_string(d.backend)); },
+                   "'cpu', 'opencl' or 'cuda'.")
+      .def_ro("index", &DeviceInfo::index, "Position within its backend (the CUDA ordinal for 'cuda').")
+      .def_ro("vendor", &DeviceInfo::vendor)
+      .def_ro("driver_version", &DeviceInfo::driver_version)
+      .def_ro("compiler", &DeviceInfo::compiler)
+      .def_ro("architecture", &DeviceInfo::architecture)
+      .def_ro("is_gpu", &DeviceInfo::is_gpu)
+      .def_ro("compute_units", &DeviceInfo::compute_units)
+      .def_ro("clock_mhz", &DeviceInfo::clock_mhz)
+      .def_ro("global_memory_bytes", &DeviceInfo::global_memory_bytes)
+      .def_ro("can_run_kernels", &DeviceInfo::can_run_kernels)
+      .def_ro("cannot_run_reason", &DeviceInfo::cannot_run_reason)
+      .def_prop_ro("fingerprint", &DeviceInfo::fingerprint, "Backend, vendor, name, architecture and driver.")
+      .def("__repr__", [](const DeviceInfo& d) { return "DeviceInfo(" + d.id + ": " + d.name + ")"; });
+
+  m.def("devices", [] {
+    std::vector<DeviceInfo> infos;
+    for (Device* d : Registry::instance().all_devices()) infos.push_back(d->info());
+    return infos;
+  }, "Every device of every available backend.");
+  m.def("backends", [] {
+    std::vector<std::pair<std::string, std::string>> out;
+    for (const auto& b : Registry::instance().backends())
+      out.emplace_back(std::string(to_string(b->kind())), b->unavailable_reason());
+    return out;
+  }, "Each backend built in, with why it is unavailable ('' when it is available).");
+  m.def("best_device", [] { return Registry::instance().best().info().id; },
+        "The id of the fastest kind of device present (CUDA GPU, OpenCL GPU, any OpenCL device, the CPU).");
+  m.def("families", [] {
+    std::vector<std::tuple<std::string, std::string, std::string>> out;
+    for (const auto& f : kernel_families())
+      out.emplace_back(f->name(), f->problem_kind() == Problem::Kind::Gemm ? "gemm" : "convolution", f->description());
+    return out;
+  }, "Every kernel family: (name, 'convolution' or 'gemm', description).");
+
+  nb::class_<Problem>(m, "Problem", "A convolution in one direction, or a matrix product.")
+      .def_prop_ro("text", &Problem::to_string, "The text form convtune's command line reads.")
+      .def_prop_ro("kind", [](const Problem& p) { return p.is_conv() ? "convolution" : "gemm"; })
+      .def_prop_ro("operation", [](const Problem& p) { return std::string(p.operation()); },
+                   "'fwd', 'bwd-data', 'bwd-filter' or 'gemm'.")
+      .def_prop_ro("flops", &Problem::flops)
+      .def_prop_ro("operand_names", [](const Problem& p) {
+        return std::vector<std::string>{p.operand(0).name, p.operand(1).name, p.operand(2).name};
+      })
+      .def_prop_ro("written", &Problem::written_operand, "Index of the operand the operation writes.")
+      .def_prop_ro("shapes", &operand_shapes,
+                   "The dense shapes of the three operands: x, w, y for a convolution; (batch, rows, cols) as stored "
+                   "for a GEMM's a, b, c.")
+      .def("__eq__", [](const Problem& a, const Problem& b) { return a == b; })
+      .def("__hash__", [](const Problem& p) { return std::hash<std::string>()(p.to_string()); })
+      .def("__repr__", [](const Problem& p) { return "Problem('" + p.to_string() + "')"; });
+
+  m.def("parse_problem", [](const std::string& text) { return parse_any_problem(text); }, "text"_a,
+        "A problem from its text: 'N=8,C=64,H=56,K=64,R=3,pad=1,dir=fwd' or 'gemm:M=..,N=..,K=..'.");
+  m.def("conv_problem",
+        [](int64_t n, int64_t c, int64_t h, int64_t w, int64_t k, int64_t r, int64_t s, std::pair<int64_t, int64_t> stride,
+           std::pair<int64_t, int64_t> pad, std::pair<int64_t, int64_t> dilation, int64_t groups,
+           const std::string& direction) {
+          ConvProblem p;
+          p.n = n, p.c = c, p.h = h, p.w = w, p.k = k, p.r = r, p.s = s;
+          p.stride = {stride.first, stride.second};
+          p.pad = {pad.first, pad.second};
+          p.dilation = {dilation.first, dilation.second};
+          p.groups = groups;
+          p.direction = parse_direction(direction);
+          p.validate();
+          return Problem(p);
+        },
+        "n"_a, "c"_a, "h"_a, "w"_a, "k"_a, "r"_a, "s"_a, "stride"_a, "pad"_a, "dilation"_a, "groups"_a, "direction"_a,
+        "A validated convolution problem (float32).");
+  m.def("gemm_problem",
+        [](int64_t m_, int64_t n, int64_t k, bool trans_a, bool trans_b, int64_t batch, bool accumulate) {
+          GemmProblem g;
+          g.m = m_, g.n = n, g.k = k, g.trans_a = trans_a, g.trans_b = trans_b, g.batch = batch;
+          g.accumulate = accumulate;
+          g.validate();
+          return Problem(g);
+        },
+        "m"_a, "n"_a, "k"_a, "trans_a"_a, "trans_b"_a, "batch"_a, "accumulate"_a,
+        "A validated packed row-major matrix product C = op(A) op(B) (+C), float32.");
+
+  nb::class_<TuningDatabase>(m, "TuningDatabase",
+                             "The tuning database: a user file plus the defaults shipped with convtune.")
+      .def("__init__",
+           [](TuningDatabase* self, std::optional<std::string> path, bool shipped) {
+             const std::filesystem::path file = path ? std::filesystem::path(*path) : TuningDatabase::default_user_file();
+             new (self) TuningDatabase(file, shipped ? shipped_tuning_dir() : std::filesystem::path());
+           },
+           "path"_a = nb::none(), "shipped"_a = true,
+           "Loads `path` (default: $CONVTUNE_TUNING_DB, else ~/.local/share/convtune/tuning.json; a missing file is "
+           "empty) and, with shipped=True, the shipped defaults. A damaged user file is reported by `error` and "
+           "never overwritten.")
+      .def_prop_ro("path", [](const TuningDatabase& db) { return db.user_file().string(); })
+      .def_prop_ro("error", &TuningDatabase::user_file_error, "Why the user file could not be loaded; '' when it loaded.")
+      .def("__len__", &TuningDatabase::user_entry_count)
+      .def_prop_ro("shipped_count", &TuningDatabase::shipped_entry_count)
+      .def("entries",
+           [](const TuningDatabase& db, bool shipped, const std::string& device, const std::string& family) {
+             EntryFilter filter;
+             filter.device = device;
+             filter.family = family;
+             filter.include_shipped = shipped;
+             nb::list out;
+             for (const ListedEntry& e : db.list(filter)) out.append(entry_dict(e));
+             return out;
+           },
+           "shipped"_a = false, "device"_a = "", "family"_a = "",
+           "The entries as dicts (device, family, problem, parameters, time_ms, gflops, date, origin, ...), "
+           "filtered by a substring of the device name or fingerprint and by family.")
+      .def("merge_file",
+           [](TuningDatabase& db, const std::string& path) {
+             const MergeCounts c = db.merge_file(path);
+             return std::map<std::string, size_t>{{"added", c.added}, {"replaced", c.replaced}, {"kept", c.kept}};
+           },
+           "path"_a, "Merges another database file, keeping the faster entry per key; returns the counts.")
+      .def("prune_device", [](TuningDatabase& db, const std::string& device) { return db.prune_device(device); },
+           "device"_a, "Removes the user entries of a device (fingerprint or name); returns how many.")
+      .def("save", &TuningDatabase::save, "Writes the user file atomically (merging what others saved meanwhile).");
+
+  nb::class_<Plan>(m, "CompiledPlan", "A problem compiled for one device, ready to run on any operands of its sizes.")
+      .def_prop_ro("problem", &Plan::problem)
+      .def_prop_ro("device", [](const Plan& p) { return p.device().info(); })
+      .def_prop_ro("family", &Plan::family)
+      .def_prop_ro("config", &Plan::config)
+      .def_prop_ro("tier", [](const Plan& p) { return std::string(to_string(p.tier())); },
+                   "Where the configuration came from: 'given', 'exact', 'nearest', 'architecture', 'vendor', "
+                   "'built-in default'.")
+      .def_prop_ro("explanation", &Plan::explanation)
+      .def_prop_ro("workspace_bytes", &Plan::workspace_bytes)
+      .def_prop_ro("compiled_from_cache", &Plan::compiled_from_cache)
+      .def("describe", &Plan::describe)
+      .def("run",
+           [](const Plan& plan, nb::handle a, nb::handle b, nb::handle c, intptr_t stream) {
+             run_on_arrays(plan, {a, b, c}, stream);
+           },
+           "a"_a, "b"_a, "c"_a, "stream"_a = 0,
+           "Runs on three DLPack arrays in operand order (x, w, y or a, b, c); CUDA memory on `stream`.")
+      .def("run_pointers",
+           [](const Plan& plan, std::tuple<uintptr_t, uintptr_t, uintptr_t> p, uintptr_t workspace, intptr_t stream) {
+             run_on_pointers(plan, {std::get<0>(p), std::get<1>(p), std::get<2>(p)}, workspace, stream);
+           },
+           "pointers"_a, "workspace"_a = 0, "stream"_a = 0,
+           "Runs on raw addresses (host memory on the CPU device, device memory on a CUDA device's `stream`).");
+
+  m.def("make_plan", &make_plan, "device"_a, "problem"_a, "family"_a = nb::none(), "config"_a = nb::none(),
+        "use_tuning"_a = true, "database"_a = nb::none(), "external_workspace"_a = false,
+        "Describes and compiles a plan (the tuned family and configuration unless given).");
+
+  m.def("tune", &run_tune, "devices"_a, "problems"_a, "database"_a, "family"_a = "all", "budget_seconds"_a = 60.0,
+        "strategy"_a = "annealing", "max_fraction"_a = 0.0, "max_candidates"_a = 0, "warmup"_a = 1, "repeats"_a = 5,
+        "abort_factor"_a = 1.5, "seed"_a = 1, "jobs"_a = 0, "only"_a = std::map<std::string, std::vector<int64_t>>(),
+        "skip_tuned"_a = false, "save"_a = true, "progress"_a = nb::none(),
+        "Tunes every (name, problem) x kernel family on one device or several alike ones; returns (results, "
+        "skipped).");
+}

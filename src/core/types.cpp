@@ -1,0 +1,53 @@
+// Element types and math modes: names, parsing, sizes and unit roundoff.
+#include "convtune/types.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+
+#include "convtune/error.h"
+
+namespace convtune {
+
+std::string_view to_string(ElementType type) {
+  switch (type) {
+    case ElementType::F32: return "fp32";
+    case ElementType::F16: return "fp16";
+    case ElementType::BF16: return "bf16";
+  }
+  return "?";
+}
+
+std::string_view to_string(MathMode mode) {
+  switch (mode) {
+    case MathMode::FP32: return "fp32";
+    case MathMode::TF32: return "tf32";
+    case MathMode::TF32x3: return "3xtf32";
+  }
+  return "?";
+}
+
+ElementType parse_element_type(std::string_view text) {
+  if (text == "fp32" || text == "f32" || text == "float32") return ElementType::F32;
+  if (text == "fp16" || text == "f16" || text == "float16" || text == "half") return ElementType::F16;
+  if (text == "bf16" || text == "bfloat16") return ElementType::BF16;
+  throw InvalidArgument(fmt::format("unknown element type '{}': expected fp32, fp16 or bf16", text));
+}
+
+MathMode parse_math_mode(std::string_view text) {
+  if (text == "fp32") return MathMode::FP32;
+  if (text == "tf32") return MathMode::TF32;
+  if (text == "3xtf32" || text == "tf32x3") return MathMode::TF32x3;
+  throw InvalidArgument(fmt::format("unknown math mode '{}': expected fp32, tf32 or 3xtf32", text));
+}
+
+int bytes_per_element(ElementType type) { return type == ElementType::F32 ? 4 : 2; }
+
+double unit_roundoff(ElementType type, MathMode mode) {
+  // Inputs stored in fewer bits round there first, whatever the math mode.
+  if (type == ElementType::BF16) return std::ldexp(1.0, -8);
+  if (type == ElementType::F16) return std::ldexp(1.0, -11);
+  return mode == MathMode::TF32 ? std::ldexp(1.0, -11) : std::ldexp(1.0, -24);
+}
+
+}  // namespace convtune

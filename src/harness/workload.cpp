@@ -1,0 +1,182 @@
+// Workload: seeded operands on a device, poison, read-back, canaries and checks against the float64 reference.
+#include "src/harness/workload.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+#include "convtune/error.h"
+#include "src/backend/cpu/reference.h"
+#include "src/core/parallel_for.h"
+
+namespace convtune::harness {
+
+namespace {
+
+constexpr float kCanary = 1234.5678f;
+
+}  // namespace
+
+double tolerance(const Problem& problem) {
+  const double length = static_cast<double>(std::max<int64_t>(1, problem.reduction_length()));
+  return std::max(1e-6, 8.0 * unit_roundoff(problem.type(), problem.math()) * std::sqrt(length));
+}
+
+std::vector<float> random_values(int64_t count, uint64_t seed) {
+  std::vector<float> v(static_cast<size_t>(count));
+  uint64_t state = seed * 0x9E3779B97F4A7C15ull + 0x632BE59BD9B4E019ull;
+  for (float& f : v) {
+    state += 0x9E3779B97F4A7C15ull;
+    uint64_t z = state;
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    z ^= z >> 31;
+    f = static_cast<float>(static_cast<double>(z >> 11) * 0x1.0p-53 * 2.0 - 1.0);
+  }
+  return v;
+}
+
+double relative_l2(const std::vector<float>& a, const std::vector<float>& b) {
+  if (a.size() != b.size()) return INFINITY;
+  double err2 = 0, ref2 = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    const double d = static_cast<double>(a[i]) - b[i];
+    err2 += d * d;
+    ref2 += static_cast<double>(b[i]) * b[i];
+  }
+  return ref2 > 0 ? std::sqrt(err2 / ref2) : std::sqrt(err2);
+}
+
+struct Workload::Sampled {
+  int samples = 0;
+  std::vector<int64_t> positions;  // logical output elements
+  std::vector<double> expected;
+};
+
+Workload::Workload(Device& device, const Problem& problem, uint64_t seed)
+    : device_(&device), problem_(problem), seed_(seed) {
+  problem_.validate();
+  Queue& q = queue();
+  const std::vector<float> canaries(kCanaries, kCanary);
+  for (int i = 0; i < Problem::kOperands; ++i) {
+    const int64_t count = problem_.operand(i).elements;
+    host_.push_back(random_values(count, seed * 3 + static_cast<uint64_t>(i) + 1));
+    const size_t bytes = static_cast<size_t>(count) * sizeof(float);
+    buffers_.push_back(device.allocate(bytes + kCanaries * sizeof(float)));
+    q.write(*buffers_.back(), host_.back().data(), bytes);
+    q.write(*buffers_.back(), canaries.data(), kCanaries * sizeof(float), bytes);
+  }
+  q.finish();
+}
+
+Workload::~Workload() = default;
+
+Operands Workload::operands() const { return {buffers_[0].get(), buffers_[1].get(), buffers_[2].get()}; }
+
+void Workload::poison() {
+  const int written = problem_.written_operand();
+  const OperandInfo info = problem_.operand(written);
+  const std::vector<float>& initial = host_[static_cast<size_t>(written)];
+  if (info.read) {
+    queue().write(*buffers_[static_cast<size_t>(written)], initial.data(), initial.size() * sizeof(float));
+  } else {
+    const std::vector<float> nan(initial.size(), std::numeric_limits<float>::quiet_NaN());
+    queue().write(*buffers_[static_cast<size_t>(written)], nan.data(), nan.size() * sizeof(float));
+  }
+}
+
+std::vector<float> Workload::output() {
+  const int written = problem_.written_operand();
+  std::vector<float> out(host_[static_cast<size_t>(written)].size());
+  queue().read(*buffers_[static_cast<size_t>(written)], out.data(), out.size() * sizeof(float));
+  return out;
+}
+
+void Workload::check_canaries() {
+  std::vector<float> values(kCanaries);
+  for (int i = 0; i < Problem::kOperands; ++i) {
+    const size_t offset = host_[static_cast<size_t>(i)].size() * sizeof(float);
+    queue().read(*buffers_[static_cast<size_t>(i)], values.data(), kCanaries * sizeof(float), offset);
+    for (size_t c = 0; c < kCanaries; ++c) {
+      if (std::memcmp(&values[c], &kCanary, sizeof(float)) != 0) {
+        throw Error(fmt::format("canary {} after operand {} overwritten ({}): out-of-bounds write", c,
+                                problem_.operand(i).name, values[c]));
+      }
+    }
+  }
+}
+
+Check Workload::compare(const std::vector<float>& out, const std::vector<int64_t>& positions,
+                        const std::vector<double>& want, double tol, const char* what) const {
+  Check res;
+  double err2 = 0, ref2 = 0;
+  for (size_t k = 0; k < positions.size(); ++k) {
+    const int64_t i = positions[k];
+    const int64_t offset = cpu::output_offset(problem_, i);
+    const double got = out.at(static_cast<size_t>(offset));
+    if (!std::isfinite(got)) {
+      res.message = fmt::format("element {} is {} (never written, or overflow)", offset, got);
+      return res;
+    }
+    err2 += (got - want[k]) * (got - want[k]);
+    ref2 += want[k] * want[k];
+    res.max_abs_error = std::max(res.max_abs_error, std::abs(got - want[k]));
+  }
+  res.rel_l2_error = ref2 > 0 ? std::sqrt(err2 / ref2) : std::sqrt(err2);
+  res.passed = res.rel_l2_error <= tol;
+  res.message = fmt::format("{}: rel L2 error {:.2e} (tolerance {:.2e}), max abs error {:.2e}", what, res.rel_l2_error,
+                            tol, res.max_abs_error);
+  return res;
+}
+
+Check Workload::verify_sampled(const std::vector<float>& out, int samples, std::optional<double> tol) {
+  if (!sampled_ || sampled_->samples != samples) {
+    auto s = std::make_unique<Sampled>();
+    s->samples = samples;
+    const int64_t count = cpu::output_count(problem_);
+    s->positions = {0, count - 1};  // the corners catch edge-tile mistakes
+    uint64_t state = seed_ | 1;
+    for (int i = 0; i < samples; ++i) {
+      state ^= state << 13, state ^= state >> 7, state ^= state << 17;  // xorshift64
+      s->positions.push_back(static_cast<int64_t>(state % static_cast<uint64_t>(count)));
+    }
+    cpu::HostOperands op;
+    for (int i = 0; i < Problem::kOperands; ++i) op.data[static_cast<size_t>(i)] = const_cast<float*>(host_[static_cast<size_t>(i)].data());
+    for (int64_t i : s->positions) s->expected.push_back(cpu::reference_element(problem_, op, i));
+    sampled_ = std::move(s);
+  }
+  return compare(out, sampled_->positions, sampled_->expected, tol.value_or(tolerance(problem_)),
+                 fmt::format("{} sampled elements", sampled_->positions.size()).c_str());
+}
+
+Check Workload::verify_full(const std::vector<float>& out, std::optional<double> tol) {
+  const int64_t count = cpu::output_count(problem_);
+  if (full_reference_.empty()) {
+    cpu::HostOperands op;
+    for (int i = 0; i < Problem::kOperands; ++i) op.data[static_cast<size_t>(i)] = const_cast<float*>(host_[static_cast<size_t>(i)].data());
+    full_reference_.resize(static_cast<size_t>(count));
+    const int64_t chunk = 256;
+    parallel_for((count + chunk - 1) / chunk, hardware_threads(), [&](int64_t block) {
+      for (int64_t i = block * chunk; i < std::min(count, (block + 1) * chunk); ++i)
+        full_reference_[static_cast<size_t>(i)] = cpu::reference_element(problem_, op, i);
+    });
+  }
+  std::vector<int64_t> positions(static_cast<size_t>(count));
+  for (int64_t i = 0; i < count; ++i) positions[static_cast<size_t>(i)] = i;
+  return compare(out, positions, full_reference_, tol.value_or(tolerance(problem_)), "all elements");
+}
+
+Check Workload::verify_sampled(int samples, std::optional<double> tol) {
+  check_canaries();
+  return verify_sampled(output(), samples, tol);
+}
+
+Check Workload::verify_full(std::optional<double> tol) {
+  check_canaries();
+  return verify_full(output(), tol);
+}
+
+}  // namespace convtune::harness

@@ -1,0 +1,373 @@
+// tune(): the tuning run as a library function, in three phases under one wall-clock deadline:
+//  1. baselines: per problem, what a plan runs today (the database's answer, whatever its tier) and each family's
+//     built-in default, measured; a phase that would overrun the budget stops and lists what it left out;
+//  2. search: the time left shared among the tasks by expected gain (the problem's current time, times its headroom
+//     to the device's peak when known), families whose default is several times slower than the problem's best
+//     left out; each search starts from the configurations already measured;
+//  3. never worse: a problem whose best tuned result is slower than its baseline gets the baseline stored as its
+//     exact entry, so the lookup never prefers a worse exact entry to what the user already had.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <map>
+#include <thread>
+
+#include "convtune/error.h"
+#include "convtune/tuning.h"
+#include "src/tuner/candidate_evaluator.h"
+#include "src/tuner/search_space.h"
+#include "src/tuner/searcher.h"
+#include "src/tuner/skip_tuned.h"
+
+namespace convtune {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// A family whose built-in default is this many times slower than the problem's best default gets no search time:
+// tuning rarely recovers a factor of three, and the time is better spent on the families that are close.
+constexpr double kPoorFamilyFactor = 3.0;
+
+double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
+
+bool matches_only(const Config& c, const std::map<std::string, std::vector<int64_t>>& only) {
+  for (const auto& [name, values] : only) {
+    const auto it = c.find(name);
+    if (it == c.end() || std::find(values.begin(), values.end(), it->second) == values.end()) return false;
+  }
+  return true;
+}
+
+TuneTrial to_trial(const Config& config, const Evaluation& e, double wall_ms, std::string note = {}) {
+  return {config, e.ms, e.failure, note.empty() ? e.note : std::move(note), wall_ms};
+}
+
+// What one task carries through the phases.
+struct TaskState {
+  TuneTaskResult result;
+  std::vector<Config> configs;  // its space (within `only`)
+  std::unique_ptr<CandidateEvaluator> evaluator;
+  std::optional<Config> default_config;
+  std::optional<double> default_ms;
+  double weight = 0;  // share of the search time
+};
+
+// What a problem carries: its tasks and the baseline (today's plan for it).
+struct ProblemState {
+  Problem problem;
+  std::vector<size_t> tasks;
+  const KernelFamily* baseline_family = nullptr;
+  Config baseline_config;
+  ConfigTier baseline_tier = ConfigTier::BuiltInDefault;
+  std::optional<double> baseline_ms;
+};
+
+}  // namespace
+
+std::vector<TuneTask> tasks_to_tune(const std::vector<TuneTask>& all_tasks, const TuningDatabase& database,
+                                    const DeviceInfo& info, bool skip_tuned) {
+  // A current exact entry for this device means the task was tuned before (an interrupted run, a suite that
+  // grew): with skip_tuned it is left as it is.
+  std::vector<TuneTask> tasks;
+  for (const TuneTask& t : all_tasks) {
+    if (skip_tuned) {
+      const LookupResult found =
+          database.lookup(t.problem, info, {{t.family->name(), kernel_source_hash(*t.family, t.problem, info)}});
+      if (found.tier == LookupTier::Exact) continue;
+    }
+    tasks.push_back(t);
+  }
+  return tasks;
+}
+
+std::vector<TuneTask> make_tune_tasks(const DeviceInfo& device,
+                                      const std::vector<std::pair<std::string, Problem>>& problems,
+                                      const std::string& family, std::vector<std::string>* skipped) {
+  if (family != "all" && !family.empty() && family != "auto") kernel_family(family);  // unknown names list the known
+  std::vector<TuneTask> tasks;
+  for (const auto& [name, problem] : problems) {
+    for (const auto& f : kernel_families()) {
+      if (family != "all" && !family.empty() && family != "auto" && f->name() != family) continue;
+      if (f->problem_kind() != problem.kind()) continue;
+      if (f->runs_on_cpu_backend() != (device.backend == BackendKind::Cpu)) continue;  // another kind of device's
+      if (f->parameters(problem).empty()) continue;  // nothing to search (the float64 reference)
+      if (const std::string why = f->unsupported_reason(problem, {}, device); !why.empty()) {
+        if (skipped) skipped->push_back(fmt::format("{} {} {}: {}", name, problem.operation(), f->name(), why));
+        continue;
+      }
+      tasks.push_back({name, problem, f.get()});
+    }
+  }
+  return tasks;
+}
+
+std::vector<TuneTaskResult> tune(Device& device, const std::vector<TuneTask>& all_tasks, TuningDatabase& database,
+                                 const TuneOptions& options, const TuneCallbacks& callbacks) {
+  if (!(options.budget_seconds > 0) || !std::isfinite(options.budget_seconds)) {
+    throw InvalidArgument(fmt::format("tuning budget {} s is invalid: expected a positive duration", options.budget_seconds));
+  }
+  if (options.max_fraction < 0 || options.max_fraction > 1) {
+    throw InvalidArgument(fmt::format("max fraction {} is invalid: expected a fraction in (0, 1]", options.max_fraction));
+  }
+  if (options.repeats < 1) throw InvalidArgument(fmt::format("repeats={} is invalid: expected 1 or more", options.repeats));
+  make_searcher(options.strategy, {});  // an unknown strategy fails now, listing the known ones
+  if (options.save && !database.user_file_error().empty()) {
+    throw TuningDatabaseError(database.user_file(), database.user_file_error() +
+                                                        "; fix or move it, tune into another file, or do not save");
+  }
+  const auto start = Clock::now();
+  // The last evaluations, storing and saving need a moment after the search: the search ends a little before the
+  // budget (3% and half a second, at most 5 s), so the whole run keeps it. Measured on an H200 with a cold cache:
+  // without this reserve `tune --suite alexnet --budget 2m` took 127 s.
+  const double reserve = std::min(5.0, 0.03 * options.budget_seconds + 0.5);
+  const auto left = [&] { return options.budget_seconds - reserve - seconds_since(start); };
+  const DeviceInfo& info = device.info();
+  auto status = [&](const std::string& text) {
+    if (callbacks.status) callbacks.status(text);
+  };
+
+  std::vector<TaskState> tasks;
+  std::vector<ProblemState> problems;
+  std::map<std::string, size_t> problem_index;
+  for (const TuneTask& t : tasks_to_tune(all_tasks, database, info, options.skip_tuned)) {
+    const std::string key = t.problem.to_string();
+    if (!problem_index.count(key)) {
+      problem_index[key] = problems.size();
+      problems.push_back({t.problem, {}});
+    }
+    problems[problem_index[key]].tasks.push_back(tasks.size());
+    TaskState state;
+    state.result.task = t;
+    state.result.device = info.id;
+    tasks.push_back(std::move(state));
+  }
+
+  CandidateOptions candidate_options;
+  candidate_options.warmup = options.warmup;
+  candidate_options.repeats = options.repeats;
+  candidate_options.abort_factor = options.abort_factor;
+  // One evaluation's cost (compile, reference, verification, timing), learnt as the run goes: nothing starts that
+  // would likely end past the deadline.
+  double evaluation_s = 0;
+  size_t evaluations = 0;
+  auto affordable = [&] { return evaluations == 0 ? left() > 0 : left() > evaluation_s / double(evaluations); };
+  auto evaluate = [&](TaskState& task, const Config& config, const std::string& note) -> Evaluation {
+    if (!task.evaluator) {
+      task.evaluator = std::make_unique<CandidateEvaluator>(device, *task.result.task.family, task.result.task.problem,
+                                                            candidate_options);
+    }
+    const auto begin = Clock::now();
+    const Evaluation e = task.evaluator->evaluate(config);
+    const double wall = seconds_since(begin);
+    evaluation_s += wall, ++evaluations;
+    task.result.trials.push_back(to_trial(config, e, wall * 1e3, note));
+    if (callbacks.trial_done) callbacks.trial_done(task.result, task.result.trials.back(), 0);
+    return e;
+  };
+
+  // --- Phase 1: baselines and each family's default.
+  size_t measured_problems = 0;
+  for (ProblemState& p : problems) {
+    if (!affordable()) break;
+    ++measured_problems;
+    status(fmt::format("baselines: {} ({}/{})", p.problem.to_string(), measured_problems, problems.size()));
+    for (size_t index : p.tasks) {
+      TaskState& task = tasks[index];
+      const KernelFamily& family = *task.result.task.family;
+      const SearchSpace space(family, p.problem, info);
+      for (const Config& c : space.configs())
+        if (matches_only(c, options.only)) task.configs.push_back(c);
+      task.result.space = task.configs.size();
+      if (callbacks.task_started) callbacks.task_started(task.result.task, index, tasks.size(), task.result.space);
+    }
+    // Today's plan for this problem, as any caller would get it.
+    PlanRequest request;
+    request.problem = p.problem;
+    request.tuning = &database;
+    try {
+      const PlanDescriptor today = PlanDescriptor::create(info, request);
+      p.baseline_family = &today.family();
+      p.baseline_config = today.config();
+      p.baseline_tier = today.tier();
+    } catch (const Error&) {
+      p.baseline_family = nullptr;  // nothing computes it today: any tuned result is an improvement
+    }
+    // A baseline from a family not tuned in this run is measured on its own: the tuned results must beat it.
+    const bool baseline_in_run = std::any_of(p.tasks.begin(), p.tasks.end(),
+                                             [&](size_t i) { return tasks[i].result.task.family == p.baseline_family; });
+    if (p.baseline_family && !baseline_in_run && affordable()) {
+      CandidateEvaluator evaluator(device, *p.baseline_family, p.problem, candidate_options);
+      const auto begin = Clock::now();
+      p.baseline_ms = evaluator.evaluate(p.baseline_config).ms;
+      evaluation_s += seconds_since(begin), ++evaluations;
+    }
+    for (size_t index : p.tasks) {
+      TaskState& task = tasks[index];
+      if (task.configs.empty() || !affordable()) continue;
+      const KernelFamily& family = *task.result.task.family;
+      // The baseline is measured by its own family's task; a family's default is its first point either way.
+      if (p.baseline_family == &family && p.baseline_tier != ConfigTier::BuiltInDefault &&
+          matches_only(p.baseline_config, options.only)) {
+        const Evaluation e = evaluate(task, p.baseline_config, fmt::format("today's plan ({})", to_string(p.baseline_tier)));
+        p.baseline_ms = e.ms;
+        if (!affordable()) continue;
+      }
+      const Config default_config = family.default_config(p.problem, info);
+      task.default_config = default_config;
+      const bool baseline_was_default = p.baseline_family == &family && p.baseline_config == default_config &&
+                                        p.baseline_tier != ConfigTier::BuiltInDefault;
+      if (baseline_was_default) {  // measured just above as today's plan
+        task.default_ms = p.baseline_ms;
+        if (p.baseline_ms) task.result.default_ms = *p.baseline_ms;
+        continue;
+      }
+      if (!matches_only(default_config, options.only)) continue;
+      const Evaluation e = evaluate(task, default_config, "built-in default");
+      task.default_ms = e.ms;
+      if (e.ms) task.result.default_ms = *e.ms;
+      if (p.baseline_family == &family && p.baseline_tier == ConfigTier::BuiltInDefault) p.baseline_ms = e.ms;
+    }
+    // Device memory goes back between problems; the search makes its evaluator again.
+    for (size_t index : p.tasks) tasks[index].evaluator.reset();
+  }
+
+  // --- Phase 2: the search, shared by expected gain.
+  for (ProblemState& p : problems) {
+    double best_default = 0;
+    for (size_t index : p.tasks) {
+      const auto& ms = tasks[index].default_ms;
+      if (ms && (best_default == 0 || *ms < best_default)) best_default = *ms;
+    }
+    const double current = p.baseline_ms ? std::min(*p.baseline_ms, best_default > 0 ? best_default : *p.baseline_ms)
+                                          : best_default;
+    const double achieved = current > 0 ? p.problem.flops() / (current * 1e6) : 0;
+    const double headroom = options.peak_gflops > 0 ? std::clamp(1.0 - achieved / options.peak_gflops, 0.05, 1.0) : 1.0;
+    for (size_t index : p.tasks) {
+      TaskState& task = tasks[index];
+      if (task.configs.empty() || current <= 0) continue;
+      if (task.default_ms && best_default > 0 && *task.default_ms > kPoorFamilyFactor * best_default) {
+        task.result.stop_reason = fmt::format("not searched: its default is {:.1f}x the best family's",
+                                              *task.default_ms / best_default);
+        continue;
+      }
+      task.weight = current * headroom;
+    }
+  }
+  // The fastest verified configuration of a task goes into the database (and is saved when asked).
+  auto store = [&](TaskState& task) {
+    TuneTaskResult& r = task.result;
+    r.tried = r.trials.size();
+    r.failed = 0;
+    for (const TuneTrial& t : r.trials) {
+      if (!t.ms) {
+        ++r.failed;
+      } else if (!r.best_config || *t.ms < r.best_ms) {
+        r.best_config = t.config, r.best_ms = *t.ms;
+      }
+    }
+    if (!r.best_config || r.stored) return;
+    r.stored = database.insert(make_tuning_entry(info, r.task.family->name(),
+                                                 kernel_source_hash(*r.task.family, r.task.problem, info),
+                                                 r.task.problem, *r.best_config, r.best_ms));
+    if (options.save) database.save();
+  };
+  std::vector<size_t> order(tasks.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return tasks[a].weight > tasks[b].weight; });
+  double weight_left = 0;
+  for (const TaskState& t : tasks) weight_left += t.weight;
+  const unsigned hardware = std::max(1u, std::thread::hardware_concurrency());
+  const size_t jobs = options.jobs > 0 ? static_cast<size_t>(options.jobs) : std::clamp<size_t>(hardware - 1, 1, 8);
+  for (size_t rank = 0; rank < order.size(); ++rank) {
+    TaskState& task = tasks[order[rank]];
+    if (task.weight <= 0) continue;
+    const double share = std::max(0.0, left()) * task.weight / weight_left;
+    weight_left -= task.weight;
+    if (!affordable() || share <= 0) {
+      task.result.stop_reason = "not searched: the budget ran out";
+      continue;
+    }
+    const Problem& pb = task.result.task.problem;
+    status(fmt::format("search: {} {} {} ({:.1f} s)", task.result.task.name, pb.operation(),
+                       task.result.task.family->name(), share));
+    SearcherOptions searcher_options;
+    searcher_options.seed = options.seed + order[rank];
+    auto searcher = make_searcher(options.strategy, task.configs, searcher_options);
+    task.evaluator = std::make_unique<CandidateEvaluator>(device, *task.result.task.family, pb, candidate_options);
+    // The strategy starts from what phase 1 measured (today's plan, the default), and the early abort knows the best.
+    for (const TuneTrial& known : task.result.trials) {
+      for (size_t i = 0; i < task.configs.size(); ++i) {
+        if (task.configs[i] == known.config && !searcher->was_proposed(i)) {
+          searcher->prime(i, known.ms);
+          if (known.ms) task.evaluator->note_best(*known.ms);
+          break;
+        }
+      }
+    }
+    std::vector<StopCondition> stops = {StopCondition::after_time(
+        std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::duration<double>(share)))};
+    if (options.max_fraction > 0) stops.push_back(StopCondition::after_fraction(options.max_fraction));
+    if (options.max_candidates > 0) stops.push_back(StopCondition::after_candidates(options.max_candidates));
+    TuneLoopOptions loop;
+    // Compiles run ahead on worker threads, but never so far that the run waits for them past its deadline.
+    loop.lookahead = jobs;
+    loop.prefetch = [&](const Config& c) {
+      if (affordable()) task.evaluator->prefetch(c);
+    };
+    const auto task_start = Clock::now();
+    loop.on_trial = [&](const Trial& trial, const TuneResult& so_far) {
+      Evaluation e = trial.ms ? Evaluation(*trial.ms) : Evaluation::failed(trial.failure);
+      e.note = trial.note;
+      const double wall = std::chrono::duration<double>(trial.wall).count();
+      evaluation_s += wall, ++evaluations;
+      task.result.trials.push_back(to_trial(trial.config, e, wall * 1e3));
+      double fraction = share > 0 ? seconds_since(task_start) / share : 1;
+      if (options.max_fraction > 0)
+        fraction = std::max(fraction, so_far.trials.size() / std::ceil(options.max_fraction * task.configs.size()));
+      if (options.max_candidates > 0)
+        fraction = std::max(fraction, static_cast<double>(so_far.trials.size()) / options.max_candidates);
+      if (callbacks.trial_done) callbacks.trial_done(task.result, task.result.trials.back(), std::min(fraction, 1.0));
+    };
+    const TuneResult searched = tune_loop(*searcher, StopCondition::any_of(stops),
+                                          [&](const Config& c) { return task.evaluator->evaluate(c); }, loop);
+    task.result.stop_reason = searched.stop_reason;
+    task.evaluator.reset();
+    store(task);  // saved now, so an interrupted run keeps what it found
+  }
+  // Compiles still running for candidates that will not be measured are not waited for in the budget's name: the
+  // evaluators go now, each waiting only for its own compiles (bounded by `affordable` above).
+  for (TaskState& t : tasks) t.evaluator.reset();
+
+  // --- Phase 3: results, never worse than the baseline.
+  std::vector<TuneTaskResult> results;
+  for (ProblemState& p : problems) {
+    double best_tuned = 0;
+    for (size_t index : p.tasks) {
+      TaskState& task = tasks[index];
+      store(task);
+      const TuneTaskResult& r = task.result;
+      if (r.trials.empty() && r.stop_reason.empty()) task.result.stop_reason = "not tuned: the budget ran out";
+      if (r.best_config && (best_tuned == 0 || r.best_ms < best_tuned)) best_tuned = r.best_ms;
+    }
+    // The baseline was measured as one of the trials above, so best_tuned <= baseline_ms whenever it ran: the
+    // fastest exact entry of the problem is never slower than today's plan. Stated as a check, not assumed.
+    if (p.baseline_ms && p.baseline_family && (best_tuned == 0 || *p.baseline_ms < best_tuned)) {
+      database.insert(make_tuning_entry(info, p.baseline_family->name(),
+                                        kernel_source_hash(*p.baseline_family, p.problem, info), p.problem,
+                                        p.baseline_config, *p.baseline_ms));
+      status(fmt::format("{}: today's plan ({} {:.4g} ms) stays, stored as its exact entry", p.problem.to_string(),
+                         p.baseline_family->name(), *p.baseline_ms));
+    }
+    for (size_t index : p.tasks) {
+      if (callbacks.task_done) callbacks.task_done(tasks[index].result);
+      results.push_back(tasks[index].result);
+    }
+  }
+  if (options.save && !results.empty()) database.save();
+  return results;
+}
+
+}  // namespace convtune

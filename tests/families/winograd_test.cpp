@@ -1,0 +1,150 @@
+// winograd: the transforms for every tile and filter size, then every direction on PoCL against the float64
+// reference: tile sizes 2, 4, 6 with 3x3, 5x5 and 7x7 filters, odd sizes, padding beyond the filter, groups, a
+// chunked batch with a short last chunk, backward-filter slices; the measured error beside the declared bound.
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "convtune/error.h"
+#include "convtune/plan.h"
+#include "src/families/winograd/winograd_transforms.h"
+#include "src/harness/implementation.h"
+#include "tests/support/plan_check.h"
+
+using namespace convtune;
+
+namespace {
+
+constexpr Direction kDirections[] = {Direction::Forward, Direction::BackwardData, Direction::BackwardFilter};
+
+Device* opencl_device() {
+  for (Device* d : Registry::instance().all_devices()) {
+    if (d->info().backend == BackendKind::OpenCL && d->info().can_run_kernels) return d;
+  }
+  return nullptr;
+}
+
+const KernelFamily& family() { return kernel_family("winograd"); }
+
+// The family's default configuration with some parameters replaced.
+Config config_with(const ConvProblem& pb, const DeviceInfo& device, const Config& changes) {
+  Config config = family().default_config(pb, device);
+  for (const auto& [name, value] : changes) config[name] = value;
+  return config;
+}
+
+}  // namespace
+
+TEST(WinogradTransforms, EveryBuiltSizeComputesCorrelation) {
+  for (auto [m, r] : {std::pair{2, 3}, {4, 3}, {6, 3}, {2, 5}, {4, 5}, {2, 7}, {3, 2}, {5, 2}, {7, 2}, {5, 4}, {3, 4}, {3, 6}}) {
+    const winograd::Transforms t = winograd::make_transforms(m, r, winograd::default_points(m, r));
+    EXPECT_LT(winograd::check_transforms(t), 1e-12) << fmt::format("F({}, {})", m, r);
+  }
+}
+
+TEST(WinogradTransforms, RepeatedPointsAreRefused) {
+  EXPECT_THROW(winograd::make_transforms(2, 3, {0, 1, 1}), InvalidArgument);
+  EXPECT_THROW(winograd::default_points(3, 3), InvalidArgument);  // alpha 5
+}
+
+TEST(Winograd, SupportNamesWhatIsMissing) {
+  DeviceInfo device;
+  device.can_run_kernels = true;
+  device.max_work_group_size = 1024;
+  device.local_memory_bytes = 48 * 1024;
+  device.global_memory_bytes = uint64_t{8} << 30;
+  EXPECT_NE(family().unsupported_reason(parse_problem("N=1,C=8,H=9,W=9,K=8,R=3,stride=2,pad=1"), {}, device).find("stride 1"),
+            std::string::npos);
+  EXPECT_NE(family().unsupported_reason(parse_problem("N=1,C=8,H=9,W=9,K=8,R=3,dilation=2,pad=2"), {}, device).find("dilation 1"),
+            std::string::npos);
+  EXPECT_NE(family().unsupported_reason(parse_problem("N=1,C=8,H=9,W=9,K=8,R=1"), {}, device).find("square 3x3"),
+            std::string::npos);
+  EXPECT_EQ(family().unsupported_reason(parse_problem("N=1,C=8,H=9,W=9,K=8,R=5,pad=2"), {}, device), "");
+}
+
+// Every direction, each tile size the filter allows, against the float64 reference in full; the error each
+// variant shows is printed beside the tolerance it is held to (the declared factor times the direct bound).
+TEST(Winograd, EveryDirectionAndTileSizeMatchesTheReference) {
+  Device* device = opencl_device();
+  if (!device) GTEST_SKIP() << "no OpenCL device runs kernels here";
+  struct Case {
+    std::string problem;
+    std::vector<int64_t> tiles;
+  };
+  const std::vector<Case> cases = {
+      {"N=2,C=16,H=11,W=9,K=12,R=3,pad=1", {2, 4, 6}},           // odd sizes: partial tiles on both sides
+      {"N=3,C=8,H=8,W=8,K=8,R=3,pad=0", {2, 4, 6}},              // no padding, outputs 6x6
+      {"N=1,C=6,H=7,W=10,K=4,R=3,pad=2", {4}},                   // padding beyond the filter's half
+      {"N=2,C=8,H=9,W=9,K=8,R=5,pad=2", {2, 4}},                 // 5x5
+      {"N=1,C=4,H=12,W=12,K=4,R=7,pad=3", {2}},                  // 7x7
+      {"N=2,C=8,H=6,W=6,K=12,R=3,pad=1,groups=4", {2, 4}},       // groups
+      {"N=1,C=256,H=12,W=12,K=8,R=3,pad=1", {6}},                // a long reduction: the largest tile's error
+      {"N=1,C=128,H=8,W=8,K=8,R=5,pad=2", {4}},
+  };
+  uint64_t seed = 21;
+  for (const Case& c : cases) {
+    for (Direction direction : kDirections) {
+      const ConvProblem pb = parse_problem(c.problem).with_direction(direction);
+      for (int64_t m : c.tiles) {
+        // Two slices for backward-filter: small problems have few tiles.
+        const Config config = config_with(pb, device->info(), {{"M_TILE", m}, {"SPLIT", direction == Direction::BackwardFilter ? 2 : 1}, {"VECTOR_WIDTH", 1}});
+        SCOPED_TRACE(fmt::format("{} [{}]", pb.to_string(), to_string(config)));
+        ASSERT_EQ(config_problem(family(), config, pb, device->info()), "");
+        const harness::Check check = testing_support::check_plan(*device, pb, "winograd", config, ++seed);
+        EXPECT_TRUE(check.passed) << check.message;
+        std::cout << fmt::format("winograd M_TILE={} alpha={} {:<10} {:<36} rel L2 {:.2e} = {:.2f}x the FP32 tolerance "
+                                 "(held to {}x)\n",
+                                 m, m + pb.r - 1, to_string(direction), parse_problem(c.problem).to_string().substr(0, 36),
+                                 check.rel_l2_error, check.rel_l2_error / harness::tolerance(pb),
+                                 family().error_factor(pb, config));
+      }
+    }
+  }
+}
+
+TEST(Winograd, ChunkedBatchAndBackwardFilterSlices) {
+  Device* device = opencl_device();
+  if (!device) GTEST_SKIP() << "no OpenCL device runs kernels here";
+  // N=5 in chunks of 2 (2 + 2 + 1); backward-filter sums the chunks into 4 slices of M (24 tiles per chunk, the
+  // last chunk's second image all zero tiles). Vector loads of width 2: the channels (8, 6) and 6 tiles per slice.
+  const std::string problem = "N=5,C=8,H=5,W=8,K=6,R=3,pad=1";
+  uint64_t seed = 51;
+  for (Direction direction : kDirections) {
+    const ConvProblem pb = parse_problem(problem).with_direction(direction);
+    Config changes = {{"M_TILE", 2}, {"BATCH_CHUNK", 2}, {"VECTOR_WIDTH", 2}};
+    if (direction == Direction::BackwardFilter) changes["SPLIT"] = 4;
+    const Config config = config_with(pb, device->info(), changes);
+    SCOPED_TRACE(fmt::format("{} [{}]", pb.to_string(), to_string(config)));
+    ASSERT_EQ(config_problem(family(), config, pb, device->info()), "");
+    const KernelRecipe recipe = family().recipe(pb, {}, config, device->info());
+    int gemms = 0;
+    for (const LaunchStep& step : recipe.steps) gemms += step.kernel == "gemm";
+    EXPECT_EQ(gemms, 3);
+    const harness::Check check = testing_support::check_plan(*device, pb, "winograd", config, ++seed);
+    EXPECT_TRUE(check.passed) << check.message;
+  }
+  // SPLIT is backward-filter's alone.
+  const ConvProblem forward = parse_problem(problem);
+  EXPECT_NE(config_problem(family(), config_with(forward, device->info(), {{"SPLIT", 2}}), forward, device->info()), "");
+}
+
+TEST(Winograd, DefaultsAreValidOnSmallAndLargeDevices) {
+  for (auto [threads, local_kib, global_gib] : {std::tuple{1024, 48, 80}, {256, 32, 2}, {64, 16, 1}}) {
+    DeviceInfo info;
+    info.max_work_group_size = static_cast<size_t>(threads);
+    info.local_memory_bytes = static_cast<uint64_t>(local_kib) * 1024;
+    info.global_memory_bytes = static_cast<uint64_t>(global_gib) << 30;
+    info.can_run_kernels = true;
+    for (const char* text : {"N=64,C=64,H=224,W=224,K=64,R=3,pad=1", "N=32,C=512,H=7,W=7,K=512,R=3,pad=1",
+                             "N=8,C=3,H=32,W=32,K=16,R=5,pad=2", "N=1,C=256,H=14,W=14,K=256,R=3,pad=1"}) {
+      for (Direction direction : kDirections) {
+        const ConvProblem pb = parse_problem(text).with_direction(direction);
+        if (!family().unsupported_reason(pb, {}, info).empty()) continue;
+        const Config config = family().default_config(pb, info);
+        EXPECT_EQ(config_problem(family(), config, pb, info), "") << pb.to_string() << " threads " << threads;
+      }
+    }
+  }
+}
