@@ -1,5 +1,5 @@
 // Checked resources: requests beyond the available host memory are refused naming both figures, and the
-// im2col_gemm family refuses batches that would need more launch steps than it declares.
+// im2col_gemm and winograd families refuse batches that would need more launch steps than they declare.
 #include <gtest/gtest.h>
 
 #include <fstream>
@@ -61,4 +61,17 @@ TEST(Resources, Im2colGemmRefusesBatchesBeyondItsLaunchStepBound) {
   ASSERT_EQ(im2col.unsupported_reason(largest, {}, gpu), "");
   const KernelRecipe recipe = im2col.recipe(largest, {}, im2col.default_config(largest, gpu), gpu);
   EXPECT_LE(recipe.steps.size(), 2u * 4096);
+}
+
+// winograd (from main, after the issue) builds three launch steps per chunk of the batch: the same bound holds.
+TEST(Resources, WinogradRefusesBatchesBeyondItsLaunchStepBound) {
+  const DeviceInfo gpu = test::described_hopper();
+  const KernelFamily& winograd = kernel_family("winograd");
+  const ConvProblem huge = parse_problem("N=200000000,C=1,H=3,K=1,R=3,pad=1");
+  const std::string why = winograd.unsupported_reason(huge, {}, gpu);
+  EXPECT_NE(why.find("needs more than 4096 chunks"), std::string::npos) << why;
+  const ConvProblem largest = parse_problem("N=1048576,C=1,H=3,K=1,R=3,pad=1");
+  ASSERT_EQ(winograd.unsupported_reason(largest, {}, gpu), "");
+  const KernelRecipe recipe = winograd.recipe(largest, {}, winograd.default_config(largest, gpu), gpu);
+  EXPECT_LE(recipe.steps.size(), 3u * 4096 + 2);
 }
