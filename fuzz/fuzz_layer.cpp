@@ -52,8 +52,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       if (!config_problem(*family, config, pb, device).empty()) continue;  // Plan::create names the constraint
       const KernelRecipe recipe = family->recipe(pb, {}, config, device);
       if (recipe.steps.size() > kMaxSteps) __builtin_trap();
-      for (size_t bytes : recipe.workspace_bytes)
-        if (bytes > device.global_memory_bytes) __builtin_trap();
+      if (recipe.workspace_bytes > device.global_memory_bytes) __builtin_trap();
     }
   }
   return 0;

@@ -216,6 +216,8 @@ void run_bench(const BenchOptions& opt, bool algorithm_given) {
         request.config = full;
       }
       harness::PlanImplementation impl(request);
+      // A named copy: clang before 16 cannot capture the structured binding `layer` in a lambda.
+      const std::string& layer_name = layer->name;
       auto skip_row = [&](const std::string& algorithm, const std::string& why) {
         std::cerr << why << "\n";
         auto cells = head;
@@ -226,7 +228,7 @@ void run_bench(const BenchOptions& opt, bool algorithm_given) {
           const auto none = against->empty_cells();
           cells.insert(cells.end(), none.begin(), none.end());
         }
-        table.add_row(cells, {{"layer", layer->name}, {"direction", dir}, {"algorithm", algorithm}, {"skipped", why}});
+        table.add_row(cells, {{"layer", layer_name}, {"direction", dir}, {"algorithm", algorithm}, {"skipped", why}});
       };
       if (const std::string why = impl.unsupported_reason(pb, device.info()); !why.empty()) {
         skip_row(target.label(), "unsupported: " + why);
