@@ -106,6 +106,13 @@ TEST(GemmProblem, ErrorsNameTheField) {
   EXPECT_NE(error("M=2,N=4").find("lacks M, N or K"), std::string::npos);
   EXPECT_NE(error("M=2,N=4,K=2,trans_a=2").find("expected 0 or 1"), std::string::npos);
   EXPECT_NE(error("M=2,N=4,K=2,X=1").find("unknown GEMM field 'X'"), std::string::npos);
+  // fuzz_layer's finding (fuzz/regressions/fuzz_layer/gemm-huge-k-packed-stride-overflow): M*K overflowed int64 in
+  // the packed stride before validation looked at the span.
+  EXPECT_NE(error("M=64,N=33,K=1777777777777777773").find("K=1777777777777777773 is too large: expected at most "
+                                                          "2147483647"),
+            std::string::npos);
+  EXPECT_NE(error("M=2,N=4,K=2,lda=9223372036854775807").find("lda=9223372036854775807 is too large"),
+            std::string::npos);
 }
 
 TEST(ConvProblem, ErrorsNameTheField) {
