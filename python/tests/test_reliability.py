@@ -40,7 +40,9 @@ def test_special_files_are_refused_at_once(tmp_path):
 @pytest.mark.parametrize("text, expected", [
     ("N=9223372036854775807,C=1,H=1,K=1,R=1", "N=9223372036854775807 is too large: expected at most 2147483647"),
     ("N=1,C=1,H=4,K=1,R=3,pad=2147483647", "the padded height H+2*pad_h must be at most 2147483647"),
-    ("gemm:M=99999999999,N=1,K=1", "GEMM operand A spans more than the 2147483647 elements"),
+    ("gemm:M=99999999999,N=1,K=1", "GEMM M=99999999999 is too large: expected at most 2147483647"),
+    ("gemm:M=65536,N=65536,K=1", "GEMM operand C spans more than the 2147483647 elements"),
+    ("gemm:M=64,N=33,K=1777777777777777773", "GEMM K=1777777777777777773 is too large"),
 ])
 def test_overflowing_problems_are_invalid_arguments(text, expected):
     with pytest.raises(convtune.InvalidArgument) as info:
