@@ -17,9 +17,11 @@ CudaBuffer::CudaBuffer(std::shared_ptr<const CudaContext> context, size_t bytes)
   size_t free_before = 0, total_before = 0;
   if (bytes >= kHostMemoryCheckThreshold && api.cuMemGetInfo(&free_before, &total_before) == CUDA_SUCCESS &&
       bytes > free_before) {
-    throw ResourceError(fmt::format("a buffer on {} needs {} ({} bytes) of device memory; {} of {} is free",
-                                    context_->device_id(), format_bytes(bytes), bytes, format_bytes(free_before),
-                                    format_bytes(total_before)));
+    // A BackendError like a failed cuMemAlloc (callers and the Python package treat device memory as the backend's).
+    throw BackendError(fmt::format("cannot allocate {} bytes ({}) on {}: {} of {} device memory is free "
+                                   "(cuMemGetInfo, checked before cuMemAlloc)",
+                                   bytes, format_bytes(bytes), context_->device_id(), format_bytes(free_before),
+                                   format_bytes(total_before)));
   }
   // cuMemAlloc rejects zero bytes; a one-byte allocation keeps empty tensors legal with a real address.
   const CUresult result = api.cuMemAlloc(&pointer_, bytes == 0 ? 1 : bytes);
