@@ -8,20 +8,10 @@ cd "$(dirname "$0")/.."
 packages=(build-essential cmake ninja-build pkg-config
           libfmt-dev nlohmann-json3-dev libcli11-dev libgtest-dev zlib1g-dev
           ocl-icd-opencl-dev opencl-headers ocl-icd-libopencl1 pocl-opencl-icd clinfo
-          libdnnl-dev libclblast-dev dataset-fashion-mnist
+          libdnnl-dev libclblast-dev dataset-fashion-mnist libssl-dev
           libhwy-dev
           python3-venv python3-dev python3-numpy python3-pytest python3-torch)
-missing=()
-for p in "${packages[@]}"; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
-done
-if ((${#missing[@]})); then
-  echo "setup: installing ${missing[*]}"
-  SUDO=""
-  [ "$(id -u)" -eq 0 ] || SUDO="sudo"
-  $SUDO apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
-fi
+scripts/install_packages.sh "${packages[@]}"
 
 # CUDA support builds when the toolkit's headers are found (nvcc's usual place is added to PATH).
 [ -d /usr/local/cuda/bin ] && export PATH="/usr/local/cuda/bin:$PATH"

@@ -1,15 +1,22 @@
 #!/usr/bin/env bash
-# Set up, build, and run every test (unit, conformance on every CPU path and OpenCL device, command line),
-# then print the conformance harness's counts of checked cases.
+# Set up, build, and run every test (unit, conformance on every CPU path and OpenCL device, command line), then the
+# sanitizer job (scripts/sanitize.sh: ASan + UBSan build, reduced suite, fuzz harnesses for a bounded time), then
+# print the conformance harness's counts of checked cases and both suites' results.
 set -eo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
-cd build
 status=0
-ctest --output-on-failure -j 2 2>&1 | tee ctest-output.log || status=$?
+(cd build && ctest --output-on-failure -j 2 2>&1 | tee ctest-output.log) || status=$?
+echo
+echo "sanitizer job (scripts/sanitize.sh):"
+sanitizer=0
+scripts/sanitize.sh || sanitizer=$?
 echo
 echo "conformance summary:"
-grep -hE "^conformance: .*(checks|configurations)" Testing/Temporary/LastTest.log || echo "  (no conformance lines found)"
-# ctest's own closing line last, where CI reads it.
-grep -E "tests passed, [0-9]+ tests failed" ctest-output.log | tail -1
-exit $status
+grep -hE "^conformance: .*(checks|configurations)" build/Testing/Temporary/LastTest.log || echo "  (no conformance lines found)"
+echo "sanitizer job: $(grep -E "tests passed, [0-9]+ tests failed" build-asan/ctest-sanitizer.log 2>/dev/null | tail -1 ||
+                       echo "did not run to the end")"
+# ctest's own closing line of the main suite last, where CI reads it.
+grep -E "tests passed, [0-9]+ tests failed" build/ctest-output.log | tail -1
+((status)) && exit $status
+exit $sanitizer

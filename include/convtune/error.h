@@ -24,6 +24,13 @@ class BackendError : public Error {
   using Error::Error;
 };
 
+// The machine lacks what a request needs (host memory, disk space): the message names what was needed and what
+// is available.
+class ResourceError : public Error {
+ public:
+  using Error::Error;
+};
+
 // Something requested is not implemented for this combination (say, FP16 on the reference path).
 class Unsupported : public Error {
  public:

@@ -172,6 +172,12 @@ class TuningDatabase {
   // file, or a shipped_dir that does not exist, throws TuningDatabaseError naming it: that is a broken install.
   explicit TuningDatabase(std::filesystem::path user_file, const std::filesystem::path& shipped_dir = {});
 
+  // For commands that only look parameters up (bench, train, eval: the plans' default database). A damaged user
+  // file or shipped file is left out with one warning per file and process on stderr, naming it and the
+  // problem; lookups go on with the rest. Never throws for a file's content (only for a shipped_dir that was named
+  // and does not exist).
+  static TuningDatabase open_for_lookups(std::filesystem::path user_file, const std::filesystem::path& shipped_dir);
+
   // $CONVTUNE_TUNING_DB (a file path), else $XDG_DATA_HOME/convtune/tuning.json, else
   // ~/.local/share/convtune/tuning.json. Throws Error when none of them can be formed.
   static std::filesystem::path default_user_file();
@@ -203,18 +209,24 @@ class TuningDatabase {
   size_t prune_device(std::string_view device);
   size_t prune_if(const std::function<bool(const TuningEntry&)>& remove);
 
-  // Writes the user database atomically. Entries another process saved since this one loaded are folded in
-  // first (keeping the faster per key, and leaving out what this one pruned), so concurrent tuners do not
-  // erase each other's results. Throws TuningDatabaseError naming the file, which stays untouched, when the
-  // file on disk is damaged or unreadable.
+  // Writes the user database atomically under an exclusive lock (flock on USER_FILE.lock): reads the file as it is
+  // now, folds in the entries other processes saved since this one loaded (keeping the faster per key, and
+  // leaving out what this one pruned), writes a temporary file, flushes it and renames it over the database, so
+  // any number of concurrent tuners lose nothing and a crash leaves the old or the new file. While it holds the
+  // lock it removes temporary files that killed writers left. The folder must exist. Throws TuningDatabaseError
+  // naming the file, which stays untouched, when the file on disk is damaged or unreadable.
   void save();
 
   std::vector<ListedEntry> list(const EntryFilter& filter = {}) const;
   size_t user_entry_count() const { return user_entries_.size(); }
   size_t shipped_entry_count() const { return shipped_entries_.size(); }
   const std::vector<std::filesystem::path>& shipped_files() const { return shipped_files_; }
+  // Shipped files left out by open_for_lookups(), each with why; empty otherwise.
+  const std::vector<std::string>& shipped_file_errors() const { return shipped_file_errors_; }
 
  private:
+  TuningDatabase(std::filesystem::path user_file, const std::filesystem::path& shipped_dir, bool tolerate_shipped);
+
   std::filesystem::path user_file_;
   std::string user_origin_;
   std::string user_file_error_;
@@ -222,6 +234,7 @@ class TuningDatabase {
   std::set<std::string> pruned_keys_;                // so save() does not bring them back from disk
   std::vector<std::filesystem::path> shipped_files_;
   std::vector<std::pair<TuningEntry, std::string>> shipped_entries_;  // entry, origin
+  std::vector<std::string> shipped_file_errors_;
 };
 
 // ---- The tuner ----

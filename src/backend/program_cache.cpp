@@ -23,8 +23,9 @@ void put_u64(std::string& out, uint64_t v) {
   for (int i = 0; i < 8; ++i) out.push_back(static_cast<char>((v >> (8 * i)) & 0xff));
 }
 
-bool get_u64(const std::string& in, size_t& pos, uint64_t& v) {
-  if (pos + 8 > in.size()) return false;
+// Reads 8 bytes at pos; pos never exceeds in.size(), so pos + 8 cannot wrap.
+bool get_u64(std::string_view in, size_t& pos, uint64_t& v) {
+  if (in.size() - pos < 8) return false;
   v = 0;
   for (int i = 0; i < 8; ++i) v |= static_cast<uint64_t>(static_cast<unsigned char>(in[pos + i])) << (8 * i);
   pos += 8;
@@ -59,54 +60,75 @@ ProgramCache& ProgramCache::instance() {
 
 ProgramCache::ProgramCache(std::filesystem::path directory) : directory_(std::move(directory)) {}
 
+ProgramCacheEntry parse_program_cache_entry(std::string_view text, std::string_view description) {
+  ProgramCacheEntry entry;
+  auto damaged = [&](std::string problem) {
+    entry.status = ProgramCacheEntry::Status::Damaged;
+    entry.problem = std::move(problem);
+    return entry;
+  };
+  if (text.substr(0, kMagic.size()) != kMagic) return damaged("bad header");
+  size_t pos = kMagic.size();
+  uint64_t desc_size = 0, payload_size = 0, checksum = 0;
+  // Sizes from the file are compared with what remains, never added to a position: a forged size cannot wrap.
+  if (!get_u64(text, pos, desc_size) || desc_size > text.size() - pos) return damaged("truncated key");
+  if (text.substr(pos, desc_size) != description) {
+    entry.status = ProgramCacheEntry::Status::OtherKey;  // a hash collision: treat as a miss
+    return entry;
+  }
+  pos += desc_size;
+  if (!get_u64(text, pos, payload_size) || !get_u64(text, pos, checksum)) return damaged("truncated header");
+  if (payload_size != text.size() - pos) {
+    return damaged(fmt::format("expected {} payload bytes, found {}", payload_size, text.size() - pos));
+  }
+  if (fnv1a64(text.data() + pos, payload_size) != checksum) return damaged("checksum mismatch");
+  // An empty payload is legal; copying through data() of an empty vector would pass memcpy a null pointer.
+  const auto* payload = reinterpret_cast<const std::byte*>(text.data() + pos);
+  entry.payload.assign(payload, payload + payload_size);
+  entry.status = ProgramCacheEntry::Status::Hit;
+  return entry;
+}
+
 bool ProgramCache::load(const std::filesystem::path& path, const std::string& description,
                         std::vector<std::byte>& out) {
   std::error_code ec;
   if (!std::filesystem::exists(path, ec)) return false;
-  std::string problem;
-  std::string text;
+  ProgramCacheEntry entry;
   try {
-    text = read_file(path);
+    entry = parse_program_cache_entry(read_file(path), description);
   } catch (const std::exception& e) {
-    problem = e.what();
+    entry.status = ProgramCacheEntry::Status::Damaged;
+    entry.problem = e.what();
   }
-  size_t pos = 0;
-  uint64_t desc_size = 0, payload_size = 0, checksum = 0;
-  if (problem.empty()) {
-    if (text.compare(0, kMagic.size(), kMagic) != 0) {
-      problem = "bad header";
-    } else {
-      pos = kMagic.size();
-      if (!get_u64(text, pos, desc_size) || pos + desc_size > text.size()) problem = "truncated key";
-    }
-  }
-  if (problem.empty()) {
-    if (text.compare(pos, desc_size, description) != 0) return false;  // hash collision: treat as a miss
-    pos += desc_size;
-    if (!get_u64(text, pos, payload_size) || !get_u64(text, pos, checksum)) problem = "truncated header";
-    else if (pos + payload_size != text.size()) problem = fmt::format("expected {} payload bytes, found {}", payload_size, text.size() - pos);
-    else if (fnv1a64(text.data() + pos, payload_size) != checksum) problem = "checksum mismatch";
-  }
-  if (!problem.empty()) {
+  if (entry.status == ProgramCacheEntry::Status::Damaged) {
     if (report_once(path.string())) {
-      std::cerr << fmt::format("convtune: program cache entry {} is damaged ({}); rebuilding it\n", path.string(), problem);
+      std::cerr << fmt::format("convtune: program cache entry {} is damaged ({}); rebuilding it\n", path.string(),
+                               entry.problem);
     }
     return false;
   }
-  out.resize(payload_size);
-  std::memcpy(out.data(), text.data() + pos, payload_size);
+  if (entry.status == ProgramCacheEntry::Status::OtherKey) return false;
+  out = std::move(entry.payload);
   return true;
+}
+
+std::string format_program_cache_entry(std::string_view description, const std::vector<std::byte>& payload) {
+  std::string text(kMagic);
+  put_u64(text, description.size());
+  text += description;
+  put_u64(text, payload.size());
+  put_u64(text, fnv1a64(payload.data(), payload.size()));
+  if (!payload.empty()) text.append(reinterpret_cast<const char*>(payload.data()), payload.size());
+  return text;
 }
 
 void ProgramCache::store(const std::filesystem::path& path, const std::string& description,
                          const std::vector<std::byte>& data) {
-  std::string text(kMagic);
-  put_u64(text, description.size());
-  text += description;
-  put_u64(text, data.size());
-  put_u64(text, fnv1a64(data.data(), data.size()));
-  text.append(reinterpret_cast<const char*>(data.data()), data.size());
+  const std::string text = format_program_cache_entry(description, data);
   try {
+    // The cache's own folder (default or $CONVTUNE_CACHE_DIR): created on first use.
+    ensure_directory(path.parent_path());
+    remove_stale_temporaries(path);  // left by a process killed while storing this entry
     write_file_atomic(path, text);
   } catch (const std::exception& e) {
     // A read-only or full cache directory costs only speed: say so once and go on.

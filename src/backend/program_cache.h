@@ -10,6 +10,7 @@
 #include <mutex>
 #include <set>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace convtune {
@@ -25,6 +26,17 @@ struct ProgramCacheKey {
   std::string describe() const;
   std::string hash() const;  // 16 hex digits of describe()
 };
+
+// One cache entry file's content, checked against the key it should hold (exposed for tests and fuzzing).
+struct ProgramCacheEntry {
+  enum class Status { Hit, OtherKey, Damaged };
+  Status status = Status::Damaged;
+  std::string problem;              // why it is damaged
+  std::vector<std::byte> payload;   // the binary, on a hit
+};
+ProgramCacheEntry parse_program_cache_entry(std::string_view text, std::string_view description);
+// The file the cache writes for `description` and `payload`.
+std::string format_program_cache_entry(std::string_view description, const std::vector<std::byte>& payload);
 
 class ProgramCache {
  public:

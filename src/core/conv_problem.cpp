@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "convtune/error.h"
+#include "src/core/checked_math.h"
 
 namespace convtune {
 
@@ -36,15 +37,30 @@ bool operator==(const ConvProblem& a, const ConvProblem& b) {
 
 namespace {
 
+// Output extent of one axis; 0 when there is none. Checked arithmetic: a problem that was not validated (its
+// fields straight from a file) may hold values whose sums and products do not fit in 64 bits.
 int64_t output_extent(int64_t in, int64_t filter, int64_t stride, int64_t pad, int64_t dilation) {
-  const int64_t effective = (filter - 1) * dilation + 1;
-  const int64_t span = in + 2 * pad - effective;
-  if (span < 0) return 0;
-  return span / stride + 1;
+  if (in <= 0 || filter <= 0 || stride <= 0 || pad < 0 || dilation <= 0) return 0;
+  const auto dilated = checked_mul<int64_t>(filter - 1, dilation);
+  const auto twice_pad = checked_mul<int64_t>(pad, 2);
+  const auto padded = twice_pad ? checked_add<int64_t>(in, *twice_pad) : std::nullopt;
+  if (!dilated || !padded) return 0;
+  if (*dilated >= *padded) return 0;
+  return (*padded - *dilated - 1) / stride + 1;  // both terms lie in [0, INT64_MAX]: no overflow
 }
 
 void require_positive(const char* field, int64_t value) {
   if (value <= 0) throw InvalidArgument(fmt::format("{}={} is invalid: expected a positive integer", field, value));
+}
+
+// Kernels compute indices (an input row, a padded coordinate, an offset) in 32-bit signed integers, so every
+// extent and every sum of them they form must stay below 2^31; bounding each field first also keeps the 64-bit
+// arithmetic below free of overflow.
+void require_32bit(const char* field, int64_t value) {
+  if (value > kMaxTensorElements) {
+    throw InvalidArgument(fmt::format("{}={} is too large: expected at most {} (kernels index with 32-bit integers)",
+                                      field, value, kMaxTensorElements));
+  }
 }
 
 void require_tensor_fits(const char* tensor, double elements) {
@@ -72,6 +88,20 @@ void ConvProblem::validate() const {
   require_positive("groups", groups);
   if (pad.h < 0) throw InvalidArgument(fmt::format("pad_h={} is invalid: expected 0 or more", pad.h));
   if (pad.w < 0) throw InvalidArgument(fmt::format("pad_w={} is invalid: expected 0 or more", pad.w));
+  const std::pair<const char*, int64_t> fields[] = {
+      {"N", n}, {"C", c}, {"H", h}, {"W", w}, {"K", k}, {"R", r}, {"S", s}, {"stride_h", stride.h},
+      {"stride_w", stride.w}, {"pad_h", pad.h}, {"pad_w", pad.w}, {"dilation_h", dilation.h},
+      {"dilation_w", dilation.w}, {"groups", groups}};
+  for (const auto& [field, value] : fields) require_32bit(field, value);
+  // Each term is below 2^31 now, so these sums and products fit in 64 bits.
+  if (h + 2 * pad.h > kMaxTensorElements) {
+    throw InvalidArgument(fmt::format("H={} with pad_h={} is too large: the padded height H+2*pad_h must be at most {} "
+                                      "(kernels index with 32-bit integers)", h, pad.h, kMaxTensorElements));
+  }
+  if (w + 2 * pad.w > kMaxTensorElements) {
+    throw InvalidArgument(fmt::format("W={} with pad_w={} is too large: the padded width W+2*pad_w must be at most {} "
+                                      "(kernels index with 32-bit integers)", w, pad.w, kMaxTensorElements));
+  }
   if (c % groups != 0) throw InvalidArgument(fmt::format("groups={} does not divide C={}", groups, c));
   if (k % groups != 0) throw InvalidArgument(fmt::format("groups={} does not divide K={}", groups, k));
   if (p() <= 0) {
@@ -126,6 +156,10 @@ int64_t parse_int(std::string_view key, std::string_view value) {
   int64_t out = 0;
   const auto* end = value.data() + value.size();
   auto [ptr, ec] = std::from_chars(value.data(), end, out);
+  if (ec == std::errc::result_out_of_range) {
+    throw InvalidArgument(fmt::format("layer field {}='{}' is out of range: expected at most {}", key, value,
+                                      kMaxTensorElements));
+  }
   if (ec != std::errc() || ptr != end) {
     throw InvalidArgument(fmt::format("layer field {}='{}' is not an integer", key, value));
   }

@@ -22,6 +22,11 @@ namespace {
 
 void require_positive(const char* field, int64_t value) {
   if (value <= 0) throw InvalidArgument(fmt::format("GEMM {}={} is invalid: expected a positive integer", field, value));
+  // Bounded before any product of two fields (the packed strides M*K, K*N, M*N) is formed: at most 2^62, no overflow.
+  if (value > kMaxTensorElements) {
+    throw InvalidArgument(fmt::format("GEMM {}={} is too large: expected at most {} (backends index with 32-bit "
+                                      "integers)", field, value, kMaxTensorElements));
+  }
 }
 
 // (batch - 1) * stride + (rows - 1) * ld + cols without overflow; throws naming the operand when it cannot be
@@ -48,6 +53,9 @@ void GemmProblem::validate() const {
     if (value != kPacked && value < cols)
       throw InvalidArgument(fmt::format("GEMM {}={} is invalid: expected at least the stored row length {}", field,
                                         value, cols));
+    if (value != kPacked && value > kMaxTensorElements)  // a packed stride multiplies it by a row count
+      throw InvalidArgument(fmt::format("GEMM {}={} is too large: expected at most {}", field, value,
+                                        kMaxTensorElements));
   };
   check_ld("lda", lda, a_cols());
   check_ld("ldb", ldb, b_cols());

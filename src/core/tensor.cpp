@@ -5,9 +5,12 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <limits>
 #include <random>
 
 #include "convtune/error.h"
+#include "src/core/checked_math.h"
+#include "src/core/resources.h"
 
 namespace convtune {
 
@@ -15,8 +18,14 @@ Tensor::Tensor(std::vector<int64_t> shape, float value) : shape_(std::move(shape
   int64_t count = 1;
   for (int64_t d : shape_) {
     if (d <= 0) throw InvalidArgument(fmt::format("tensor shape {} has a non-positive dimension", fmt::join(shape_, "x")));
-    count *= d;
+    const auto product = checked_mul<int64_t>(count, d);
+    if (!product || *product > std::numeric_limits<int64_t>::max() / static_cast<int64_t>(sizeof(float))) {
+      throw InvalidArgument(fmt::format("tensor shape {} holds more elements than memory can", fmt::join(shape_, "x")));
+    }
+    count = *product;
   }
+  require_host_memory(static_cast<uint64_t>(count) * sizeof(float),
+                      fmt::format("a host tensor of {} floats", fmt::join(shape_, "x")));
   data_.assign(static_cast<size_t>(count), value);
 }
 

@@ -35,7 +35,9 @@ std::filesystem::path shipped_tuning_dir() {
 }
 
 const TuningDatabase& default_tuning_database() {
-  static const TuningDatabase database(TuningDatabase::default_user_file(), shipped_tuning_dir());
+  // Plans only look entries up: a damaged file is named once on stderr and left out, never fatal.
+  static const TuningDatabase database =
+      TuningDatabase::open_for_lookups(TuningDatabase::default_user_file(), shipped_tuning_dir());
   return database;
 }
 

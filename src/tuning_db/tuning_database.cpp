@@ -6,6 +6,8 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <iostream>
+#include <mutex>
 
 #include "src/core/atomic_file.h"
 
@@ -46,6 +48,29 @@ std::filesystem::path TuningDatabase::default_user_file() {
 }
 
 TuningDatabase::TuningDatabase(std::filesystem::path user_file, const std::filesystem::path& shipped_dir)
+    : TuningDatabase(std::move(user_file), shipped_dir, false) {}
+
+TuningDatabase TuningDatabase::open_for_lookups(std::filesystem::path user_file,
+                                                const std::filesystem::path& shipped_dir) {
+  TuningDatabase db(std::move(user_file), shipped_dir, true);
+  // Once per file and process: plans look the database up for every layer, and one warning says it all.
+  static std::mutex mutex;
+  static std::set<std::string> warned;
+  std::lock_guard lock(mutex);
+  if (!db.user_file_error().empty() && warned.insert(db.user_file().string()).second) {
+    std::cerr << fmt::format("convtune: warning: {}; plans go on without this file (shipped and built-in defaults "
+                             "only). Fix or move it; `convtune db list` shows the problem.\n",
+                             db.user_file_error());
+  }
+  for (const std::string& error : db.shipped_file_errors()) {
+    if (warned.insert(error).second)
+      std::cerr << fmt::format("convtune: warning: {}; plans go on without this shipped file.\n", error);
+  }
+  return db;
+}
+
+TuningDatabase::TuningDatabase(std::filesystem::path user_file, const std::filesystem::path& shipped_dir,
+                               bool tolerate_shipped)
     : user_file_(std::move(user_file)), user_origin_(user_file_.string()) {
   std::error_code ec;
   if (std::filesystem::exists(user_file_, ec) || ec) {
@@ -65,8 +90,14 @@ TuningDatabase::TuningDatabase(std::filesystem::path user_file, const std::files
   for (const auto& item : std::filesystem::directory_iterator(shipped_dir))
     if (item.is_regular_file() && item.path().extension() == ".json") shipped_files_.push_back(item.path());
   std::sort(shipped_files_.begin(), shipped_files_.end());
-  for (const auto& file : shipped_files_)
-    for (TuningEntry& e : read_tuning_file(file)) shipped_entries_.emplace_back(std::move(e), file.string());
+  for (const auto& file : shipped_files_) {
+    try {
+      for (TuningEntry& e : read_tuning_file(file)) shipped_entries_.emplace_back(std::move(e), file.string());
+    } catch (const TuningDatabaseError& e) {
+      if (!tolerate_shipped) throw;
+      shipped_file_errors_.push_back(e.what());
+    }
+  }
 }
 
 LookupResult TuningDatabase::lookup(const Problem& problem, const DeviceInfo& device,
@@ -134,6 +165,8 @@ size_t TuningDatabase::prune_device(std::string_view device) {
 }
 
 void TuningDatabase::save() {
+  FileLock lock(user_file_);
+  remove_stale_temporaries(user_file_);
   std::error_code ec;
   if (std::filesystem::exists(user_file_, ec) || ec) {
     std::vector<TuningEntry> on_disk;

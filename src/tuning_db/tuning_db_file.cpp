@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "src/core/atomic_file.h"
+#include "src/core/json_reader.h"
 
 namespace convtune {
 
@@ -14,20 +15,20 @@ std::vector<TuningEntry> read_tuning_file(const std::filesystem::path& path) {
   const std::string where = path.string();
   std::string text;
   try {
-    text = read_file(path);
+    text = read_file(path, kMaxTuningDbBytes);
   } catch (const Error& e) {
     throw TuningDatabaseError(path, fmt::format("tuning database {} cannot be read: {}", where, e.what()));
   }
+  return parse_tuning_text(text, path);
+}
+
+std::vector<TuningEntry> parse_tuning_text(std::string_view text, const std::filesystem::path& path) {
+  const std::string where = path.string();
   nlohmann::json json;
   try {
-    json = nlohmann::json::parse(text);
-  } catch (const nlohmann::json::parse_error& e) {
-    // what() reads "[json.exception.parse_error.101] parse error at line 3, column 5: ..."; the bracketed id
-    // means nothing to a user.
-    std::string message = e.what();
-    if (const size_t id_end = message.find("] "); message.starts_with("[json.exception") && id_end != std::string::npos)
-      message.erase(0, id_end + 2);
-    throw TuningDatabaseError(path, fmt::format("tuning database {} is not valid JSON: {}", where, message));
+    json = parse_json(text);
+  } catch (const InvalidArgument& e) {
+    throw TuningDatabaseError(path, fmt::format("tuning database {} is not valid JSON: {}", where, e.what()));
   }
   auto fail = [&](const std::string& message) {
     throw TuningDatabaseError(path, fmt::format("tuning database {}: {}", where, message));
@@ -40,9 +41,9 @@ std::vector<TuningEntry> read_tuning_file(const std::filesystem::path& path) {
   const auto version = json.find("format_version");
   if (version == json.end() || !version->is_number_integer())
     fail("field 'format_version' must be an integer");
-  if (version->get<int64_t>() != kTuningDbFormatVersion)
-    fail(fmt::format("format_version {} is not supported: this convtune ({}) reads version {}",
-                     version->get<int64_t>(), convtune_version(), kTuningDbFormatVersion));
+  if (*version != kTuningDbFormatVersion)
+    fail(fmt::format("format_version {} is not supported: this convtune ({}) reads version {}", version->dump(),
+                     convtune_version(), kTuningDbFormatVersion));
   const auto entries = json.find("entries");
   if (entries == json.end() || !entries->is_array())
     fail(fmt::format("field 'entries' must be an array{}",

@@ -3,7 +3,9 @@
 #pragma once
 
 #include <filesystem>
+#include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "convtune/error.h"
@@ -17,9 +19,16 @@ namespace convtune {
 inline constexpr const char* kTuningDbFormat = "convtune-tuning-db";
 inline constexpr int kTuningDbFormatVersion = 1;
 
-// The entries of `path`, in file order. Throws TuningDatabaseError when the file cannot be read, is not JSON
-// (with line and column), has another layout or version, or holds an invalid entry.
+// A database of 10,000 entries takes about 11.5 MB; beyond this a file is not a tuning database (or would take
+// many times its size in memory once parsed).
+inline constexpr uint64_t kMaxTuningDbBytes = uint64_t{256} << 20;
+
+// The entries of `path`, in file order. Throws TuningDatabaseError when the file cannot be read (missing, not a
+// regular file, larger than kMaxTuningDbBytes), is not JSON (with line, column and the place: entries[3].gflops),
+// nests deeper than kMaxJsonDepth, has another layout or version, or holds an invalid entry.
 std::vector<TuningEntry> read_tuning_file(const std::filesystem::path& path);
+// The same for text already read; `path` names it in errors.
+std::vector<TuningEntry> parse_tuning_text(std::string_view text, const std::filesystem::path& path);
 
 // The file's text for `entries`, in the given order, ending with a newline.
 std::string tuning_file_text(const std::vector<const TuningEntry*>& entries);

@@ -3,10 +3,13 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cctype>
 #include <ctime>
 #include <nlohmann/json.hpp>
 
 #include "convtune/error.h"
+#include "src/core/json_reader.h"
 
 #ifndef CONVTUNE_VERSION
 // The project version (CMakeLists.txt project()); a build that defines CONVTUNE_VERSION overrides it.
@@ -133,19 +136,19 @@ class FieldReader {
   std::string text(const std::string& field, const nlohmann::json* within = nullptr,
                    const std::string& prefix = {}) const {
     const nlohmann::json& v = require(within ? *within : object_, field, prefix + field);
-    if (!v.is_string()) fail(prefix + field, fmt::format("must be a string, found {}", v.dump()));
+    if (!v.is_string()) fail(prefix + field, fmt::format("must be a string, found {}", json_excerpt(v)));
     return v.get<std::string>();
   }
 
   double number(const std::string& field) const {
     const nlohmann::json& v = require(object_, field, field);
-    if (!v.is_number()) fail(field, fmt::format("must be a number, found {}", v.dump()));
+    if (!v.is_number()) fail(field, fmt::format("must be a number, found {}", json_excerpt(v)));
     return v.get<double>();
   }
 
   const nlohmann::json& object(const std::string& field) const {
     const nlohmann::json& v = require(object_, field, field);
-    if (!v.is_object()) fail(field, fmt::format("must be an object, found {}", v.dump()));
+    if (!v.is_object()) fail(field, fmt::format("must be an object, found {}", json_excerpt(v)));
     return v;
   }
 
@@ -159,7 +162,7 @@ class FieldReader {
 
 TuningEntry tuning_entry_from_json(const nlohmann::json& json, const std::string& where) {
   if (!json.is_object())
-    throw InvalidArgument(fmt::format("{}: must be an object, found {}", where, json.dump()));
+    throw InvalidArgument(fmt::format("{}: must be an object, found {}", where, json_excerpt(json)));
   FieldReader read(json, where);
   TuningEntry e;
   // Family and problem first, so every later error names the entry by what it is.
@@ -220,16 +223,24 @@ TuningEntry tuning_entry_from_json(const nlohmann::json& json, const std::string
       const auto it = shape.find(name);
       if (it == shape.end()) continue;
       const std::string field = std::string("shape.") + name;
-      if (!it->is_number_integer()) read.fail(field, fmt::format("must be an integer, found {}", it->dump()));
-      if (it->get<int64_t>() != expected)
-        read.fail(field, fmt::format("is {} but the problem says {}", it->get<int64_t>(), expected));
+      if (!it->is_number_integer()) read.fail(field, fmt::format("must be an integer, found {}", json_excerpt(*it)));
+      if (*it != expected) read.fail(field, fmt::format("is {} but the problem says {}", json_excerpt(*it), expected));
     }
   }
 
   const nlohmann::json& parameters = read.object("parameters");
   for (const auto& [name, value] : parameters.items()) {
-    if (!value.is_number_integer())
-      read.fail("parameters." + name, fmt::format("must be an integer, found {}", value.dump()));
+    // Names become -DNAME=value compiler options: only identifiers, so a shared file cannot smuggle in others.
+    const bool identifier = !name.empty() && !std::isdigit(static_cast<unsigned char>(name[0])) &&
+                            std::all_of(name.begin(), name.end(), [](char ch) {
+                              return std::isalnum(static_cast<unsigned char>(ch)) || ch == '_';
+                            });
+    if (!identifier)
+      read.fail("parameters", fmt::format("has the name {}: expected an identifier such as TILE_M",
+                                          json_excerpt(nlohmann::json(name))));
+    // An unsigned value above INT64_MAX would wrap around to a negative parameter.
+    if (!value.is_number_integer() || (value.is_number_unsigned() && value.get<uint64_t>() > INT64_MAX))
+      read.fail("parameters." + name, fmt::format("must be a 64-bit integer, found {}", json_excerpt(value)));
     e.parameters[name] = value.get<int64_t>();
   }
   e.time_ms = read.number("time_ms");

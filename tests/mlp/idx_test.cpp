@@ -1,11 +1,16 @@
-// IDX reader: raw and gzip files round-trip, every malformed input gives an error naming the file.
+// IDX reader: raw and gzip files round-trip, every malformed input gives an error naming the file, and a header
+// never makes the reader allocate more than the file can hold.
 #include <gtest/gtest.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <zlib.h>
 
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -16,6 +21,13 @@ using namespace convtune;
 namespace fs = std::filesystem;
 
 namespace {
+
+std::string read_bytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream out;
+  out << in.rdbuf();
+  return out.str();
+}
 
 std::vector<unsigned char> be32(uint32_t v) {
   return {static_cast<unsigned char>(v >> 24), static_cast<unsigned char>(v >> 16),
@@ -216,4 +228,67 @@ TEST(IdxDebian, FashionMnistWhenInstalled) {
   std::vector<int> per_class(10, 0);
   for (auto label : test.labels) ++per_class[label];
   for (int c = 0; c < 10; ++c) EXPECT_EQ(per_class[c], 1000) << "class " << c;
+}
+
+// Peak resident memory of this process so far, in bytes.
+static uint64_t peak_rss_bytes() {
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  return static_cast<uint64_t>(usage.ru_maxrss) * 1024;
+}
+
+// The reliability issue's IDX reproducers: headers asking for gigabytes that the files do not hold used to be
+// allocated (2.1 GB, then "truncated"; or ~400 GB and std::bad_alloc) before a byte of data was read.
+TEST_F(IdxTest, HeadersAskingForMoreThanTheFileHoldsAllocateNothing) {
+  const std::string repro = std::string(CONVTUNE_TEST_DATA_DIR) + "/repro/";
+  const uint64_t rss_before = peak_rss_bytes();
+  std::string message = error_of(repro + "idx-24-byte-header-2GiB/t10k-images-idx3-ubyte",
+                                 repro + "idx-24-byte-header-2GiB/t10k-labels-idx1-ubyte");
+  EXPECT_NE(message.find("t10k-images-idx3-ubyte: truncated: the header announces 33554432 images of 8x8 "
+                         "(2147483648 bytes), but only 0 bytes follow the header"),
+            std::string::npos)
+      << message;
+
+  // The fuzzer's input: 2-byte length of the image file, an option byte, the image file, the label file.
+  const std::string fuzz_input = read_bytes(repro + "idx-header-huge-allocation.bin");
+  const size_t images_size = static_cast<unsigned char>(fuzz_input[0]) | (static_cast<unsigned char>(fuzz_input[1]) << 8);
+  const std::string images = fuzz_input.substr(3, images_size), labels = fuzz_input.substr(3 + images_size);
+  message = error_of(write("huge-images", {images.begin(), images.end()}),
+                     write("huge-labels", {labels.begin(), labels.end()}));
+  EXPECT_NE(message.find("huge-images: truncated: the header announces 525056 images of 768x1024"), std::string::npos)
+      << message;
+  // The same header in a gzip file: bounded by deflate's largest expansion, not believed.
+  message = error_of(write("huge-images.gz", {images.begin(), images.end()}, true),
+                     write("huge-labels.gz", {labels.begin(), labels.end()}, true));
+  EXPECT_NE(message.find("more than a gzip file of"), std::string::npos) << message;
+  EXPECT_LT(peak_rss_bytes() - rss_before, uint64_t{256} << 20) << "the reader allocated for the header's claim";
+}
+
+TEST_F(IdxTest, ZeroImagesAndSpecialFilesAreRefused) {
+  std::string message = error_of(write("empty", idx3(0, 28, 28)), write("lab", idx1({})));
+  EXPECT_NE(message.find("empty: the header announces 0 images, expected at least 1"), std::string::npos) << message;
+  const std::string fifo = (dir_ / "fifo").string();
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  message = error_of(fifo, write("lab", idx1({1})));  // returns at once: a FIFO is not opened for reading data
+  EXPECT_NE(message.find("fifo: not a regular file"), std::string::npos) << message;
+  message = error_of("/dev/zero", write("lab", idx1({1})));
+  EXPECT_NE(message.find("/dev/zero: not a regular file"), std::string::npos) << message;
+  // A dataset folder whose file is a FIFO says so, rather than that the file is missing.
+  write("t10k-labels-idx1-ubyte", idx1({1}));
+  ASSERT_EQ(mkfifo((dir_ / "t10k-images-idx3-ubyte").c_str(), 0600), 0);
+  try {
+    data::find_dataset_files(dir_.string(), false);
+    ADD_FAILURE() << "expected an error for the FIFO";
+  } catch (const InvalidArgument& e) {
+    EXPECT_NE(std::string(e.what()).find("t10k-images-idx3-ubyte: not a regular file"), std::string::npos) << e.what();
+  }
+}
+
+TEST_F(IdxTest, EvalNeedsOnlyTheTestFiles) {
+  write("t10k-images-idx3-ubyte", idx3(1, 1, 1));
+  write("t10k-labels-idx1-ubyte", idx1({0}));
+  const auto files = data::find_dataset_files(dir_.string(), false);
+  EXPECT_EQ(files.test_images, (dir_ / "t10k-images-idx3-ubyte").string());
+  EXPECT_TRUE(files.train_images.empty());
+  EXPECT_THROW(data::find_dataset_files(dir_.string()), InvalidArgument);  // training needs its files
 }

@@ -1,6 +1,8 @@
-// Optimiser steps on a device against the host, and model files: round trip, wrong architecture, damage.
+// Optimiser steps on a device against the host, and model files: round trip, wrong architecture, damage,
+// the reliability issue's forged files, both format versions.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <cmath>
 #include <filesystem>
@@ -10,6 +12,7 @@
 #include "convtune/nn/model_file.h"
 #include "convtune/nn/optimizer.h"
 #include "src/core/atomic_file.h"
+#include "src/core/hash.h"
 #include "tests/nn/nn_test_support.h"
 
 namespace convtune::nn {
@@ -133,6 +136,62 @@ TEST_F(ModelFile, DamagedTruncatedVersionAndForeignFilesAreRefused) {
   expect_error([&] { load_network(path("foreign.model"), runtime_); }, path("foreign.model"), "not a convtune model");
 
   expect_error([&] { load_network(path("missing.model"), runtime_); }, path("missing.model"), "cannot read");
+}
+
+// The reliability issue's model files (tests/data/repro): each was accepted or crashed; each is now refused by name.
+TEST_F(ModelFile, ReproducersAreRefusedNamingTheFieldAndWhatWasExpected) {
+  const std::string repro = std::string(CONVTUNE_TEST_DATA_DIR) + "/repro/";
+  // Valid FNV-1a checksum, payload_bytes = 2^64-1: the size check used to wrap around and read out of bounds.
+  expect_error([&] { load_network(repro + "model-offset-wrap-oob-read.model", runtime_); },
+               "model-offset-wrap-oob-read.model", "truncated");
+  // offset -4 used to load, reading header bytes as weights (accuracy 0.28 instead of 0.81).
+  expect_error([&] { load_network(repro + "model-negative-offset-accepted.model", runtime_); },
+               "model-negative-offset-accepted.model", "parameters[0].offset is -4, expected an integer of 0 or more");
+  // payload_bytes 1e30: a float converted to uint64_t (undefined behaviour).
+  expect_error([&] { load_network(repro + "model-payload-bytes-float-ub.model", runtime_); },
+               "model-payload-bytes-float-ub.model", "header.payload_bytes is 1e+30, expected an integer of 0 or more");
+}
+
+TEST_F(ModelFile, VersionTwoEndsInSha256AndVersionOneFilesStillLoad) {
+  auto net = make_network(runtime_, "lenet-small");
+  net->initialize(3);
+  const std::string file = path("v2.model");
+  save_model(file, *net);
+  const std::string bytes = read_file(file);
+  EXPECT_EQ(read_model_header(file).version, 2u);
+
+  // The same file as version 1 wrote it: version field 1, FNV-1a 64 in place of the 32-byte SHA-256.
+  std::string v1 = bytes.substr(0, bytes.size() - 32);
+  v1[8] = 1;
+  const uint64_t fnv = fnv1a64(v1.data(), v1.size());
+  for (int i = 0; i < 8; ++i) v1.push_back(static_cast<char>((fnv >> (8 * i)) & 0xff));
+  write_file_atomic(path("v1.model"), v1);
+  auto loaded = load_network(path("v1.model"), runtime_, "implicit_gemm");
+  EXPECT_EQ(runtime_.download(loaded->parameters().back()->value), runtime_.download(net->parameters().back()->value));
+
+  // Recomputing an FNV-1a over a changed version 2 file no longer passes as a checksum.
+  std::string forged = bytes;
+  forged[bytes.size() / 2] ^= 0x01;
+  write_file_atomic(path("forged.model"), forged);
+  expect_error([&] { load_network(path("forged.model"), runtime_); }, path("forged.model"),
+               "checksum mismatch (stored SHA-256");
+}
+
+TEST_F(ModelFile, ARefusedFileLeavesTheNetworkAsItWas) {
+  auto net = make_network(runtime_, "lenet-small");
+  net->initialize(5);
+  const std::vector<float> before = runtime_.download(net->parameters().front()->value);
+  const std::string repro = std::string(CONVTUNE_TEST_DATA_DIR) + "/repro/model-negative-offset-accepted.model";
+  EXPECT_THROW(load_model(repro, *net), InvalidArgument);
+  EXPECT_EQ(runtime_.download(net->parameters().front()->value), before);
+}
+
+TEST_F(ModelFile, SpecialFilesAreRefusedWithoutReading) {
+  expect_error([&] { read_model_header("/dev/zero"); }, "/dev/zero", "character device, expected a regular file");
+  const std::string fifo = path("model.fifo");
+  std::filesystem::remove(fifo);
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  expect_error([&] { read_model_header(fifo); }, fifo, "FIFO");  // returns at once: no writer needed
 }
 
 }  // namespace

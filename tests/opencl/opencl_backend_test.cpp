@@ -375,6 +375,7 @@ TEST_F(OpenCLBackendTest, RegistryDevicesUseTheProcessCacheDirectory) {
 
 TEST_F(OpenCLBackendTest, CompileErrorNamesFileParametersAndCompilerLog) {
   const auto kernel_dir = fresh_temp_dir("kernels");
+  std::filesystem::create_directories(kernel_dir / "test");
   write_file_atomic(kernel_dir / "test/broken_syntax.cl",
                     "__kernel void broken(__global float* y) {\n"
                     "  y[0] = SCALE * undeclared_identifier_in_test;\n"

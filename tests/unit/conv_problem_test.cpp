@@ -1,5 +1,8 @@
-// ConvProblem: derived sizes, FLOP/byte counts, validation messages and the text form.
+// ConvProblem: derived sizes, FLOP/byte counts, validation messages (overflow included) and the text form.
 #include <gtest/gtest.h>
+
+#include <cstdint>
+#include <fstream>
 
 #include "convtune/conv_problem.h"
 #include "convtune/problem.h"
@@ -103,6 +106,13 @@ TEST(GemmProblem, ErrorsNameTheField) {
   EXPECT_NE(error("M=2,N=4").find("lacks M, N or K"), std::string::npos);
   EXPECT_NE(error("M=2,N=4,K=2,trans_a=2").find("expected 0 or 1"), std::string::npos);
   EXPECT_NE(error("M=2,N=4,K=2,X=1").find("unknown GEMM field 'X'"), std::string::npos);
+  // fuzz_layer's finding (fuzz/regressions/fuzz_layer/gemm-huge-k-packed-stride-overflow): M*K overflowed int64 in
+  // the packed stride before validation looked at the span.
+  EXPECT_NE(error("M=64,N=33,K=1777777777777777773").find("K=1777777777777777773 is too large: expected at most "
+                                                          "2147483647"),
+            std::string::npos);
+  EXPECT_NE(error("M=2,N=4,K=2,lda=9223372036854775807").find("lda=9223372036854775807 is too large"),
+            std::string::npos);
 }
 
 TEST(ConvProblem, ErrorsNameTheField) {
@@ -125,4 +135,43 @@ TEST(ConvProblem, TensorsPastIndexableSizeAreRejected) {
   const std::string msg = error_of("N=100000,C=256,H=228,K=4,R=3");
   EXPECT_NE(msg.find("tensor x"), std::string::npos) << msg;
   EXPECT_NE(msg.find("32-bit"), std::string::npos) << msg;
+}
+
+// The reliability issue's layer descriptions (tests/data/repro/layer-*.txt): each passed validation through
+// signed overflow and ran a meaningless problem. Each is now refused naming the field.
+TEST(ConvProblem, ReproducersOverflowingValidationAreRefused) {
+  const std::pair<const char*, const char*> cases[] = {
+      {"layer-H-int64max-overflow.txt", "H=9223372036854775807 is too large: expected at most 2147483647"},
+      {"layer-dilation-int64max-overflow.txt", "dilation_h=9223372036854775807 is too large"},
+      {"layer-dilation-mul-overflow.txt", "dilation_w=930321474836481134 is too large"},
+      {"layer-pad-int64max-overflow.txt", "pad_h=9223372036854775807 is too large"},
+  };
+  for (const auto& [file, phrase] : cases) {
+    std::ifstream in(std::string(CONVTUNE_TEST_DATA_DIR) + "/repro/" + file);
+    std::string text;
+    std::getline(in, text);
+    ASSERT_FALSE(text.empty()) << file;
+    EXPECT_NE(error_of(text).find(phrase), std::string::npos) << file << ": " << error_of(text);
+  }
+}
+
+TEST(ConvProblem, SumsAndProductsNearTheLimitsAreCheckedNotWrapped) {
+  // Each field fits, their padded sum does not.
+  EXPECT_NE(error_of("N=1,C=1,H=2147483647,W=1,K=1,R=1,pad_h=1").find("the padded height H+2*pad_h must be at most"),
+            std::string::npos);
+  EXPECT_NE(error_of("N=1,C=1,H=1,W=2000000000,K=1,R=1,pad_w=100000000").find("padded width"), std::string::npos);
+  // A dilated filter of 2^31 * 2^31 taps: no output, said without overflow.
+  EXPECT_NE(error_of("N=1,C=1,H=8,K=1,R=2147483647,dilation=2147483647").find("no output rows"), std::string::npos);
+  EXPECT_NE(error_of("N=99999999999999999999,C=1,H=8,K=1,R=3").find("N='99999999999999999999' is out of range"),
+            std::string::npos);
+  // Unvalidated problems (fields straight from a file) still give a defined answer.
+  ConvProblem p;
+  p.h = INT64_MAX;
+  p.pad = {INT64_MAX, INT64_MAX};
+  p.r = 3;
+  p.dilation = {INT64_MAX, 1};
+  EXPECT_EQ(p.p(), 0);
+  // The largest accepted problem's figures are exact.
+  const ConvProblem big = parse_problem("N=1,C=1,H=2147483645,W=1,K=1,R=3,S=1,pad_h=1");
+  EXPECT_EQ(big.p(), 2147483645);
 }

@@ -1,4 +1,4 @@
-// Program cache: hits from memory and disk, keys that change the binary, damaged entries rebuilt.
+// Program cache: hits from memory and disk, keys that change the binary, damaged or forged entries rebuilt.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -108,4 +108,44 @@ TEST(ProgramCache, ConcurrentWritersLeaveAValidEntry) {
   for (int i = 0; i < 4; ++i) check.get_or_build(key("src" + std::to_string(i)), [&] { ++compiles; return bytes_of("x"); });
   EXPECT_EQ(compiles, 0);
   for (const auto& e : std::filesystem::directory_iterator(dir.path)) EXPECT_EQ(e.path().extension(), ".bin");
+}
+
+// An empty binary is a legal entry; reading it back once copied from a null pointer (undefined behaviour, caught
+// by UBSan in the sanitizer job).
+TEST(ProgramCache, EmptyPayloadRoundTrips) {
+  CacheDir dir;
+  ProgramCache(dir.path).get_or_build(key("empty"), [] { return std::vector<std::byte>{}; });
+  bool from_cache = false;
+  const auto binary = ProgramCache(dir.path).get_or_build(key("empty"), [] { return bytes_of("rebuilt"); }, &from_cache);
+  EXPECT_TRUE(from_cache);
+  EXPECT_TRUE(binary.empty());
+}
+
+// The fuzzer's reproducer (its format: one byte L, the L-byte key description, the entry file) and forged sizes
+// whose sums with the read position would wrap around.
+TEST(ProgramCache, ForgedSizesAreDamagedEntriesNotReadsOutOfBounds) {
+  const std::string input = read_file(std::string(CONVTUNE_TEST_DATA_DIR) + "/repro/progcache-ub-memcpy-null-empty-payload.bin");
+  const size_t key_size = static_cast<unsigned char>(input[0]);
+  const std::string description = input.substr(1, key_size), file = input.substr(1 + key_size);
+  const ProgramCacheEntry entry = parse_program_cache_entry(file, description);
+  EXPECT_EQ(entry.status, ProgramCacheEntry::Status::Hit);
+  EXPECT_TRUE(entry.payload.empty());
+
+  const std::string good = format_program_cache_entry("key", bytes_of("payload"));
+  EXPECT_EQ(parse_program_cache_entry(good, "key").payload, bytes_of("payload"));
+  EXPECT_EQ(parse_program_cache_entry(good, "other").status, ProgramCacheEntry::Status::OtherKey);
+  auto with_u64 = [&](size_t at, uint64_t value) {
+    std::string text = good;
+    for (int i = 0; i < 8; ++i) text[at + i] = static_cast<char>((value >> (8 * i)) & 0xff);
+    return text;
+  };
+  const size_t key_size_at = std::string_view("CONVTUNE-PROGRAM 1\n").size();
+  const size_t payload_size_at = key_size_at + 8 + 3;
+  for (uint64_t forged : {~uint64_t{0}, ~uint64_t{0} - 10, uint64_t{1} << 63}) {
+    EXPECT_EQ(parse_program_cache_entry(with_u64(key_size_at, forged), "key").status,
+              ProgramCacheEntry::Status::Damaged);
+    const ProgramCacheEntry damaged = parse_program_cache_entry(with_u64(payload_size_at, forged), "key");
+    EXPECT_EQ(damaged.status, ProgramCacheEntry::Status::Damaged);
+    EXPECT_NE(damaged.problem.find("payload bytes"), std::string::npos) << damaged.problem;
+  }
 }

@@ -1,12 +1,15 @@
 // The tuning database: fallback tiers, shape distance, staleness, atomic saves, damaged files left untouched,
-// merge and prune, shipped defaults and the user-file location rules.
+// merge and prune, shipped defaults and the user-file location rules; hostile files, locked concurrent saves and
+// stale temporary files.
 #include <gtest/gtest.h>
 
 #include <fmt/format.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
-
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -59,6 +62,7 @@ class TuningDbTest : public ::testing::Test {
     fs::remove_all(dir_);
     fs::create_directories(dir_);
     file_ = dir_ / "user" / "tuning.json";
+    fs::create_directories(file_.parent_path());
   }
   void TearDown() override { fs::remove_all(dir_); }
 
@@ -337,7 +341,8 @@ TEST_F(TuningDbTest, SaveReplacesTheFileWholeAndLeavesNoTemporaryFiles) {
   EXPECT_NE(first, second);
   EXPECT_TRUE(contains(second, "\"format\": \"convtune-tuning-db\""));
   EXPECT_EQ(second.back(), '\n');
-  EXPECT_EQ(files_in(file_.parent_path()), std::vector<std::string>{"tuning.json"});
+  // No temporary file stays; the lock file does (removing it would let two writers lock different files).
+  EXPECT_EQ(files_in(file_.parent_path()), (std::vector<std::string>{"tuning.json", "tuning.json.lock"}));
   EXPECT_EQ(TuningDatabase(file_).user_entry_count(), 2u);
   db.save();  // saving again changes nothing
   EXPECT_EQ(read_file(file_), second);
@@ -355,7 +360,7 @@ TEST_F(TuningDbTest, TruncatedFileIsReportedWithItsPathAndNeverOverwritten) {
 
   TuningDatabase db(file_);
   EXPECT_TRUE(contains(db.user_file_error(), file_.string())) << db.user_file_error();
-  EXPECT_TRUE(contains(db.user_file_error(), "is not valid JSON: parse error at line")) << db.user_file_error();
+  EXPECT_TRUE(contains(db.user_file_error(), "is not valid JSON: line ")) << db.user_file_error();
   EXPECT_EQ(db.user_entry_count(), 0u);
   EXPECT_EQ(db.lookup(kLayer, kH100, kHashes).tier, LookupTier::BuiltInDefault);  // lookups go on
 
@@ -369,7 +374,7 @@ TEST_F(TuningDbTest, TruncatedFileIsReportedWithItsPathAndNeverOverwritten) {
     EXPECT_TRUE(contains(e.what(), "fix or remove " + file_.string())) << e.what();
   }
   EXPECT_EQ(read_file(file_), truncated);  // untouched, byte for byte
-  EXPECT_EQ(files_in(file_.parent_path()), std::vector<std::string>{"tuning.json"});
+  EXPECT_EQ(files_in(file_.parent_path()), (std::vector<std::string>{"tuning.json", "tuning.json.lock"}));
 
   // Once the user removes it, saving works again.
   fs::remove(file_);
@@ -399,7 +404,7 @@ TEST_F(TuningDbTest, WrongTypesNameTheFileTheEntryAndTheField) {
   EXPECT_EQ(error_for("\"time_ms\": 1.0", "\"time_ms\": \"fast\""),
             where + ": field 'time_ms' must be a number, found \"fast\"");
   EXPECT_EQ(error_for("\"TILE_M\": 64", "\"TILE_M\": 6.5"),
-            where + ": field 'parameters.TILE_M' must be an integer, found 6.5");
+            where + ": field 'parameters.TILE_M' must be a 64-bit integer, found 6.5");
   EXPECT_EQ(error_for("\"C\": 64", "\"C\": 32"), where + ": field 'shape.C' is 32 but the problem says 64");
   EXPECT_TRUE(contains(error_for("\"driver_version\": \"550.54\"", "\"driver_version\": 550"),
                        "field 'device.driver_version' must be a string, found 550"));
@@ -407,6 +412,15 @@ TEST_F(TuningDbTest, WrongTypesNameTheFileTheEntryAndTheField) {
                        "field 'entries' must be an array, found string"));
   EXPECT_TRUE(contains(error_for("\"format_version\": 1", "\"format_version\": 7"),
                        "format_version 7 is not supported"));
+  // Hostile values: beyond int64 (once wrapped or converted with undefined behaviour), names that would become
+  // compiler options, fields beyond the kernels' 32-bit indexing.
+  EXPECT_TRUE(contains(error_for("\"TILE_M\": 64", "\"TILE_M\": 6.4e21"),
+                       "field 'parameters.TILE_M' must be a 64-bit integer, found 6.4e+21"));
+  EXPECT_TRUE(contains(error_for("\"TILE_M\": 64", "\"TILE_M\": 18446744073709551615"),
+                       "must be a 64-bit integer, found 18446744073709551615"));
+  EXPECT_TRUE(contains(error_for("\"TILE_M\": 64", "\"TILE_M -include x\": 64"),
+                       "has the name \"TILE_M -include x\": expected an identifier"));
+  EXPECT_TRUE(contains(error_for("pad=1,", "pad=9223372036854775807,"), "pad_h=9223372036854775807 is too large"));
 }
 
 TEST_F(TuningDbTest, AFixedFileIsFoldedInOnSave) {
@@ -486,6 +500,7 @@ TEST_F(TuningDbTest, PruneRemovesStaleEntriesAndSaveDoesNotBringThemBack) {
 
 TEST_F(TuningDbTest, ShippedDefaultsAreReadOnlyAndRankBehindTheUsersOwn) {
   const fs::path shipped = dir_ / "shipped";
+  fs::create_directories(shipped);
   {
     TuningDatabase maker(shipped / "nvidia.json");
     maker.insert(entry(kH100, kLayer, 1.0, 256));
@@ -588,4 +603,105 @@ TEST_F(TuningDbTest, EntriesAreKeyedByMathMode) {
   ConvProblem nearby = tf32;
   nearby.n = 2;
   EXPECT_EQ(db.lookup(nearby, kH100, hashes).tier, LookupTier::Nearest);
+}
+
+// The reliability issue's databases (tests/data/repro): one crashed every command (SIGSEGV), two ended them with
+// "unexpected error: number overflow". Each is now a named error: the file, the place and what was expected.
+TEST_F(TuningDbTest, HostileFilesAreNamedErrorsThatWritersRefuseAndLeaveUntouched) {
+  const fs::path repro = fs::path(CONVTUNE_TEST_DATA_DIR) / "repro";
+  const std::pair<const char*, std::vector<std::string>> cases[] = {
+      {"tuningdb-deep-nesting-stack-overflow.json", {"(at entries[0][0]", "nested deeper than 64 levels"}},
+      {"tuningdb-1e400-uncaught-exit3.json",
+       {"line 39, column 18 (at entries[0].gflops)", "number 1e400 is out of range: expected a finite number"}},
+      {"tuningdb-number-overflow-uncaught.json", {"(at format)", "is out of range"}},
+  };
+  for (const auto& [name, phrases] : cases) {
+    fs::copy_file(repro / name, file_, fs::copy_options::overwrite_existing);
+    const std::string original = read_file(file_);
+    TuningDatabase db(file_);
+    EXPECT_EQ(db.user_entry_count(), 0u) << name;
+    EXPECT_TRUE(contains(db.user_file_error(), file_.string())) << db.user_file_error();
+    for (const std::string& phrase : phrases) EXPECT_TRUE(contains(db.user_file_error(), phrase)) << db.user_file_error();
+    db.insert(entry(kH100, kLayer, 1.0));
+    EXPECT_THROW(db.save(), TuningDatabaseError) << name;
+    EXPECT_EQ(read_file(file_), original) << name;
+  }
+}
+
+TEST_F(TuningDbTest, LookupsWarnOnceAndGoOnWithoutADamagedFile) {
+  write(file_, "{ not json");
+  const fs::path shipped = dir_ / "shipped";
+  {
+    TuningDatabase maker(shipped / "good.json");
+    fs::create_directories(shipped);
+    maker.insert(entry(kH100, kLayer, 1.0, 256));
+    maker.save();
+  }
+  write(shipped / "bad.json", "[[[[");
+  testing::internal::CaptureStderr();
+  const TuningDatabase first = TuningDatabase::open_for_lookups(file_, shipped);
+  const TuningDatabase second = TuningDatabase::open_for_lookups(file_, shipped);
+  const std::string warnings = testing::internal::GetCapturedStderr();
+  // One warning per damaged file, naming it; the good shipped file still serves lookups.
+  EXPECT_EQ(std::count(warnings.begin(), warnings.end(), '\n'), 2) << warnings;
+  EXPECT_TRUE(contains(warnings, file_.string() + " is not valid JSON")) << warnings;
+  EXPECT_TRUE(contains(warnings, (shipped / "bad.json").string())) << warnings;
+  EXPECT_EQ(second.lookup(kLayer, kH100, kHashes).entry->parameters.at("TILE_M"), 256);
+  // A writer still refuses the damaged shipped file: that is a broken install.
+  EXPECT_THROW(TuningDatabase(file_, shipped), TuningDatabaseError);
+}
+
+// Processes that each insert their own entries and save after every one, all at once into one database: the
+// flock around read-merge-write loses nothing (without it, saves that overlap drop each other's entries).
+TEST_F(TuningDbTest, ConcurrentProcessesSavingLoseNothing) {
+  {
+    TuningDatabase db(file_);
+    for (int i = 0; i < 2000; ++i) db.insert(entry(kA100, problem(fmt::format("N={},C=8,H=16,K=8,R=3", i + 1)), 1.0));
+    db.save();
+  }
+  constexpr int kProcesses = 4, kEach = 25;
+  std::vector<pid_t> children;
+  for (int p = 0; p < kProcesses; ++p) {
+    const pid_t pid = fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+      int status = 0;
+      try {
+        TuningDatabase db(file_);
+        for (int i = 0; i < kEach; ++i) {
+          db.insert(entry(kH100, problem(fmt::format("N={},C={},H=16,K=8,R=3", i + 1, p + 1)), 1.0));
+          db.save();
+        }
+      } catch (const std::exception& e) {
+        fprintf(stderr, "child %d: %s\n", p, e.what());
+        status = 1;
+      }
+      _exit(status);
+    }
+    children.push_back(pid);
+  }
+  for (pid_t pid : children) {
+    int status = 0;
+    ASSERT_EQ(waitpid(pid, &status, 0), pid);
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  }
+  EXPECT_EQ(TuningDatabase(file_).user_entry_count(), 2000u + kProcesses * kEach);
+}
+
+TEST_F(TuningDbTest, SaveRemovesTemporaryFilesOfDeadWritersOnly) {
+  const pid_t dead = fork();
+  if (dead == 0) _exit(0);
+  waitpid(dead, nullptr, 0);
+  const std::string stale = fmt::format("tuning.json.tmp.{}.3", dead);
+  const std::string live = fmt::format("tuning.json.tmp.{}.9", static_cast<long>(getpid()));
+  for (const std::string& name : {stale, live, std::string("tuning.json.tmp.x.1"), std::string("other.tmp.1.1")})
+    write(file_.parent_path() / name, "{ half-writ");
+  TuningDatabase db(file_);
+  EXPECT_TRUE(db.user_file_error().empty());  // temporary files are never read
+  db.insert(entry(kH100, kLayer, 1.0));
+  db.save();
+  const auto names = files_in(file_.parent_path());
+  EXPECT_EQ(std::count(names.begin(), names.end(), stale), 0);
+  for (const std::string& kept : {live, std::string("tuning.json.tmp.x.1"), std::string("other.tmp.1.1")})
+    EXPECT_EQ(std::count(names.begin(), names.end(), kept), 1) << kept;
 }

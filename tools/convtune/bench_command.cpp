@@ -17,6 +17,7 @@
 #include "src/harness/implementation.h"
 #include "tools/convtune/commands.h"
 #include "tools/convtune/device_choice.h"
+#include "tools/convtune/output_path.h"
 #include "tools/convtune/report_table.h"
 #include "tools/convtune/suite.h"
 
@@ -184,6 +185,8 @@ void run_bench(const BenchOptions& opt, bool algorithm_given, bool math_given) {
   if (opt.repeats < 1) throw InvalidArgument(fmt::format("--repeats={} is invalid: expected 1 or more", opt.repeats));
   const auto directions = parse_directions(opt.direction);
   for (const Layer& layer : layers) scale_batch(layer.problem, opt.batch_scale).validate();
+  for (const std::string& out : opt.out) prepare_output(out, false, "--out");  // before the timing, not after
+  if (!opt.markdown.empty()) prepare_output(opt.markdown, false, "--markdown");
 
   Device& device = choose_device(opt.device, "bench");
   const bool cpu = device.info().backend == BackendKind::Cpu;
@@ -244,6 +247,8 @@ void run_bench(const BenchOptions& opt, bool algorithm_given, bool math_given) {
         request.config = full;
       }
       harness::PlanImplementation impl(request);
+      // A named copy: clang before 16 cannot capture the structured binding `layer` in a lambda.
+      const std::string& layer_name = layer->name;
       auto skip_row = [&](const std::string& algorithm, const std::string& why) {
         std::cerr << why << "\n";
         auto cells = head;
@@ -254,7 +259,7 @@ void run_bench(const BenchOptions& opt, bool algorithm_given, bool math_given) {
           const auto none = against->empty_cells();
           cells.insert(cells.end(), none.begin(), none.end());
         }
-        table.add_row(cells, {{"layer", layer->name}, {"direction", dir}, {"algorithm", algorithm}, {"skipped", why}});
+        table.add_row(cells, {{"layer", layer_name}, {"direction", dir}, {"algorithm", algorithm}, {"skipped", why}});
       };
       if (const std::string why = impl.unsupported_reason(pb, device.info()); !why.empty()) {
         skip_row(target.label(), "unsupported: " + why);

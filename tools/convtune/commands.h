@@ -3,6 +3,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include <cmath>
 #include <string>
 
 namespace convtune::cli {
@@ -25,5 +26,17 @@ void add_train_cnn_command(CLI::App& train);
 // table can be reproduced.
 void remember_command_line(int argc, char** argv);
 const std::string& command_line();
+
+// For options that must be > 0: CLI::PositiveNumber's message ("Value 0 not in range 0.000000 to 1797...") names
+// a range that holds the refused value; this one says what was expected.
+inline CLI::Validator positive_number() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        double value = 0;
+        if (CLI::detail::lexical_cast(text, value) && value > 0 && std::isfinite(value)) return {};
+        return "'" + text + "' is invalid: expected a number > 0";
+      },
+      "POSITIVE");
+}
 
 }  // namespace convtune::cli

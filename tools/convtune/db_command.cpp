@@ -7,6 +7,7 @@
 #include "convtune/error.h"
 #include "convtune/kernel_family.h"
 #include "convtune/plan.h"
+#include "src/core/atomic_file.h"
 #include "src/tuning_db/tuning_database.h"
 #include "src/tuning_db/tuning_db_report.h"
 #include "tools/convtune/commands.h"
@@ -33,6 +34,12 @@ TuningDatabase open_database(const DbOptions& opt) {
   TuningDatabase db(db_path(opt), shipped_tuning_dir());
   if (!db.user_file_error().empty()) std::cerr << "db: warning: " << db.user_file_error() << "\n";
   return db;
+}
+
+// The default database's folder is convtune's own: created on the first save. A --db file's folder must exist.
+void save(TuningDatabase& db, const DbOptions& opt) {
+  if (opt.db.empty() && db.user_file().has_parent_path()) ensure_directory(db.user_file().parent_path());
+  db.save();
 }
 
 std::vector<ListedEntry> listed(const TuningDatabase& db, const DbOptions& opt) {
@@ -107,7 +114,7 @@ void add_db_command(CLI::App& app) {
   merge->callback([opt] {
     TuningDatabase database = open_database(*opt);
     const MergeCounts counts = database.merge_file(opt->merge_file);
-    database.save();
+    save(database, *opt);
     std::cout << fmt::format("merged {} into {}: {} added, {} replaced (faster), {} kept (ours at least as fast)\n",
                              opt->merge_file, database.user_file().string(), counts.added, counts.replaced, counts.kept);
   });
@@ -133,7 +140,7 @@ void add_db_command(CLI::App& app) {
         return false;  // measured on hardware not present here: nothing says it is stale
       });
     }
-    database.save();
+    save(database, *opt);
     std::cout << fmt::format("removed {} entr{} from {}\n", removed, removed == 1 ? "y" : "ies",
                              database.user_file().string());
   });

@@ -4,6 +4,7 @@
 #include <iostream>
 
 #include "convtune/data/idx.h"
+#include "convtune/error.h"
 #include "convtune/nn/model_file.h"
 #include "convtune/nn/trainer.h"
 #include "tools/convtune/commands.h"
@@ -27,9 +28,12 @@ struct EvalOptions {
 };
 
 void run_eval(const EvalOptions& opt) {
+  if (opt.limit == 0 || opt.limit < -1) {
+    throw InvalidArgument(fmt::format("--limit={} is invalid: expected a positive image count (or -1: all)", opt.limit));
+  }
   const nn::ModelHeader header = nn::read_model_header(opt.model);  // fails early, naming the file
   const std::string dir = opt.data.empty() ? data::default_data_dir() : opt.data;
-  const data::DatasetFiles files = data::find_dataset_files(dir);
+  const data::DatasetFiles files = data::find_dataset_files(dir, false);
   const data::LabelledImages test = data::load_idx_pair(files.test_images, files.test_labels, 10, opt.limit);
   Device& device = choose_device(opt.device, "eval");
   nn::Runtime runtime(device);
@@ -75,7 +79,7 @@ void add_eval_command(CLI::App& app) {
                                        "/usr/share/datasets/fashion-mnist)");
   cmd->add_option("--backend,--device", opt->device, "Device: best, cpu, opencl[:N], cuda[:N]")->capture_default_str();
   cmd->add_option("--limit", opt->limit, "Evaluate the first N test images (default: all 10,000)");
-  cmd->add_option("--batch", opt->batch, "Images per forward pass")->capture_default_str()->check(CLI::PositiveNumber);
+  cmd->add_option("--batch", opt->batch, "Images per forward pass")->capture_default_str()->check(positive_number());
   cmd->add_option("--family", opt->family, "Kernel family of unfused convolutions (auto: the tuning database's choice per layer)")->capture_default_str();
   cmd->add_option("--fused-family", opt->fused_family, "Kernel family for conv+bias+ReLU+max-pool in one kernel")
       ->capture_default_str();

@@ -1,7 +1,12 @@
 // The `convtune` command line: subcommands devices, bench, peak, tune, db, report, train, eval.
+#include <fmt/format.h>
+
+#include <filesystem>
 #include <iostream>
+#include <new>
 
 #include "convtune/error.h"
+#include "src/core/resources.h"
 #include "tools/convtune/commands.h"
 
 namespace convtune::cli {
@@ -46,11 +51,24 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+    // CLI11 prints the message; its own status codes (104, 109, ...) would hide that this is bad input, status 2.
+    return app.exit(e) == 0 ? 0 : 2;
   } catch (const convtune::Error& e) {
     std::cerr << "convtune: error: " << e.what() << "\n";
     return 2;
+  } catch (const std::bad_alloc&) {
+    // Large allocations are checked against the available memory first (ResourceError above); this is the rest.
+    std::cerr << fmt::format("convtune: error: out of memory ({} of host memory available): a smaller problem, "
+                             "--batch-scale or --limit needs less\n",
+                             convtune::format_bytes(convtune::available_host_memory()));
+    return 2;
+  } catch (const std::filesystem::filesystem_error& e) {
+    // A path the user gave that cannot be used (permissions, a read-only or full disk): name it and why.
+    std::cerr << fmt::format("convtune: error: {}{}: {}\n", e.path1().string(),
+                             e.path2().empty() ? "" : " -> " + e.path2().string(), e.code().message());
+    return 2;
   } catch (const std::exception& e) {
+    // A bug in convtune, never something a file or an option can cause: those throw convtune::Error.
     std::cerr << "convtune: unexpected error: " << e.what() << "\n";
     return 3;
   }

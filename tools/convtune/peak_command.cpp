@@ -11,6 +11,7 @@
 #include "src/measure/cpu_ceilings.h"
 #include "src/measure/device_ceilings.h"
 #include "tools/convtune/commands.h"
+#include "tools/convtune/output_path.h"
 #include "tools/convtune/report_table.h"
 
 namespace convtune::cli {
@@ -32,6 +33,7 @@ void progress(const std::string& what) { std::cerr << "peak: measuring " << what
 void run_peak(const PeakOptions& opt) {
   if (opt.repeats < 1) throw InvalidArgument(fmt::format("--repeats={} is invalid: expected 1 or more", opt.repeats));
   if (!opt.skip_fill) check_fill_size(opt.size);  // before the ceilings, which take seconds to measure
+  if (!opt.out.empty()) prepare_output(opt.out, false, "--out");  // before the measurements, not after
   Device& device = Registry::instance().find(opt.device);
   const DeviceInfo& info = device.info();
   std::cout << fmt::format("device: {} ({}), driver {}, {} compute units\n\n", info.id, info.name,

@@ -7,10 +7,10 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
-#include <fstream>
 #include <sstream>
 
 #include "convtune/error.h"
+#include "src/core/atomic_file.h"
 #include "src/core/install_paths.h"
 
 namespace convtune::cli {
@@ -40,8 +40,9 @@ std::vector<std::string> available_suites() {
 
 std::vector<Layer> load_suite(const std::string& name_or_path) {
   std::filesystem::path path;
-  if (std::filesystem::is_regular_file(name_or_path)) {
-    path = name_or_path;
+  std::error_code ec;
+  if (std::filesystem::exists(name_or_path, ec)) {
+    path = name_or_path;  // read_file below refuses a FIFO or device with a message, rather than "unknown suite"
   } else {
     for (const auto& dir : suite_dirs()) {
       if (std::filesystem::is_regular_file(dir / (name_or_path + ".txt"))) {
@@ -54,8 +55,13 @@ std::vector<Layer> load_suite(const std::string& name_or_path) {
     throw InvalidArgument(fmt::format("unknown suite '{}': expected a file or one of: {}", name_or_path,
                                       fmt::join(available_suites(), ", ")));
   }
-  std::ifstream in(path);
-  if (!in) throw InvalidArgument(fmt::format("cannot read suite file {}", path.string()));
+  std::string text;
+  try {
+    text = read_file(path, kMaxSuiteBytes);
+  } catch (const Error& e) {
+    throw InvalidArgument(fmt::format("suite file {}: {}", path.string(), e.what()));
+  }
+  std::istringstream in(text);
   std::vector<Layer> layers;
   std::string line;
   int number = 0;
@@ -82,10 +88,19 @@ std::vector<Layer> load_suite(const std::string& name_or_path) {
 }
 
 Problem scale_batch(Problem problem, double scale) {
-  if (!(scale > 0)) throw InvalidArgument(fmt::format("--batch-scale={} is invalid: expected a number > 0", scale));
+  if (!(scale > 0) || !std::isfinite(scale)) {
+    throw InvalidArgument(fmt::format("--batch-scale={} is invalid: expected a finite number > 0", scale));
+  }
   if (!problem.is_conv()) return problem;
   ConvProblem conv = problem.conv();
-  conv.n = std::max<int64_t>(1, std::llround(static_cast<double>(conv.n) * scale));
+  // Checked before converting: llround of a value beyond int64 is undefined, and silently becoming N=1 (as it
+  // once did for 1e30) would time the wrong problem.
+  const double scaled = std::round(static_cast<double>(conv.n) * scale);
+  if (scaled > static_cast<double>(kMaxTensorElements)) {
+    throw InvalidArgument(fmt::format("--batch-scale={} makes N={} into {:.6g}: expected at most {}", scale, conv.n,
+                                      scaled, kMaxTensorElements));
+  }
+  conv.n = std::max<int64_t>(1, static_cast<int64_t>(scaled));
   return conv;
 }
 

@@ -2,6 +2,7 @@
 // a problem is a convolution (N=..,C=..,...) or a matrix product (gemm:M=..,N=..,K=..).
 #pragma once
 
+#include <cstdint>
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -15,12 +16,16 @@ struct Layer {
   Problem problem;  // a convolution's direction is set per row
 };
 
+// A suite of a thousand layers takes about 100 kB.
+inline constexpr uint64_t kMaxSuiteBytes = uint64_t{16} << 20;
+
 // Reads a suite by name ("alexnet": alexnet.txt in $CONVTUNE_SUITE_DIR, else in share/convtune/suites beside the
 // library) or by path. Errors name the file, the line and the problem.
 std::vector<Layer> load_suite(const std::string& name_or_path);
 std::vector<std::string> available_suites();
 
-// A convolution's N scaled by `scale` (at least 1); a GEMM as it is.
+// A convolution's N scaled by `scale` (at least 1); a GEMM as it is. Throws InvalidArgument when scale is not a
+// finite number > 0 or the scaled N exceeds kMaxTensorElements.
 Problem scale_batch(Problem problem, double scale);
 
 // The layers a command was asked for: a suite's, then each --layer text (named layer1, layer2...), then each

@@ -27,10 +27,18 @@ std::string text_at(double x, double y, const std::string& text, const char* anc
                      anchor, extra, escape(text));
 }
 
+// Where `v` lies between lo and hi, in [0, 1]: 0 when the range is empty or not finite (one distinct value, or
+// values so large that hi - lo overflows or rounds to 0), so no caller ever converts a NaN to an integer.
+double fraction(double v, double lo, double hi) {
+  const double t = (v - lo) / (hi - lo);
+  if (!(t > 0)) return 0;  // also NaN
+  return t < 1 ? t : 1;
+}
+
 // A perceptually ordered dark-blue -> green -> yellow ramp (viridis-like), t in [0, 1].
 std::string ramp(double t) {
   static const double stops[][3] = {{68, 1, 84}, {59, 82, 139}, {33, 145, 140}, {94, 201, 98}, {253, 231, 37}};
-  t = std::clamp(t, 0.0, 1.0) * 4;
+  t = (t > 0 ? std::min(t, 1.0) : 0.0) * 4;  // NaN -> 0
   const int i = std::min(static_cast<int>(t), 3);
   const double f = t - i;
   auto mix = [&](int k) { return static_cast<int>(stops[i][k] + f * (stops[i + 1][k] - stops[i][k])); };
@@ -55,8 +63,9 @@ std::string svg_histogram(const std::vector<double>& values, int bins, const std
   const double lo = *std::min_element(values.begin(), values.end());
   double hi = *std::max_element(values.begin(), values.end());
   if (hi <= lo) hi = lo + 1;
+  bins = std::max(bins, 1);
   std::vector<int> counts(bins, 0);
-  for (double v : values) counts[std::min(bins - 1, static_cast<int>((v - lo) / (hi - lo) * bins))]++;
+  for (double v : values) counts[std::min(bins - 1, static_cast<int>(fraction(v, lo, hi) * bins))]++;
   const int most = *std::max_element(counts.begin(), counts.end());
   for (int b = 0; b < bins; ++b) {
     const double h = plot_h * counts[b] / most;
@@ -95,9 +104,9 @@ std::string svg_heatmap(const Heatmap& map) {
       const auto& v = map.cells[y][x];
       const double px = left + x * cell, py = top + y * cell;
       svg += fmt::format("<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"{}\" stroke=\"white\"/>\n", px, py,
-                         cell, cell, v ? ramp((*v - lo) / (hi - lo)) : std::string("#d0d0d0"));
+                         cell, cell, v ? ramp(fraction(*v, lo, hi)) : std::string("#d0d0d0"));
       svg += text_at(px + cell / 2.0, py + cell / 2.0 + 4, v ? fmt::format("{:.0f}", *v) : "-", "middle", 11,
-                     v && (*v - lo) / (hi - lo) > 0.6 ? "fill=\"black\"" : "fill=\"white\"");
+                     v && fraction(*v, lo, hi) > 0.6 ? "fill=\"black\"" : "fill=\"white\"");
     }
     svg += text_at(left - 8, top + y * cell + cell / 2.0 + 4, map.y_ticks[y], "end");
   }

@@ -10,6 +10,7 @@
 #include "convtune/nn/trainer.h"
 #include "tools/convtune/commands.h"
 #include "tools/convtune/device_choice.h"
+#include "tools/convtune/output_path.h"
 #include "tools/convtune/progress.h"
 
 namespace convtune::cli {
@@ -33,6 +34,11 @@ struct TrainCnnOptions {
 };
 
 void run_train_cnn(const TrainCnnOptions& opt) {
+  for (const auto& [option, value] : {std::pair{"--limit", opt.limit}, std::pair{"--test-limit", opt.test_limit}}) {
+    if (value == 0 || value < -1) {
+      throw InvalidArgument(fmt::format("{}={} is invalid: expected a positive image count (or -1: all)", option, value));
+    }
+  }
   const std::string dir = opt.data.empty() ? data::default_data_dir() : opt.data;
   const data::DatasetFiles files = data::find_dataset_files(dir);
   const data::LabelledImages train = data::load_idx_pair(files.train_images, files.train_labels, 10, opt.limit);
@@ -41,6 +47,10 @@ void run_train_cnn(const TrainCnnOptions& opt) {
   nn::Runtime runtime(device);
   auto network = nn::make_network(runtime, opt.architecture, opt.family == "auto" ? "" : opt.family);
   network->initialize(opt.seed);
+  // The model's place is checked before the training, not after it: a mistyped folder, a read-only or full disk.
+  uint64_t model_bytes = 1 << 20;  // the header and the file's framing, generously
+  for (const nn::Parameter* p : network->parameters()) model_bytes += p->value.bytes();
+  prepare_output(opt.out, false, "--out", model_bytes);
   auto loss = nn::make_softmax_cross_entropy();
   std::unique_ptr<nn::Optimizer> optimizer;
   if (opt.optimizer == "adam") {
@@ -89,9 +99,9 @@ void add_train_cnn_command(CLI::App& train) {
   cmd->add_option("--backend,--device", opt->device, "Device: best, cpu, opencl[:N], cuda[:N]")->capture_default_str();
   cmd->add_option("--arch", opt->architecture, "Architecture: lenet or lenet-small")->capture_default_str();
   cmd->add_option("--family", opt->family, "Kernel family of the convolutions on kernel devices (auto: the tuning database's choice per layer)")->capture_default_str();
-  cmd->add_option("--epochs", opt->epochs, "Passes over the training set")->capture_default_str()->check(CLI::PositiveNumber);
-  cmd->add_option("--batch", opt->batch, "Images per step")->capture_default_str()->check(CLI::PositiveNumber);
-  cmd->add_option("--lr", opt->lr, "Learning rate")->capture_default_str()->check(CLI::PositiveNumber);
+  cmd->add_option("--epochs", opt->epochs, "Passes over the training set")->capture_default_str()->check(positive_number());
+  cmd->add_option("--batch", opt->batch, "Images per step")->capture_default_str()->check(positive_number());
+  cmd->add_option("--lr", opt->lr, "Learning rate")->capture_default_str()->check(positive_number());
   cmd->add_option("--optimizer", opt->optimizer, "adam or sgd")->capture_default_str();
   cmd->add_option("--momentum", opt->momentum, "SGD momentum")->capture_default_str();
   cmd->add_option("--seed", opt->seed, "Seed of the weights and the shuffling")->capture_default_str();

@@ -21,6 +21,7 @@
 #include "tools/convtune/progress.h"
 #include "tools/convtune/report_table.h"
 #include "tools/convtune/suite.h"
+#include "tools/convtune/output_path.h"
 #include "tools/convtune/tune_log.h"
 
 namespace convtune::cli {
@@ -184,6 +185,11 @@ void run_tune(const TuneCommandOptions& opt) {
   const std::filesystem::path log_path =
       !opt.log.empty() ? std::filesystem::path(opt.log)
                        : db_path.parent_path() / "logs" / fmt::format("tune-{}.json", utc_now_compact());
+  // Where the results go is checked now, not after the tuning: a mistyped folder, a read-only or full disk.
+  // Only convtune's default locations are created.
+  // The database's stale temporaries are removed by its save(), under the lock no live writer can be without.
+  if (opt.save) prepare_output(db_path, opt.db.empty(), "--db", database_write_bytes(db_path), false);
+  prepare_output(log_path, opt.log.empty(), "--log", 1 << 20);
 
   std::vector<std::string> skipped;
   const std::vector<TuneTask> tasks = make_tune_tasks(info, problems, opt.family, &skipped);

@@ -3,8 +3,11 @@
 
 #include <fmt/format.h>
 
+#include <limits>
+
 #include "convtune/error.h"
 #include "src/core/atomic_file.h"
+#include "src/core/json_reader.h"
 
 namespace convtune::cli {
 
@@ -94,66 +97,146 @@ void TuneLog::save() const {
   } else {
     throw InvalidArgument(fmt::format("tuning log {}: expected a .json or .csv file name", path_.string()));
   }
-  if (path_.has_parent_path()) std::filesystem::create_directories(path_.parent_path());
   write_file_atomic(path_, text);
 }
+
+namespace {
+
+// Reads fields of a tuning log with their types and ranges checked; every error names the log, the entry and
+// the field. (Reading with nlohmann's get<int64_t>() would convert a float such as 6.4e21 with undefined
+// behaviour, and at() throws exceptions that name neither the file nor the entry.)
+class LogReader {
+ public:
+  explicit LogReader(const std::filesystem::path& path) : path_(path.string()) {}
+
+  [[noreturn]] void fail(const std::string& where, const std::string& message) const {
+    throw InvalidArgument(fmt::format("tuning log {}: {}: {}", path_, where, message));
+  }
+  const nlohmann::json& field(const nlohmann::json& object, const char* name, const std::string& where) const {
+    if (!object.is_object()) fail(where, fmt::format("expected an object, found {}", json_excerpt(object)));
+    const auto it = object.find(name);
+    if (it == object.end()) fail(where, fmt::format("field '{}' is missing", name));
+    return *it;
+  }
+  std::string text(const nlohmann::json& object, const char* name, const std::string& where) const {
+    const nlohmann::json& v = field(object, name, where);
+    if (!v.is_string()) fail(where, fmt::format("field '{}' is {}, expected a string", name, json_excerpt(v)));
+    return v.get<std::string>();
+  }
+  std::string optional_text(const nlohmann::json& object, const char* name, const std::string& where) const {
+    return object.contains(name) ? text(object, name, where) : std::string();
+  }
+  // Times and rates: finite (JSON cannot hold anything else) and not negative.
+  double amount(const nlohmann::json& object, const char* name, const std::string& where) const {
+    const nlohmann::json& v = field(object, name, where);
+    if (!v.is_number() || !(v.get<double>() >= 0)) {
+      fail(where, fmt::format("field '{}' is {}, expected a number of 0 or more", name, json_excerpt(v)));
+    }
+    return v.get<double>();
+  }
+  double optional_amount(const nlohmann::json& object, const char* name, const std::string& where) const {
+    return object.contains(name) ? amount(object, name, where) : 0.0;
+  }
+  size_t count(const nlohmann::json& object, const char* name, const std::string& where) const {
+    const nlohmann::json& v = field(object, name, where);
+    if (!v.is_number_unsigned() || v.get<uint64_t>() > std::numeric_limits<size_t>::max()) {
+      fail(where, fmt::format("field '{}' is {}, expected a count of 0 or more", name, json_excerpt(v)));
+    }
+    return static_cast<size_t>(v.get<uint64_t>());
+  }
+  Problem problem(const nlohmann::json& object, const std::string& where) const {
+    const std::string text_form = text(object, "problem", where);
+    try {
+      return parse_any_problem(text_form);
+    } catch (const InvalidArgument& e) {
+      fail(where, fmt::format("field 'problem' is not a valid problem: {}", e.what()));
+    }
+  }
+  Config config(const nlohmann::json& object, const char* name, const std::string& where) const {
+    const nlohmann::json& params = field(object, name, where);
+    if (!params.is_object()) fail(where, fmt::format("field '{}' is {}, expected an object", name, json_excerpt(params)));
+    Config c;
+    for (const auto& [key, value] : params.items()) {
+      if (!value.is_number_integer() || (value.is_number_unsigned() && value.get<uint64_t>() > INT64_MAX)) {
+        fail(where, fmt::format("parameter {} is {}, expected a 64-bit integer", key, json_excerpt(value)));
+      }
+      c[key] = value.get<int64_t>();
+    }
+    return c;
+  }
+
+ private:
+  std::string path_;
+};
+
+}  // namespace
 
 TuneLog TuneLog::load(const std::filesystem::path& path) {
   if (path.extension() != ".json") {
     throw InvalidArgument(fmt::format("{}: report reads the JSON form of a tuning log (tune --log FILE.json)",
                                       path.string()));
   }
+  std::string text;
+  try {
+    text = read_file(path, kMaxTuneLogBytes);
+  } catch (const Error& e) {
+    throw InvalidArgument(fmt::format("tuning log {}: {}", path.string(), e.what()));
+  }
+  return parse(text, path);
+}
+
+TuneLog TuneLog::parse(std::string_view text, const std::filesystem::path& path) {
   TuneLog log(path);
   nlohmann::json j;
   try {
-    j = nlohmann::json::parse(read_file(path));
-  } catch (const nlohmann::json::exception& e) {
+    j = parse_json(text);
+  } catch (const InvalidArgument& e) {
     throw InvalidArgument(fmt::format("{}: not a tuning log: {}", path.string(), e.what()));
   }
   if (!j.is_object() || !j.contains("trials") || !j["trials"].is_array()) {
     throw InvalidArgument(fmt::format("{}: not a tuning log: expected an object with a \"trials\" array", path.string()));
   }
-  log.metadata = j.value("metadata", nlohmann::json::object());
-  size_t index = 0;
-  auto read_config = [&](const nlohmann::json& params) {
-    Config c;
-    for (const auto& [name, value] : params.items()) c[name] = value.get<int64_t>();
-    return c;
-  };
-  try {
-    for (const auto& t : j["trials"]) {
-      ++index;
-      LoggedTrial r;
-      r.layer = t.at("layer").get<std::string>();
-      r.problem = parse_any_problem(t.at("problem").get<std::string>());
-      r.family = t.at("family").get<std::string>();
-      r.config = read_config(t.at("parameters"));
-      r.status = t.at("status").get<std::string>();
-      r.ms = t.at("ms").get<double>();
-      r.gflops = t.at("gflops").get<double>();
-      r.wall_ms = t.value("wall_ms", 0.0);
-      r.note = t.value("note", "");
-      r.failure = t.value("failure", "");
-      log.trials.push_back(std::move(r));
-    }
-    index = 0;
-    for (const auto& t : j.value("tasks", nlohmann::json::array())) {
-      ++index;
+  const LogReader read(path);
+  if (j.contains("metadata")) {
+    if (!j["metadata"].is_object()) read.fail("metadata", fmt::format("expected an object, found {}", json_excerpt(j["metadata"])));
+    log.metadata = j["metadata"];
+  }
+  const nlohmann::json& trials = j["trials"];
+  for (size_t i = 0; i < trials.size(); ++i) {
+    const nlohmann::json& t = trials[i];
+    const std::string where = fmt::format("trials[{}]", i);
+    LoggedTrial r;
+    r.layer = read.text(t, "layer", where);
+    r.problem = read.problem(t, where);
+    r.family = read.text(t, "family", where);
+    r.config = read.config(t, "parameters", where);
+    r.status = read.text(t, "status", where);
+    r.ms = read.amount(t, "ms", where);
+    r.gflops = read.amount(t, "gflops", where);
+    r.wall_ms = read.optional_amount(t, "wall_ms", where);
+    r.note = read.optional_text(t, "note", where);
+    r.failure = read.optional_text(t, "failure", where);
+    log.trials.push_back(std::move(r));
+  }
+  if (j.contains("tasks")) {
+    const nlohmann::json& tasks = j["tasks"];
+    if (!tasks.is_array()) read.fail("tasks", fmt::format("expected an array, found {}", json_excerpt(tasks)));
+    for (size_t i = 0; i < tasks.size(); ++i) {
+      const nlohmann::json& t = tasks[i];
+      const std::string where = fmt::format("tasks[{}]", i);
       TaskSummary s;
-      s.layer = t.at("layer").get<std::string>();
-      s.problem = parse_any_problem(t.at("problem").get<std::string>());
-      s.family = t.at("family").get<std::string>();
-      s.space = t.at("space").get<size_t>();
-      s.tried = t.at("tried").get<size_t>();
-      s.failed = t.at("failed").get<size_t>();
-      s.default_ms = t.at("default_ms").get<double>();
-      s.best_ms = t.at("best_ms").get<double>();
-      s.best_config = read_config(t.at("best_parameters"));
-      s.stop_reason = t.value("stop_reason", "");
+      s.layer = read.text(t, "layer", where);
+      s.problem = read.problem(t, where);
+      s.family = read.text(t, "family", where);
+      s.space = read.count(t, "space", where);
+      s.tried = read.count(t, "tried", where);
+      s.failed = read.count(t, "failed", where);
+      s.default_ms = read.amount(t, "default_ms", where);
+      s.best_ms = read.amount(t, "best_ms", where);
+      s.best_config = read.config(t, "best_parameters", where);
+      s.stop_reason = read.optional_text(t, "stop_reason", where);
       log.tasks.push_back(std::move(s));
     }
-  } catch (const std::exception& e) {
-    throw InvalidArgument(fmt::format("{}: entry {}: {}", path.string(), index, e.what()));
   }
   return log;
 }

@@ -3,7 +3,9 @@
 #pragma once
 
 #include <filesystem>
+#include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -41,11 +43,17 @@ struct LoggedTrial {
   std::string failure;
 };
 
+// A log of a whole day's tuning is a few MB; a file far beyond that is not a tuning log.
+inline constexpr uint64_t kMaxTuneLogBytes = uint64_t{256} << 20;
+
 class TuneLog {
  public:
   explicit TuneLog(std::filesystem::path path) : path_(std::move(path)) {}
-  // Reads a JSON log; throws InvalidArgument naming the file and what is wrong.
+  // Reads a JSON log (a regular file of at most kMaxTuneLogBytes); throws InvalidArgument naming the file, the
+  // entry (trials[3]) and the field, and what was expected.
   static TuneLog load(const std::filesystem::path& path);
+  // The same for text already read; `path` names it in errors.
+  static TuneLog parse(std::string_view text, const std::filesystem::path& path);
 
   nlohmann::json metadata = nlohmann::json::object();
   std::vector<LoggedTrial> trials;
@@ -53,7 +61,7 @@ class TuneLog {
 
   void add_trial(const TaskSummary& task, const TuneTrial& trial);
   void add_task(const TaskSummary& task) { tasks.push_back(task); }
-  // Writes .json or .csv (by extension) atomically, creating the folder; throws InvalidArgument for others.
+  // Writes .json or .csv (by extension) atomically into an existing folder; throws InvalidArgument for others.
   void save() const;
   const std::filesystem::path& path() const { return path_; }
 

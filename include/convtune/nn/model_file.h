@@ -13,7 +13,8 @@
 namespace convtune::nn {
 
 inline constexpr char kModelMagic[9] = "CVTMODEL";
-inline constexpr uint32_t kModelFormatVersion = 1;
+// Version 2 ends in a SHA-256 of the file (OpenSSL's libcrypto); version 1 files (FNV-1a 64) are still read.
+inline constexpr uint32_t kModelFormatVersion = 2;
 
 struct ModelHeader {
   uint32_t version = 0;
@@ -26,12 +27,18 @@ struct ModelHeader {
 void save_model(const std::string& path, const Network& network, const nlohmann::json& metadata = {});
 
 // Reads and validates magic, version, sizes and checksum; throws InvalidArgument naming the file and what is
-// wrong ("truncated", "checksum mismatch", "format version 7, this convtune reads 1").
+// wrong ("truncated", "checksum mismatch", "format version 7, this convtune reads versions 1 to 2").
 ModelHeader read_model_header(const std::string& path);
 
 // Loads parameters into a network of the same architecture; a different architecture, layer list or
 // parameter shape throws InvalidArgument naming the file and the first difference.
 void load_model(const std::string& path, Network& network);
+
+// The same from a file's bytes already in memory (tests, the fuzz harness); `path` names them in errors. Every
+// size and offset is checked before use, and the network is left unchanged when the file is refused.
+void load_model_bytes(std::string bytes, const std::string& path, Network& network);
+// A model file's bytes: a regular file of at most 1 GiB (FIFOs and devices refused), errors naming the path.
+std::string read_model_bytes(const std::string& path);
 
 // Builds the file's architecture on `runtime` (convolutions of conv_family) and loads it.
 std::unique_ptr<Network> load_network(const std::string& path, Runtime& runtime,

@@ -20,6 +20,7 @@
 #include "src/backend/cpu/host_program.h"
 #include "src/backend/cpu/isa.h"
 #include "src/core/parallel_for.h"
+#include "src/core/resources.h"
 #include "src/core/thread_pool.h"
 
 namespace convtune::cpu {
@@ -172,6 +173,7 @@ class CpuDevice final : public Device {
   }
   const DeviceInfo& info() const override { return info_; }
   std::unique_ptr<Buffer> allocate(size_t bytes) override {
+    require_host_memory(bytes, fmt::format("a buffer of {} bytes on {}", bytes, info_.id));
     try {
       return std::make_unique<HostBuffer>(bytes);
     } catch (const std::bad_alloc&) {

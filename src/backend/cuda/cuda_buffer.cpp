@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include "convtune/error.h"
+#include "src/core/resources.h"
 
 namespace convtune::cuda {
 
@@ -11,6 +12,17 @@ CudaBuffer::CudaBuffer(std::shared_ptr<const CudaContext> context, size_t bytes)
     : context_(std::move(context)), bytes_(bytes) {
   const CurrentContext current = context_->make_current();
   const DriverApi& api = context_->api();
+  // Large requests are compared with the free device memory first, so the refusal names both figures even where
+  // a failed cuMemAlloc would leave the context unusable or another process frees memory in between.
+  size_t free_before = 0, total_before = 0;
+  if (bytes >= kHostMemoryCheckThreshold && api.cuMemGetInfo(&free_before, &total_before) == CUDA_SUCCESS &&
+      bytes > free_before) {
+    // A BackendError like a failed cuMemAlloc (callers and the Python package treat device memory as the backend's).
+    throw BackendError(fmt::format("cannot allocate {} bytes ({}) on {}: {} of {} device memory is free "
+                                   "(cuMemGetInfo, checked before cuMemAlloc)",
+                                   bytes, format_bytes(bytes), context_->device_id(), format_bytes(free_before),
+                                   format_bytes(total_before)));
+  }
   // cuMemAlloc rejects zero bytes; a one-byte allocation keeps empty tensors legal with a real address.
   const CUresult result = api.cuMemAlloc(&pointer_, bytes == 0 ? 1 : bytes);
   if (result == CUDA_SUCCESS) return;

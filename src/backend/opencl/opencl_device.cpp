@@ -16,6 +16,7 @@
 #include "src/backend/opencl/opencl_program.h"
 #include "src/backend/opencl/opencl_program_key.h"
 #include "src/backend/program_cache.h"
+#include "src/core/resources.h"
 
 namespace convtune::opencl {
 
@@ -149,6 +150,9 @@ std::unique_ptr<Buffer> OpenCLDevice::allocate(size_t bytes) {
                                    bytes, bytes / kMiB, describe(), max_allocation_bytes_,
                                    max_allocation_bytes_ / kMiB, global_mib));
   }
+  // A CPU device's (PoCL's) global memory is host memory, which OpenCL reports only as a total: check what is free,
+  // so an impossible buffer ends here with both figures rather than with the OOM killer when it is first touched.
+  if (!info_.is_gpu) require_host_memory(bytes, fmt::format("a buffer of {} bytes on {}", bytes, describe()));
   OpenCLQueue& queue = runtime();
   cl_int status = CL_SUCCESS;
   // OpenCL forbids empty buffers; a zero-byte Buffer still has to be a valid kernel argument.

@@ -18,6 +18,9 @@ using im2col_gemm::workspace_cap_bytes;
 
 constexpr int64_t kMaxGridY = gemm::kMaxGridAxis;  // CUDA's grid limit on axes 1 and 2
 const std::vector<int64_t> kBatchChunks = {1, 2, 4, 8, 16, 32, 64, 128, 256};
+// The recipe holds two launch steps per chunk of the batch; this bounds its size (and its launch overhead), so a
+// huge N is refused up front instead of building millions of steps (N = 2e8 once took 6 GB before the OOM killer).
+constexpr int64_t kMaxChunks = 4096;
 
 // Some operand loads `width`-float vectors (mirrors W_VECTOR and PQ_VECTOR in im2col_gemm.cl): the filters
 // when C/groups*R*S is a multiple of the width, the columns and y when P*Q is.
@@ -52,6 +55,13 @@ class Im2colGemmFamily final : public KernelFamily {
       return fmt::format("the column matrix of one image ({} bytes) exceeds the workspace cap of {} bytes",
                          column_bytes(pb, 1), workspace_cap_bytes(device));
     }
+    int64_t largest_chunk = 1;  // of those whose columns fit the workspace
+    for (int64_t c : kBatchChunks)
+      if (column_bytes(pb, c) <= workspace_cap_bytes(device)) largest_chunk = c;
+    if ((pb.n + largest_chunk - 1) / largest_chunk > kMaxChunks) {
+      return fmt::format("N={} needs more than {} chunks of at most {} images (two launch steps each)", pb.n,
+                         kMaxChunks, largest_chunk);
+    }
     const int64_t largest_m = std::max(pb.k_per_group(), pb.c_per_group() * pb.r * pb.s);
     if ((largest_m + 127) / 128 > kMaxGridY) {
       return fmt::format("GEMM rows ({}) exceed {} tiles of 128 (CUDA grid axis 1)", largest_m, kMaxGridY);
@@ -69,6 +79,8 @@ class Im2colGemmFamily final : public KernelFamily {
     std::vector<Constraint> list = {
         t.constraint("batch chunk at most the batch", {&P::batch_chunk},
                      [n = pb.n](const P& p, const X&) { return p.batch_chunk <= n; }),
+        t.constraint("at most 4096 batch chunks (launch steps)", {&P::batch_chunk},
+                     [n = pb.n](const P& p, const X&) { return (n + p.batch_chunk - 1) / p.batch_chunk <= kMaxChunks; }),
         t.constraint(im2col_gemm::kWorkspaceConstraint, {&P::batch_chunk},
                      [pb](const P& p, const X& x) {
                        return column_bytes(pb, p.batch_chunk) <= workspace_cap_bytes(x.device);

@@ -21,6 +21,9 @@ struct Params : gemm::TileParams {
 };
 
 const std::vector<int64_t> kBatchChunks = {1, 2, 4, 8, 16, 32, 64, 128, 256};
+// The recipe holds three launch steps per chunk of the batch; this bounds its size, so a huge N is refused up front
+// instead of building millions of steps (as im2col_gemm once did: N = 2e8 took 6 GB before the OOM killer).
+constexpr int64_t kMaxChunks = 4096;
 constexpr int64_t kMaxAlpha = 8;
 constexpr size_t kWorkspaceAlignFloats = 64;  // V and M start on 256-byte boundaries: vector loads stay aligned
 
@@ -128,6 +131,13 @@ class WinogradFamily final : public KernelFamily {
       return fmt::format("the transformed tiles of one image ({} bytes) exceed the workspace cap of {} bytes",
                          workspace_bytes(pb, 2, 1, 1), families::workspace_cap_bytes(device));
     }
+    int64_t largest_chunk = 1;  // of those whose tiles fit the workspace at the smallest tile
+    for (int64_t c : kBatchChunks)
+      if (workspace_bytes(pb, 2, c, 1) <= families::workspace_cap_bytes(device)) largest_chunk = c;
+    if (ceil_div(pb.n, largest_chunk) > kMaxChunks) {
+      return fmt::format("N={} needs more than {} chunks of at most {} images (three launch steps each)", pb.n,
+                         kMaxChunks, largest_chunk);
+    }
     return {};
   }
 
@@ -159,6 +169,8 @@ class WinogradFamily final : public KernelFamily {
                      [pb](const Params& p, const X&) { return p.m_tile + pb.r - 1 <= kMaxAlpha; }),
         t.constraint("batch chunk at most the batch", {&Params::batch_chunk},
                      [pb](const Params& p, const X&) { return p.batch_chunk <= pb.n; }),
+        t.constraint("at most 4096 batch chunks (launch steps)", {&Params::batch_chunk},
+                     [pb](const Params& p, const X&) { return ceil_div(pb.n, p.batch_chunk) <= kMaxChunks; }),
         t.constraint("SPLIT above 1 only for backward-filter", {&Params::split},
                      [pb](const Params& p, const X&) { return p.split == 1 || pb.direction == Direction::BackwardFilter; }),
         t.constraint("SPLIT at most the tiles of a chunk", {&Params::m_tile, &Params::batch_chunk, &Params::split},
