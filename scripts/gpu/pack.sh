@@ -8,6 +8,9 @@ rm -rf .carry/bin && mkdir -p .carry/bin
 BUILD=${BUILD:-build}
 cp "$BUILD"/convtune .carry/bin/
 cp "$BUILD"/lib/libconvtune.so.0 .carry/bin/  # the file itself, under its soname (links may not travel)
+# Its Debian dependencies the GPU machine may lack (Highway for the CPU family, OpenSSL's libcrypto for model
+# checksums), under their sonames beside it.
+for lib in libhwy.so.1 libcrypto.so.3; do cp -L "/lib/x86_64-linux-gnu/$lib" .carry/bin/; done
 for t in cuda_backend_test opencl_backend_test family_conformance_test gemm_test implicit_gemm_test winograd_test \
          tensor_core_test; do
   [ -x "$BUILD/tests/$t" ] && cp "$BUILD/tests/$t" .carry/bin/
