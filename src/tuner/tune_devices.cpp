@@ -122,7 +122,8 @@ std::vector<TuneTaskResult> tune_devices(const std::vector<Device*>& devices, co
   std::vector<std::optional<TuneTaskResult>> results(tasks.size());
   spread_tasks(devices.size(), groups.size(), options.budget_seconds, [&](size_t worker, size_t g, double share) {
     const auto start = std::chrono::steady_clock::now();
-    const auto [begin, end] = groups[g];
+    // Plain variables, not a structured binding: the lambdas below capture them (clang before 16 refuses that).
+    const size_t begin = groups[g].first, end = groups[g].second;
     const std::vector<TuneTask> group(tasks.begin() + static_cast<std::ptrdiff_t>(begin),
                                       tasks.begin() + static_cast<std::ptrdiff_t>(end));
     // The task of `group` a result or callback is about, as an index into the whole run's tasks.
