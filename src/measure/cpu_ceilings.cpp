@@ -26,7 +26,7 @@ double seconds_since(Clock::time_point start) {
 
 // Iterations per timed FMA run: about 20 ms of work on a current core (long enough that timer and wake-up costs
 // vanish, short enough that a busy machine's interruptions often miss a run).
-constexpr int64_t kFmaIterations = 3'000'000;
+constexpr int64_t kCpuFmaIterations = 3'000'000;
 
 double thread_cpu_seconds() {
   timespec t;
@@ -44,7 +44,7 @@ double fma_gflops(cpu::Isa isa, unsigned threads, int repeats) {
     std::vector<double> rates(threads, 0.0);
     ThreadPool::instance().run(threads, [&](unsigned t, unsigned) {
       const double start = thread_cpu_seconds();
-      const double flops = cpu_measure::fma_loop(isa, kFmaIterations, &sinks[t]);
+      const double flops = cpu_measure::fma_loop(isa, kCpuFmaIterations, &sinks[t]);
       rates[t] = flops / (thread_cpu_seconds() - start) / 1e9;
     });
     double total = 0;
@@ -64,7 +64,7 @@ CpuCeilings measure_cpu_ceilings(const CpuCeilingOptions& options) {
   c.threads = ThreadPool::instance().size();
   const int repeats = std::max(1, options.repeats);
   float sink = 0;
-  cpu_measure::fma_loop(isa, kFmaIterations / 10, &sink);  // warm-up: clocks up, code paged in
+  cpu_measure::fma_loop(isa, kCpuFmaIterations / 10, &sink);  // warm-up: clocks up, code paged in
   c.fma_gflops_one = fma_gflops(isa, 1, repeats);
   c.fma_gflops_all = fma_gflops(isa, c.threads, repeats);
   if (!options.bandwidth) return c;
