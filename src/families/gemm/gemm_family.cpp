@@ -8,6 +8,7 @@
 #include "convtune/plan.h"
 #include "src/families/families.h"
 #include "src/families/gemm/gemm_tiles.h"
+#include "src/families/workspace_cap.h"
 
 namespace convtune {
 
@@ -17,7 +18,6 @@ using gemm::a_vectorizes;
 using gemm::b_vectorizes;
 
 // Partial products of split-K may take at most this much device memory, and a quarter of what the device has.
-constexpr uint64_t kMaxWorkspaceBytes = uint64_t{256} << 20;
 
 struct Params : gemm::TileParams {
   int64_t split_k = 0;
@@ -38,14 +38,6 @@ const ParameterTable<Params>& table() {
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 int64_t slice_k(const GemmProblem& g, int64_t split, int64_t tile_k) { return gemm::slice_length(g.k, split, tile_k); }
-
-uint64_t workspace_bytes(const GemmProblem& g, int64_t split) {
-  return split > 1 ? static_cast<uint64_t>(g.batch * split) * static_cast<uint64_t>(g.m * g.n) * sizeof(float) : 0;
-}
-
-uint64_t workspace_cap(const DeviceInfo& device) {
-  return device.global_memory_bytes == 0 ? kMaxWorkspaceBytes : std::min(kMaxWorkspaceBytes, device.global_memory_bytes / 4);
-}
 
 bool valid(const GemmProblem& g, const Params& p, const KernelFamily& family, const DeviceInfo& device) {
   return config_problem(family, table().write(p), Problem(g), device).empty();
@@ -90,7 +82,7 @@ class GemmFamily final : public KernelFamily {
                                 [g](const Params& p, const X&) { return g.batch * p.split_k <= gemm::kMaxGridAxis; }));
     list.push_back(t.constraint("split-K partials within 256 MiB and a quarter of device memory", {&Params::split_k},
                                 [g](const Params& p, const X& x) {
-                                  return workspace_bytes(g, p.split_k) <= workspace_cap(x.device) &&
+                                  return gemm::split_k_workspace_bytes(g, p.split_k) <= families::workspace_cap_bytes(x.device) &&
                                          static_cast<double>(g.batch * p.split_k) * g.m * g.n <= kMaxTensorElements;
                                 }));
     return list;
@@ -172,7 +164,7 @@ class GemmFamily final : public KernelFamily {
                     gemm::launch_geometry(g.m, g.n, g.batch * p.split_k, p)};
     recipe.steps.push_back(std::move(main));
     if (p.split_k > 1) {
-      recipe.workspace_bytes = workspace_bytes(g, p.split_k);
+      recipe.workspace_bytes = gemm::split_k_workspace_bytes(g, p.split_k);
       const size_t local = std::min<size_t>(256, std::max<size_t>(1, device.max_work_group_size));
       LaunchStep reduce;
       reduce.kernel = "gemm_splitk_reduce";

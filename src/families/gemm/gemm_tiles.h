@@ -38,6 +38,11 @@ inline size_t local_bytes(const TileParams& p) {
 
 // Whether `width`-float loads of A (or B) stay aligned and wholly inside or outside the matrix: the row pitch,
 // the stored row length and the batch stride are multiples of it (gemm.cl's X_VECTOR contract; gemm_tc's too).
+// Bytes of the partial products a split-K launch sums (none without a split): gemm and gemm_tc share it.
+inline uint64_t split_k_workspace_bytes(const GemmProblem& g, int64_t split) {
+  return split > 1 ? static_cast<uint64_t>(g.batch * split) * static_cast<uint64_t>(g.m * g.n) * sizeof(float) : 0;
+}
+
 inline bool a_vectorizes(const GemmProblem& g, int64_t width) {
   return g.ld_a() % width == 0 && g.a_cols() % width == 0 && (g.batch == 1 || g.batch_stride_a() % width == 0);
 }

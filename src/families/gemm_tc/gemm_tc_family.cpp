@@ -29,10 +29,6 @@ int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 // Each operand's tile keeps its global contiguous dimension: A is K-contiguous unless transposed, B only when.
 tensor_core::Layout layout(const GemmProblem& g) { return {!g.trans_a, g.trans_b}; }
 
-uint64_t workspace_bytes(const GemmProblem& g, int64_t split) {
-  return split > 1 ? static_cast<uint64_t>(g.batch * split) * static_cast<uint64_t>(g.m * g.n) * sizeof(float) : 0;
-}
-
 class GemmTcFamily final : public KernelFamily {
  public:
   std::string name() const override { return "gemm_tc"; }
@@ -74,7 +70,7 @@ class GemmTcFamily final : public KernelFamily {
                                 [g](const Params& p, const X&) { return g.batch * p.split_k <= tensor_core::kMaxGridAxis; }));
     list.push_back(t.constraint(fmt::format("split-K partials within {}", families::kWorkspaceCapText), {&Params::split_k},
                                 [g](const Params& p, const X& x) {
-                                  return workspace_bytes(g, p.split_k) <= families::workspace_cap_bytes(x.device) &&
+                                  return gemm::split_k_workspace_bytes(g, p.split_k) <= families::workspace_cap_bytes(x.device) &&
                                          static_cast<double>(g.batch * p.split_k) * g.m * g.n <= kMaxTensorElements;
                                 }));
     return list;
@@ -127,7 +123,7 @@ class GemmTcFamily final : public KernelFamily {
                              p.split_k > 1 ? ArgSource::workspace() : ArgSource::of_operand(c)},
                             tensor_core::main_geometry(g.m, g.n, g.batch * p.split_k, p, l)});
     if (p.split_k > 1) {
-      recipe.workspace_bytes = workspace_bytes(g, p.split_k);
+      recipe.workspace_bytes = gemm::split_k_workspace_bytes(g, p.split_k);
       recipe.steps.push_back(tensor_core::splitk_reduce_step({ArgSource::workspace(), ArgSource::of_operand(c)},
                                                              g.batch * g.m * g.n, device));
     }
