@@ -153,8 +153,9 @@ std::string kernel_source_hash(const KernelFamily& family, const Problem& proble
 // sees the same names.
 std::map<std::string, std::string> problem_defines(const ConvProblem& problem);
 
-// The refusal every family gives for an element type or math mode it does not implement ("implicit_gemm
-// computes fp32 tensors with fp32 math only, not bf16 tensors with fp32 math"); empty for FP32 with FP32 math.
+// The refusal every FP32 (SIMT) family gives for an element type it does not implement ("implicit_gemm computes
+// fp32 tensors (in fp32 math), not bf16 tensors"); empty for FP32 tensors in any math mode: FP32 math is at least
+// as accurate as tf32 and 3xtf32 ask, so these families compete with the tensor-core ones there.
 std::string fp32_only_reason(std::string_view family, const Problem& problem);
 
 }  // namespace convtune

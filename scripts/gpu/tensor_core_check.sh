@@ -10,10 +10,17 @@
 #      (convtune's SIMT families, shipped tuning) for the split mode's speed-up, square and LeNet GEMMs in tf32 and
 #      3xtf32 against cuBLAS;
 #   3. summary.txt: per table the geometric mean of convtune/library, the worst row and the rows convtune wins.
+# With TUNE_SECONDS=S, step 1b tunes (cold program cache) implicit_gemm_tc on AlexNet in tf32 and 3xtf32 and gemm_tc
+# on the GEMMs, S seconds in all, into the user database the benches then read (kept as tuned-db.json); the tf32
+# rows then compare the tuned tensor-core entries and the shipped FP32 entries (which serve tf32) with cuDNN.
+# torch-tf32.txt: PyTorch's cuBLAS and cuDNN in TF32 against float64 on random data, for the accuracy columns.
+# The 3xtf32 benches name the tensor-core families (--family): without it the FP32 families, which also compute
+# 3xtf32, could serve the rows, and these rows measure the split mode.
 # Files in OUTDIR (at most 8): gpu.txt (environment, step results), conformance.txt, bench.md (all tables),
-# bench.json (all rows), bench.log (progress and errors), summary.txt. Every step has a timeout, one failing step
-# does not stop the others, and steps are cut short so the whole run stays under 9 minutes.
-#   scripts/gpu/tensor_core_check.sh OUTDIR
+# bench.json (all rows), bench.log (progress and errors), summary.txt, tuned-db.json, torch-tf32.txt. Every step
+# has a timeout, one failing step does not stop the others, and steps are cut short so the whole run stays under
+# 9 minutes.
+#   [TUNE_SECONDS=S] scripts/gpu/tensor_core_check.sh OUTDIR
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 OUT=${1:?usage: tensor_core_check.sh OUTDIR}
@@ -24,7 +31,7 @@ export LD_LIBRARY_PATH=$BIN${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 export CONVTUNE_SUITE_DIR=$PWD/bench/suites CONVTUNE_SHIPPED_TUNING_DIR=$PWD/tuning
 export CONVTUNE_CACHE_DIR=/tmp/convtune-cache CONVTUNE_TUNING_DB=$TMP/user-db.json  # no user entries: defaults
 START=$(date +%s)
-DEADLINE=$((START + 525))  # 8 min 45 s; the summary takes a second
+DEADLINE=$((START + 555))  # 9 min 15 s; the summary takes a second
 left() { echo $((DEADLINE - $(date +%s))); }
 budget() { local l; l=$(left); [ "$l" -lt "$1" ] && echo "$l" || echo "$1"; }  # min(wanted, time left)
 note() { echo "$*" | tee -a "$OUT/gpu.txt"; }
@@ -66,6 +73,41 @@ skipped=$(grep -cE "^\[ +SKIPPED +\]" "$OUT/conformance.txt")
 note "conformance: $ok OK, $failed FAILED, $skipped SKIPPED ($(($(date +%s) - START)) s)"
 grep -E "^\[ +FAILED +\]" "$OUT/conformance.txt" | sort -u | head -12 | tee -a "$OUT/gpu.txt"
 
+# ---- 1b. tuning (TUNE_SECONDS), and PyTorch's TF32 accuracy
+GEMMS=(--gemm M=1024,N=1024,K=1024 --gemm M=2048,N=2048,K=2048 --gemm M=4096,N=4096,K=4096
+       --gemm M=100,N=256,K=3136,trans_b=1 --gemm M=100,N=10,K=256,trans_b=1 --gemm M=64,N=256,K=3136,trans_b=1
+       --gemm M=256,N=3136,K=64,trans_a=1 --gemm M=64,N=3136,K=256 --gemm M=10,N=256,K=64,trans_a=1)
+TUNE_SECONDS=${TUNE_SECONDS:-0}
+tune() {  # NAME SECONDS ARGS...
+  local name=$1 want=$2
+  shift 2
+  echo "=== tune $name: $*" >>"$OUT/bench.log"
+  timeout "$(budget $((want + 15)))" "$BIN/convtune" tune --device cuda:0 --budget "${want}s" "$@" >>"$OUT/bench.log" 2>&1
+  note "tune $name: exit $? ($(($(date +%s) - START)) s)"
+}
+if [ "$TUNE_SECONDS" -gt 0 ]; then
+  tune alexnet-tf32 $((TUNE_SECONDS * 45 / 100)) --suite alexnet --direction all --math tf32 --family implicit_gemm_tc
+  tune alexnet-3xtf32 $((TUNE_SECONDS * 30 / 100)) --suite alexnet --direction all --math 3xtf32 --family implicit_gemm_tc
+  tune gemm-tf32 $((TUNE_SECONDS * 25 / 100)) "${GEMMS[@]}" --math tf32 --family gemm_tc
+  cp "$CONVTUNE_TUNING_DB" "$OUT/tuned-db.json" 2>/dev/null
+fi
+timeout 60 python3 - >"$OUT/torch-tf32.txt" 2>&1 <<'PY'
+import torch
+torch.manual_seed(0)
+def rel(a, b): return ((a.double() - b).norm() / b.norm()).item()
+a, b = torch.randn(4096, 4096, device="cuda"), torch.randn(4096, 4096, device="cuda")
+ref = a.double() @ b.double()
+for tf32 in (False, True):
+    torch.backends.cuda.matmul.allow_tf32 = tf32
+    print(f"cuBLAS matmul 4096^3 allow_tf32={tf32}: rel L2 {rel(a @ b, ref):.2e}")
+x, w = torch.randn(128, 256, 13, 13, device="cuda"), torch.randn(256, 256, 3, 3, device="cuda")
+ref = torch.nn.functional.conv2d(x.double(), w.double(), padding=1)
+for tf32 in (False, True):
+    torch.backends.cudnn.allow_tf32 = tf32
+    print(f"cuDNN conv2d alex5 allow_tf32={tf32}: rel L2 {rel(torch.nn.functional.conv2d(x, w, padding=1), ref):.2e}")
+PY
+note "torch tf32 accuracy: $(tr '\n' ';' <"$OUT/torch-tf32.txt")"
+
 # ---- 2. benches, each into $TMP/NAME.json and a Markdown section of bench.md
 bench() {  # NAME SECONDS REPEATS ARGS...: one `convtune bench`, cut to the time left
   local name=$1 want=$2 repeats=$3 t
@@ -79,14 +121,12 @@ bench() {  # NAME SECONDS REPEATS ARGS...: one `convtune bench`, cut to the time
   note "bench $name: exit $rc ($(($(date +%s) - START)) s)"
   [ -f "$TMP/$name.md" ] && { echo; cat "$TMP/$name.md"; echo; } >>"$OUT/bench.md"
 }
-GEMMS=(--gemm M=1024,N=1024,K=1024 --gemm M=2048,N=2048,K=2048 --gemm M=4096,N=4096,K=4096
-       --gemm M=100,N=256,K=3136,trans_b=1 --gemm M=100,N=10,K=256,trans_b=1 --gemm M=64,N=256,K=3136,trans_b=1
-       --gemm M=256,N=3136,K=64,trans_a=1 --gemm M=64,N=3136,K=256 --gemm M=10,N=256,K=64,trans_a=1)
 bench alexnet-tf32 70 10 --suite alexnet --direction all --math tf32 --against cudnn --markdown "$TMP/alexnet-tf32.md"
-bench alexnet-3xtf32 70 10 --suite alexnet --direction all --math 3xtf32 --against cudnn --markdown "$TMP/alexnet-3xtf32.md"
+bench alexnet-3xtf32 70 10 --suite alexnet --direction all --math 3xtf32 --family implicit_gemm_tc --against cudnn \
+  --markdown "$TMP/alexnet-3xtf32.md"
 bench alexnet-fp32 45 10 --suite alexnet --direction all --math fp32
 bench gemm-tf32 45 10 "${GEMMS[@]}" --math tf32 --against cublas --markdown "$TMP/gemm-tf32.md"
-bench gemm-3xtf32 40 10 "${GEMMS[@]}" --math 3xtf32 --against cublas --markdown "$TMP/gemm-3xtf32.md"
+bench gemm-3xtf32 40 10 "${GEMMS[@]}" --math 3xtf32 --family gemm_tc --against cublas --markdown "$TMP/gemm-3xtf32.md"
 bench stride1-tf32 160 5 --suite stride1 --direction all --math tf32 --against cudnn --markdown "$TMP/stride1-tf32.md"
 
 # ---- 3. one JSON of every row, and the summary

@@ -65,9 +65,10 @@ std::string kernel_source_hash(const KernelFamily& family, const Problem& proble
 }
 
 std::string fp32_only_reason(std::string_view family, const Problem& problem) {
-  if (problem.type() == ElementType::F32 && problem.math() == MathMode::FP32) return {};
-  return fmt::format("{} computes fp32 tensors with fp32 math only, not {} tensors with {} math", family,
-                     to_string(problem.type()), to_string(problem.math()));
+  // A math mode sets the accuracy a result needs at least (tf32: TF32 multiplies allowed; 3xtf32: FP32-accurate),
+  // so FP32 math serves every mode, as cuDNN's TF32 mode also runs FMA algorithms where they are faster.
+  if (problem.type() == ElementType::F32) return {};
+  return fmt::format("{} computes fp32 tensors (in fp32 math), not {} tensors", family, to_string(problem.type()));
 }
 
 int64_t pooled_extent(int64_t extent, const Epilogue& e) { return e.pool > 1 ? extent / e.pool : extent; }

@@ -17,8 +17,14 @@ double log_ratio(int64_t x, int64_t y) { return std::abs(std::log2(double(x) / d
 
 }  // namespace
 
+bool math_serves(MathMode tuned, MathMode asked) { return tuned == asked || tuned == MathMode::FP32; }
+
+bool same_shape(const Problem& tuned, const Problem& asked) {
+  return math_serves(tuned.math(), asked.math()) && tuned.with_math(asked.math()) == asked;
+}
+
 bool comparable_shapes(const Problem& pa, const Problem& pb) {
-  if (pa.kind() != pb.kind() || pa.type() != pb.type() || pa.math() != pb.math()) return false;
+  if (pa.kind() != pb.kind() || pa.type() != pb.type() || !math_serves(pa.math(), pb.math())) return false;
   if (pa.is_gemm()) {
     const GemmProblem &a = pa.gemm(), &b = pb.gemm();
     return a.trans_a == b.trans_a && a.trans_b == b.trans_b && a.accumulate == b.accumulate &&

@@ -15,7 +15,7 @@ namespace {
 
 // The tier an entry could serve in for this device and problem, ignoring staleness; nullopt when none.
 std::optional<LookupTier> tier_of(const TuningEntry& e, const Problem& problem, const DeviceInfo& device) {
-  const bool exact_shape = e.problem == problem;
+  const bool exact_shape = same_shape(e.problem, problem);
   if (!exact_shape && !comparable_shapes(e.problem, problem)) return std::nullopt;
   // Other drivers of this same device are matched here too, so they are reported as stale rather than
   // quietly serving as an "architecture" fallback.
@@ -55,7 +55,7 @@ LookupResult lookup_tuning(const std::vector<LookupCandidate>& candidates, const
     const std::optional<LookupTier> tier = tier_of(e, problem, device);
     if (!tier) continue;
     if (std::string reason = stale_reason(e, device, family->second); !reason.empty()) {
-      if (e.problem == problem) result.stale.push_back({e, *c.origin, std::move(reason)});
+      if (same_shape(e.problem, problem)) result.stale.push_back({e, *c.origin, std::move(reason)});
       continue;
     }
     const double distance = shape_distance(problem, e.problem);

@@ -605,6 +605,28 @@ TEST_F(TuningDbTest, EntriesAreKeyedByMathMode) {
   EXPECT_EQ(db.lookup(nearby, kH100, hashes).tier, LookupTier::Nearest);
 }
 
+// An FP32 entry serves tf32 and 3xtf32 problems (FP32 is at least as accurate, and the FP32 families compute those
+// modes with the same kernels), competing by speed with the tensor-core entries; never the other way round.
+TEST_F(TuningDbTest, Fp32EntriesServeTensorCoreModesNotTheReverse) {
+  const std::map<std::string, std::string> hashes{{"implicit_gemm", "src-v2"}, {"implicit_gemm_tc", "tc-v1"}};
+  ConvProblem tf32 = kLayer, split = kLayer;
+  tf32.math = MathMode::TF32, split.math = MathMode::TF32x3;
+  TuningDatabase db(file_);
+  db.insert(entry(kH100, kLayer, 0.2, 64, "implicit_gemm", "src-v2"));
+  for (const ConvProblem& asked : {tf32, split}) {
+    const LookupResult found = db.lookup(asked, kH100, hashes);
+    ASSERT_EQ(found.tier, LookupTier::Exact) << found.explain();
+    EXPECT_EQ(found.entry->family, "implicit_gemm");
+  }
+  ConvProblem nearby = tf32;
+  nearby.n = 2;
+  EXPECT_EQ(db.lookup(nearby, kH100, hashes).tier, LookupTier::Nearest);
+  db.insert(entry(kH100, tf32, 0.1, 128, "implicit_gemm_tc", "tc-v1"));  // faster: wins under tf32
+  EXPECT_EQ(db.lookup(tf32, kH100, hashes).entry->family, "implicit_gemm_tc");
+  EXPECT_EQ(db.lookup(split, kH100, hashes).entry->family, "implicit_gemm");
+  EXPECT_EQ(db.lookup(kLayer, kH100, hashes).entry->family, "implicit_gemm");
+}
+
 // The reliability issue's databases (tests/data/repro): one crashed every command (SIGSEGV), two ended them with
 // "unexpected error: number overflow". Each is now a named error: the file, the place and what was expected.
 TEST_F(TuningDbTest, HostileFilesAreNamedErrorsThatWritersRefuseAndLeaveUntouched) {

@@ -75,13 +75,18 @@ uint64_t shared_limit(const DeviceInfo& device) {
   return device.local_memory_bytes;
 }
 
-// Calibrated on ptxas's counts for sm_90 (docs/ARCHITECTURE.md): the compiler keeps the fragments of every MMA step
-// of a stage live (the step loop unrolls) and each copy's address precomputed, about two registers a copy. It
-// overestimates by 10-30%, so configurations near the cap are refused rather than spilled.
+// Calibrated on ptxas's reports for sm_90 (docs/ARCHITECTURE.md): the accumulators, the fragments of two MMA steps
+// (the compiler loads the next step's while multiplying; 1.75 times that for 3xTF32, whose residuals are made from
+// them), one register a copy (its address) and 24 for indices and loop state. 3xTF32 also keeps a second set of
+// accumulators (tc_mainloop.h). Measured on 7 tile setups x 4 problems x 2 modes: every setup this accepts compiled
+// without spilling, and every one that spilled (64x64 warp tiles with TILE_K 32, or in 3xTF32) is refused; it
+// refuses a few that fit (3xTF32 with 64x32 warp tiles and TILE_K 32).
 int64_t register_estimate(const Params& p, MathMode math) {
+  const bool split = math == MathMode::TF32x3;
   const int64_t fragments = (p.tile_m / p.warps_m / 16) * 4 + (p.tile_n / p.warps_n / 8) * 2;
+  const int64_t live_steps = std::min<int64_t>(p.tile_k / 8, 2);
   const int64_t copies = (p.tile_m + p.tile_n) * p.tile_k / p.threads();
-  return accumulators(p) + fragments * (p.tile_k / 8) * (math == MathMode::TF32x3 ? 2 : 1) + 2 * copies +
+  return accumulators(p) * (split ? 2 : 1) + fragments * live_steps * (split ? 7 : 4) / 4 + copies +
          kRegistersBesideTiles;
 }
 

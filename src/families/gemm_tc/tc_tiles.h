@@ -30,7 +30,7 @@ struct Layout {
 };
 
 inline constexpr int64_t kMaxAccumulators = 128;       // FP32 accumulators per thread (4 per m16n8 tile)
-inline constexpr int64_t kRegistersBesideTiles = 32;   // addresses, indices, loop state
+inline constexpr int64_t kRegistersBesideTiles = 24;   // indices, loop state
 inline constexpr int64_t kMaxRegisters = 255;          // per thread on every NVIDIA GPU since sm_35
 inline constexpr int64_t kRegisterFile = 65536;        // 32-bit registers per multiprocessor
 inline constexpr int64_t kMaxCopiesPerThread = 64;     // cp.async per thread per stage (the copy loops unroll)

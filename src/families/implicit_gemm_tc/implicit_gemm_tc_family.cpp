@@ -62,6 +62,15 @@ class ImplicitGemmTcFamily final : public KernelFamily {
     return {};
   }
 
+  // Untuned, a GEMM too thin for the 16x8 MMA tiles goes to the FP32 families (which compute tf32 and 3xtf32 too):
+  // on the H200, alex1's backward-data (C=3, M=3) ran 135x slower than cuDNN on this family's default.
+  std::string untuned_poor_fit(const Problem& generic) const override {
+    const implicit_gemm::GemmShape gemm = implicit_gemm::gemm_shape(generic.conv());
+    if (gemm.m < 16) return fmt::format("a GEMM of {} rows per group fills less than one 16-row MMA tile", gemm.m);
+    if (gemm.n < 8) return fmt::format("a GEMM of {} columns fills less than one 8-column MMA tile", gemm.n);
+    return {};
+  }
+
   std::vector<Parameter> parameters(const Problem& problem) const override {
     return table(problem.conv().direction).parameters();
   }

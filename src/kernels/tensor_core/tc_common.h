@@ -133,6 +133,25 @@ DEVICE_FN void tc_copy16(LOCAL float* dst, const GLOBAL float* src, bool valid) 
 #define TC_COPY_WAIT_ALL() TC_ASM("cp.async.wait_group 0;" ::: "memory")
 #endif
 
+#if !TC_EMULATE
+// ldmatrix moves 8x8 tiles of 16-bit elements; read as 32-bit words that is 8 rows x 4 words, lane l giving the
+// address of row l%8 of tile l/8 and receiving word l%4 of row l/4 of each tile: for a K-contiguous tile that is an
+// m16n8k8 TF32 fragment (lane g*4+t holds (row g, k t)), so one instruction replaces four (two) shared loads. Rows
+// must be 16-byte aligned: every pitch here is a multiple of 4 floats.
+DEVICE_FN void tc_ldmatrix_x4(float v[4], LOCAL const float* row) {
+  tc_u32 r0, r1, r2, r3;
+  TC_ASM("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];"
+         : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3)
+         : "r"(TC_SHARED_ADDRESS(row)));
+  v[0] = TC_AS_FLOAT(r0), v[1] = TC_AS_FLOAT(r1), v[2] = TC_AS_FLOAT(r2), v[3] = TC_AS_FLOAT(r3);
+}
+DEVICE_FN void tc_ldmatrix_x2(float v[2], LOCAL const float* row) {
+  tc_u32 r0, r1;
+  TC_ASM("ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0,%1}, [%2];" : "=r"(r0), "=r"(r1) : "r"(TC_SHARED_ADDRESS(row)));
+  v[0] = TC_AS_FLOAT(r0), v[1] = TC_AS_FLOAT(r1);
+}
+#endif
+
 // acc[i][j] += a[i] * b[j] for the warp's TC_MI x TC_NI MMA tiles (fragments already TF32). `scratch` is only used
 // by the emulation: TC_THREADS * TC_FRAGMENT_WORDS words of local memory.
 #define TC_FRAGMENT_WORDS (TC_MI * 4 + TC_NI * 2)
@@ -177,11 +196,12 @@ DEVICE_FN void tc_warp_mma(float acc[TC_MI][TC_NI][4], tc_u32 a[TC_MI][4], tc_u3
 #endif
 }
 
-// The product of one stage: TILE_K/8 steps of fragments read from shared memory (plain loads: ldmatrix moves
-// 16-bit elements), rounded to TF32 (and split, MATH_SPLIT=1), multiplied on the tensor cores.
+// The product of one stage: TILE_K/8 steps of fragments read from shared memory (ldmatrix from K-contiguous
+// tiles, plain loads from the others), rounded to TF32 (and split, MATH_SPLIT=1), multiplied on the tensor cores.
 DEVICE_FN void tc_stage_mma(float acc[TC_MI][TC_NI][4], LOCAL const float* as, LOCAL const float* bs, int wm0, int wn0,
                             int lane, int warp, LOCAL tc_u32* scratch) {
   const int g = lane >> 2, t = lane & 3;
+  (void)g, (void)t;  // unused where both tiles are read by ldmatrix
   TC_UNROLL
   for (int kk = 0; kk < TILE_K; kk += 8) {
     tc_u32 a_big[TC_MI][4], b_big[TC_NI][2];
@@ -190,12 +210,17 @@ DEVICE_FN void tc_stage_mma(float acc[TC_MI][TC_NI][4], LOCAL const float* as, L
 #endif
     TC_UNROLL
     for (int i = 0; i < TC_MI; ++i) {
-      const int m = wm0 + i * 16 + g;
       float v[4];
+#if TC_A_KCONTIG && !TC_EMULATE
+      // Tiles (rows 0-7, k 0-3), (rows 8-15, k 0-3), (rows 0-7, k 4-7), (rows 8-15, k 4-7): a0..a3.
+      tc_ldmatrix_x4(v, &TC_A_AT(as, wm0 + i * 16 + (lane & 7) + 8 * ((lane >> 3) & 1), kk + 4 * (lane >> 4)));
+#else
+      const int m = wm0 + i * 16 + g;
       v[0] = TC_A_AT(as, m, kk + t);
       v[1] = TC_A_AT(as, m + 8, kk + t);
       v[2] = TC_A_AT(as, m, kk + t + 4);
       v[3] = TC_A_AT(as, m + 8, kk + t + 4);
+#endif
       TC_UNROLL
       for (int r = 0; r < 4; ++r) {
         a_big[i][r] = tc_to_tf32(v[r]);
@@ -206,10 +231,15 @@ DEVICE_FN void tc_stage_mma(float acc[TC_MI][TC_NI][4], LOCAL const float* as, L
     }
     TC_UNROLL
     for (int j = 0; j < TC_NI; ++j) {
-      const int n = wn0 + j * 8 + g;
       float v[2];
+#if TC_B_KCONTIG && !TC_EMULATE
+      // Tiles (columns 0-7, k 0-3), (columns 0-7, k 4-7): b0, b1 (lanes 16-31's addresses are ignored by .x2).
+      tc_ldmatrix_x2(v, &TC_B_AT(bs, kk + 4 * ((lane >> 3) & 1), wn0 + j * 8 + (lane & 7)));
+#else
+      const int n = wn0 + j * 8 + g;
       v[0] = TC_B_AT(bs, kk + t, n);
       v[1] = TC_B_AT(bs, kk + t + 4, n);
+#endif
       TC_UNROLL
       for (int r = 0; r < 2; ++r) {
         b_big[j][r] = tc_to_tf32(v[r]);

@@ -7,6 +7,12 @@
 // (cp.async.wait_group STAGES-2: one commit group per tile, empty ones included, so the count is exact), the
 // barrier makes every thread's copies visible and also tells that the stage read at tile t-1 is free, which is
 // where the copies of tile t+STAGES-1 go before tile t is multiplied.
+//
+// MATH_SPLIT=1 (3xTF32) adds each stage's MMA sums into a second set of accumulators with ordinary FP32 adds
+// (round to nearest) and restarts the MMA accumulators from zero. The tensor cores' own FP32 accumulation truncates
+// (rounds toward zero), so over a long reduction its error grows with the reduction length instead of its square
+// root: on the H200, alex2's backward-data (4800 terms) missed the FP32 tolerance by 4% without this. Per stage the
+// truncated sums cover TILE_K terms only.
 #if TC_EMULATE
 LOCAL_ARRAY tc_u32 tc_scratch[TC_THREADS * TC_FRAGMENT_WORDS];
 #else
@@ -27,6 +33,15 @@ for (int i = 0; i < TC_MI; ++i)
   for (int j = 0; j < TC_NI; ++j)
     TC_UNROLL
     for (int r = 0; r < 4; ++r) acc[i][j][r] = 0.0f;
+#if MATH_SPLIT
+float tc_total[TC_MI][TC_NI][4];
+TC_UNROLL
+for (int i = 0; i < TC_MI; ++i)
+  TC_UNROLL
+  for (int j = 0; j < TC_NI; ++j)
+    TC_UNROLL
+    for (int r = 0; r < 4; ++r) tc_total[i][j][r] = 0.0f;
+#endif
 
 TC_UNROLL
 for (int s = 0; s < STAGES - 1; ++s) {
@@ -44,7 +59,26 @@ for (int t = 0; t < ntiles; ++t) {
   TC_COPY_COMMIT();
   tc_stage_mma(acc, tc_smem + tc_read * TC_STAGE_FLOATS, tc_smem + tc_read * TC_STAGE_FLOATS + TC_A_STAGE, tc_wm0,
                tc_wn0, tc_lane, tc_warp, tc_scratch);
+#if MATH_SPLIT
+  TC_UNROLL
+  for (int i = 0; i < TC_MI; ++i)
+    TC_UNROLL
+    for (int j = 0; j < TC_NI; ++j)
+      TC_UNROLL
+      for (int r = 0; r < 4; ++r) {
+        tc_total[i][j][r] += acc[i][j][r];
+        acc[i][j][r] = 0.0f;
+      }
+#endif
   tc_read = tc_read + 1 == STAGES ? 0 : tc_read + 1;
   tc_write = tc_write + 1 == STAGES ? 0 : tc_write + 1;
 }
 TC_COPY_WAIT_ALL();  // only empty groups remain; nothing may still write shared memory when the block ends
+#if MATH_SPLIT
+TC_UNROLL
+for (int i = 0; i < TC_MI; ++i)
+  TC_UNROLL
+  for (int j = 0; j < TC_NI; ++j)
+    TC_UNROLL
+    for (int r = 0; r < 4; ++r) acc[i][j][r] = tc_total[i][j][r];
+#endif
