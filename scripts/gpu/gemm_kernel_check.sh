@@ -9,7 +9,8 @@
 #     and no prefetch;
 #   PART=opencl instead: the stride1 suite's winograd default through NVIDIA's OpenCL beside cuDNN FP32;
 #   PART=tune instead: a 3-minute tune of the ten GEMM shapes into OUTDIR/gemm-db.json (the shipped tuning/
-#   entries go stale with gemm.cl's source).
+#   entries go stale with gemm.cl's source); with IM2COL=1 also a 2-minute tune of im2col_gemm on AlexNet into
+#   OUTDIR/im2col-db.json and both beside cuBLAS/cuDNN FP32 on the new entries.
 #   [PART=cuda|wino|opencl|tune] scripts/gpu/gemm_kernel_check.sh OUTDIR   (tables also land in OUTDIR/summary.txt)
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -51,6 +52,20 @@ if [ "$PART" = tune ]; then
     >>"$LOG" 2>&1
   echo "tune gemm: exit $?" | tee -a "$SUMMARY"
   grep -vE "^tune \[" "$LOG" | tail -14 | cut -c1-220 | tee -a "$SUMMARY"
+  # im2col_gemm's AlexNet entries go stale with gemm.cl too (IM2COL=1 adds a 2-minute tune of them), then both
+  # families' new entries beside the libraries: GEMMs against cuBLAS FP32, AlexNet im2col_gemm against cuDNN FP32.
+  if [ "${IM2COL:-0}" = 1 ]; then
+    timeout 150 "$BIN/convtune" tune --suite alexnet --direction all --family im2col_gemm --device cuda:0 --budget 2m \
+      --no-peak --db "$OUT/im2col-db.json" >>"$LOG" 2>&1
+    echo "tune im2col_gemm: exit $?" | tee -a "$SUMMARY"
+    export CONVTUNE_TUNING_DB=/tmp/after-tune-db.json
+    cp "$OUT/gemm-db.json" "$CONVTUNE_TUNING_DB" && "$BIN/convtune" db --db "$CONVTUNE_TUNING_DB" merge "$OUT/im2col-db.json" >>"$LOG" 2>&1
+    run_bench gemm-tuned 90 "${GEMMS[@]}" --device cuda:0 --family gemm --warmup 3 --repeats 20 --against cublas --math fp32
+    run_bench im2col-tuned 90 --suite alexnet --direction all --family im2col_gemm --device cuda:0 --warmup 3 --repeats 20 \
+      --against cudnn --math fp32
+    python3 scripts/gpu/variant_table.py cublas gemm-tuned=/tmp/gemm-tuned.json | tee -a "$SUMMARY"
+    python3 scripts/gpu/variant_table.py cudnn im2col-tuned=/tmp/im2col-tuned.json | tee -a "$SUMMARY"
+  fi
   exit 0
 fi
 
