@@ -83,10 +83,21 @@ float* Carver::floats(size_t count) {
 
 void parallel_items(int64_t count, unsigned threads, const std::function<void(int64_t, unsigned)>& body) {
   if (count <= 0) return;
-  std::atomic<int64_t> next{0};
   const unsigned use = static_cast<unsigned>(std::min<int64_t>(threads, count));
+  if (use <= 1) {
+    for (int64_t i = 0; i < count; ++i) body(i, 0);
+    return;
+  }
+  // Items are claimed a batch at a time: a locked add waits for the thread's pending stores to drain, and items
+  // whose stores miss the caches (Winograd's transforms write 36 lines far apart per item) measured 19% of a
+  // backward-filter run stalled on one add per item. About 16 batches per thread keep the dynamic balance.
+  const int64_t batch = std::max<int64_t>(1, count / (int64_t{use} * 16));
+  std::atomic<int64_t> next{0};
   ThreadPool::instance().run(use, [&](unsigned t, unsigned) {
-    for (int64_t i = next++; i < count; i = next++) body(i, t);
+    for (int64_t begin = next.fetch_add(batch); begin < count; begin = next.fetch_add(batch)) {
+      const int64_t end = std::min(count, begin + batch);
+      for (int64_t i = begin; i < end; ++i) body(i, t);
+    }
   });
 }
 
