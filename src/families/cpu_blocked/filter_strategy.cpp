@@ -278,7 +278,8 @@ class FilterStrategy final : public Strategy {
     a.valid = block_;
     a.accumulate = accumulate;
     const float* x_image = xb + ((r.n0 * pb_.groups + g) * blocks_ + cb) * hi_ * wi_ * block_;
-    a.a = x_image + ((oh0 * pb_.stride.h + kh * pb_.dilation.h) * wi_ + ow0 * pb_.stride.w + kw * pb_.dilation.w) * block_;
+    a.a = x_image +
+          ((oh0 * pb_.stride.h + kh * pb_.dilation.h) * wi_ + ow0 * pb_.stride.w + kw * pb_.dilation.w) * block_;
     // Channel-blocked result [group][channel block][k][kh][kw][block].
     float* out = result + ((((g * blocks_ + cb) * kg_) * pb_.r + kh) * pb_.s + kw) * block_;
     for (int64_t k = k0; k < k_end;) {
