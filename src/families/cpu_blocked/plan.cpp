@@ -88,9 +88,9 @@ void parallel_items(int64_t count, unsigned threads, const std::function<void(in
     for (int64_t i = 0; i < count; ++i) body(i, 0);
     return;
   }
-  // Items are claimed a batch at a time: a locked add waits for the thread's pending stores to drain, and items
-  // whose stores miss the caches (Winograd's transforms write 36 lines far apart per item) measured 19% of a
-  // backward-filter run stalled on one add per item. About 16 batches per thread keep the dynamic balance.
+  // Items are claimed a batch at a time: a locked add waits for the thread's pending stores to drain, and with
+  // items whose stores miss the caches (Winograd's transforms stream 36 lines far apart per item) perf put 19% of
+  // a profile of alex3's backward-filter on one add per item. About 16 batches per thread keep the balance.
   const int64_t batch = std::max<int64_t>(1, count / (int64_t{use} * 16));
   std::atomic<int64_t> next{0};
   ThreadPool::instance().run(use, [&](unsigned t, unsigned) {
