@@ -26,7 +26,8 @@ Device& cpu_device() { return Registry::instance().find("cpu"); }
 const KernelFamily& family() { return kernel_family("cpu_blocked"); }
 
 // Cases with more channels than a vector holds, long rows, groups of 16+ channels, strided and dilated
-// backward-data, and problems large enough to run threaded: the standard list's are small, single-vector ones.
+// backward-data, rows of padding only, and problems large enough to run threaded: the standard list's are small,
+// single-vector ones.
 std::vector<conformance::Case> cases() {
   auto out = conformance::standard_cases();
   const std::vector<std::pair<std::string, std::string>> wide = {
@@ -36,6 +37,11 @@ std::vector<conformance::Case> cases() {
       {"3x3-long-row", "N=1,C=3,H=4,W=70,K=5,R=3,pad=1"},
       {"3x3-groups2-C32-K48", "N=1,C=32,H=6,W=7,K=48,R=3,pad=1,groups=2"},
       {"3x3-stride3-dilation2-C17-K18", "N=1,C=17,H=15,W=14,K=18,R=3,stride=3,pad=2,dilation=2"},
+      // Output rows and columns whose every tap reads padding (the kernels skip padding taps: zero-length
+      // reductions there), and padding beyond a dilated filter's reach.
+      {"3x3-pad3-C20-K18", "N=2,C=20,H=5,W=6,K=18,R=3,pad=3"},
+      {"1x1-stride2-pad1-C17-K20", "N=1,C=17,H=6,W=7,K=20,R=1,stride=2,pad=1"},
+      {"3x3-dilation3-pad4", "N=1,C=5,H=7,W=9,K=6,R=3,pad=4,dilation=3"},
       // Above the few MFLOP where the module starts waking the thread pool: the threaded splits.
       {"3x3-threaded-C40-K36", "N=2,C=40,H=16,W=16,K=36,R=3,pad=1"},
       {"5x5-threaded-stride2-C24-K32", "N=4,C=24,H=20,W=20,K=32,R=5,stride=2,pad=2"},

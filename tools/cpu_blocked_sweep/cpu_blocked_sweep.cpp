@@ -45,6 +45,9 @@ struct Options {
   std::string out;
   uint64_t seed = 1;
   std::string clock = "wall";  // or "thread": CPU time of the calling thread (single-threaded runs)
+  // Configurations tried right after the default (before the sample), each over the default's values: a
+  // hypothesis about one layer checked beside the default and oneDNN in one run.
+  std::vector<std::string> tries;
 };
 
 // "thread" measures the calling thread's CPU time: on a shared machine it leaves out the time other processes
@@ -149,8 +152,14 @@ void sweep(const Options& opt) {
       const Config def = cb::default_config(pb);
       const SearchSpace space(kernel_family(cb::kFamilyName), pb, cpu.info());
       std::vector<Config> configs = {def};
+      for (const std::string& text : opt.tries) {
+        Config c = def;
+        for (const auto& [name, value] : parse_config(text)) c[name] = value;
+        configs.push_back(c);
+      }
+      const size_t wanted = configs.size() + static_cast<size_t>(opt.configs);
       for (const Config& c : space.sample(static_cast<size_t>(opt.configs) + 1, opt.seed)) {
-        if (static_cast<int>(configs.size()) > opt.configs) break;
+        if (configs.size() >= wanted) break;
         if (c != def) configs.push_back(c);
       }
       struct Result {
@@ -173,6 +182,9 @@ void sweep(const Options& opt) {
         }
         const auto t = times_of(opt.repeats, [&] { cand.run(op); });
         results.push_back({configs[i], median(t), cand.conv().last_times()});
+        if (i > 0 && i <= opt.tries.size()) {
+          fmt::print("  tried {}: {:.3f} ms\n", to_string(configs[i]), results.back().ms);
+        }
         if (i % 4 == 3) time_onednn();  // oneDNN again now and then, under the same load as the candidates
       }
       time_onednn();
@@ -241,6 +253,9 @@ int main(int argc, char** argv) {
   app.add_option("--repeats", opt.repeats, "timed runs per candidate (median)");
   app.add_option("--budget", opt.budget_s, "seconds of sampling per layer and direction");
   app.add_option("--seed", opt.seed, "sampling seed");
+  app.add_option("--try", opt.tries,
+                 "a configuration timed beside the default (parameters left out keep the default's), e.g. "
+                 "VECS=2,COLS=10 (repeatable)");
   app.add_option("--out", opt.out, "write the rows as JSON");
   app.add_option("--clock", opt.clock,
                  "wall, or thread: the calling thread's CPU time, for single-threaded runs on a busy machine "

@@ -254,6 +254,11 @@ class FilterStrategy final : public Strategy {
     int64_t n0 = 0, images = 1, oh0 = 0, rows = 1;
   };
 
+  // Output rows of the tile whose input row for filter row kh is a real row of the padded x copy.
+  std::pair<int64_t, int64_t> real_rows(const Range& r, int64_t kh) const {
+    return inside(r.oh0, r.oh0 + r.rows, kh * pb_.dilation.h, pb_.stride.h, pad_top_, pad_top_ + pb_.h);
+  }
+
   void channel_tile(const float* xb, const float* dy, float* result, const Range& r, int64_t o,
                     bool accumulate) const {
     Digits digits(o);
@@ -261,21 +266,25 @@ class FilterStrategy final : public Strategy {
     const int64_t cb = digits.next(blocks_), g = digits.rest();
     const int64_t k0 = kb * nj_;
     const int64_t k_end = std::min(kg_, k0 + nj_);
+    // Only the output rows and columns whose input pixel for this tap is real, not padding.
+    const auto [oh0, oh1] = real_rows(r, kh);
+    const auto [ow0, ow1] = inside(0, q_, kw * pb_.dilation.w, pb_.stride.w, pad_left_, pad_left_ + pb_.w);
     BcastArgs a;
     a.b_j = p_ * q_;
     a.n0 = r.images, a.a0 = pb_.groups * blocks_ * hi_ * wi_ * block_, a.b0 = pb_.k * p_ * q_;
-    a.n1 = r.rows, a.a1 = pb_.stride.h * wi_ * block_, a.b1 = q_;
-    a.n2 = q_, a.a2 = pb_.stride.w * block_, a.b2 = 1;
+    a.n1 = oh1 - oh0, a.a1 = pb_.stride.h * wi_ * block_, a.b1 = q_;
+    a.n2 = ow1 - ow0, a.a2 = pb_.stride.w * block_, a.b2 = 1;
     a.o_v = lanes_, a.o_lane = 1, a.o_j = pb_.r * pb_.s * block_;
     a.valid = block_;
     a.accumulate = accumulate;
     const float* x_image = xb + ((r.n0 * pb_.groups + g) * blocks_ + cb) * hi_ * wi_ * block_;
-    a.a = x_image + ((r.oh0 * pb_.stride.h + kh * pb_.dilation.h) * wi_ + kw * pb_.dilation.w) * block_;
+    a.a = x_image +
+          ((oh0 * pb_.stride.h + kh * pb_.dilation.h) * wi_ + ow0 * pb_.stride.w + kw * pb_.dilation.w) * block_;
     // Channel-blocked result [group][channel block][k][kh][kw][block].
     float* out = result + ((((g * blocks_ + cb) * kg_) * pb_.r + kh) * pb_.s + kw) * block_;
     for (int64_t k = k0; k < k_end;) {
       const int use = fit(static_cast<int>(std::min<int64_t>(k_end - k, nj_)));
-      a.b = dy + ((r.n0 * pb_.k + g * kg_ + k) * p_ + r.oh0) * q_;
+      a.b = dy + ((r.n0 * pb_.k + g * kg_ + k) * p_ + oh0) * q_ + ow0;
       a.out = out + k * pb_.r * pb_.s * block_;
       kt_.bcast[nv_ - 1][use - 1](a);
       k += use;
@@ -289,16 +298,18 @@ class FilterStrategy final : public Strategy {
     const int64_t kb = digits.next(blocks_), g = digits.rest();
     const int64_t kw0 = tb * nj_;
     const int64_t kw_end = std::min(pb_.s, kw0 + nj_);
+    // Only the output rows whose input row for this filter row is real (the taps of a block share columns).
+    const auto [oh0, oh1] = real_rows(r, kh);
     BcastArgs a;
     a.b_j = pb_.dilation.w;
     a.n0 = r.images, a.a0 = pb_.groups * blocks_ * p_ * q_ * block_, a.b0 = pb_.c * hi_ * wi_;
-    a.n1 = r.rows, a.a1 = q_ * block_, a.b1 = pb_.stride.h * wi_;
+    a.n1 = oh1 - oh0, a.a1 = q_ * block_, a.b1 = pb_.stride.h * wi_;
     a.n2 = q_, a.a2 = block_, a.b2 = pb_.stride.w;
     a.o_v = lanes_, a.o_lane = 1, a.o_j = block_;
     a.valid = block_;
     a.accumulate = accumulate;
-    a.a = dyb + (((r.n0 * pb_.groups + g) * blocks_ + kb) * p_ + r.oh0) * q_ * block_;
-    const float* x_row = xp + ((r.n0 * pb_.c + g * cg_ + c) * hi_ + r.oh0 * pb_.stride.h + kh * pb_.dilation.h) * wi_;
+    a.a = dyb + (((r.n0 * pb_.groups + g) * blocks_ + kb) * p_ + oh0) * q_ * block_;
+    const float* x_row = xp + ((r.n0 * pb_.c + g * cg_ + c) * hi_ + oh0 * pb_.stride.h + kh * pb_.dilation.h) * wi_;
     // Channel-blocked result [group][output-channel block][c][kh][kw][block].
     float* out = result + ((((g * blocks_ + kb) * cg_ + c) * pb_.r + kh) * pb_.s) * block_;
     for (int64_t kw = kw0; kw < kw_end;) {
@@ -324,23 +335,25 @@ class FilterStrategy final : public Strategy {
     const int64_t e0 = kw0 * pb_.dilation.w;  // padded column of tap kw0 for output column 0
     const int64_t k0 = kb * ni_;
     const int64_t ks = std::min<int64_t>(ni_, kg_ - k0);
+    // Only the output rows whose input row for this filter row is real (the taps of a block share columns).
+    const auto [oh0, oh1] = real_rows(r, kh);
     DotArgs a;
     a.a_i = p_ * q_;
     a.b_j = tap_period_ * pb_.dilation.w / phases_;
     a.len = q_;
     a.n0 = r.images, a.a0 = pb_.k * p_ * q_, a.b0 = pb_.c * hi_ * row_floats_;
-    a.n1 = r.rows, a.a1 = q_, a.b1 = pb_.stride.h * row_floats_;
+    a.n1 = oh1 - oh0, a.a1 = q_, a.b1 = pb_.stride.h * row_floats_;
     a.o_i = cg_ * pb_.r * pb_.s, a.o_j = tap_period_;
     a.accumulate = accumulate;
     const float* x_plane = xs + (r.n0 * pb_.c + g * cg_ + c) * hi_ * row_floats_;
-    const float* b = x_plane + (r.oh0 * pb_.stride.h + kh * pb_.dilation.h) * row_floats_ + (e0 % phases_) * ws_ +
+    const float* b = x_plane + (oh0 * pb_.stride.h + kh * pb_.dilation.h) * row_floats_ + (e0 % phases_) * ws_ +
                      e0 / phases_;
     for (int64_t t = 0; t < taps;) {
       const int use_j = fit(static_cast<int>(std::min<int64_t>(taps - t, nj_)));
       for (int64_t k = k0; k < k0 + ks;) {
         int use_i = static_cast<int>(std::min<int64_t>(k0 + ks - k, ni_));
         while (use_i > 1 && kt_.dot[use_i - 1][use_j - 1] == nullptr) --use_i;
-        a.a = dy + ((r.n0 * pb_.k + g * kg_ + k) * p_ + r.oh0) * q_;
+        a.a = dy + ((r.n0 * pb_.k + g * kg_ + k) * p_ + oh0) * q_;
         a.b = b + t * a.b_j;
         a.out = result + ((g * kg_ + k) * cg_ + c) * pb_.r * pb_.s + kh * pb_.s + kw0 + t * tap_period_;
         kt_.dot[use_i - 1][use_j - 1](a);

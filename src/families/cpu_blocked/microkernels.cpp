@@ -154,6 +154,14 @@ void Bcast(const BcastArgs& p) {
     // Lanes adjacent in memory (pixel vectors, channel-blocked results): straight from the registers, masked past
     // `valid`. Short reductions (a 5x5 filter over one channel: 25 steps) made the round trip through a tile
     // buffer a third of the call.
+    if (p.stream && !p.accumulate && p.valid == NV * lanes) {
+#pragma GCC unroll 32
+      for (int v = 0; v < NV; ++v) {
+#pragma GCC unroll 32
+        for (int j = 0; j < NJ; ++j) hn::Stream(acc[v][j], d, p.out + v * p.o_v + j * p.o_j);
+      }
+      return;
+    }
 #pragma GCC unroll 32
     for (int v = 0; v < NV; ++v) {
       const int64_t valid = p.valid - v * lanes;

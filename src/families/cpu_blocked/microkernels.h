@@ -28,6 +28,9 @@ struct BcastArgs {
   int64_t o_v = 0, o_lane = 1, o_j = 0;
   int64_t valid = 0;        // lanes of the NV*Lanes stored (the rest are channel or pixel padding)
   bool accumulate = false;  // add to out (a later chunk of the reduction) instead of overwriting
+  // Whole vectors (o_lane 1, every lane valid, outputs aligned to a vector) written with streaming stores, for
+  // results read back only after more data than the caches hold has gone by: no read for ownership per line.
+  bool stream = false;
 };
 
 // Dot kernel: acc[i][j] += A_i[x] * B_j[x] over runs x in [0, len) (vectors of Lanes, a masked tail), summed over

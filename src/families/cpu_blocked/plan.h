@@ -87,6 +87,12 @@ class Digits {
   int64_t value_;
 };
 
+// The indices i in [begin, end) whose position first + i * step (step > 0) lies in [lo, hi), as [from, to) (from
+// == to when none): the taps or output rows of a reduction that read real input rather than the zero padding of
+// a padded copy. Skipping the rest is work oneDNN's kernels skip too (a 5x5 filter with padding 2 over 14 rows
+// reads padding in 9% of its row taps).
+std::pair<int64_t, int64_t> inside(int64_t begin, int64_t end, int64_t first, int64_t step, int64_t lo, int64_t hi);
+
 // Threads worth waking for a problem: one below a few MFLOP, where a pool job's wake-up (microseconds) would
 // cost more than it saves.
 unsigned threads_for(const ConvProblem& problem);

@@ -308,6 +308,11 @@ class ViewStrategy final : public Strategy {
     for (int64_t c0 = 0; c0 < all; c0 += chunk) pass(c0, std::min(chunk, all - c0));
   }
 
+  // Taps [t0, t1) of phase h whose input rows, for output row yy, are real rows of the padded copy.
+  std::pair<int64_t, int64_t> real_row_taps(const AxisPhase& h, int64_t yy) const {
+    return inside(0, h.taps, yy * h.ins + h.off, h.step, pad_top_, pad_top_ + src_rows_);
+  }
+
   // ORIENT 0: acc[output-channel vector][pixel] += packed weights x broadcast input pixel. Planar input: steps
   // (channel, th, tw); channel-blocked input: (channel block, th, tw x channel in block), the last a contiguous
   // run of the input row and of the packed filter.
@@ -317,23 +322,27 @@ class ViewStrategy final : public Strategy {
     const int64_t cb = in_block_;
     const auto widths = split_columns(w.count, nj_, [&](int n) { return kt_.bcast[nv_ - 1][n - 1] != nullptr; });
     chunked([&](int64_t c0, int64_t channels) {
-      BcastArgs a;
-      a.b_j = w.ins * cb;
+      BcastArgs row;
+      row.b_j = w.ins * cb;
       const int64_t blocks = (channels + cb - 1) / cb;
-      a.n0 = blocks, a.a0 = h.taps * w.taps * cb * block_, a.b0 = hi_ * wi_ * cb;
-      a.n1 = h.taps, a.a1 = w.taps * cb * block_, a.b1 = h.step * wi_ * cb;
+      row.n0 = blocks, row.a0 = h.taps * w.taps * cb * block_, row.b0 = hi_ * wi_ * cb;
+      row.a1 = w.taps * cb * block_, row.b1 = h.step * wi_ * cb;
       if (blocked_in_) {
-        a.n2 = w.taps * cb, a.a2 = block_, a.b2 = 1;  // w.step == 1 (the constraint): taps x channels contiguous
+        row.n2 = w.taps * cb, row.a2 = block_, row.b2 = 1;  // w.step == 1 (the constraint): taps x channels contiguous
       } else {
-        a.n2 = w.taps, a.a2 = block_, a.b2 = w.step;
+        row.n2 = w.taps, row.a2 = block_, row.b2 = w.step;
       }
-      normalize(a);
-      a.a = weights + c0 * h.taps * w.taps * block_;
-      a.o_v = lanes_ * plane_out, a.o_lane = plane_out, a.o_j = w.out_step;
-      a.valid = std::min(block_, oc_ - ocb * block_);
-      a.accumulate = c0 > 0;
+      row.o_v = lanes_ * plane_out, row.o_lane = plane_out, row.o_j = w.out_step;
+      row.valid = std::min(block_, oc_ - ocb * block_);
+      row.accumulate = c0 > 0;
       for (int64_t yy = y0; yy < y1; ++yy) {
-        const float* in_row = in + c0 * hi_ * wi_ + ((yy * h.ins + h.off) * wi_ + w.off) * cb;
+        // Only the filter rows that read real input rows (none: the kernel writes zeros, or adds nothing).
+        const auto [t0, t1] = real_row_taps(h, yy);
+        BcastArgs a = row;
+        a.n1 = t1 - t0;
+        a.a = weights + c0 * h.taps * w.taps * block_ + t0 * row.a1;
+        normalize(a);
+        const float* in_row = in + c0 * hi_ * wi_ + ((yy * h.ins + h.off + t0 * h.step) * wi_ + w.off) * cb;
         float* out_row = out + ocb * block_ * plane_out + (h.out_start + yy * h.out_step) * out_cols_ + w.out_start;
         int64_t x0 = 0;
         for (int width : widths) {
@@ -358,27 +367,31 @@ class ViewStrategy final : public Strategy {
     const int64_t last_nv = ((w.count - 1) % span) / lanes_ + 1;
     const auto last = widths(static_cast<int>(last_nv));
     chunked([&](int64_t c0, int64_t channels) {
-      BcastArgs a;
-      a.b_j = 1;
-      a.n0 = channels, a.a0 = hi_ * wi_, a.b0 = h.taps * w.taps * oc_;
-      a.n1 = h.taps, a.a1 = h.step * wi_, a.b1 = w.taps * oc_;
-      a.n2 = w.taps, a.a2 = w.step, a.b2 = oc_;
-      normalize(a);
-      a.o_v = lanes_ * w.out_step, a.o_lane = w.out_step, a.o_j = plane_out;
-      a.accumulate = c0 > 0;
+      BcastArgs row;
+      row.b_j = 1;
+      row.n0 = channels, row.a0 = hi_ * wi_, row.b0 = h.taps * w.taps * oc_;
+      row.a1 = h.step * wi_, row.b1 = w.taps * oc_;
+      row.n2 = w.taps, row.a2 = w.step, row.b2 = oc_;
+      row.o_v = lanes_ * w.out_step, row.o_lane = w.out_step, row.o_j = plane_out;
+      row.accumulate = c0 > 0;
       const float* in_c = in + c0 * hi_ * wi_;
       const float* weights_c = weights + c0 * h.taps * w.taps * oc_;
       for (int64_t x0 = 0; x0 < w.count; x0 += span) {
         const bool tail = x0 + span > w.count;
         const int nv = tail ? static_cast<int>(last_nv) : nv_;
         const auto& split = tail ? last : full;
-        a.valid = std::min<int64_t>(int64_t{nv} * lanes_, w.count - x0);
         for (int64_t yy = y0; yy < y1; ++yy) {
-          a.a = in_c + (yy * h.ins + h.off) * wi_ + w.off + x0;
+          // Only the filter rows that read real input rows, as channel_rows.
+          const auto [t0, t1] = real_row_taps(h, yy);
+          BcastArgs a = row;
+          a.n1 = t1 - t0;
+          normalize(a);
+          a.valid = std::min<int64_t>(int64_t{nv} * lanes_, w.count - x0);
+          a.a = in_c + (yy * h.ins + h.off + t0 * h.step) * wi_ + w.off + x0;
           float* out_px = out + (h.out_start + yy * h.out_step) * out_cols_ + w.out_start + x0 * w.out_step;
           int64_t o0 = 0;
           for (int width : split) {
-            a.b = weights_c + o0;
+            a.b = weights_c + t0 * row.b1 + o0;
             a.out = out_px + o0 * plane_out;
             kt_.bcast[nv - 1][width - 1](a);
             o0 += width;

@@ -267,7 +267,11 @@ class WinogradStrategy final : public Strategy {
   // dU[xi][ic][oc] = sum over tiles of V[xi][tile][ic] Z[xi][tile][oc]: vectors of output channels, input
   // channels broadcast, the whole reduction over tiles in registers. Stored [ic][oc vector][xi][lanes], so the
   // final transform reads each (ic, oc vector)'s 36 vectors contiguously (a [xi][ic][oc] tensor put them a whole
-  // slice, hundreds of KB, apart: a cache and TLB miss each).
+  // slice, hundreds of KB, apart: a cache and TLB miss each). Whole blocks are written with streaming stores: a
+  // block's vectors land tens of KB apart and dU (alex3: 10.6 MB) outgrows L2 before the transform reads it, so
+  // ordinary stores paid a read for ownership per line (alex3 and alex4, one thread: GEMMs 13.1 -> 11.3 ms and
+  // 20.1 -> 15.4 ms). Splitting the reduction into L1-sized chunks of tiles measured slower still (12.4 and
+  // 16.9 ms without streaming): a later chunk reads the block back.
   void gemm_filter(const float* v, const float* z, float* du) const {
     const int64_t cvs = icp_ / lanes_;
     const int64_t vectors = ocp_ / lanes_;
@@ -279,6 +283,7 @@ class WinogradStrategy final : public Strategy {
       a.n2 = tiles_, a.a2 = block_, a.b2 = lanes_;
       a.o_v = kXi * lanes_, a.o_lane = 1, a.o_j = vectors * kXi * lanes_;
       a.valid = std::min(block_, oc_ - ob * block_);
+      a.stream = true;
       // Columns: this vector's input channels, in blocks of COLS (the rest in the widest compiled width).
       const int64_t c_end = std::min(ic_, (cv + 1) * lanes_);
       for (int64_t c = cv * lanes_; c < c_end;) {
