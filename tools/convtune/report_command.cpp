@@ -48,7 +48,7 @@ void run_report(const ReportOptions& opt) {
   std::cout << fmt::format("tuning log {}: {} candidates on {}; peak {}\n", opt.log, log.trials.size(),
                            metadata_text(log.metadata, "device", "?"),
                            peak > 0 ? fmt::format("{:.0f} GFLOP/s (measured FP32 FMA)", peak) : std::string("unknown (give --peak)"));
-  report.table.print(std::cout);
+  report.table.print(std::cout, table_width());
   report.table.write(out / "table.md", log.metadata);
   report.table.write(out / "table.json", log.metadata);
   std::cout << fmt::format("wrote {} SVG chart(s), table.md and table.json to {}\n", report.charts.size(), out.string());
