@@ -61,18 +61,6 @@ std::vector<std::pair<std::string, std::string>> varied_pairs(const std::vector<
   return pairs;
 }
 
-std::string html_escape(const std::string& text) {
-  std::string out;
-  for (char c : text) {
-    if (c == '<') out += "&lt;";
-    else if (c == '>') out += "&gt;";
-    else if (c == '&') out += "&amp;";
-    else if (c == '"') out += "&quot;";
-    else out += c;
-  }
-  return out;
-}
-
 Heatmap make_heatmap(const std::vector<const LoggedTrial*>& ok, const std::string& a, const std::string& b,
                      const std::string& title, const LoggedTrial* best, const LoggedTrial* default_trial) {
   std::set<int64_t> xs, ys;
@@ -190,13 +178,13 @@ Report build_report(const TuneLog& log, const std::vector<std::pair<std::string,
     const size_t tried = std::count_if(log.trials.begin(), log.trials.end(), [&](const LoggedTrial& t) {
       return t.layer == first.layer && t.problem.operation() == first.problem.operation() && t.family == first.family;
     });
-    sections += fmt::format("<h2>{}</h2>\n<p>{} candidates, {} working", html_escape(title), tried, ok.size());
-    if (best) sections += fmt::format("; best {} GFLOP/s ({})", format_value(best->gflops), html_escape(to_string(best->config)));
+    sections += fmt::format("<h2>{}</h2>\n<p>{} candidates, {} working", xml_escape(title), tried, ok.size());
+    if (best) sections += fmt::format("; best {} GFLOP/s ({})", format_value(best->gflops), xml_escape(to_string(best->config)));
     if (default_trial) sections += fmt::format("; the family's default {} GFLOP/s", format_value(default_trial->gflops));
     if (more) sections += fmt::format("; {} more parameter pairs varied (--heatmap A,B draws one)", more);
     sections += "</p>\n";
     for (const std::string& file : files)
-      sections += fmt::format("<p><img src=\"{0}\" alt=\"{0}\"><br><a href=\"{0}\">{0}</a></p>\n", html_escape(file));
+      sections += fmt::format("<p><img src=\"{0}\" alt=\"{0}\"><br><a href=\"{0}\">{0}</a></p>\n", xml_escape(file));
   }
   for (const auto& pair : heatmaps) {
     if (drawn.count(pair)) continue;
@@ -210,7 +198,7 @@ Report build_report(const TuneLog& log, const std::vector<std::pair<std::string,
       "<!doctype html>\n<html><head><meta charset=\"utf-8\"><title>convtune report: {0}</title></head><body>\n"
       "<h1>convtune report: {0}</h1>\n<p>device {1}; {2} candidates; tables: <a href=\"table.md\">table.md</a>, "
       "<a href=\"table.json\">table.json</a></p>\n{3}</body></html>\n",
-      html_escape(log.path().filename().string()), html_escape(metadata_text(log.metadata, "device", "?")),
+      xml_escape(log.path().filename().string()), xml_escape(metadata_text(log.metadata, "device", "?")),
       log.trials.size(), sections);
 
   // Tables 2/3: the best of any family per layer and direction, then per layer and over all layers combined.

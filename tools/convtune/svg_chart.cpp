@@ -8,23 +8,24 @@
 
 namespace convtune::cli {
 
-namespace {
-
-std::string escape(const std::string& text) {
+std::string xml_escape(const std::string& text) {
   std::string out;
   for (char c : text) {
     if (c == '<') out += "&lt;";
     else if (c == '>') out += "&gt;";
     else if (c == '&') out += "&amp;";
+    else if (c == '"') out += "&quot;";
     else out += c;
   }
   return out;
 }
 
+namespace {
+
 std::string text_at(double x, double y, const std::string& text, const char* anchor = "middle", int size = 12,
                     const std::string& extra = "") {
   return fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" font-size=\"{}\" text-anchor=\"{}\" {}>{}</text>\n", x, y, size,
-                     anchor, extra, escape(text));
+                     anchor, extra, xml_escape(text));
 }
 
 // Where `v` lies between lo and hi, in [0, 1]: 0 when the range is empty or not finite (one distinct value, or

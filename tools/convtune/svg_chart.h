@@ -35,6 +35,8 @@ std::string svg_heatmap(const Heatmap& map);
 std::vector<double> nice_ticks(double lo, double hi, int count);
 // `value` with as many decimals as ticks `step` apart need to differ: 2.5 for a step of 0.5, 120 for 20.
 std::string format_tick(double value, double step);
+// `text` safe inside SVG or HTML text and attribute values (<, >, & and ").
+std::string xml_escape(const std::string& text);
 // A cell's or a bar's value with three significant digits, so neighbouring values that differ read differently.
 std::string format_value(double value);
 
