@@ -82,6 +82,22 @@ error=$("$convtune" bench --layer N=1,C=1,H=4,K=1,R=3 --config TILE_M=64 2>&1 >/
 [ $? -eq 2 ] && grep -q -- "--config needs --family" <<<"$error" || fail "--config without --family: $error"
 error=$("$convtune" tune --layer N=1,C=1,H=4,K=1,R=3 --family auto 2>&1 >/dev/null)
 [ $? -eq 2 ] && grep -q -- "tune --family auto" <<<"$error" || fail "tune --family auto: $error"
+refused() {  # MESSAGE ARGS...: an option that would be ignored exits 2 with MESSAGE
+  local message=$1 error
+  shift
+  error=$("$convtune" "$@" 2>&1 >/dev/null)
+  [ $? -eq 2 ] && grep -q -- "$message" <<<"$error" || fail "'$*' is not refused with '$message': $error"
+}
+refused "--momentum: applies to --optimizer sgd, not adam" train cnn --momentum 0.5
+refused "--fused-family: chooses the fused kernel, but --no-fuse" eval x.model --no-fuse --fused-family direct_tiled
+refused "--size: sizes the fill experiment, which --skip-fill leaves out" peak --skip-fill --size 100
+refused "--samples: .* give --out FILE.json" bench --layer N=1,C=1,H=4,K=1,R=3 --samples
+refused "--seed: .*--strategy exhaustive draws nothing" tune --layer N=1,C=1,H=4,K=1,R=3 --strategy exhaustive --seed 3
+refused "--groups sets the work-groups of the GPU per-sample kernel, but cpu" train mlp --device cpu --groups 2
+if "$convtune" devices 2>/dev/null | grep -q "^opencl: [1-9]"; then  # an OpenCL device to refuse it on
+  refused "--algorithm selects a CPU backend path, but the device is opencl" bench --layer N=1,C=1,H=4,K=1,R=3 \
+    --device opencl --algorithm sequential
+fi
 
 # --version: the version, the git revision and the backends.
 version=$("$convtune" --version)

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <chrono>
 #include <ctime>
+#include <filesystem>
 #include <iostream>
 #include <vector>
 
@@ -451,7 +452,13 @@ void add_bench_command(CLI::App& app) {
   add_math_option(cmd, opt->math, "; the reference libraries run fp32 unless tf32 is given");
   cmd->add_option("--markdown", opt->markdown, "With --against: write a Markdown section (device, libraries, "
                   "command, table) to FILE");
-  cmd->callback([opt, algorithm] { run_bench(*opt, algorithm->count() > 0); });
+  cmd->callback([opt, algorithm, cmd] {
+    const bool json_out = std::any_of(opt->out.begin(), opt->out.end(), [](const std::string& path) {
+      return std::filesystem::path(path).extension() == ".json";
+    });
+    refuse_inapplicable(cmd, "--samples", json_out, "adds every run's time to the JSON rows: give --out FILE.json too");
+    run_bench(*opt, algorithm->count() > 0);
+  });
 }
 
 }  // namespace convtune::cli

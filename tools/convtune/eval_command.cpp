@@ -88,7 +88,10 @@ void add_eval_command(CLI::App& app) {
   cmd->add_option("--fused-family", opt->fused_family, "Kernel family for conv+bias+ReLU+max-pool in one kernel")
       ->capture_default_str();
   cmd->add_flag("--no-fuse", opt->no_fuse, "Run conv, ReLU and pool as separate steps");
-  cmd->callback([opt] { run_eval(*opt); });
+  cmd->callback([opt, cmd] {
+    refuse_inapplicable(cmd, "--fused-family", !opt->no_fuse, "chooses the fused kernel, but --no-fuse fuses nothing");
+    run_eval(*opt);
+  });
 }
 
 }  // namespace convtune::cli

@@ -6,6 +6,7 @@
 
 #include <unistd.h>
 
+#include "convtune/error.h"
 #include "convtune/kernel_family.h"
 #include "tools/convtune/progress.h"
 
@@ -35,6 +36,10 @@ CLI::Validator non_negative_integer() {
 }
 CLI::Validator positive_integer() {
   return number_validator<int64_t>("INT>=1", "an integer >= 1", [](int64_t v) { return v >= 1; });
+}
+
+void refuse_inapplicable(const CLI::App* cmd, const std::string& option, bool applies, const std::string& why) {
+  if (!applies && cmd->count(option) > 0) throw InvalidArgument(option + ": " + why);
 }
 
 std::string family_names() {

@@ -38,6 +38,10 @@ CLI::Option* add_math_option(CLI::App* cmd, std::string& math, const std::string
 // --json: JSON on standard output instead of the text.
 CLI::Option* add_json_flag(CLI::App* cmd, bool& json);
 
+// An option given where it cannot apply would be silently ignored: throws InvalidArgument "OPTION: WHY" when
+// `option` was given on `cmd` and `applies` is false (`why` names what it needs and what was chosen instead).
+void refuse_inapplicable(const CLI::App* cmd, const std::string& option, bool applies, const std::string& why);
+
 // Every family's name, comma-separated, for help texts and messages.
 std::string family_names();
 

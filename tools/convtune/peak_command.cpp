@@ -131,7 +131,12 @@ void add_peak_command(CLI::App& app) {
   cmd->add_flag("--skip-ceilings", opt->skip_ceilings, "Only the fill experiment");
   cmd->add_option("--out", opt->out, "Also write the results to FILE.json");
   add_json_flag(cmd, opt->json);
-  cmd->callback([opt] { run_peak(*opt); });
+  cmd->callback([opt, cmd] {
+    refuse_inapplicable(cmd, "--size", !opt->skip_fill, "sizes the fill experiment, which --skip-fill leaves out");
+    refuse_inapplicable(cmd, "--buffer-mib", !opt->skip_ceilings,
+                        "sizes the bandwidth buffers of the ceilings, which --skip-ceilings leaves out");
+    run_peak(*opt);
+  });
 }
 
 }  // namespace convtune::cli

@@ -113,7 +113,11 @@ void add_train_cnn_command(CLI::App& train) {
   cmd->add_option("--model", opt->out, "Model file to write")->capture_default_str();
   // The old spelling, kept for scripts; hidden: --out is a results file (CSV/JSON) in the other commands.
   cmd->add_option("--out", opt->out, "Model file to write (old name of --model)")->group("");
-  cmd->callback([opt] { run_train_cnn(*opt); });
+  cmd->callback([opt, cmd] {
+    refuse_inapplicable(cmd, "--momentum", opt->optimizer == "sgd",
+                        "applies to --optimizer sgd, not " + opt->optimizer + " (Adam has no momentum setting here)");
+    run_train_cnn(*opt);
+  });
 }
 
 }  // namespace convtune::cli

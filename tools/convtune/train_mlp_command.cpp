@@ -60,7 +60,7 @@ void verify_against_host(Device& device, const data::LabelledImages& train, cons
   }
 }
 
-void run_train_mlp(const TrainMlpOptions& opt) {
+void run_train_mlp(const TrainMlpOptions& opt, bool groups_given) {
   mlp::validate(opt.train);
   if (opt.epochs < 1) throw InvalidArgument(fmt::format("--epochs={} is invalid: expected 1 or more", opt.epochs));
   if (opt.limit == 0 || opt.limit < -1) {
@@ -73,6 +73,10 @@ void run_train_mlp(const TrainMlpOptions& opt) {
   }
   if (opt.hidden < 1) throw InvalidArgument(fmt::format("--hidden={} is invalid: expected 1 or more", opt.hidden));
   Device& device = choose_device(opt.device, "train mlp");
+  if (groups_given && device.info().backend == BackendKind::Cpu) {
+    throw InvalidArgument(fmt::format("--groups sets the work-groups of the GPU per-sample kernel, but {} runs the "
+                                      "host loops", device.info().id));
+  }
 
   const auto files = data::find_dataset_files(opt.data);
   const auto load_start = std::chrono::steady_clock::now();
@@ -139,7 +143,7 @@ void add_train_mlp_command(CLI::App& train) {
       ->capture_default_str();
   add_device_option(cmd, opt->device);
   cmd->add_flag("--verify", opt->verify, "First train one epoch on the device and on the host and compare weights");
-  cmd->callback([opt] { run_train_mlp(*opt); });
+  cmd->callback([opt, cmd] { run_train_mlp(*opt, cmd->count("--groups") > 0); });
 }
 
 }  // namespace convtune::cli

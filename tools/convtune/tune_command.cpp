@@ -347,7 +347,9 @@ void add_tune_command(CLI::App& app) {
   cmd->add_option("--only", opt->only, "Search only configurations with these values, e.g. SPLIT_K=1,TILE_K=8/16");
   cmd->add_flag("--no-save", opt->no_save, "Do not write results to the database");
   cmd->add_flag("--no-peak", opt->no_peak, "Skip measuring the FP32 peak (the report then needs --peak)");
-  cmd->callback([opt] {
+  cmd->callback([opt, cmd] {
+    refuse_inapplicable(cmd, "--seed", opt->strategy != "exhaustive",
+                        "seeds the random, annealing and model strategies; --strategy exhaustive draws nothing");
     opt->command_line = command_line();
     run_tune(*opt);
   });
