@@ -111,6 +111,19 @@ for word in devices bench peak tune db report train eval mlp cnn --device --back
   grep -q -- "$word" <<<"$script" || fail "completion bash does not know $word"
 done
 
+# --json: standard output is one JSON document, numbers as numbers.
+json_check() {  # PYTHON_ASSERTIONS ARGS...: runs convtune ARGS and checks its stdout as JSON `doc`
+  local check=$1 output
+  shift
+  output=$("$convtune" "$@" 2>/dev/null) || { fail "'$*' failed"; return; }
+  python3 -c "import json, sys; doc = json.loads(sys.stdin.read()); $check" <<<"$output" || fail "'$*': $check"
+}
+json_check 'assert doc["best"]["id"] and doc["backends"][0]["backend"] == "cpu"
+assert isinstance(doc["backends"][0]["devices"][0]["global_memory_bytes"], int)' devices --json
+json_check 'assert doc["entries"] == [] and doc["user_entries"] == 0' db list --json --user-only --db /nonexistent/db.json
+json_check 'assert doc["fill_experiment"]["size"] == 300 and isinstance(doc["fill_experiment"]["rows"][0]["ms"], float)
+assert doc["convtune"].startswith("convtune ")' peak --device cpu --skip-ceilings --size 300 --repeats 1 --json
+
 # The old spelling of db's --db still works beside the new one.
 "$convtune" db --db /nonexistent/db.json list --user-only >/dev/null 2>&1 || fail "db --db FILE list is refused"
 "$convtune" db list --db /nonexistent/db.json --user-only >/dev/null 2>&1 || fail "db list --db FILE is refused"
