@@ -94,6 +94,8 @@ refused "--size: sizes the fill experiment, which --skip-fill leaves out" peak -
 refused "--samples: .* give --out FILE.json" bench --layer N=1,C=1,H=4,K=1,R=3 --samples
 refused "--seed: .*--strategy exhaustive draws nothing" tune --layer N=1,C=1,H=4,K=1,R=3 --strategy exhaustive --seed 3
 refused "--groups sets the work-groups of the GPU per-sample kernel, but cpu" train mlp --device cpu --groups 2
+refused "--family implicit_gemm runs compiled kernels on an OpenCL or CUDA device, but the device is cpu" \
+  bench --layer N=1,C=1,H=4,K=1,R=3 --device cpu --family implicit_gemm --config TILE_M=64
 if "$convtune" devices 2>/dev/null | grep -q "^opencl: [1-9]"; then  # an OpenCL device to refuse it on
   refused "--algorithm selects a CPU backend path, but the device is opencl" bench --layer N=1,C=1,H=4,K=1,R=3 \
     --device opencl --algorithm sequential

@@ -111,7 +111,20 @@ std::vector<Target> make_targets(const Device& device, const BenchOptions& opt, 
     return targets;
   }
   if (config && opt.family == "auto") throw InvalidArgument("--config needs --family NAME");
-  if (opt.family != "auto") kernel_family(opt.family);  // unknown names fail now, listing the known ones
+  if (opt.family != "auto") {
+    const KernelFamily& family = kernel_family(opt.family);  // unknown names fail now, listing the known ones
+    // A family of the other kind of device would only fill the table with "unsupported" rows.
+    if (family.runs_on_cpu_backend() != cpu) {
+      const std::string device_text =
+          device.info().id + (opt.device == "best" ? " (what --device best picks on this machine)" : "");
+      throw InvalidArgument(
+          cpu ? fmt::format("--family {} runs compiled kernels on an OpenCL or CUDA device, but the device is {}: "
+                            "give --device opencl or cuda, or a CPU family",
+                            opt.family, device_text)
+              : fmt::format("--family {} runs on the CPU backend only, but the device is {}: give --device cpu",
+                            opt.family, device_text));
+    }
+  }
   return {{opt.family == "auto" ? "" : opt.family, config}};
 }
 

@@ -65,10 +65,25 @@ void ReportTable::print(std::ostream& out, size_t width) const {
   line([&](size_t c) { return columns_[c].header; });
   for (const auto& row : rows_) line([&](size_t c) { return row[c]; });
   if (!left_out.empty()) {
-    std::string names;
-    for (const auto& name : left_out) names += (names.empty() ? "" : ", ") + name;
-    out << fmt::format("(left out to fit {} columns: {}; --wide prints them, --out FILE.csv keeps everything)\n",
-                       width, names);
+    // Word-wrapped, so the note fits the width it speaks of.
+    std::string text = "(left out to fit " + std::to_string(width) + " columns:";
+    for (size_t i = 0; i < left_out.size(); ++i) text += " " + left_out[i] + (i + 1 < left_out.size() ? "," : ";");
+    text += " --wide prints them, --out FILE.csv keeps everything)";
+    std::string line;
+    size_t start = 0;
+    while (start < text.size()) {
+      size_t end = text.find(' ', start + 1);
+      if (end == std::string::npos) end = text.size();
+      const std::string word = text.substr(start, end - start);
+      if (!line.empty() && line.size() + word.size() > width) {
+        out << line << "\n";
+        line = word.substr(word[0] == ' ' ? 1 : 0);
+      } else {
+        line += word;
+      }
+      start = end;
+    }
+    out << line << "\n";
   }
 }
 
