@@ -1,6 +1,7 @@
 // `convtune train cnn`: mini-batch training of a LeNet-style CNN on Fashion-MNIST, saving a model file.
 #include <fmt/format.h>
 
+#include <chrono>
 #include <iostream>
 #include <random>
 
@@ -67,10 +68,19 @@ void run_train_cnn(const TrainCnnOptions& opt) {
   std::mt19937_64 rng(opt.seed);
   double test_accuracy = 0;
   nn::EpochResult last;
+  const auto start = std::chrono::steady_clock::now();
   for (int epoch = 1; epoch <= opt.epochs; ++epoch) {
+    // Each epoch's bar has its own ETA; from the second epoch on, the status says what the later ones will add.
+    std::string later;
+    if (epoch > 1 && epoch < opt.epochs) {
+      const double per_epoch =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() / (epoch - 1);
+      later = fmt::format("{} more epoch{} ~{}; ", opt.epochs - epoch, opt.epochs - epoch == 1 ? "" : "s",
+                          format_duration(per_epoch * (opt.epochs - epoch)));
+    }
     Progress bar(fmt::format("epoch {}/{}", epoch, opt.epochs), train.count);
     last = nn::train_epoch(*network, *loss, *optimizer, train, opt.batch, rng, [&](int64_t done, double running) {
-      bar.update(done, fmt::format("loss {:.4f}", running));
+      bar.update(done, fmt::format("{}loss {:.4f}", later, running));
     });
     bar.finish(fmt::format("loss {:.4f}", last.loss));
     const nn::EvalResult eval = nn::evaluate(*network, test, 256, false);

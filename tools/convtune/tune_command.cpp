@@ -339,7 +339,8 @@ void add_tune_command(CLI::App& app) {
                   "Stop timing a candidate whose first run is this many times the best (0: never)")
       ->capture_default_str();
   cmd->add_option("--seed", opt->seed, "Seed of the random, annealing and model strategies")->capture_default_str();
-  cmd->add_option("--jobs", opt->jobs, "Candidates compiled ahead on worker threads (default: cores - 1, at most 8)");
+  cmd->add_option("--jobs", opt->jobs, "Candidates compiled ahead on worker threads (default: cores - 1, at most 8)")
+      ->check(non_negative_integer());
   cmd->add_flag("--skip-tuned", opt->skip_tuned,
                 "Leave out tasks the database already holds a current exact entry for (resumes an interrupted run)");
   cmd->add_option("--log", opt->log, "Log of every candidate, FILE.json or FILE.csv (default: next to the database)");
