@@ -2,7 +2,11 @@
 // and the fill experiment of the first seed document, printed as tables or written as JSON.
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <chrono>
+#include <functional>
 #include <iostream>
+#include <memory>
 #include <sstream>
 
 #include "convtune/backend.h"
@@ -14,6 +18,7 @@
 #include "tools/convtune/commands.h"
 #include "tools/convtune/device_choice.h"
 #include "tools/convtune/output_path.h"
+#include "tools/convtune/progress.h"
 #include "tools/convtune/report_table.h"
 
 namespace convtune::cli {
@@ -31,7 +36,24 @@ struct PeakOptions {
   bool json = false;
 };
 
-void progress(const std::string& what) { std::cerr << "peak: measuring " << what << "...\n"; }
+// One line per measurement, numbered against the most there can be, with an estimate of the rest from the mean so
+// far (the steps differ in length, so it is rough, and says so).
+class StepProgress {
+ public:
+  explicit StepProgress(int most) : most_(std::max(most, 1)), start_(std::chrono::steady_clock::now()) {}
+  void operator()(const std::string& what) {
+    const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+    const std::string eta =
+        done_ > 0 ? fmt::format(", ETA ~{}", format_duration(elapsed / done_ * std::max(most_ - done_, 0))) : "";
+    ++done_;
+    std::cerr << fmt::format("peak: [{}/{}{}] measuring {}...\n", done_, most_, eta, what);
+  }
+
+ private:
+  int most_;
+  int done_ = 0;
+  std::chrono::steady_clock::time_point start_;
+};
 
 // Where the text goes: standard output, or nowhere with --json (standard output then holds only the JSON).
 std::ostream& text_out(const PeakOptions& opt) {
@@ -44,6 +66,11 @@ void run_peak(const PeakOptions& opt) {
   if (!opt.out.empty()) prepare_output(opt.out, false, "--out");  // before the measurements, not after
   Device& device = choose_device(opt.device, "peak");
   std::ostream& out = text_out(opt);
+  const bool cpu = device.info().backend == BackendKind::Cpu, kernels = device.info().can_run_kernels;
+  // The ceilings: one CPU step or four device steps; the fill: the CPU loops, then up to nine kernels.
+  auto progress = std::make_shared<StepProgress>((opt.skip_ceilings ? 0 : cpu ? 1 : kernels ? 4 : 0) +
+                                                 (opt.skip_fill ? 0 : 1 + (kernels ? 9 : 0)));
+  const std::function<void(const std::string&)> say = [progress](const std::string& what) { (*progress)(what); };
   const DeviceInfo& info = device.info();
   out << fmt::format("device: {} ({}), driver {}, {} compute units\n\n", info.id, info.name,
                            info.driver_version, info.compute_units);
@@ -52,7 +79,7 @@ void run_peak(const PeakOptions& opt) {
 
   if (!opt.skip_ceilings && info.backend == BackendKind::Cpu) {
     // The CPU runs convtune's C++ paths, not kernels: its ceilings are SIMD FMA loops and memory copies.
-    progress("CPU FMA throughput and memory bandwidth");
+    say("CPU FMA throughput and memory bandwidth");
     CpuCeilingOptions co;
     co.buffer_bytes = opt.buffer_mib << 20;
     co.repeats = opt.repeats;
@@ -74,7 +101,7 @@ void run_peak(const PeakOptions& opt) {
       CeilingOptions co;
       co.buffer_bytes = opt.buffer_mib << 20;
       co.repeats = opt.repeats;
-      co.progress = progress;
+      co.progress = say;
       const Ceilings c = measure_ceilings(device, co);
       out << fmt::format("ceilings (buffers of {} MiB, median of {}):\n", c.buffer_bytes >> 20, opt.repeats);
       out << fmt::format("  copy, kernel          {:10.1f} GB/s (bytes read + written)\n", c.copy_gbs);
@@ -94,7 +121,7 @@ void run_peak(const PeakOptions& opt) {
   if (!opt.skip_fill) {
     out << fmt::format("fill experiment: a {} x {} float table ({:.0f} MB), median of {}\n", opt.size,
                              opt.size, opt.size * opt.size * 4 / 1e6, opt.repeats);
-    const auto rows = run_fill_experiment(info.can_run_kernels ? &device : nullptr, opt.size, opt.repeats, progress);
+    const auto rows = run_fill_experiment(info.can_run_kernels ? &device : nullptr, opt.size, opt.repeats, say);
     ReportTable table({"method", "ms", "GB/s", "speed-up", "note"});
     for (const auto& r : rows) {
       const bool ran = r.ms > 0;

@@ -231,8 +231,9 @@ void run_tune(const TuneCommandOptions& opt) {
     options.peak_gflops = ceilings.fma_gflops;
     log.metadata["copy_gbs"] = ceilings.copy_gbs;
   }
-  std::cerr << fmt::format("tune: {} task(s) (layer x direction x family) on {} ({}), strategy {}, budget {} in all; "
-                           "database {}; log {}\n",
+  // Two lines rather than one of 150 characters or more: the paths are long.
+  std::cerr << fmt::format("tune: {} task(s) (layer x direction x family) on {} ({}), strategy {}, budget {} in all\n"
+                           "tune: database {}; log {}\n",
                            tasks.size() - already_tuned, device_ids, info.name, opt.strategy,
                            format_duration(budget_s), db_path.string(), log_path.string());
   for (const auto& s : skipped) std::cerr << "  skipped (unsupported) " << s << "\n";
