@@ -76,7 +76,7 @@ Heatmap make_heatmap(const std::vector<const LoggedTrial*>& ok, const std::strin
                                         title, name, values, kMaxHeatmapAxisValues));
     }
   }
-  Heatmap map{title, a, b, "best GFLOP/s", {}, {}, {}};
+  Heatmap map{title, a, b, "best GFLOP/s", {}, {}, {}, std::nullopt, std::nullopt};
   const std::vector<int64_t> xv(xs.begin(), xs.end()), yv(ys.begin(), ys.end());
   for (auto v : xv) map.x_ticks.push_back(std::to_string(v));
   for (auto v : yv) map.y_ticks.push_back(std::to_string(v));
