@@ -20,7 +20,7 @@ header = re.split(r"  +", lines[header_at].strip())
 table = [dict(zip(header, re.split(r"  +", line.strip()))) for line in lines[header_at + 1:] if line and not line.startswith(("wrote", "("))]
 rows = doc["rows"]
 assert len(rows) == len(rows_csv) == len(table) > 0, (len(rows), len(rows_csv), len(table))
-for key in ("convtune", "device", "device_id", "driver", "math", "command", "repeats", "warmup", "batch_scale"):
+for key in ("convtune", "device", "device_id", "driver", "math_option", "command", "repeats", "warmup", "batch_scale"):
     assert key in doc, f"JSON metadata lacks {key}"
     assert key in rows_csv[0], f"CSV lacks the column {key}"
 for row, line, cells in zip(rows, rows_csv, table):
@@ -30,6 +30,7 @@ for row, line, cells in zip(rows, rows_csv, table):
     assert len(row["samples_ms"]) == doc["repeats"]
     assert row["min_ms"] <= row["ms"] <= row["max_ms"]
     assert line["problem"] == row["problem"] and row["problem"].startswith("N="), row["problem"]
+    assert line["math"] == row["math"] == "fp32", (line["math"], row["math"])
     shown = {"ms": f"{row['ms']:.3f}", "GFLOP/s": f"{row['gflops']:.4g}", "GB/s": f"{row['gbytes_per_s']:.4g}",
              "check": f"{row['check_rel_l2']:.1e}", "layer": row["layer"], "dir": row["direction"], "N": str(row["N"])}
     for column, text in shown.items():

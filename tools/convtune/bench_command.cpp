@@ -301,7 +301,8 @@ void run_bench(const BenchOptions& opt, bool algorithm_given) {
                 << " ... " << std::flush;
       const std::vector<std::string> head = {layer->name, dir, std::to_string(batch), shape_text(pb)};
       const nlohmann::ordered_json record_head = {{"layer", layer->name}, {"direction", dir},  {"problem", pb.to_string()},
-                                          {"N", batch},           {"shape", shape_text(pb)}};
+                                          {"N", batch},           {"shape", shape_text(pb)},
+                                          {"math", std::string(to_string(pb.math()))}};
       PlanRequest request;
       request.family = target.family;
       request.config = target.config;
@@ -405,7 +406,8 @@ void run_bench(const BenchOptions& opt, bool algorithm_given) {
                              {"device", device.info().name},
                              {"device_id", device.info().id},
                              {"driver", device.info().driver_version},
-                             {"math", opt.math.empty() ? "each problem's own" : opt.math},
+                             // Each row's own mode is its "math" field; this is what --math asked for.
+                             {"math_option", opt.math.empty() ? "none: each problem's own" : opt.math},
                              {"date", utc_now()},
                              {"batch_scale", opt.batch_scale},
                              {"warmup", opt.warmup},
