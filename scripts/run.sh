@@ -5,10 +5,12 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
-build/convtune devices | tee build/devices.txt
-best=$(sed -n 's/^best device: \([^ ]*\).*/\1/p' build/devices.txt)
+build/convtune devices
+# What --device best picks, read from the machine-readable listing rather than scraped from the text.
+build/convtune devices --json >build/devices.json
+best_is_gpu=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["best"]["is_gpu"])' build/devices.json)
 # The full LeNet on a GPU; on a CPU a narrower one on a third of the training set keeps the job to minutes.
-if [[ "$best" == cuda* ]] || grep -qE "^$best .*(NVIDIA|AMD Radeon|Intel.*Graphics)" build/devices.txt; then
+if [[ "$best_is_gpu" == True ]]; then
   train=(--arch lenet --epochs "${EPOCHS:-8}")
   tune_layers=(--layer N=64,C=1,H=28,K=32,R=5,pad=2 --layer N=64,C=32,H=14,K=64,R=5,pad=2)
 else
@@ -18,6 +20,6 @@ fi
 # Tuned parameters go to the user's tuning database, where the CNN's plans find them.
 build/convtune tune "${tune_layers[@]}" --direction all --device best --budget "${TUNE_BUDGET:-60s}" --no-peak ||
   echo "run: tuning failed; the CNN uses built-in defaults"
-build/convtune train cnn --backend best "${train[@]}" --out build/cnn.model
-build/convtune eval build/cnn.model --backend best
-build/convtune bench --suite seeds --backend best --batch-scale 0.01 --warmup 1 --repeats 3 --out build/bench-seeds.csv "$@"
+build/convtune train cnn --device best "${train[@]}" --model build/cnn.model
+build/convtune eval build/cnn.model --device best
+build/convtune bench --suite seeds --device best --batch-scale 0.01 --warmup 1 --repeats 3 --out build/bench-seeds.csv "$@"

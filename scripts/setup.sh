@@ -10,6 +10,7 @@ packages=(build-essential cmake ninja-build pkg-config
           ocl-icd-opencl-dev opencl-headers ocl-icd-libopencl1 pocl-opencl-icd clinfo
           libdnnl-dev libclblast-dev dataset-fashion-mnist libssl-dev
           libhwy-dev
+          librsvg2-bin  # rsvg-convert: tests/cli/report_charts.sh renders the report's charts
           python3-venv python3-dev python3-numpy python3-pytest python3-torch)
 scripts/install_packages.sh "${packages[@]}"
 

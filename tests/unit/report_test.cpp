@@ -132,3 +132,22 @@ TEST(Suite, BatchScaleIsCheckedNotWrapped) {
   for (double bad : {0.0, -1.0, std::nan(""), std::numeric_limits<double>::infinity()})
     EXPECT_TRUE(contains(message_of([&] { scale_batch(layer, bad); }), "is invalid: expected a finite number > 0"));
 }
+
+// Axis ticks are multiples of 1, 2 or 5 x 10^k printed with the digits their spacing needs (the histogram once
+// labelled its axis 0,0,0,1,1), and cell values keep three significant digits.
+TEST(Charts, TicksAreNiceAndReadable) {
+  auto expect_ticks = [](std::vector<double> got, std::vector<double> want) {
+    ASSERT_EQ(got.size(), want.size());
+    for (size_t i = 0; i < got.size(); ++i) EXPECT_NEAR(got[i], want[i], 1e-9) << i;
+  };
+  expect_ticks(nice_ticks(0.03, 0.97, 5), {0, 0.2, 0.4, 0.6, 0.8, 1});
+  expect_ticks(nice_ticks(331, 598, 5), {300, 400, 500, 600});
+  expect_ticks(nice_ticks(0, 3, 4), {0, 1, 2, 3});
+  EXPECT_GE(nice_ticks(7, 7, 5).size(), 2u);
+  EXPECT_EQ(format_tick(0.4, 0.2), "0.4");
+  EXPECT_EQ(format_tick(0.25, 0.05), "0.25");
+  EXPECT_EQ(format_tick(350, 50), "350");
+  EXPECT_EQ(format_value(1.04), "1.04");
+  EXPECT_EQ(format_value(1.3), "1.3");
+  EXPECT_EQ(format_value(589.1), "589");
+}

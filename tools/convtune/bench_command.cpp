@@ -2,8 +2,12 @@
 // against the reference first; prints ms, GFLOP/s, GB/s and writes CSV/JSON/Markdown with --out.
 #include <fmt/format.h>
 
+#include <unistd.h>
+
+#include <algorithm>
 #include <chrono>
 #include <ctime>
+#include <filesystem>
 #include <iostream>
 #include <vector>
 
@@ -18,6 +22,7 @@
 #include "tools/convtune/commands.h"
 #include "tools/convtune/device_choice.h"
 #include "tools/convtune/output_path.h"
+#include "tools/convtune/progress.h"
 #include "tools/convtune/report_table.h"
 #include "tools/convtune/suite.h"
 
@@ -29,7 +34,7 @@ struct BenchOptions {
   std::string suite;
   std::vector<std::string> layers;
   std::vector<std::string> gemms;
-  std::string device = "cpu";
+  std::string device = kDefaultDevice;
   std::string algorithm = "auto";
   std::string family = "auto";
   std::string config;
@@ -37,16 +42,22 @@ struct BenchOptions {
   double batch_scale = 1.0;
   int warmup = 1;
   int repeats = 5;
-  bool verify = true;
+  bool no_verify = false;
+  bool samples = false;  // every timed run in the JSON rows
   std::vector<std::string> out;  // .csv, .json and/or .md files
   std::vector<std::string> against;  // reference libraries to run beside convtune
-  std::string math = "fp32";
+  std::string math;  // empty: each row's own; the reference libraries then run fp32
   std::string markdown;
+  MathMode against_math() const { return parse_math_mode(math.empty() ? "fp32" : math); }
 };
 
+// "H" when both axes agree, else "HxW": a stride of 2x1 must not print as 2.
+std::string both_axes(int64_t h, int64_t w) { return h == w ? std::to_string(h) : fmt::format("{}x{}", h, w); }
+
 std::string shape_text(const ConvProblem& p) {
-  std::string s = fmt::format("{}->{} {}x{} {}x{}/s{}/p{}", p.c, p.k, p.h, p.w, p.r, p.s, p.stride.h, p.pad.h);
-  if (p.dilation.h > 1 || p.dilation.w > 1) s += fmt::format("/d{}", p.dilation.h);
+  std::string s = fmt::format("{}->{} {}x{} {}x{}/s{}/p{}", p.c, p.k, p.h, p.w, p.r, p.s, both_axes(p.stride.h, p.stride.w),
+                              both_axes(p.pad.h, p.pad.w));
+  if (p.dilation.h > 1 || p.dilation.w > 1) s += "/d" + both_axes(p.dilation.h, p.dilation.w);
   if (p.groups > 1) s += fmt::format("/g{}", p.groups);
   return s;
 }
@@ -100,7 +111,20 @@ std::vector<Target> make_targets(const Device& device, const BenchOptions& opt, 
     return targets;
   }
   if (config && opt.family == "auto") throw InvalidArgument("--config needs --family NAME");
-  if (opt.family != "auto") kernel_family(opt.family);  // unknown names fail now, listing the known ones
+  if (opt.family != "auto") {
+    const KernelFamily& family = kernel_family(opt.family);  // unknown names fail now, listing the known ones
+    // A family of the other kind of device would only fill the table with "unsupported" rows.
+    if (family.runs_on_cpu_backend() != cpu) {
+      const std::string device_text =
+          device.info().id + (opt.device == "best" ? " (what --device best picks on this machine)" : "");
+      throw InvalidArgument(
+          cpu ? fmt::format("--family {} runs compiled kernels on an OpenCL or CUDA device, but the device is {}: "
+                            "give --device opencl or cuda, or a CPU family",
+                            opt.family, device_text)
+              : fmt::format("--family {} runs on the CPU backend only, but the device is {}: give --device cpu",
+                            opt.family, device_text));
+    }
+  }
   return {{opt.family == "auto" ? "" : opt.family, config}};
 }
 
@@ -177,14 +201,42 @@ std::string shape_text(const Problem& problem) {
   return s;
 }
 
-void run_bench(const BenchOptions& opt, bool algorithm_given, bool math_given) {
+// Every timed run's device time in ms, in the order they ran, after `warmup` untimed runs.
+std::vector<double> time_each_run(harness::Implementation& impl, harness::Workload& workload, int warmup, int repeats) {
+  for (int i = 0; i < warmup; ++i) impl.run();
+  workload.queue().finish();
+  std::vector<double> samples;
+  for (int i = 0; i < repeats; ++i) samples.push_back(workload.queue().elapsed_ms([&] { impl.run(); }));
+  return samples;
+}
+
+double median_of(std::vector<double> values) {
+  std::sort(values.begin(), values.end());
+  const size_t mid = values.size() / 2;
+  return values.size() % 2 ? values[mid] : 0.5 * (values[mid - 1] + values[mid]);
+}
+
+// The printed cells of a row that ran, from its record: the table shows what the CSV and JSON hold, rounded.
+std::vector<std::string> timing_cells(const nlohmann::ordered_json& record, bool with_peak) {
+  std::vector<std::string> cells = {fmt::format("{:.3f}", record["ms"].get<double>()),
+                                    fmt::format("{:.4g}", record["gflops"].get<double>()),
+                                    fmt::format("{:.4g}", record["gbytes_per_s"].get<double>())};
+  if (with_peak) {
+    cells.push_back(record["percent_of_fp32_peak"].is_number()
+                        ? fmt::format("{:.1f}", record["percent_of_fp32_peak"].get<double>())
+                        : "-");
+  }
+  return cells;
+}
+
+void run_bench(const BenchOptions& opt, bool algorithm_given) {
   std::vector<Layer> layers = select_layers(opt.suite, opt.layers, opt.gemms);
   // --math sets every row's mode (convtune then runs the families of that mode); without it rows keep their own.
-  if (math_given)
+  if (!opt.math.empty())
     for (Layer& layer : layers) layer.problem = layer.problem.with_math(parse_math_mode(opt.math));
-  if (opt.repeats < 1) throw InvalidArgument(fmt::format("--repeats={} is invalid: expected 1 or more", opt.repeats));
   const auto directions = parse_directions(opt.direction);
   for (const Layer& layer : layers) scale_batch(layer.problem, opt.batch_scale).validate();
+  for (const std::string& note : unscalable_layers(layers, opt.batch_scale)) std::cerr << "bench: " << note << "\n";
   for (const std::string& out : opt.out) prepare_output(out, false, "--out");  // before the timing, not after
   if (!opt.markdown.empty()) prepare_output(opt.markdown, false, "--markdown");
 
@@ -193,7 +245,7 @@ void run_bench(const BenchOptions& opt, bool algorithm_given, bool math_given) {
   const std::vector<Target> targets = make_targets(device, opt, algorithm_given);
   std::unique_ptr<Against> against;
   if (!opt.against.empty())
-    against = std::make_unique<Against>(opt.against, parse_math_mode(opt.math), device);
+    against = std::make_unique<Against>(opt.against, opt.against_math(), device);
   else if (!opt.markdown.empty())
     throw InvalidArgument("--markdown writes the side-by-side table: give --against LIST too");
   double peak = 0;
@@ -216,27 +268,41 @@ void run_bench(const BenchOptions& opt, bool algorithm_given, bool math_given) {
   std::cerr << fmt::format("bench: {} row(s) (layer x direction) x {} algorithm(s) on {} ({})\n", rows.size(),
                            targets.size(), device.info().id, device.info().name);
 
-  std::vector<std::string> columns = {"layer", "dir", "N", "shape", "ms", "GFLOP/s", "GB/s"};
-  if (against) columns.push_back("% peak");
-  columns.insert(columns.end(), {"device", "algorithm", "check"});
+  // Priorities: what a narrow terminal loses first (the CSV and JSON keep everything).
+  std::vector<TableColumn> columns = {{"layer", 0}, {"dir", 0},     {"N", 3},      {"shape", 2},
+                                      {"ms", 0},    {"GFLOP/s", 0}, {"GB/s", 3}};
+  if (against) columns.push_back({"% peak", 1});
+  columns.insert(columns.end(), {{"device", 4}, {"algorithm", 1}, {"check", 3}});
   if (against) {
-    const auto more = against->columns();
-    columns.insert(columns.end(), more.begin(), more.end());
+    for (const std::string& column : against->columns()) columns.push_back({column, 1});
   }
   ReportTable table(columns);
   std::vector<std::string> failures;
   size_t done = 0, ran = 0;
+  const size_t steps = rows.size() * targets.size();
+  const auto start = std::chrono::steady_clock::now();
+  const size_t line_width = terminal_columns(STDERR_FILENO);
   for (const auto& [layer, pb] : rows) {
     const std::string dir(pb.operation());
-    const std::string batch = std::to_string(pb.is_conv() ? pb.conv().n : pb.gemm().m);
+    const int64_t batch = pb.is_conv() ? pb.conv().n : pb.gemm().m;
     for (const Target& generic_target : targets) {
       Target target = generic_target;
       if (cpu && target.family.empty()) target = cpu_algorithm_target(opt.algorithm, pb.kind());
+      ++done;
       // "all" lists every family: a row only meets those of its kind.
       if (!target.family.empty() && kernel_family(target.family).problem_kind() != pb.kind()) continue;
-      std::cerr << fmt::format("[{}/{}] {} {} {} ... ", ++done, rows.size() * targets.size(), layer->name, dir,
-                               target.label()) << std::flush;
-      const std::vector<std::string> head = {layer->name, dir, batch, shape_text(pb)};
+      // Each row's line says how long the rest will take, from the rows so far.
+      const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      const std::string eta =
+          done > 1 ? fmt::format(", ETA {}", format_duration(elapsed / double(done - 1) * double(steps - done + 1)))
+                   : "";
+      std::cerr << fit_width(fmt::format("[{}/{}{}] {} {} {}", done, steps, eta, layer->name, dir, target.label()),
+                             line_width > 30 ? line_width - 30 : 0)
+                << " ... " << std::flush;
+      const std::vector<std::string> head = {layer->name, dir, std::to_string(batch), shape_text(pb)};
+      const nlohmann::ordered_json record_head = {{"layer", layer->name}, {"direction", dir},  {"problem", pb.to_string()},
+                                          {"N", batch},           {"shape", shape_text(pb)},
+                                          {"math", std::string(to_string(pb.math()))}};
       PlanRequest request;
       request.family = target.family;
       request.config = target.config;
@@ -247,8 +313,6 @@ void run_bench(const BenchOptions& opt, bool algorithm_given, bool math_given) {
         request.config = full;
       }
       harness::PlanImplementation impl(request);
-      // A named copy: clang before 16 cannot capture the structured binding `layer` in a lambda.
-      const std::string& layer_name = layer->name;
       auto skip_row = [&](const std::string& algorithm, const std::string& why) {
         std::cerr << why << "\n";
         auto cells = head;
@@ -259,42 +323,54 @@ void run_bench(const BenchOptions& opt, bool algorithm_given, bool math_given) {
           const auto none = against->empty_cells();
           cells.insert(cells.end(), none.begin(), none.end());
         }
-        table.add_row(cells, {{"layer", layer_name}, {"direction", dir}, {"algorithm", algorithm}, {"skipped", why}});
+        nlohmann::ordered_json record = record_head;
+        record.update({{"device", device.info().id}, {"algorithm", algorithm}, {"skipped", why}});
+        table.add_row(cells, record);
       };
       if (const std::string why = impl.unsupported_reason(pb, device.info()); !why.empty()) {
         skip_row(target.label(), "unsupported: " + why);
         continue;
       }
       std::unique_ptr<harness::Workload> workload;
-      std::string check = "skipped";
+      nlohmann::ordered_json check = nullptr;  // the relative L2 error, or null with --no-verify
       try {
         workload = std::make_unique<harness::Workload>(device, pb, 1);
         impl.prepare(*workload);
-        if (opt.verify) {
+        if (!opt.no_verify) {
           const harness::Check result = harness::check_once(impl, *workload, 512);
           if (!result.passed) {
             throw Error(fmt::format("{} computes {} wrongly: {}", impl.algorithm(), pb.to_string(), result.message));
           }
-          check = fmt::format("{:.1e}", result.rel_l2_error);
+          check = result.rel_l2_error;
         }
       } catch (const Error& e) {
         failures.push_back(fmt::format("{} {} {}: {}", layer->name, dir, impl.algorithm(), e.what()));
         skip_row(impl.algorithm(), fmt::format("FAILED: {}", e.what()));
         continue;
       }
-      const Timing t = harness::time_runs(impl, *workload, opt.warmup, opt.repeats);
+      const std::vector<double> samples = time_each_run(impl, *workload, opt.warmup, opt.repeats);
       ++ran;
-      const double gflops = pb.flops() / (t.median_ms * 1e6);
-      const double gbs = pb.bytes() / (t.median_ms * 1e6);
+      const double median_ms = median_of(samples);
+      const double gflops = pb.flops() / (median_ms * 1e6);
       // % peak divides what the algorithm performed, so Winograd's effective GFLOP/s cannot read above 100%.
-      const double percent_peak = peak > 0 ? 100 * impl.performed_flops(pb) / (t.median_ms * 1e6) / peak : 0;
-      std::cerr << fmt::format("{:.3f} ms, {:.1f} GFLOP/s\n", t.median_ms, gflops);
+      const double percent_peak = peak > 0 ? 100 * impl.performed_flops(pb) / (median_ms * 1e6) / peak : 0;
+      nlohmann::ordered_json record = record_head;
+      record.update({{"ms", median_ms},
+                     {"min_ms", *std::min_element(samples.begin(), samples.end())},
+                     {"max_ms", *std::max_element(samples.begin(), samples.end())},
+                     {"gflops", gflops},
+                     {"gbytes_per_s", pb.bytes() / (median_ms * 1e6)},
+                     {"device", device.info().id},
+                     {"algorithm", impl.algorithm()},
+                     {"check_rel_l2", check}});
+      if (against) record["percent_of_fp32_peak"] = peak > 0 ? nlohmann::ordered_json(percent_peak) : nlohmann::ordered_json();
+      if (opt.samples) record["samples_ms"] = samples;
+      std::cerr << fmt::format("{:.3f} ms, {:.4g} GFLOP/s\n", median_ms, gflops);
       auto cells = head;
-      cells.insert(cells.end(), {fmt::format("{:.3f}", t.median_ms), fmt::format("{:.1f}", gflops),
-                                 fmt::format("{:.1f}", gbs)});
-      if (against) cells.push_back(peak > 0 ? fmt::format("{:.1f}", percent_peak) : "-");
-      cells.insert(cells.end(), {device.info().id, impl.algorithm(), check});
-      nlohmann::json compared;
+      const auto numbers = timing_cells(record, against != nullptr);
+      cells.insert(cells.end(), numbers.begin(), numbers.end());
+      cells.insert(cells.end(), {device.info().id, impl.algorithm(),
+                                 check.is_number() ? fmt::format("{:.1e}", check.get<double>()) : "skipped"});
       if (against) {
         try {
           // convtune's output of one more run is what the libraries are compared with.
@@ -302,9 +378,9 @@ void run_bench(const BenchOptions& opt, bool algorithm_given, bool math_given) {
           impl.run();
           workload->queue().finish();
           const std::vector<float> mine = workload->output();
-          auto outcome = against->compare(*workload, mine, t.median_ms, opt.warmup, opt.repeats);
+          auto outcome = against->compare(*workload, mine, median_ms, opt.warmup, opt.repeats);
           cells.insert(cells.end(), outcome.cells.begin(), outcome.cells.end());
-          compared = std::move(outcome.values);
+          record["against"] = nlohmann::ordered_json::parse(outcome.values.dump());
           for (auto& f : outcome.failures) failures.push_back(fmt::format("{} {}: {}", layer->name, dir, f));
         } catch (const Error& e) {
           const auto none = against->empty_cells();
@@ -312,42 +388,36 @@ void run_bench(const BenchOptions& opt, bool algorithm_given, bool math_given) {
           failures.push_back(fmt::format("{} {}: reading convtune's output: {}", layer->name, dir, e.what()));
         }
       }
-      table.add_row(cells, {{"layer", layer->name},
-                            {"direction", dir},
-                            {"problem", pb.to_string()},
-                            {"ms", t.median_ms},
-                            {"min_ms", t.min_ms},
-                            {"gflops", gflops},
-                            {"gbytes_per_s", gbs},
-                            {"device", device.info().id},
-                            {"algorithm", impl.algorithm()},
-                            {"check_rel_l2", check},
-                            {"percent_of_fp32_peak", peak > 0 ? nlohmann::json(percent_peak) : nlohmann::json()},
-                            {"against", compared}});
+      table.add_row(cells, record);
     }
   }
+  std::cerr << fmt::format("bench: done in {}\n",
+                           format_duration(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count()));
   std::cout << fmt::format("device: {} ({}), median of {} after {} warm-up\n", device.info().id, device.info().name,
                            opt.repeats, opt.warmup);
-  table.print(std::cout);
+  table.print(std::cout, table_width());
   if (against) {
     for (const auto& [name, line] : against->describe()) std::cout << fmt::format("{}: {}\n", name, line);
     std::cout << (peak > 0 ? fmt::format("measured FP32 peak: {:.0f} GFLOP/s\n", peak)
                            : fmt::format("measured FP32 peak: none ({})\n", peak_why));
     std::cout << "convtune/X: convtune's time over X's; above 1 convtune is slower\n";
   }
+  nlohmann::json metadata = {{"convtune", version_text()},
+                             {"device", device.info().name},
+                             {"device_id", device.info().id},
+                             {"driver", device.info().driver_version},
+                             // Each row's own mode is its "math" field; this is what --math asked for.
+                             {"math_option", opt.math.empty() ? "none: each problem's own" : opt.math},
+                             {"date", utc_now()},
+                             {"batch_scale", opt.batch_scale},
+                             {"warmup", opt.warmup},
+                             {"repeats", opt.repeats},
+                             {"command", command_line()}};
+  if (against) {
+    metadata["fp32_peak_gflops"] = peak > 0 ? nlohmann::json(peak) : nlohmann::json(peak_why);
+    for (const auto& [name, line] : against->describe()) metadata["libraries"][name] = line;
+  }
   for (const std::string& out : opt.out) {
-    nlohmann::json metadata = {{"device", device.info().name},
-                               {"device_id", device.info().id},
-                               {"driver", device.info().driver_version},
-                               {"date", utc_now()},
-                               {"batch_scale", opt.batch_scale},
-                               {"repeats", opt.repeats},
-                               {"command", command_line()}};
-    if (against) {
-      metadata["math"] = opt.math;
-      metadata["fp32_peak_gflops"] = peak > 0 ? nlohmann::json(peak) : nlohmann::json(peak_why);
-      for (const auto& [name, line] : against->describe()) metadata["libraries"][name] = line;
-    }
     table.write(out, metadata);
     std::cout << fmt::format("wrote {}\n", out);
   }
@@ -369,45 +439,41 @@ void run_bench(const BenchOptions& opt, bool algorithm_given, bool math_given) {
 
 void add_bench_command(CLI::App& app) {
   auto opt = std::make_shared<BenchOptions>();
-  auto* cmd = app.add_subcommand("bench", "Time convolution layers (a suite or --layer) on a device");
-  cmd->add_option("--suite", opt->suite, "Suite name (alexnet, seeds) or path of a suite file");
-  cmd->add_option("--layer", opt->layers,
-                  "One layer, e.g. N=1,C=64,H=27,K=192,R=5,pad=2 (W defaults to H, S to R); repeatable");
-  cmd->add_option("--gemm", opt->gemms,
-                  "One matrix product C = op(A) op(B), e.g. M=100,N=256,K=3136,trans_b=1 (also batch, lda..., "
-                  "stride_a...); repeatable");
-  cmd->add_option("--backend,--device", opt->device, "Device: cpu, opencl[:N], cuda[:N] or best")
-      ->capture_default_str();
+  auto* cmd = app.add_subcommand("bench", "Time convolution layers and matrix products (a suite, --layer or --gemm) "
+                                          "on a device, each checked against the reference first");
+  add_problem_options(cmd, opt->suite, opt->layers, opt->gemms);
+  add_device_option(cmd, opt->device);
   auto* algorithm = cmd->add_option("--algorithm", opt->algorithm,
-                                    "On the CPU backend: auto (the plan's choice: tuned entries, else cpu_blocked for "
-                                    "convolutions and cpu_gemm for GEMMs), blocked (cpu_blocked), or the baselines "
-                                    "threaded (cpu_direct/cpu_gemm THREADS=0), sequential (THREADS=1) and reference "
-                                    "(cpu_reference)")
-                        ->capture_default_str();
-  std::string family_names;
-  for (const auto& family : kernel_families()) family_names += (family_names.empty() ? "" : ", ") + family->name();
-  cmd->add_option("--family", opt->family,
-                  "auto (the plan's choice), all (a row per family), or one family: " + family_names)
-      ->capture_default_str();
-  cmd->add_option("--config", opt->config, "Parameters for --family, e.g. TILE_M=64,TILE_N=64; those left out keep the family's default for each layer");
-  cmd->add_option("--direction", opt->direction, "fwd, bwd-data, bwd-filter or all")->capture_default_str();
-  cmd->add_option("--batch-scale", opt->batch_scale, "Multiply every layer's N by this (at least 1 remains)")
-      ->capture_default_str();
-  cmd->add_option("--warmup", opt->warmup, "Untimed runs before timing")->capture_default_str();
-  cmd->add_option("--repeats", opt->repeats, "Timed runs; the median is reported")->capture_default_str();
-  cmd->add_flag("!--no-verify", opt->verify, "Skip the batch-1 check against the reference");
-  cmd->add_option("--out", opt->out, "Also write the table to FILE.csv, FILE.json or FILE.md (repeatable)");
+                                    "Only with --device cpu: auto (the plan's choice: tuned entries, else cpu_blocked "
+                                    "for convolutions and cpu_gemm for matrix products), blocked (cpu_blocked), or "
+                                    "the baselines threaded (cpu_direct/cpu_gemm on every core), sequential (on one "
+                                    "core) and reference (cpu_reference, float64)")
+                        ->capture_default_str()
+                        ->check(CLI::IsMember({"auto", "blocked", "threaded", "sequential", "reference"}));
+  add_family_option(cmd, opt->family, "auto (the plan's choice), all (a row per family of the device's kind)");
+  add_config_option(cmd, opt->config);
+  add_direction_option(cmd, opt->direction);
+  add_batch_scale_option(cmd, opt->batch_scale);
+  add_timing_options(cmd, opt->warmup, opt->repeats, "each row");
+  cmd->add_flag("--no-verify", opt->no_verify, "Skip the batch-1 check against the reference");
+  cmd->add_option("--out", opt->out,
+                  "Also write the rows to FILE.csv, FILE.json or FILE.md (repeatable): raw numbers, the full problem, "
+                  "versions, device, driver, math mode and command line");
+  cmd->add_flag("--samples", opt->samples, "With --out FILE.json: every timed run's ms, not only the median");
   cmd->add_option("--against", opt->against,
                   "Also run these reference libraries on the same inputs: cudnn, cublas, clblast, onednn "
                   "(comma-separated)")
       ->delimiter(',');
-  auto* math = cmd->add_option("--math", opt->math,
-                               "Math mode of every row and of the reference libraries: fp32 (tensor cores off), tf32 "
-                               "(TF32 tensor cores) or 3xtf32 (split TF32 at FP32 accuracy; the libraries run fp32)")
-                   ->capture_default_str();
+  add_math_option(cmd, opt->math, "; the reference libraries run fp32 unless tf32 is given");
   cmd->add_option("--markdown", opt->markdown, "With --against: write a Markdown section (device, libraries, "
                   "command, table) to FILE");
-  cmd->callback([opt, algorithm, math] { run_bench(*opt, algorithm->count() > 0, math->count() > 0); });
+  cmd->callback([opt, algorithm, cmd] {
+    const bool json_out = std::any_of(opt->out.begin(), opt->out.end(), [](const std::string& path) {
+      return std::filesystem::path(path).extension() == ".json";
+    });
+    refuse_inapplicable(cmd, "--samples", json_out, "adds every run's time to the JSON rows: give --out FILE.json too");
+    run_bench(*opt, algorithm->count() > 0);
+  });
 }
 
 }  // namespace convtune::cli

@@ -3,7 +3,8 @@
 
 #include <CLI/CLI.hpp>
 
-#include <cmath>
+#include "tools/convtune/options.h"
+
 #include <string>
 
 namespace convtune::cli {
@@ -17,6 +18,7 @@ void add_report_command(CLI::App& app);
 
 void add_train_command(CLI::App& app);  // `train mlp` and `train cnn`
 void add_eval_command(CLI::App& app);
+void add_completion_command(CLI::App& app);  // last: it lists every other command's options
 
 // Subcommands of `train`, each in its own file.
 void add_train_mlp_command(CLI::App& train);
@@ -27,16 +29,7 @@ void add_train_cnn_command(CLI::App& train);
 void remember_command_line(int argc, char** argv);
 const std::string& command_line();
 
-// For options that must be > 0: CLI::PositiveNumber's message ("Value 0 not in range 0.000000 to 1797...") names
-// a range that holds the refused value; this one says what was expected.
-inline CLI::Validator positive_number() {
-  return CLI::Validator(
-      [](std::string& text) -> std::string {
-        double value = 0;
-        if (CLI::detail::lexical_cast(text, value) && value > 0 && std::isfinite(value)) return {};
-        return "'" + text + "' is invalid: expected a number > 0";
-      },
-      "POSITIVE");
-}
+// "convtune 0.1.0, git REVISION; backends compiled in: cpu, opencl, cuda": --version and the outputs' metadata.
+std::string version_text();
 
 }  // namespace convtune::cli

@@ -3,6 +3,8 @@
 
 #include <iostream>
 
+#include <nlohmann/json.hpp>
+
 #include "convtune/backend.h"
 #include "convtune/error.h"
 #include "convtune/kernel_family.h"
@@ -10,6 +12,7 @@
 #include "src/core/atomic_file.h"
 #include "src/tuning_db/tuning_database.h"
 #include "src/tuning_db/tuning_db_report.h"
+#include "src/tuning_db/tuning_entry.h"
 #include "tools/convtune/commands.h"
 
 namespace convtune::cli {
@@ -24,6 +27,7 @@ struct DbOptions {
   std::string merge_file;
   bool stale = false;
   std::string prune_device;
+  bool json = false;
 };
 
 std::filesystem::path db_path(const DbOptions& opt) {
@@ -51,6 +55,13 @@ std::vector<ListedEntry> listed(const TuningDatabase& db, const DbOptions& opt) 
   return db.list(filter);
 }
 
+// An entry as `db list --json` and `db show --json` print it: its number, where it lives, and its stored fields.
+nlohmann::ordered_json entry_json(const ListedEntry& listed, size_t number) {
+  nlohmann::ordered_json doc = {{"number", number}, {"origin", listed.origin}, {"shipped", listed.shipped}};
+  doc["entry"] = to_json(listed.entry);
+  return doc;
+}
+
 void add_filters(CLI::App* cmd, DbOptions& opt) {
   cmd->add_option("--device", opt.device, "Only entries whose device name or fingerprint contains this");
   cmd->add_option("--family", opt.family, "Only this kernel family");
@@ -72,14 +83,26 @@ std::map<std::string, std::string> current_hashes(const TuningEntry& e, const De
 void add_db_command(CLI::App& app) {
   auto opt = std::make_shared<DbOptions>();
   auto* db = app.add_subcommand("db", "List, show, merge and prune tuning-database entries");
-  db->add_option("--db", opt->db, "Database file (default: $CONVTUNE_TUNING_DB or ~/.local/share/convtune/tuning.json)");
+  // --db is taken before the subcommand (db --db F list, the old spelling) and after it (db list --db F, like tune).
+  add_db_option(db, opt->db);
   db->require_subcommand(1);
 
   auto* list = db->add_subcommand("list", "One line per entry, numbered for `db show`");
   add_filters(list, *opt);
+  add_db_option(list, opt->db);
+  add_json_flag(list, opt->json);
   list->callback([opt] {
     const TuningDatabase database = open_database(*opt);
     const auto entries = listed(database, *opt);
+    if (opt->json) {
+      nlohmann::ordered_json doc = {{"file", database.user_file().string()},
+                                    {"user_entries", database.user_entry_count()},
+                                    {"shipped_entries", database.shipped_entry_count()},
+                                    {"entries", nlohmann::ordered_json::array()}};
+      for (size_t i = 0; i < entries.size(); ++i) doc["entries"].push_back(entry_json(entries[i], i + 1));
+      std::cout << doc.dump(2) << "\n";
+      return;
+    }
     std::cout << fmt::format("{}: {} user entr{}, {} shipped\n", database.user_file().string(),
                              database.user_entry_count(), database.user_entry_count() == 1 ? "y" : "ies",
                              database.shipped_entry_count());
@@ -88,6 +111,8 @@ void add_db_command(CLI::App& app) {
 
   auto* show = db->add_subcommand("show", "Every field of one entry (its number in `db list` with the same filters)");
   add_filters(show, *opt);
+  add_db_option(show, opt->db);
+  add_json_flag(show, opt->json);
   show->add_option("number", opt->number, "Entry number from `db list`")->required();
   show->callback([opt] {
     const TuningDatabase database = open_database(*opt);
@@ -97,7 +122,9 @@ void add_db_command(CLI::App& app) {
                                         opt->number, entries.size()));
     }
     const ListedEntry& entry = entries[opt->number - 1];
-    std::cout << format_entry_details(entry);
+    nlohmann::ordered_json doc = entry_json(entry, opt->number);
+    doc["here"] = nlohmann::ordered_json::object();
+    if (!opt->json) std::cout << format_entry_details(entry);
     // Whether this convtune still trusts it on a device present here.
     for (Device* device : Registry::instance().all_devices()) {
       if (!entry.entry.device.same_hardware(device->info())) continue;
@@ -105,12 +132,15 @@ void add_db_command(CLI::App& app) {
       const auto it = hashes.find(entry.entry.family);
       const std::string why =
           it == hashes.end() ? "unknown family" : stale_reason(entry.entry, device->info(), it->second);
-      std::cout << fmt::format("on {} here: {}\n", device->info().id, why.empty() ? "current" : "stale: " + why);
+      doc["here"][device->info().id] = why.empty() ? "current" : "stale: " + why;
+      if (!opt->json) std::cout << fmt::format("on {} here: {}\n", device->info().id, why.empty() ? "current" : "stale: " + why);
     }
+    if (opt->json) std::cout << doc.dump(2) << "\n";
   });
 
   auto* merge = db->add_subcommand("merge", "Fold another database file in, keeping the faster entry per key");
   merge->add_option("file", opt->merge_file, "Database file to merge")->required()->check(CLI::ExistingFile);
+  add_db_option(merge, opt->db);
   merge->callback([opt] {
     TuningDatabase database = open_database(*opt);
     const MergeCounts counts = database.merge_file(opt->merge_file);
@@ -122,6 +152,7 @@ void add_db_command(CLI::App& app) {
   auto* prune = db->add_subcommand("prune", "Remove stale entries (other kernel source or driver) or one device's");
   prune->add_flag("--stale", opt->stale, "Entries this convtune would not trust on the devices present here");
   prune->add_option("--device", opt->prune_device, "Entries of this device (name or fingerprint)");
+  add_db_option(prune, opt->db);
   prune->callback([opt] {
     if (!opt->stale && opt->prune_device.empty()) throw InvalidArgument("db prune: give --stale and/or --device NAME");
     TuningDatabase database = open_database(*opt);

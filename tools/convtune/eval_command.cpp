@@ -19,12 +19,12 @@ namespace {
 struct EvalOptions {
   std::string model;
   std::string data;
-  std::string device = "best";
+  std::string device = kDefaultDevice;
   std::string family = "auto";
   std::string fused_family = "direct_tiled";
   int64_t limit = -1;
   int64_t batch = 100;
-  bool fuse = true;
+  bool no_fuse = false;
 };
 
 void run_eval(const EvalOptions& opt) {
@@ -40,7 +40,7 @@ void run_eval(const EvalOptions& opt) {
   auto network = nn::load_network(opt.model, runtime, opt.family == "auto" ? "" : opt.family);
   std::cout << fmt::format("eval: {} ({}) on {} ({}), {} test images, batch {}\n", opt.model, header.architecture,
                            device.info().id, device.info().name, test.count, opt.batch);
-  if (opt.fuse) {
+  if (!opt.no_fuse) {
     for (const std::string& line : network->fuse_for_inference(opt.fused_family)) std::cout << "  " << line << "\n";
   }
   // One untimed pass over a batch compiles every plan, so compile time does not count as op time.
@@ -53,18 +53,21 @@ void run_eval(const EvalOptions& opt) {
   const nn::EvalResult result = nn::evaluate(*network, test, opt.batch, true, [&](int64_t done) { bar.update(done); });
   bar.finish();
   ReportTable table({"layer", "op ms", "us/image", "share"});
+  auto record = [](const std::string& layer, double ms, double us_per_image, double share) {
+    return nlohmann::ordered_json{{"layer", layer}, {"op_ms", ms}, {"us_per_image", us_per_image}, {"share", share}};
+  };
   double total = 0;
   for (double ms : result.step_ms) total += ms;
   for (size_t i = 0; i < result.steps.size(); ++i) {
     const double per_image_us = result.step_ms[i] * 1000.0 / static_cast<double>(result.images);
     table.add_row({result.steps[i], fmt::format("{:.3f}", result.step_ms[i]), fmt::format("{:.3f}", per_image_us),
                    fmt::format("{:.1f}%", total > 0 ? 100.0 * result.step_ms[i] / total : 0.0)},
-                  {result.steps[i], result.step_ms[i], per_image_us, total > 0 ? result.step_ms[i] / total : 0.0});
+                  record(result.steps[i], result.step_ms[i], per_image_us, total > 0 ? result.step_ms[i] / total : 0.0));
   }
   const double total_us = total * 1000.0 / static_cast<double>(result.images);
   table.add_row({"total", fmt::format("{:.3f}", total), fmt::format("{:.3f}", total_us), "100%"},
-                {"total", total, total_us, 1.0});
-  table.print(std::cout);
+                record("total", total, total_us, 1.0));
+  table.print(std::cout, table_width());
   std::cout << fmt::format("accuracy {:.4f} ({} images, {:.1f} ms wall)\n", result.accuracy, result.images, result.ms);
 }
 
@@ -77,14 +80,18 @@ void add_eval_command(CLI::App& app) {
   cmd->add_option("model", opt->model, "Model file written by `convtune train cnn`")->required();
   cmd->add_option("--data", opt->data, "Folder with the IDX files (default: $CONVTUNE_DATA or "
                                        "/usr/share/datasets/fashion-mnist)");
-  cmd->add_option("--backend,--device", opt->device, "Device: best, cpu, opencl[:N], cuda[:N]")->capture_default_str();
+  add_device_option(cmd, opt->device);
   cmd->add_option("--limit", opt->limit, "Evaluate the first N test images (default: all 10,000)");
-  cmd->add_option("--batch", opt->batch, "Images per forward pass")->capture_default_str()->check(positive_number());
-  cmd->add_option("--family", opt->family, "Kernel family of unfused convolutions (auto: the tuning database's choice per layer)")->capture_default_str();
+  cmd->add_option("--batch", opt->batch, "Images per forward pass")->capture_default_str()->check(positive_integer());
+  add_family_option(cmd, opt->family, "Kernel family of the unfused convolutions: auto (the plan's choice per layer: "
+                                      "the tuning database's entry, else the built-in default)");
   cmd->add_option("--fused-family", opt->fused_family, "Kernel family for conv+bias+ReLU+max-pool in one kernel")
       ->capture_default_str();
-  cmd->add_flag("!--no-fuse", opt->fuse, "Run conv, ReLU and pool as separate steps");
-  cmd->callback([opt] { run_eval(*opt); });
+  cmd->add_flag("--no-fuse", opt->no_fuse, "Run conv, ReLU and pool as separate steps");
+  cmd->callback([opt, cmd] {
+    refuse_inapplicable(cmd, "--fused-family", !opt->no_fuse, "chooses the fused kernel, but --no-fuse fuses nothing");
+    run_eval(*opt);
+  });
 }
 
 }  // namespace convtune::cli

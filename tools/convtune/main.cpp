@@ -1,4 +1,4 @@
-// The `convtune` command line: subcommands devices, bench, peak, tune, db, report, train, eval.
+// The `convtune` command line: subcommands devices, bench, peak, tune, db, report, train, eval, completion.
 #include <fmt/format.h>
 
 #include <filesystem>
@@ -6,6 +6,7 @@
 #include <new>
 
 #include "convtune/error.h"
+#include "convtune_git_revision.h"
 #include "src/core/resources.h"
 #include "tools/convtune/commands.h"
 
@@ -34,12 +35,19 @@ void remember_command_line(int argc, char** argv) {
 
 const std::string& command_line() { return stored_command_line(); }
 
+std::string version_text() {
+  return fmt::format("convtune {}, git {}; backends compiled in: {}", CONVTUNE_VERSION_TEXT, CONVTUNE_GIT_REVISION,
+                     CONVTUNE_BACKENDS_TEXT);
+}
+
 }  // namespace convtune::cli
 
 int main(int argc, char** argv) {
   convtune::cli::remember_command_line(argc, argv);
   CLI::App app{"convtune: autotuned convolution kernels for any GPU or CPU"};
   app.require_subcommand(1);
+  app.set_version_flag("--version", convtune::cli::version_text(), "Print the version, git revision and backends");
+  convtune::cli::add_global_flags(app);  // before the subcommands, which inherit that they accept them
   convtune::cli::add_devices_command(app);
   convtune::cli::add_bench_command(app);
   convtune::cli::add_peak_command(app);
@@ -48,6 +56,7 @@ int main(int argc, char** argv) {
   convtune::cli::add_report_command(app);
   convtune::cli::add_train_command(app);
   convtune::cli::add_eval_command(app);
+  convtune::cli::add_completion_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

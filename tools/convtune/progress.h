@@ -2,6 +2,7 @@
 #pragma once
 
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <string>
 
@@ -30,5 +31,18 @@ class Progress {
 
 // "1m05s", "12.3s", "850ms".
 std::string format_duration(double seconds);
+
+// The width in characters to draw for on `fd`: CONVTUNE_COLUMNS when set (tests, or a terminal that misreports),
+// else the terminal's columns when `fd` is one, else 0: no limit (a file or a pipe keeps every character).
+size_t terminal_columns(int fd);
+
+// "LABEL [#####---------------]  25% STATUS TIMING" in at most `width` characters (0: no limit). The status is cut
+// first (ending in "..."), then the bar narrows, then the label is cut: on an 80-column terminal a redrawn line
+// that wrapped would leave a stale copy of itself on every update.
+std::string format_progress_line(const std::string& label, double fraction, const std::string& status,
+                                 const std::string& timing, size_t width);
+
+// `text` cut to `width` characters (0: no limit), ending in "..." when something was cut.
+std::string fit_width(const std::string& text, size_t width);
 
 }  // namespace convtune::cli

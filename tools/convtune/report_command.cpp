@@ -1,6 +1,6 @@
-// `convtune report LOG`: seed 004's pictures and tables from a tuning log — a histogram of the GFLOP/s of every
-// working kernel (its figure 7), heatmaps over parameter pairs (figures 8 and 9), and per-layer GFLOP/s, ms and
-// % of the measured peak for the three directions with combined rows (tables 2 and 3).
+// `convtune report LOG`: charts and tables from a tuning log — a histogram of the GFLOP/s of every working kernel,
+// heatmaps over parameter pairs, an index page, and per-layer GFLOP/s, ms and % of the measured peak for the three
+// directions with combined rows (the figures and tables of the fourth seed document).
 #include <fmt/format.h>
 
 #include <iostream>
@@ -44,14 +44,16 @@ void run_report(const ReportOptions& opt) {
   }
   ensure_directory(out);
   for (const auto& [name, svg] : report.charts) write_file_atomic(out / name, svg);
+  write_file_atomic(out / "index.html", report.index_html);
   const double peak = report.peak_gflops;
   std::cout << fmt::format("tuning log {}: {} candidates on {}; peak {}\n", opt.log, log.trials.size(),
                            metadata_text(log.metadata, "device", "?"),
                            peak > 0 ? fmt::format("{:.0f} GFLOP/s (measured FP32 FMA)", peak) : std::string("unknown (give --peak)"));
-  report.table.print(std::cout);
+  report.table.print(std::cout, table_width());
   report.table.write(out / "table.md", log.metadata);
   report.table.write(out / "table.json", log.metadata);
-  std::cout << fmt::format("wrote {} SVG chart(s), table.md and table.json to {}\n", report.charts.size(), out.string());
+  std::cout << fmt::format("wrote {} SVG chart(s), table.md, table.json and index.html (every chart) to {}\n",
+                           report.charts.size(), out.string());
 }
 
 }  // namespace
@@ -62,7 +64,7 @@ void add_report_command(CLI::App& app) {
   cmd->add_option("log", opt->log, "Tuning log written by `convtune tune` (JSON)")->required();
   cmd->add_option("--out-dir", opt->out_dir, "Folder for the SVG files and tables (default: LOG-report next to the log)");
   cmd->add_option("--heatmap", opt->heatmaps, "Parameter pair to draw, e.g. TILE_M,TILE_N; repeatable "
-                                              "(default: the first two pairs of parameters that varied)");
+                                              "(default: each pair whose values changed the GFLOP/s, at most 6 a task)");
   cmd->add_option("--peak", opt->peak_gflops, "FP32 peak in GFLOP/s for % of peak (default: the one the log measured)");
   cmd->callback([opt] { run_report(*opt); });
 }

@@ -107,9 +107,23 @@ Problem scale_batch(Problem problem, double scale) {
 std::vector<Layer> select_layers(const std::string& suite, const std::vector<std::string>& layer_texts,
                                  const std::vector<std::string>& gemm_texts) {
   std::vector<Layer> layers;
-  if (!suite.empty()) layers = load_suite(suite);
+  std::vector<std::string> problem_texts, names;
+  for (const auto& text : layer_texts) (!suite.empty() && text.find('=') == std::string::npos ? names : problem_texts).push_back(text);
+  if (!suite.empty()) {
+    const std::vector<Layer> all = load_suite(suite);
+    for (const Layer& layer : all)
+      if (names.empty() || std::find(names.begin(), names.end(), layer.name) != names.end()) layers.push_back(layer);
+    for (const std::string& name : names) {
+      if (std::none_of(all.begin(), all.end(), [&](const Layer& layer) { return layer.name == name; })) {
+        std::vector<std::string> known;
+        for (const Layer& layer : all) known.push_back(layer.name);
+        throw InvalidArgument(fmt::format("--layer {}: suite {} has no such layer: expected one of {}", name, suite,
+                                          fmt::join(known, ", ")));
+      }
+    }
+  }
   int index = 0;
-  for (const auto& text : layer_texts) {
+  for (const auto& text : problem_texts) {
     try {
       layers.push_back({fmt::format("layer{}", ++index), parse_problem(text)});
     } catch (const InvalidArgument& e) {
@@ -128,6 +142,23 @@ std::vector<Layer> select_layers(const std::string& suite, const std::vector<std
     throw InvalidArgument("nothing to run: give --suite NAME, --layer N=..,C=..,H=..,K=..,R=.. or --gemm M=..,N=..,K=..");
   }
   return layers;
+}
+
+std::vector<std::string> unscalable_layers(const std::vector<Layer>& layers, double scale) {
+  std::vector<std::string> notes;
+  if (!(scale < 1)) return notes;
+  for (const Layer& layer : layers) {
+    if (!layer.problem.is_conv()) continue;
+    const int64_t n = layer.problem.conv().n;
+    const int64_t scaled = scale_batch(layer.problem, scale).conv().n;
+    // Twice the asked share or more: the run takes noticeably longer than the scale promises.
+    if (static_cast<double>(scaled) >= 2 * scale * static_cast<double>(n)) {
+      notes.push_back(fmt::format("layer {}: N={} cannot shrink by --batch-scale {}: it runs at N={}, {:.0f} times "
+                                  "the asked share of its work",
+                                  layer.name, n, scale, scaled, static_cast<double>(scaled) / (scale * static_cast<double>(n))));
+    }
+  }
+  return notes;
 }
 
 std::vector<Direction> parse_directions(const std::string& text) {

@@ -29,10 +29,15 @@ std::vector<std::string> available_suites();
 Problem scale_batch(Problem problem, double scale);
 
 // The layers a command was asked for: a suite's, then each --layer text (named layer1, layer2...), then each
-// --gemm text (gemm1, gemm2...). Throws InvalidArgument naming the bad text, or saying how to ask for something
-// when all are empty.
+// --gemm text (gemm1, gemm2...). With a suite, a --layer text without '=' names one of its layers: the suite then
+// contributes only the named ones. Throws InvalidArgument naming the bad text or unknown layer, or saying how to
+// ask for something when all are empty.
 std::vector<Layer> select_layers(const std::string& suite, const std::vector<std::string>& layer_texts,
                                  const std::vector<std::string>& gemm_texts = {});
+
+// One line per convolution whose N cannot shrink by `scale` (N=1 at 0.01 stays 1: 100 times the asked share of
+// the work), said before a run so that a long one is not a surprise; empty when scale >= 1.
+std::vector<std::string> unscalable_layers(const std::vector<Layer>& layers, double scale);
 
 // "fwd", "bwd-data", "bwd-filter" or "all".
 std::vector<Direction> parse_directions(const std::string& text);

@@ -1,6 +1,7 @@
 // `convtune train cnn`: mini-batch training of a LeNet-style CNN on Fashion-MNIST, saving a model file.
 #include <fmt/format.h>
 
+#include <chrono>
 #include <iostream>
 #include <random>
 
@@ -19,7 +20,7 @@ namespace {
 
 struct TrainCnnOptions {
   std::string data;
-  std::string device = "best";
+  std::string device = kDefaultDevice;
   std::string architecture = "lenet";
   std::string family = "auto";
   std::string optimizer = "adam";
@@ -67,10 +68,19 @@ void run_train_cnn(const TrainCnnOptions& opt) {
   std::mt19937_64 rng(opt.seed);
   double test_accuracy = 0;
   nn::EpochResult last;
+  const auto start = std::chrono::steady_clock::now();
   for (int epoch = 1; epoch <= opt.epochs; ++epoch) {
+    // Each epoch's bar has its own ETA; from the second epoch on, the status says what the later ones will add.
+    std::string later;
+    if (epoch > 1 && epoch < opt.epochs) {
+      const double per_epoch =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() / (epoch - 1);
+      later = fmt::format("{} more epoch{} ~{}; ", opt.epochs - epoch, opt.epochs - epoch == 1 ? "" : "s",
+                          format_duration(per_epoch * (opt.epochs - epoch)));
+    }
     Progress bar(fmt::format("epoch {}/{}", epoch, opt.epochs), train.count);
     last = nn::train_epoch(*network, *loss, *optimizer, train, opt.batch, rng, [&](int64_t done, double running) {
-      bar.update(done, fmt::format("loss {:.4f}", running));
+      bar.update(done, fmt::format("{}loss {:.4f}", later, running));
     });
     bar.finish(fmt::format("loss {:.4f}", last.loss));
     const nn::EvalResult eval = nn::evaluate(*network, test, 256, false);
@@ -96,19 +106,28 @@ void add_train_cnn_command(CLI::App& train) {
   CLI::App* cmd = train.add_subcommand("cnn", "Train a LeNet-style CNN on Fashion-MNIST and save a model file");
   cmd->add_option("--data", opt->data, "Folder with the four IDX files (default: $CONVTUNE_DATA or "
                                        "/usr/share/datasets/fashion-mnist)");
-  cmd->add_option("--backend,--device", opt->device, "Device: best, cpu, opencl[:N], cuda[:N]")->capture_default_str();
-  cmd->add_option("--arch", opt->architecture, "Architecture: lenet or lenet-small")->capture_default_str();
-  cmd->add_option("--family", opt->family, "Kernel family of the convolutions on kernel devices (auto: the tuning database's choice per layer)")->capture_default_str();
-  cmd->add_option("--epochs", opt->epochs, "Passes over the training set")->capture_default_str()->check(positive_number());
-  cmd->add_option("--batch", opt->batch, "Images per step")->capture_default_str()->check(positive_number());
+  add_device_option(cmd, opt->device);
+  cmd->add_option("--arch", opt->architecture, "Architecture: lenet or lenet-small")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"lenet", "lenet-small"}));
+  add_family_option(cmd, opt->family, "Kernel family of the convolutions: auto (the plan's choice per layer: the "
+                                      "tuning database's entry, else the built-in default)");
+  cmd->add_option("--epochs", opt->epochs, "Passes over the training set")->capture_default_str()->check(positive_integer());
+  cmd->add_option("--batch", opt->batch, "Images per step")->capture_default_str()->check(positive_integer());
   cmd->add_option("--lr", opt->lr, "Learning rate")->capture_default_str()->check(positive_number());
-  cmd->add_option("--optimizer", opt->optimizer, "adam or sgd")->capture_default_str();
+  cmd->add_option("--optimizer", opt->optimizer, "adam or sgd")->capture_default_str()->check(CLI::IsMember({"adam", "sgd"}));
   cmd->add_option("--momentum", opt->momentum, "SGD momentum")->capture_default_str();
   cmd->add_option("--seed", opt->seed, "Seed of the weights and the shuffling")->capture_default_str();
   cmd->add_option("--limit", opt->limit, "Use the first N training images (default: all)");
   cmd->add_option("--test-limit", opt->test_limit, "Use the first N test images (default: all)");
-  cmd->add_option("--out", opt->out, "Model file to write")->capture_default_str();
-  cmd->callback([opt] { run_train_cnn(*opt); });
+  cmd->add_option("--model", opt->out, "Model file to write")->capture_default_str();
+  // The old spelling, kept for scripts; hidden: --out is a results file (CSV/JSON) in the other commands.
+  cmd->add_option("--out", opt->out, "Model file to write (old name of --model)")->group("");
+  cmd->callback([opt, cmd] {
+    refuse_inapplicable(cmd, "--momentum", opt->optimizer == "sgd",
+                        "applies to --optimizer sgd, not " + opt->optimizer + " (Adam has no momentum setting here)");
+    run_train_cnn(*opt);
+  });
 }
 
 }  // namespace convtune::cli

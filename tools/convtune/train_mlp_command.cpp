@@ -1,4 +1,4 @@
-// `convtune train mlp`: seed 002's 784-150-10 sigmoid MLP with SGD + momentum, per sample or in mini-batches,
+// `convtune train mlp`: a 784-150-10 sigmoid MLP (the second seed document's, docs/MLP.md) with SGD + momentum, per sample or in mini-batches,
 // on the CPU backend or with the whole epoch on a GPU; prints device ms, loss and accuracy per epoch.
 #include <fmt/format.h>
 
@@ -20,24 +20,15 @@ namespace {
 
 struct TrainMlpOptions {
   std::string data = data::default_data_dir();
-  int64_t limit = 4000;  // seed 002 trains on 4000 images per epoch
+  int64_t limit = 4000;  // the seed document trains on 4000 images per epoch (docs/MLP.md)
   int64_t test_limit = -1;
   int epochs = 5;
   int hidden = 150;
   uint64_t seed = 1;
-  std::string device = "best";
+  std::string device = kDefaultDevice;
   bool verify = false;
   mlp::TrainOptions train;
 };
-
-// "best" here means a GPU when there is one, else the CPU backend: for a network this small the host loops beat
-// an OpenCL CPU device (PoCL), whose per-sample kernel runs in a single work-group.
-Device& choose_mlp_device(const std::string& spec) {
-  if (spec != "best") return choose_device(spec, "train mlp");
-  Device& best = Registry::instance().best();
-  if (best.info().is_gpu && best.info().can_run_kernels) return best;
-  return Registry::instance().find("cpu");
-}
 
 // One epoch on the host and on `device` from the same weights; throws when the weights disagree beyond rounding
 // (the tolerance of tests/mlp/mlp_test.cpp: 1e-3 of the largest weight change).
@@ -69,7 +60,7 @@ void verify_against_host(Device& device, const data::LabelledImages& train, cons
   }
 }
 
-void run_train_mlp(const TrainMlpOptions& opt) {
+void run_train_mlp(const TrainMlpOptions& opt, bool groups_given) {
   mlp::validate(opt.train);
   if (opt.epochs < 1) throw InvalidArgument(fmt::format("--epochs={} is invalid: expected 1 or more", opt.epochs));
   if (opt.limit == 0 || opt.limit < -1) {
@@ -81,7 +72,11 @@ void run_train_mlp(const TrainMlpOptions& opt) {
         fmt::format("--test-limit={} is invalid: expected a positive image count (or -1: all)", opt.test_limit));
   }
   if (opt.hidden < 1) throw InvalidArgument(fmt::format("--hidden={} is invalid: expected 1 or more", opt.hidden));
-  Device& device = choose_mlp_device(opt.device);
+  Device& device = choose_device(opt.device, "train mlp");
+  if (groups_given && device.info().backend == BackendKind::Cpu) {
+    throw InvalidArgument(fmt::format("--groups sets the work-groups of the GPU per-sample kernel, but {} runs the "
+                                      "host loops", device.info().id));
+  }
 
   const auto files = data::find_dataset_files(opt.data);
   const auto load_start = std::chrono::steady_clock::now();
@@ -128,29 +123,27 @@ void run_train_mlp(const TrainMlpOptions& opt) {
 
 void add_train_mlp_command(CLI::App& train) {
   auto opt = std::make_shared<TrainMlpOptions>();
-  CLI::App* cmd = train.add_subcommand("mlp", "Train seed 002's 784-150-10 sigmoid MLP (SGD with momentum)");
+  CLI::App* cmd = train.add_subcommand("mlp", "Train a 784-150-10 sigmoid MLP on Fashion-MNIST (SGD with momentum)");
   cmd->add_option("--data", opt->data, "Folder with the four IDX files (raw or .gz); default $CONVTUNE_DATA or "
                                        "/usr/share/datasets/fashion-mnist")
       ->capture_default_str();
   cmd->add_option("--limit", opt->limit, "Training images per epoch (the first N; -1: all)")->capture_default_str();
   cmd->add_option("--test-limit", opt->test_limit, "Test images evaluated after each epoch (-1: all)")
       ->capture_default_str();
-  cmd->add_option("--epochs", opt->epochs, "Epochs")->capture_default_str();
-  cmd->add_option("--lr", opt->train.learning_rate, "Learning rate (seed 002: 0.001)")->capture_default_str();
-  cmd->add_option("--momentum", opt->train.momentum, "Momentum (seed 002: 0.9)")->capture_default_str();
-  cmd->add_option("--batch", opt->train.batch, "Images per update: 1 = per-sample (seed 002), B > 1 mini-batches")
+  cmd->add_option("--epochs", opt->epochs, "Epochs")->capture_default_str()->check(positive_integer());
+  cmd->add_option("--lr", opt->train.learning_rate, "Learning rate")->capture_default_str();
+  cmd->add_option("--momentum", opt->train.momentum, "Momentum")->capture_default_str();
+  cmd->add_option("--batch", opt->train.batch, "Images per update: 1 = per-sample updates, B > 1 mini-batches")
       ->capture_default_str();
-  cmd->add_option("--hidden", opt->hidden, "Hidden neurons")->capture_default_str();
+  cmd->add_option("--hidden", opt->hidden, "Hidden neurons")->capture_default_str()->check(positive_integer());
   cmd->add_option("--seed", opt->seed, "Weight initialisation seed")->capture_default_str();
   cmd->add_option("--groups", opt->train.groups,
                   "Per-sample GPU kernel: work-groups sharing the hidden layer (0: one per compute unit on a GPU, "
                   "1: single group)")
       ->capture_default_str();
-  cmd->add_option("--backend,--device", opt->device,
-                  "Device: cpu, opencl[:N], cuda[:N] or best (a GPU if present, else cpu)")
-      ->capture_default_str();
+  add_device_option(cmd, opt->device);
   cmd->add_flag("--verify", opt->verify, "First train one epoch on the device and on the host and compare weights");
-  cmd->callback([opt] { run_train_mlp(*opt); });
+  cmd->callback([opt, cmd] { run_train_mlp(*opt, cmd->count("--groups") > 0); });
 }
 
 }  // namespace convtune::cli

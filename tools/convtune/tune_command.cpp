@@ -32,7 +32,7 @@ struct TuneCommandOptions {
   std::string suite;
   std::vector<std::string> layers;
   std::vector<std::string> gemms;
-  std::string device = "best";
+  std::string device = kDefaultDevice;
   std::string family = "all";
   std::string direction = "all";
   std::string math;  // empty: each layer's own (fp32 unless its text says otherwise)
@@ -49,8 +49,8 @@ struct TuneCommandOptions {
   std::string log;
   std::string db;
   std::string only;  // "NAME=v1/v2,NAME2=v": search only configurations with these values
-  bool save = true;
-  bool peak = true;
+  bool no_save = false;
+  bool no_peak = false;
   bool skip_tuned = false;
   std::string command_line;
 };
@@ -133,13 +133,17 @@ void run_tune(const TuneCommandOptions& opt) {
   options.jobs = opt.jobs;
   options.only = parse_only(opt.only);
   options.skip_tuned = opt.skip_tuned;
-  options.save = opt.save;
+  options.save = !opt.no_save;
   if (opt.max_fraction < 0 || opt.max_fraction > 1) {
     throw InvalidArgument(fmt::format("--max-fraction={} is invalid: expected a fraction in (0, 1]", opt.max_fraction));
   }
-  if (opt.repeats < 1) throw InvalidArgument(fmt::format("--repeats={} is invalid: expected 1 or more", opt.repeats));
+  if (opt.family == "auto") {
+    throw InvalidArgument("tune --family auto: tuning searches families, it does not take the plan's choice: give all "
+                          "(every family that supports the layer) or one family");
+  }
   make_searcher(opt.strategy, {});  // an unknown strategy fails now, listing the known ones
   std::vector<Layer> layers = select_layers(opt.suite, opt.layers, opt.gemms);
+  for (const std::string& note : unscalable_layers(layers, opt.batch_scale)) std::cerr << "tune: " << note << "\n";
   if (!opt.math.empty())
     for (Layer& layer : layers) layer.problem = layer.problem.with_math(parse_math_mode(opt.math));
   const std::vector<Direction> directions = parse_directions(opt.direction);
@@ -179,7 +183,7 @@ void run_tune(const TuneCommandOptions& opt) {
   const std::filesystem::path db_path =
       opt.db.empty() ? TuningDatabase::default_user_file() : std::filesystem::path(opt.db);
   TuningDatabase database(db_path);
-  if (!database.user_file_error().empty() && opt.save) {
+  if (!database.user_file_error().empty() && !opt.no_save) {
     throw Error(fmt::format("{}; fix or move it, tune with --db OTHER_FILE, or --no-save", database.user_file_error()));
   }
   const std::filesystem::path log_path =
@@ -188,7 +192,7 @@ void run_tune(const TuneCommandOptions& opt) {
   // Where the results go is checked now, not after the tuning: a mistyped folder, a read-only or full disk.
   // Only convtune's default locations are created.
   // The database's stale temporaries are removed by its save(), under the lock no live writer can be without.
-  if (opt.save) prepare_output(db_path, opt.db.empty(), "--db", database_write_bytes(db_path), false);
+  if (!opt.no_save) prepare_output(db_path, opt.db.empty(), "--db", database_write_bytes(db_path), false);
   prepare_output(log_path, opt.log.empty(), "--log", 1 << 20);
 
   std::vector<std::string> skipped;
@@ -216,8 +220,8 @@ void run_tune(const TuneCommandOptions& opt) {
   log.metadata = {{"device", info.name},       {"device_id", device_ids},      {"driver", info.driver_version},
                   {"fingerprint", info.fingerprint()}, {"strategy", opt.strategy}, {"budget_s", budget_s},
                   {"batch_scale", opt.batch_scale},    {"repeats", opt.repeats},   {"command", opt.command_line},
-                  {"date", utc_date_now()}};
-  if (opt.peak && info.can_run_kernels) {
+                  {"date", utc_date_now()},            {"convtune", version_text()}};
+  if (!opt.no_peak && info.can_run_kernels) {
     std::cerr << fmt::format("tune: measuring {}'s FP32 peak for the report ...\n", info.id);
     CeilingOptions ceiling_options;
     ceiling_options.buffer_bytes = 64u << 20;
@@ -227,14 +231,25 @@ void run_tune(const TuneCommandOptions& opt) {
     options.peak_gflops = ceilings.fma_gflops;
     log.metadata["copy_gbs"] = ceilings.copy_gbs;
   }
-  std::cerr << fmt::format("tune: {} task(s) (layer x direction x family) on {} ({}), strategy {}, budget {} in all; "
-                           "database {}; log {}\n",
+  // Two lines rather than one of 150 characters or more: the paths are long.
+  std::cerr << fmt::format("tune: {} task(s) (layer x direction x family) on {} ({}), strategy {}, budget {} in all\n"
+                           "tune: database {}; log {}\n",
                            tasks.size() - already_tuned, device_ids, info.name, opt.strategy,
                            format_duration(budget_s), db_path.string(), log_path.string());
   for (const auto& s : skipped) std::cerr << "  skipped (unsupported) " << s << "\n";
 
-  ReportTable table({"layer", "dir", "family", "space", "tried", "failed", "default ms", "best ms", "GFLOP/s",
-                     "speedup", "best parameters", "note"});
+  ReportTable table(std::vector<TableColumn>{{"layer", 0},
+                                             {"dir", 0},
+                                             {"family", 0},
+                                             {"space", 3},
+                                             {"tried", 2},
+                                             {"failed", 3},
+                                             {"default ms", 2},
+                                             {"best ms", 0},
+                                             {"GFLOP/s", 1},
+                                             {"speedup", 1},
+                                             {"best parameters", 4},
+                                             {"note", 5}});
   size_t stored = 0;
   // One progress line for the whole run, against the budget: the run's phases interleave the tasks.
   Progress progress("tune", 1000);
@@ -268,14 +283,26 @@ void run_tune(const TuneCommandOptions& opt) {
     stored += r.stored && *r.stored != InsertOutcome::KeptExisting;
     log.add_task(summary);
     const double gflops = r.best_config ? r.task.problem.flops() / (r.best_ms * 1e6) : 0;
+    nlohmann::ordered_json record = {{"layer", r.task.name},
+                             {"direction", std::string(r.task.problem.operation())},
+                             {"problem", r.task.problem.to_string()},
+                             {"family", r.task.family->name()},
+                             {"space", r.space},
+                             {"tried", r.tried},
+                             {"failed", r.failed},
+                             {"default_ms", r.default_ms > 0 ? nlohmann::ordered_json(r.default_ms) : nlohmann::ordered_json()},
+                             {"best_ms", r.best_config ? nlohmann::ordered_json(r.best_ms) : nlohmann::ordered_json()},
+                             {"best_gflops", r.best_config ? nlohmann::ordered_json(gflops) : nlohmann::ordered_json()},
+                             {"best_config", r.best_config ? to_string(*r.best_config) : ""},
+                             {"stop_reason", r.stop_reason}};
     table.add_row({r.task.name, std::string(r.task.problem.operation()), r.task.family->name(),
                    std::to_string(r.space), std::to_string(r.tried), std::to_string(r.failed),
                    r.default_ms > 0 ? fmt::format("{:.3f}", r.default_ms) : "-",
                    r.best_config ? fmt::format("{:.3f}", r.best_ms) : "-",
-                   r.best_config ? fmt::format("{:.1f}", gflops) : "-",
+                   r.best_config ? fmt::format("{:.4g}", gflops) : "-",
                    r.best_config && r.default_ms > 0 ? fmt::format("{:.2f}x", r.default_ms / r.best_ms) : "-",
                    r.best_config ? to_string(*r.best_config) : "-", r.stop_reason},
-                  {});
+                  record);
   };
   // The budget is for the whole command: what went before (the peak, loading) is taken from it.
   options.budget_seconds = budget_s - std::chrono::duration<double>(std::chrono::steady_clock::now() - command_start).count();
@@ -286,9 +313,9 @@ void run_tune(const TuneCommandOptions& opt) {
   log.save();
   std::cout << fmt::format("device: {} ({}), strategy {}, {} in all\n", device_ids, info.name, opt.strategy,
                            format_duration(std::chrono::duration<double>(std::chrono::steady_clock::now() - command_start).count()));
-  table.print(std::cout);
+  table.print(std::cout, table_width());
   std::cout << fmt::format("{} result(s) stored in {}{}\nlog of every candidate: {}\n", stored, db_path.string(),
-                           opt.save ? "" : " (not saved: --no-save)", log_path.string());
+                           !opt.no_save ? "" : " (not saved: --no-save)", log_path.string());
 }
 
 }  // namespace
@@ -296,38 +323,35 @@ void run_tune(const TuneCommandOptions& opt) {
 void add_tune_command(CLI::App& app) {
   auto opt = std::make_shared<TuneCommandOptions>();
   auto* cmd = app.add_subcommand("tune", "Search kernel parameters per layer and direction; store the best");
-  cmd->add_option("--suite", opt->suite, "Suite name (alexnet, seeds) or path of a suite file");
-  cmd->add_option("--layer", opt->layers, "One layer, e.g. N=128,C=64,H=27,K=192,R=5,pad=2; repeatable");
-  cmd->add_option("--gemm", opt->gemms, "One matrix product, e.g. M=100,N=256,K=3136,trans_b=1; repeatable");
-  cmd->add_option("--backend,--device", opt->device,
-                  "Device: cpu, opencl[:N], cuda[:N] or best; a comma-separated list of alike devices (cuda:0,cuda:1) "
-                  "shares the tasks among them")->capture_default_str();
-  cmd->add_option("--family", opt->family, "Kernel family to tune, or all that support the layer")->capture_default_str();
-  cmd->add_option("--direction", opt->direction, "fwd, bwd-data, bwd-filter or all")->capture_default_str();
-  cmd->add_option("--math", opt->math,
-                  "Math mode of every layer: fp32, tf32 or 3xtf32 (the tensor-core families); entries are stored under it");
+  add_problem_options(cmd, opt->suite, opt->layers, opt->gemms);
+  add_device_option(cmd, opt->device, "; a comma-separated list of alike devices (cuda:0,cuda:1) shares the tasks "
+                                      "among them");
+  add_family_option(cmd, opt->family, "all (every family that supports the layer)");
+  add_direction_option(cmd, opt->direction);
+  add_math_option(cmd, opt->math, "; entries are stored under it");
   cmd->add_option("--strategy", opt->strategy, "exhaustive, random, annealing or model")->capture_default_str();
   cmd->add_option("--budget", opt->budget, "Wall time for the whole run (60s, 2m, 500ms), shared evenly by the tasks")
       ->capture_default_str();
   cmd->add_option("--max-fraction", opt->max_fraction, "Also stop each task after this fraction of its space");
   cmd->add_option("--max-candidates", opt->max_candidates, "Also stop each task after this many candidates");
-  cmd->add_option("--batch-scale", opt->batch_scale, "Multiply every layer's N by this (at least 1 remains)")
-      ->capture_default_str();
-  cmd->add_option("--warmup", opt->warmup, "Untimed runs before timing each candidate")->capture_default_str();
-  cmd->add_option("--repeats", opt->repeats, "Timed runs per candidate; the median counts")->capture_default_str();
+  add_batch_scale_option(cmd, opt->batch_scale);
+  add_timing_options(cmd, opt->warmup, opt->repeats, "each candidate");
   cmd->add_option("--abort-factor", opt->abort_factor,
                   "Stop timing a candidate whose first run is this many times the best (0: never)")
       ->capture_default_str();
   cmd->add_option("--seed", opt->seed, "Seed of the random, annealing and model strategies")->capture_default_str();
-  cmd->add_option("--jobs", opt->jobs, "Candidates compiled ahead on worker threads (default: cores - 1, at most 8)");
+  cmd->add_option("--jobs", opt->jobs, "Candidates compiled ahead on worker threads (default: cores - 1, at most 8)")
+      ->check(non_negative_integer());
   cmd->add_flag("--skip-tuned", opt->skip_tuned,
                 "Leave out tasks the database already holds a current exact entry for (resumes an interrupted run)");
   cmd->add_option("--log", opt->log, "Log of every candidate, FILE.json or FILE.csv (default: next to the database)");
-  cmd->add_option("--db", opt->db, "Tuning database file (default: $CONVTUNE_TUNING_DB or ~/.local/share/convtune/tuning.json)");
+  add_db_option(cmd, opt->db);
   cmd->add_option("--only", opt->only, "Search only configurations with these values, e.g. SPLIT_K=1,TILE_K=8/16");
-  cmd->add_flag("!--no-save", opt->save, "Do not write results to the database");
-  cmd->add_flag("!--no-peak", opt->peak, "Skip measuring the FP32 peak (the report then needs --peak)");
-  cmd->callback([opt] {
+  cmd->add_flag("--no-save", opt->no_save, "Do not write results to the database");
+  cmd->add_flag("--no-peak", opt->no_peak, "Skip measuring the FP32 peak (the report then needs --peak)");
+  cmd->callback([opt, cmd] {
+    refuse_inapplicable(cmd, "--seed", opt->strategy != "exhaustive",
+                        "seeds the random, annealing and model strategies; --strategy exhaustive draws nothing");
     opt->command_line = command_line();
     run_tune(*opt);
   });

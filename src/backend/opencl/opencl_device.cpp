@@ -6,6 +6,8 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstdlib>
+#include <string_view>
 #include <iostream>
 
 #include "convtune/error.h"
@@ -187,7 +189,13 @@ ClHandle<cl_program> OpenCLDevice::compile_source(const std::string& text, const
   cl_int status = CL_SUCCESS;
   ClHandle<cl_program> program(cl().clCreateProgramWithSource(context(), 1, &text_pointer, &text_size, &status));
   check_cl(status, "clCreateProgramWithSource", fmt::format("loading {} on {}", source.file, describe()));
-  status = cl().clBuildProgram(program.get(), 1, &device_, options.c_str(), nullptr, nullptr);
+  // -w (an OpenCL build option every implementation takes): PoCL's clang prints warnings and "1 warning generated."
+  // straight to the process's stderr, into the middle of a command's progress; CONVTUNE_KERNEL_WARNINGS=1 (the
+  // command line's --verbose) keeps them for whoever works on the kernels.
+  const char* warnings = std::getenv("CONVTUNE_KERNEL_WARNINGS");
+  const bool show_warnings = warnings && *warnings && std::string_view(warnings) != "0";
+  const std::string build_with = show_warnings ? options : (options.empty() ? "-w" : options + " -w");
+  status = cl().clBuildProgram(program.get(), 1, &device_, build_with.c_str(), nullptr, nullptr);
   if (status != CL_SUCCESS) {
     throw BackendError(fmt::format("cannot compile {} for {} with {}: clBuildProgram failed with {}\ncompiler log:\n{}",
                                    source.file, describe(), options.empty() ? "no parameters" : options,
@@ -212,7 +220,13 @@ ClHandle<cl_program> OpenCLDevice::load_binary(const std::vector<std::byte>& bin
                           cl_error_name(status != CL_SUCCESS ? status : binary_status));
     return {};
   }
-  status = cl().clBuildProgram(program.get(), 1, &device_, options.c_str(), nullptr, nullptr);
+  // -w (an OpenCL build option every implementation takes): PoCL's clang prints warnings and "1 warning generated."
+  // straight to the process's stderr, into the middle of a command's progress; CONVTUNE_KERNEL_WARNINGS=1 (the
+  // command line's --verbose) keeps them for whoever works on the kernels.
+  const char* warnings = std::getenv("CONVTUNE_KERNEL_WARNINGS");
+  const bool show_warnings = warnings && *warnings && std::string_view(warnings) != "0";
+  const std::string build_with = show_warnings ? options : (options.empty() ? "-w" : options + " -w");
+  status = cl().clBuildProgram(program.get(), 1, &device_, build_with.c_str(), nullptr, nullptr);
   if (status != CL_SUCCESS) {
     problem = fmt::format("clBuildProgram of the binary failed with {}: {}", cl_error_name(status),
                           build_log(program.get(), device_));
