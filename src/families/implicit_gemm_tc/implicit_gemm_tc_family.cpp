@@ -123,6 +123,8 @@ class ImplicitGemmTcFamily final : public KernelFamily {
     recipe.source.defines = problem_defines(pb);
     recipe.source.defines["HAS_BIAS"] = epilogue.bias ? "1" : "0";
     recipe.source.defines["HAS_RELU"] = epilogue.relu ? "1" : "0";
+    // Forward's A rows (one filter's C/groups*R*S weights) are contiguous: 16-byte copies where they stay aligned.
+    recipe.source.defines["A_VECTOR"] = pb.direction == Direction::Forward && gemm.reduction % 4 == 0 ? "4" : "1";
     tensor_core::add_defines(table(pb.direction), p, pb.math, recipe.source.defines);
     tensor_core::add_register_cap(recipe, p, device);
 

@@ -2,8 +2,8 @@
 // (tc_common.h, tc_mainloop.h). Per group, C[M][N] = sum_k A[M][k] * B[k][N] with the mapping of
 // implicit_gemm/implicit_gemm.cl (forward: A = w, B = x gathered; backward-data: A = w, B = dy gathered on the
 // strided grid; backward-filter: A = dy, B = x), whose gathers (implicit_gemm/gather.h) this kernel shares. Each
-// element is copied global -> shared memory by its own 4-byte cp.async, zero-filled where the gather says the
-// element is zero (padding, off the strided grid, past the edges). A is K-contiguous in shared memory (its rows run
+// B element is copied global -> shared memory by its own 4-byte cp.async, zero-filled where the gather says the
+// element is zero (padding, off the strided grid, past the edges); forward's A rows by 16-byte copies where aligned. A is K-contiguous in shared memory (its rows run
 // along the reduction in every direction); B is K-contiguous for backward-filter (x rows run along its reduction)
 // and N-contiguous otherwise (neighbouring output pixels read neighbouring input pixels). SPLIT_K > 1 writes
 // partial outputs to the workspace, summed by tc_splitk_reduce, which also applies the forward epilogue.
@@ -41,8 +41,16 @@
 #define IG_CHECK_W (PAD_W > 0)
 #include "implicit_gemm/gather.h"
 
-// Elements of the A and B tiles each thread copies (the family's constraints make them whole).
-#define TC_LOADS_A (TILE_M * TILE_K / TC_THREADS)
+// A is copied TC_A_VEC floats per cp.async: 4 (16 bytes) in the forward direction when the family found the
+// filter rows (C/groups*R*S floats) a multiple of 4 long (A_VECTOR=4) and the tile holds 4 floats per thread, else 1.
+// Backward-data's and backward-filter's A rows are contiguous only over R*S or P*Q elements.
+#if defined(A_VECTOR) && A_VECTOR == 4 && DIRECTION == 0 && (TILE_M * TILE_K) % (4 * TC_THREADS) == 0
+#define TC_A_VEC 4
+#else
+#define TC_A_VEC 1
+#endif
+// Copies of the A and B tiles each thread makes (the family's constraints make them whole).
+#define TC_LOADS_A (TILE_M * TILE_K / (TC_A_VEC * TC_THREADS))
 #define TC_LOADS_B (TILE_N * TILE_K / TC_THREADS)
 // N-contiguous B: a thread's elements of one tile lie in TC_B_COLUMNS columns (TILE_N and the thread count are
 // powers of two), so the columns' gather state is computed once per block.
@@ -109,8 +117,8 @@ KERNEL TC_ATTRIBUTES void TC_KERNEL_NAME(TC_X_QUAL GLOBAL float* RESTRICT x, TC_
   // (a_src, b_src), as implicit_gemm.cl has them.
 #include "implicit_gemm/group_range.h"
 
-  // A elements: reduction column a_kl of rows a_ml0 + e * (threads / TILE_K).
-  const int a_kl = tid % TILE_K, a_ml0 = tid / TILE_K;
+  // A copies: reduction columns a_kl .. a_kl + TC_A_VEC - 1 of rows a_ml0 + e * (threads * TC_A_VEC / TILE_K).
+  const int a_kl = tid % (TILE_K / TC_A_VEC) * TC_A_VEC, a_ml0 = tid / (TILE_K / TC_A_VEC);
 #if DIRECTION == 2
   const int b_kl = tid % TILE_K, b_nl0 = tid / TILE_K;  // B elements likewise, over columns
 #else
@@ -133,9 +141,12 @@ KERNEL TC_ATTRIBUTES void TC_KERNEL_NAME(TC_X_QUAL GLOBAL float* RESTRICT x, TC_
     const bool a_in_ = IG_IN_REDUCTION(ka_);                                                          \
     const int a_red_ = IG_A_RED(ka_);                                                                 \
     TC_UNROLL for (int e = 0; e < TC_LOADS_A; ++e) {                                              \
-      const int ml_ = a_ml0 + e * (TC_THREADS / TILE_K);                                              \
+      const int ml_ = a_ml0 + e * (TC_THREADS * TC_A_VEC / TILE_K);                                   \
       const bool ok_ = a_in_ && m0 + ml_ < IG_GM;                                                     \
-      tc_copy4((as) + ml_ * TC_A_PITCH + a_kl, a_src + (ok_ ? IG_A_ROW(m0 + ml_) + a_red_ : 0), ok_); \
+      LOCAL float* ad_ = (as) + ml_ * TC_A_PITCH + a_kl;                                              \
+      const GLOBAL float* as_ = a_src + (ok_ ? IG_A_ROW(m0 + ml_) + a_red_ : 0);                      \
+      if (TC_A_VEC == 4) tc_copy16(ad_, as_, ok_);                                                    \
+      else tc_copy4(ad_, as_, ok_);                                                                   \
     }                                                                                                 \
     TC_LOAD_B(bs, kt_);                                                                               \
   }
