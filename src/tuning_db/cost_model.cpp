@@ -61,6 +61,10 @@ std::optional<CostModel::FamilyFit> fit_one(const std::string& family, const std
   fit.samples = m;
   fit.center.assign(d, 0);
   fit.scale.assign(d, 0);
+  fit.low = fit.high = x.front();
+  for (const std::vector<double>& row : x) {
+    for (size_t j = 0; j < d; ++j) fit.low[j] = std::min(fit.low[j], row[j]), fit.high[j] = std::max(fit.high[j], row[j]);
+  }
   for (double v : y) fit.mean_log += v / static_cast<double>(m);
   for (size_t j = 0; j < d; ++j) {
     for (size_t i = 0; i < m; ++i) fit.center[j] += x[i][j] / static_cast<double>(m);
@@ -175,6 +179,10 @@ std::optional<double> CostModel::predict_ms(std::string_view family, const ConvP
   for (const FamilyFit& f : fits_) {
     if (f.family != family || f.types != types) continue;
     const std::vector<double> x = features(problem);
+    for (size_t j = 0; j < x.size(); ++j) {
+      const double reach = f.scale[j] > 0 ? kCostModelReach : 1e-9;
+      if (x[j] < f.low[j] - reach || x[j] > f.high[j] + reach) return std::nullopt;
+    }
     double log_ms = f.mean_log;
     for (size_t j = 0; j < x.size(); ++j)
       if (f.scale[j] > 0) log_ms += (x[j] - f.center[j]) / f.scale[j] * f.weight[j];
@@ -220,6 +228,12 @@ std::shared_ptr<const CostModel> cost_model_for(const TuningDatabase& database, 
   return result;
 }
 
+size_t CostModelCheck::unpredicted() const {
+  return static_cast<size_t>(std::count_if(rows.begin(), rows.end(), [](const CostModelCheckRow& r) {
+    return !r.modelled;
+  }));
+}
+
 size_t CostModelCheck::best_picked() const {
   return static_cast<size_t>(std::count_if(rows.begin(), rows.end(), [](const CostModelCheckRow& r) {
     return r.chosen == r.best;
@@ -234,7 +248,7 @@ size_t CostModelCheck::within(double ratio) const {
 
 CostModelCheck leave_one_shape_out(const std::vector<CostSample>& samples,
                                    const std::function<bool(const std::string&, const ConvProblem&)>& vetoed,
-                                   double ridge) {
+                                   const std::function<int(const std::string&)>& rank, double ridge) {
   const std::vector<CostSample> unique = fastest_per_problem(samples);
   // Problems (in key order) and their measured families.
   std::map<std::string, std::vector<const CostSample*>> by_problem;
@@ -254,14 +268,19 @@ CostModelCheck leave_one_shape_out(const std::vector<CostSample>& samples,
     }
     std::vector<std::string> families;
     for (const CostSample* s : measured) families.push_back(s->family);
-    const std::optional<std::string> chosen = cost_model_choice(
-        refit->second, families, problem, [&](const std::string& f) { return vetoed && vetoed(f, problem); }, nullptr);
-    if (!chosen) {
-      ++check.unpredicted;
-      continue;
-    }
+    auto is_vetoed = [&](const std::string& f) { return vetoed && vetoed(f, problem); };
+    std::optional<std::string> chosen = cost_model_choice(refit->second, families, problem, is_vetoed, nullptr);
     CostModelCheckRow row;
     row.problem = problem;
+    row.modelled = chosen.has_value();
+    if (!chosen) {
+      // The plans' rules: the first family in rank order that is not a poor fit, else the first.
+      std::vector<std::string> ordered = families;
+      std::stable_sort(ordered.begin(), ordered.end(),
+                       [&](const std::string& a, const std::string& b) { return rank(a) < rank(b); });
+      const auto fit = std::find_if(ordered.begin(), ordered.end(), [&](const std::string& f) { return !is_vetoed(f); });
+      chosen = fit != ordered.end() ? *fit : ordered.front();
+    }
     row.chosen = *chosen;
     const CostSample* best = *std::min_element(measured.begin(), measured.end(), [](const CostSample* a, const CostSample* b) {
       return a->time_ms < b->time_ms;
@@ -270,7 +289,7 @@ CostModelCheck leave_one_shape_out(const std::vector<CostSample>& samples,
     row.best_ms = best->time_ms;
     for (const CostSample* s : measured)
       if (s->family == *chosen) row.chosen_ms = s->time_ms;
-    row.predicted_ms = refit->second.predict_ms(*chosen, problem).value_or(0);
+    row.predicted_ms = row.modelled ? refit->second.predict_ms(*chosen, problem).value_or(0) : 0;
     check.rows.push_back(std::move(row));
   }
   return check;

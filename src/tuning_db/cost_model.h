@@ -27,6 +27,10 @@ struct CostSample {
 // How strongly the coefficients are shrunk (ridge, on standardized features). Chosen before validation; the
 // leave-one-shape-out figures in docs/PERFORMANCE.md are for this value.
 inline constexpr double kCostModelRidge = 1.0;
+// How far beyond the measured range of each feature a fit still predicts: a factor of 4 in FLOPs, bytes, tile fill,
+// stride or filter area (log 4 on those log-scale features). A feature that never varied in the samples (groups
+// and dilation on the shipped data) must match exactly.
+inline constexpr double kCostModelReach = 1.3862943611198906;  // log(4)
 // A family (for one element type and math mode) needs this many distinct measured problems for a fit.
 inline constexpr size_t kCostModelMinSamples = 6;
 
@@ -50,7 +54,10 @@ class CostModel {
 
   bool empty() const { return fits_.empty(); }
   // Predicted tuned time of `family` on `problem`; nullopt when the model has no fit for that family and the
-  // problem's element type and math mode.
+  // problem's element type and math mode, or when the problem lies outside what the fit was measured on (see
+  // kCostModelReach): a regression extrapolated far says nothing (on the shipped H200 entries, whose layers all take
+  // 10-160 GFLOP, a depthwise layer of 0.1 GFLOP got predictions of microseconds that changed family with every
+  // refit), and the plan keeps its rules there.
   std::optional<double> predict_ms(std::string_view family, const ConvProblem& problem) const;
 
   struct FamilyFit {
@@ -59,6 +66,7 @@ class CostModel {
     size_t samples = 0;
     double mean_log = 0;                     // of log(time ms): the intercept
     std::vector<double> center, scale, weight;  // per feature; scale 0 for a feature constant in the samples
+    std::vector<double> low, high;              // per feature: the range the samples cover
     double rms_log_error = 0;                // in-sample, of log(time)
   };
   const std::vector<FamilyFit>& fits() const { return fits_; }
@@ -88,6 +96,7 @@ std::optional<std::string> cost_model_choice(const CostModel& model, const std::
 // against the measured best.
 struct CostModelCheckRow {
   ConvProblem problem;
+  bool modelled = true;  // false: the refitted model predicted none of the families, the rules chose
   std::string chosen, best;
   double chosen_ms = 0, best_ms = 0;  // measured (tuned) times
   double predicted_ms = 0;            // of the chosen family
@@ -95,12 +104,15 @@ struct CostModelCheckRow {
 };
 struct CostModelCheck {
   std::vector<CostModelCheckRow> rows;
-  size_t unpredicted = 0;  // problems where the refitted model predicted none of the measured families
+  size_t unpredicted() const;  // rows where the refitted model predicted none of the measured families
   size_t best_picked() const;
   size_t within(double ratio) const;  // rows whose pick runs at >= ratio of the best's speed
 };
+// `vetoed` is the plans' poor-fit rule; where the model predicts none of a problem's families, `rank` (the plans'
+// untuned order, lower first) picks among those not vetoed, as a plan would.
 CostModelCheck leave_one_shape_out(const std::vector<CostSample>& samples,
                                    const std::function<bool(const std::string&, const ConvProblem&)>& vetoed,
+                                   const std::function<int(const std::string&)>& rank,
                                    double ridge = kCostModelRidge);
 
 // The samples a database's entries give for one device fingerprint (every entry of that hardware, stale ones too).

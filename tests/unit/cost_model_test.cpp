@@ -53,7 +53,7 @@ TEST(CostModel, FitDoesNotDependOnSampleOrderAndPredictsTheSameEveryTime) {
   std::mt19937 rng(7);
   std::shuffle(samples.begin(), samples.end(), rng);
   const CostModel b = CostModel::fit(samples);
-  const ConvProblem p = conv(32, 64, 56, 128, 3, 2, 1, 1, Direction::BackwardData);
+  const ConvProblem p = conv(64, 128, 28, 128, 3, 1, 1, 1, Direction::BackwardData);
   for (const char* family : {"implicit_gemm", "direct_tiled", "im2col_gemm", "winograd"}) {
     ASSERT_TRUE(a.predict_ms(family, p)) << family;
     EXPECT_EQ(*a.predict_ms(family, p), *b.predict_ms(family, p)) << family;  // bit for bit
@@ -75,13 +75,26 @@ TEST(CostModel, TooFewSamplesGiveNoModelAndPlansKeepTheRankOrder) {
   other.architecture = "sm_80";
   other.name = "another GPU";
   EXPECT_EQ(cost_model_for(shipped(), other), nullptr);
-  const ConvProblem depthwise = conv(32, 256, 28, 256, 3, 1, 1, 256);
-  EXPECT_EQ(untuned_family(depthwise, shipped(), other), "implicit_gemm");
+  const ConvProblem s2 = conv(32, 64, 56, 128, 3, 2, 1);
+  EXPECT_EQ(untuned_family(s2, shipped(), other), "implicit_gemm");
+  EXPECT_EQ(untuned_family(s2.with_direction(Direction::BackwardData), shipped(), other), "implicit_gemm");
+}
+
+// Outside what the samples cover the model says nothing: the shipped layers all take 10-160 GFLOP with groups 1,
+// so a 0.1-GFLOP depthwise layer or any grouped one gets no prediction (and the plan its rules).
+TEST(CostModel, PredictsOnlyWithinTheMeasuredRange) {
+  const std::shared_ptr<const CostModel> model = cost_model_for(shipped(), test::described_hopper());
+  ASSERT_NE(model, nullptr);
+  EXPECT_TRUE(model->predict_ms("implicit_gemm", conv(64, 128, 28, 128, 3, 1, 1)));
+  EXPECT_FALSE(model->predict_ms("implicit_gemm", conv(32, 256, 28, 256, 3, 1, 1, 256)));  // depthwise
+  EXPECT_FALSE(model->predict_ms("implicit_gemm", conv(64, 128, 28, 128, 3, 1, 1, 4)));    // grouped
+  EXPECT_FALSE(model->predict_ms("implicit_gemm", conv(8, 16, 15, 24, 5, 2, 1)));           // tiny
 }
 
 // The issue's misses (H200, no tuned shape within distance 6): depthwise 3x3 forward ran on implicit_gemm at 0.293 ms
-// where direct_tiled took 0.030; a C=3 7x7 stride-2 layer's backward-data on direct_tiled at 1.71 ms where
-// im2col_gemm took 0.60. Hopper devices get the H200's model through the architecture fallback.
+// where direct_tiled took 0.030 (now implicit_gemm's poor-fit rule: the model has no depthwise data); a C=3 7x7
+// stride-2 layer's backward-data on direct_tiled at 1.71 ms where im2col_gemm took 0.60 (the model, fitted on the two
+// C=3 AlexNet layers). Hopper devices get the H200's model through the architecture fallback.
 TEST(CostModel, UntunedPlansOnHopperTakeTheFamiliesTheIssueMeasuredFaster) {
   const DeviceInfo hopper = test::described_hopper();
   ASSERT_NE(cost_model_for(shipped(), hopper), nullptr);
@@ -98,9 +111,11 @@ TEST(CostModel, UntunedPlansOnHopperTakeTheFamiliesTheIssueMeasuredFaster) {
 // more families were measured, the refitted model picked the measured best on 41 and every pick ran within 90% of
 // the best's tuned speed. The bounds leave room for retuned entries, not for a model that stopped learning.
 TEST(CostModel, LeaveOneShapeOutOnTheShippedH200Entries) {
-  const CostModelCheck check = leave_one_shape_out(shipped_h200_samples(), poor_fit);
+  const CostModelCheck check = leave_one_shape_out(shipped_h200_samples(), poor_fit, [](const std::string& f) {
+    return kernel_family(f).untuned_rank();
+  });
   ASSERT_GE(check.rows.size(), 40u);
-  EXPECT_EQ(check.unpredicted, 0u);
+  EXPECT_LE(check.unpredicted(), 6u);
   EXPECT_GE(check.best_picked(), check.rows.size() - 3);
   EXPECT_EQ(check.within(0.9), check.rows.size());
 }

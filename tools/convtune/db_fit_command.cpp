@@ -21,11 +21,18 @@ struct FitOptions {
   bool rows = false;
 };
 
-// The plans' own rule: a family known to suit the problem badly is never picked untuned.
+// The plans' own rules: a family known to suit the problem badly is never picked untuned; without a prediction
+// the rank order decides.
 bool poor_fit(const std::string& family, const ConvProblem& problem) {
   for (const auto& f : kernel_families())
     if (f->name() == family) return !f->untuned_poor_fit(Problem(problem)).empty();
   return false;
+}
+
+int untuned_rank(const std::string& family) {
+  for (const auto& f : kernel_families())
+    if (f->name() == family) return f->untuned_rank();
+  return 1000;
 }
 
 void print_device(const std::string& name, const std::vector<CostSample>& samples, const FitOptions& opt) {
@@ -40,7 +47,7 @@ void print_device(const std::string& name, const std::vector<CostSample>& sample
   std::cout << fmt::format("  {:<16} {:<12} {:>8} {:>16}\n", "family", "types", "problems", "rms error (x)");
   for (const CostModel::FamilyFit& f : model.fits())
     std::cout << fmt::format("  {:<16} {:<12} {:>8} {:>16.2f}\n", f.family, f.types, f.samples, std::exp(f.rms_log_error));
-  const CostModelCheck check = leave_one_shape_out(samples, poor_fit, opt.ridge);
+  const CostModelCheck check = leave_one_shape_out(samples, poor_fit, untuned_rank, opt.ridge);
   if (check.rows.empty()) {
     std::cout << "  leave-one-shape-out: no problem has two or more families measured\n\n";
     return;
@@ -49,21 +56,23 @@ void print_device(const std::string& name, const std::vector<CostSample>& sample
     std::cout << fmt::format("  {:<90} {:<14} {:>9} {:<14} {:>9} {:>6} {:>9}\n", "problem", "best", "ms", "picked",
                              "ms", "speed", "pred/meas");
     for (const CostModelCheckRow& r : check.rows) {
-      std::cout << fmt::format("  {:<90} {:<14} {:>9.4f} {:<14} {:>9.4f} {:>6.2f} {:>9.2f}\n", r.problem.to_string(),
-                               r.best, r.best_ms, r.chosen, r.chosen_ms, r.ratio(), r.predicted_ms / r.chosen_ms);
+      std::cout << fmt::format("  {:<90} {:<14} {:>9.4f} {:<14} {:>9.4f} {:>6.2f} {:>9}\n", r.problem.to_string(),
+                               r.best, r.best_ms, r.chosen, r.chosen_ms, r.ratio(),
+                               r.modelled ? fmt::format("{:.2f}", r.predicted_ms / r.chosen_ms) : "rules");
     }
   }
   double worst = 1, log_err = 0;
   for (const CostModelCheckRow& r : check.rows) {
     worst = std::min(worst, r.ratio());
-    log_err += std::abs(std::log(r.predicted_ms / r.chosen_ms)) / static_cast<double>(check.rows.size());
+    if (r.modelled) log_err += std::abs(std::log(r.predicted_ms / r.chosen_ms));
   }
+  const size_t modelled = check.rows.size() - check.unpredicted();
   std::cout << fmt::format(
       "  leave-one-shape-out over {} problems with 2+ families measured (tuned times): the pick is the measured best "
-      "on {}, within 90% of its speed on {}, worst {:.2f}x; predicted/measured time of the pick within {:.2f}x "
-      "(geometric mean){}\n\n",
-      check.rows.size(), check.best_picked(), check.within(0.9), worst, std::exp(log_err),
-      check.unpredicted ? fmt::format("; {} problems had no prediction", check.unpredicted) : std::string());
+      "on {}, within 90% of its speed on {}, worst {:.2f}x; the model picked on {} (predicted/measured time of its "
+      "pick within {:.2f}x, geometric mean), the rules on {} (outside the measured range)\n\n",
+      check.rows.size(), check.best_picked(), check.within(0.9), worst, modelled,
+      std::exp(modelled ? log_err / static_cast<double>(modelled) : 0.0), check.unpredicted());
 }
 
 }  // namespace
