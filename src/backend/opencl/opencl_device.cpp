@@ -267,7 +267,30 @@ std::shared_ptr<Program> OpenCLDevice::build(const ProgramSource& source) {
     std::lock_guard lock(programs_mutex_);
     if (auto it = programs_.find(hash); it != programs_.end()) return make_program(it->second, true);
   }
+  // Runs `work` with a compile context of its own, given back whether or not the source compiles.
+  auto in_own_context = [this](auto&& work) {
+    ClHandle<cl_context> own = take_compile_context();
+    try {
+      auto result = work(own.get());
+      return_compile_context(std::move(own));
+      return result;
+    } catch (...) {
+      return_compile_context(std::move(own));
+      throw;
+    }
+  };
   // Compiled without holding programs_mutex_, so a tuner's threads compile different candidates in parallel.
+  if (source.transient && separate_compile_contexts_ && !cache_.find(key)) {
+    // No binary for the program cache (PoCL compiles every kernel again to write one): the build in a context of
+    // its own fills PoCL's kernel cache, so the device's context, building the same source, finds it there
+    // (milliseconds) instead of holding its compiler lock for the whole build. A binary already cached is loaded
+    // as usual below.
+    in_own_context([&](cl_context own) { return compile_source(own, text, options, source); });
+    auto shared = std::make_shared<const ClHandle<cl_program>>(compile_source(context(), text, options, source));
+    std::lock_guard lock(programs_mutex_);
+    const auto [it, inserted] = programs_.emplace(hash, shared);
+    return make_program(it->second, false);
+  }
 
   // A program compiled just now is used as is: reloading it from its own binary would only cost time.
   ClHandle<cl_program> compiled;
@@ -278,17 +301,9 @@ std::shared_ptr<Program> OpenCLDevice::build(const ProgramSource& source) {
         if (separate_compile_contexts_) {
           // In a context of its own, so other threads' builds are not queued behind this one; the device's
           // context then loads the binary (milliseconds).
-          ClHandle<cl_context> own = take_compile_context();
-          std::vector<std::byte> built;
-          try {
-            const ClHandle<cl_program> program = compile_source(own.get(), text, options, source);
-            built = program_binary(program.get(), source.file);
-          } catch (...) {
-            return_compile_context(std::move(own));  // a candidate that does not compile leaves it usable
-            throw;
-          }
-          return_compile_context(std::move(own));
-          return built;
+          return in_own_context([&](cl_context own) {
+            return program_binary(compile_source(own, text, options, source).get(), source.file);
+          });
         }
         compiled = compile_source(context(), text, options, source);
         return program_binary(compiled.get(), source.file);
