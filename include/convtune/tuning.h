@@ -223,8 +223,13 @@ class TuningDatabase {
   const std::vector<std::filesystem::path>& shipped_files() const { return shipped_files_; }
   // Shipped files left out by open_for_lookups(), each with why; empty otherwise.
   const std::vector<std::string>& shipped_file_errors() const { return shipped_file_errors_; }
+  // Differs between databases and changes whenever the entries may have (insert, merge, prune, save): what is
+  // derived from the entries and cached (the plans' cost model) is keyed by it.
+  uint64_t revision() const { return revision_; }
 
  private:
+  static uint64_t next_revision();
+
   TuningDatabase(std::filesystem::path user_file, const std::filesystem::path& shipped_dir, bool tolerate_shipped);
 
   std::filesystem::path user_file_;
@@ -235,6 +240,7 @@ class TuningDatabase {
   std::vector<std::filesystem::path> shipped_files_;
   std::vector<std::pair<TuningEntry, std::string>> shipped_entries_;  // entry, origin
   std::vector<std::string> shipped_file_errors_;
+  uint64_t revision_ = next_revision();
 };
 
 // ---- The tuner ----

@@ -143,29 +143,37 @@ bool ProgramCache::report_once(const std::string& what) {
   return reported_.insert(what).second;
 }
 
-std::vector<std::byte> ProgramCache::get_or_build(const ProgramCacheKey& key,
-                                                  const std::function<std::vector<std::byte>()>& compile,
-                                                  bool* from_cache) {
+std::optional<std::vector<std::byte>> ProgramCache::find(const ProgramCacheKey& key) {
   const std::string description = key.describe();
   const std::string hash = hex64(fnv1a64(description));
   {
     std::lock_guard lock(mutex_);
-    if (auto it = memory_.find(hash); it != memory_.end()) {
-      if (from_cache) *from_cache = true;
-      return it->second;
-    }
+    if (auto it = memory_.find(hash); it != memory_.end()) return it->second;
   }
-  // Disk and compiler work happen outside the lock so a tuner can compile several candidates at once.
-  const std::filesystem::path path = directory_.empty() ? std::filesystem::path() : directory_ / (hash + ".bin");
+  // Disk work happens outside the lock so a tuner can compile several candidates at once.
   std::vector<std::byte> binary;
-  bool hit = !path.empty() && load(path, description, binary);
-  if (!hit) {
-    binary = compile();
-    if (!path.empty()) store(path, description, binary);
-  }
+  if (directory_.empty() || !load(directory_ / (hash + ".bin"), description, binary)) return std::nullopt;
   std::lock_guard lock(mutex_);
-  hit ? ++disk_hits_ : ++compiles_;
-  if (from_cache) *from_cache = hit;
+  ++disk_hits_;
+  memory_[hash] = binary;
+  return binary;
+}
+
+std::vector<std::byte> ProgramCache::get_or_build(const ProgramCacheKey& key,
+                                                  const std::function<std::vector<std::byte>()>& compile,
+                                                  bool* from_cache) {
+  if (std::optional<std::vector<std::byte>> found = find(key)) {
+    if (from_cache) *from_cache = true;
+    return std::move(*found);
+  }
+  // The compiler works outside the lock too.
+  std::vector<std::byte> binary = compile();
+  const std::string description = key.describe();
+  const std::string hash = hex64(fnv1a64(description));
+  if (!directory_.empty()) store(directory_ / (hash + ".bin"), description, binary);
+  std::lock_guard lock(mutex_);
+  ++compiles_;
+  if (from_cache) *from_cache = false;
   memory_[hash] = binary;
   return binary;
 }

@@ -8,6 +8,7 @@
 #include <functional>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <string>
 #include <string_view>
@@ -50,6 +51,9 @@ class ProgramCache {
   std::vector<std::byte> get_or_build(const ProgramCacheKey& key,
                                       const std::function<std::vector<std::byte>()>& compile,
                                       bool* from_cache = nullptr);
+
+  // The binary for `key` from memory or disk, or nullopt; never compiles.
+  std::optional<std::vector<std::byte>> find(const ProgramCacheKey& key);
 
   // Overwrites the entry for `key`, e.g. after the driver rejected a cached binary and it was rebuilt.
   void replace(const ProgramCacheKey& key, const std::vector<std::byte>& binary);

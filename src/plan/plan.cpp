@@ -10,6 +10,7 @@
 
 #include "convtune/error.h"
 #include "src/core/install_paths.h"
+#include "src/tuning_db/cost_model.h"
 #include "src/tuning_db/tuning_database.h"
 
 namespace convtune {
@@ -65,6 +66,33 @@ std::string config_problem(const KernelFamily& family, const Config& config, con
   }
   return {};
 }
+
+namespace {
+
+// The cost model's family for an untuned problem (see src/tuning_db/cost_model.h); nullopt when the device has no
+// model or it predicts none of the candidates. Appends what it predicted to `explanation`.
+std::optional<std::string> model_choice(const TuningDatabase& database, const DeviceInfo& info,
+                                        const std::vector<const KernelFamily*>& candidates, const ConvProblem& problem,
+                                        std::string* explanation) {
+  const std::shared_ptr<const CostModel> model = cost_model_for(database, info);
+  if (!model) return std::nullopt;
+  std::vector<std::string> names;
+  std::map<std::string, std::string> poor_fit;
+  for (const KernelFamily* f : candidates) {
+    names.push_back(f->name());
+    if (std::string why = f->untuned_poor_fit(Problem(problem)); !why.empty()) poor_fit[f->name()] = std::move(why);
+  }
+  std::string predicted;
+  std::optional<std::string> chosen = cost_model_choice(
+      *model, names, problem, [&](const std::string& f) { return poor_fit.count(f) > 0; }, &predicted);
+  if (chosen) {
+    *explanation += fmt::format("; family by the cost model fitted on {}: predicted {}", model->source(), predicted);
+    for (const auto& [family, why] : poor_fit) *explanation += fmt::format("; {} passed over: {}", family, why);
+  }
+  return chosen;
+}
+
+}  // namespace
 
 PlanDescriptor PlanDescriptor::create(const DeviceInfo& device, const PlanRequest& request) {
   return create_impl(device, request, nullptr);
@@ -130,8 +158,16 @@ PlanDescriptor PlanDescriptor::create_impl(const DeviceInfo& info, const PlanReq
       d.explanation_ = found ? found->explain()
                              : request.use_tuning ? "built-in default (no tuning database)"
                                                   : "built-in default (tuning database not consulted)";
-      // Untuned, a family known to suit the problem badly gives way to the next one that supports it.
-      if (!given && request.family.empty()) {
+      // Untuned, the cost model fitted on this device's tuning entries picks the family it predicts fastest
+      // (families known to suit the problem badly left out); a device without a model keeps the rank order, where
+      // a family known to suit the problem badly gives way to the next one that supports it.
+      std::optional<std::string> modelled;
+      if (!given && request.family.empty() && database && request.problem.is_conv()) {
+        modelled = model_choice(*database, info, candidates, request.problem.conv(), &d.explanation_);
+      }
+      if (modelled) {
+        d.family_ = &kernel_family(*modelled);
+      } else if (!given && request.family.empty()) {
         std::string passed_over;
         for (const KernelFamily* f : candidates) {
           const std::string why = f->untuned_poor_fit(request.problem);

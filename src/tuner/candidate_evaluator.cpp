@@ -24,7 +24,9 @@ void CandidateEvaluator::prefetch(const Config& config) {
   const std::string key = to_string(config);
   if (compiles_.count(key)) return;
   compiles_[key] = std::async(std::launch::async, [this, config] {
-                     return device_.build(family_.recipe(problem_, {}, config, device_.info()).source);
+                     ProgramSource source = family_.recipe(problem_, {}, config, device_.info()).source;
+                     source.transient = true;  // most candidates lose: no cached binary for them
+                     return device_.build(source);
                    }).share();
 }
 

@@ -5,39 +5,9 @@
 #include <cmath>
 #include <limits>
 
+#include "src/core/linear_solve.h"
+
 namespace convtune {
-
-namespace {
-
-// Solves A x = b for symmetric positive definite A (row-major n x n) by Cholesky; A is overwritten.
-// Returns false when A is not positive definite (too few or collinear points), so the caller keeps exploring.
-bool solve_spd(std::vector<double>& a, std::vector<double>& b, size_t n) {
-  for (size_t j = 0; j < n; ++j) {
-    double diag = a[j * n + j];
-    for (size_t k = 0; k < j; ++k) diag -= a[j * n + k] * a[j * n + k];
-    if (!(diag > 0)) return false;
-    const double l = std::sqrt(diag);
-    a[j * n + j] = l;
-    for (size_t i = j + 1; i < n; ++i) {
-      double v = a[i * n + j];
-      for (size_t k = 0; k < j; ++k) v -= a[i * n + k] * a[j * n + k];
-      a[i * n + j] = v / l;
-    }
-  }
-  for (size_t i = 0; i < n; ++i) {  // L y = b
-    double v = b[i];
-    for (size_t k = 0; k < i; ++k) v -= a[i * n + k] * b[k];
-    b[i] = v / a[i * n + i];
-  }
-  for (size_t i = n; i-- > 0;) {  // L^T x = y
-    double v = b[i];
-    for (size_t k = i + 1; k < n; ++k) v -= a[k * n + i] * b[k];
-    b[i] = v / a[i * n + i];
-  }
-  return true;
-}
-
-}  // namespace
 
 ModelSearcher::ModelSearcher(std::span<const Config> configs, const SearcherOptions& options)
     : Searcher(configs),

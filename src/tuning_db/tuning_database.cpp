@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdlib>
 #include <iostream>
 #include <mutex>
@@ -111,6 +112,11 @@ LookupResult TuningDatabase::lookup(const Problem& problem, const DeviceInfo& de
   return lookup_tuning(candidates, problem, device, source_hash_by_family, options);
 }
 
+uint64_t TuningDatabase::next_revision() {
+  static std::atomic<uint64_t> counter{0};
+  return ++counter;
+}
+
 InsertOutcome TuningDatabase::insert(TuningEntry entry) {
   const std::string what = fmt::format("tuning entry ({} {})", entry.family, entry.problem.to_string());
   if (entry.family.empty()) throw InvalidArgument(fmt::format("{}: field 'family' is empty", what));
@@ -118,6 +124,7 @@ InsertOutcome TuningDatabase::insert(TuningEntry entry) {
     throw InvalidArgument(fmt::format("{}: field 'device.fingerprint' is empty", what));
   if (!(entry.time_ms > 0))
     throw InvalidArgument(fmt::format("{}: field 'time_ms' is {}: expected a positive time", what, entry.time_ms));
+  revision_ = next_revision();
   return insert_keeping_faster(user_entries_, std::move(entry));
 }
 
@@ -136,6 +143,7 @@ MergeCounts TuningDatabase::merge(const std::vector<TuningEntry>& entries) {
 MergeCounts TuningDatabase::merge_file(const std::filesystem::path& path) { return merge(read_tuning_file(path)); }
 
 size_t TuningDatabase::prune_if(const std::function<bool(const TuningEntry&)>& remove) {
+  revision_ = next_revision();
   size_t removed = 0;
   for (auto it = user_entries_.begin(); it != user_entries_.end();) {
     if (remove(it->second)) {
@@ -165,6 +173,7 @@ size_t TuningDatabase::prune_device(std::string_view device) {
 }
 
 void TuningDatabase::save() {
+  revision_ = next_revision();  // entries other processes saved are folded in
   FileLock lock(user_file_);
   remove_stale_temporaries(user_file_);
   std::error_code ec;

@@ -80,6 +80,8 @@ std::map<std::string, std::string> current_hashes(const TuningEntry& e, const De
 
 }  // namespace
 
+void add_db_fit_command(CLI::App& db);  // db_fit_command.cpp
+
 void add_db_command(CLI::App& app) {
   auto opt = std::make_shared<DbOptions>();
   auto* db = app.add_subcommand("db", "List, show, merge and prune tuning-database entries");
@@ -148,6 +150,8 @@ void add_db_command(CLI::App& app) {
     std::cout << fmt::format("merged {} into {}: {} added, {} replaced (faster), {} kept (ours at least as fast)\n",
                              opt->merge_file, database.user_file().string(), counts.added, counts.replaced, counts.kept);
   });
+
+  add_db_fit_command(*db);
 
   auto* prune = db->add_subcommand("prune", "Remove stale entries (other kernel source or driver) or one device's");
   prune->add_flag("--stale", opt->stale, "Entries this convtune would not trust on the devices present here");

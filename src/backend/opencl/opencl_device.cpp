@@ -55,6 +55,14 @@ std::string build_log(cl_program program, cl_device_id device) {
   return log.find_first_not_of(" \t\n") == std::string::npos ? "(the compiler wrote no log)" : log;
 }
 
+// CPU devices compile each program in a context of its own (see take_compile_context); the environment variable
+// CONVTUNE_OPENCL_SHARED_COMPILE_CONTEXT=1 turns that off, to measure what it gains
+// (scripts/compile_throughput.sh).
+bool separate_compile_contexts(const DeviceInfo& info) {
+  const char* shared = std::getenv("CONVTUNE_OPENCL_SHARED_COMPILE_CONTEXT");
+  return !info.is_gpu && !(shared && std::string_view(shared) == "1");
+}
+
 std::vector<std::byte> program_binary(cl_program program, const std::string& file) {
   size_t size = 0;  // the program has one device, so one size
   check_cl(cl().clGetProgramInfo(program, CL_PROGRAM_BINARY_SIZES, sizeof(size), &size, nullptr), "clGetProgramInfo",
@@ -75,7 +83,8 @@ OpenCLDevice::OpenCLDevice(cl_platform_id platform, cl_device_id device, int ind
       device_(device),
       info_(describe_device(platform, device, index)),
       max_allocation_bytes_(device_u64(device, CL_DEVICE_MAX_MEM_ALLOC_SIZE)),
-      cache_(cache) {}
+      cache_(cache),
+      separate_compile_contexts_(separate_compile_contexts(info_)) {}
 
 namespace {
 
@@ -95,6 +104,7 @@ OpenCLDevice::OpenCLDevice(cl_command_queue queue, ProgramCache& cache)
            "reading the platform of a wrapped command queue's device");
   info_ = describe_device(platform_, device_, 0);
   info_.id = "opencl:wrapped";
+  separate_compile_contexts_ = separate_compile_contexts(info_);
   max_allocation_bytes_ = device_u64(device_, CL_DEVICE_MAX_MEM_ALLOC_SIZE);
   const cl_context context = queue_info<cl_context>(queue, CL_QUEUE_CONTEXT, "its context");
   check_cl(cl().clRetainContext(context), "clRetainContext", "keeping the wrapped queue's context");
@@ -182,12 +192,34 @@ std::unique_ptr<Buffer> OpenCLDevice::allocate(size_t bytes) {
   return std::make_unique<OpenCLBuffer>(std::move(memory), bytes, context_.get());
 }
 
-ClHandle<cl_program> OpenCLDevice::compile_source(const std::string& text, const std::string& options,
-                                                  const ProgramSource& source) {
+ClHandle<cl_context> OpenCLDevice::take_compile_context() {
+  {
+    std::lock_guard lock(compile_contexts_mutex_);
+    if (!idle_compile_contexts_.empty()) {
+      ClHandle<cl_context> context = std::move(idle_compile_contexts_.back());
+      idle_compile_contexts_.pop_back();
+      return context;
+    }
+  }
+  const cl_context_properties properties[] = {CL_CONTEXT_PLATFORM, reinterpret_cast<cl_context_properties>(platform_),
+                                              0};
+  cl_int status = CL_SUCCESS;
+  ClHandle<cl_context> context(cl().clCreateContext(properties, 1, &device_, nullptr, nullptr, &status));
+  check_cl(status, "clCreateContext", "creating a compile context on " + describe());
+  return context;
+}
+
+void OpenCLDevice::return_compile_context(ClHandle<cl_context> context) {
+  std::lock_guard lock(compile_contexts_mutex_);
+  idle_compile_contexts_.push_back(std::move(context));
+}
+
+ClHandle<cl_program> OpenCLDevice::compile_source(cl_context context, const std::string& text,
+                                                  const std::string& options, const ProgramSource& source) {
   const char* text_pointer = text.c_str();
   const size_t text_size = text.size();
   cl_int status = CL_SUCCESS;
-  ClHandle<cl_program> program(cl().clCreateProgramWithSource(context(), 1, &text_pointer, &text_size, &status));
+  ClHandle<cl_program> program(cl().clCreateProgramWithSource(context, 1, &text_pointer, &text_size, &status));
   check_cl(status, "clCreateProgramWithSource", fmt::format("loading {} on {}", source.file, describe()));
   // -w (an OpenCL build option every implementation takes): PoCL's clang prints warnings and "1 warning generated."
   // straight to the process's stderr, into the middle of a command's progress; CONVTUNE_KERNEL_WARNINGS=1 (the
@@ -248,7 +280,30 @@ std::shared_ptr<Program> OpenCLDevice::build(const ProgramSource& source) {
     std::lock_guard lock(programs_mutex_);
     if (auto it = programs_.find(hash); it != programs_.end()) return make_program(it->second, true);
   }
+  // Runs `work` with a compile context of its own, given back whether or not the source compiles.
+  auto in_own_context = [this](auto&& work) {
+    ClHandle<cl_context> own = take_compile_context();
+    try {
+      auto result = work(own.get());
+      return_compile_context(std::move(own));
+      return result;
+    } catch (...) {
+      return_compile_context(std::move(own));
+      throw;
+    }
+  };
   // Compiled without holding programs_mutex_, so a tuner's threads compile different candidates in parallel.
+  if (source.transient && separate_compile_contexts_ && !cache_.find(key)) {
+    // No binary for the program cache (PoCL compiles every kernel again to write one): the build in a context of
+    // its own fills PoCL's kernel cache, so the device's context, building the same source, finds it there
+    // (milliseconds) instead of holding its compiler lock for the whole build. A binary already cached is loaded
+    // as usual below.
+    in_own_context([&](cl_context own) { return compile_source(own, text, options, source); });
+    auto shared = std::make_shared<const ClHandle<cl_program>>(compile_source(context(), text, options, source));
+    std::lock_guard lock(programs_mutex_);
+    const auto [it, inserted] = programs_.emplace(hash, shared);
+    return make_program(it->second, false);
+  }
 
   // A program compiled just now is used as is: reloading it from its own binary would only cost time.
   ClHandle<cl_program> compiled;
@@ -256,7 +311,14 @@ std::shared_ptr<Program> OpenCLDevice::build(const ProgramSource& source) {
   const std::vector<std::byte> binary = cache_.get_or_build(
       key,
       [&] {
-        compiled = compile_source(text, options, source);
+        if (separate_compile_contexts_) {
+          // In a context of its own, so other threads' builds are not queued behind this one; the device's
+          // context then loads the binary (milliseconds).
+          return in_own_context([&](cl_context own) {
+            return program_binary(compile_source(own, text, options, source).get(), source.file);
+          });
+        }
+        compiled = compile_source(context(), text, options, source);
         return program_binary(compiled.get(), source.file);
       },
       &from_cache);
@@ -270,7 +332,7 @@ std::shared_ptr<Program> OpenCLDevice::build(const ProgramSource& source) {
                                  "(further rejections on this device are not reported)\n",
                                  describe(), source.file, problem);
       }
-      program = compile_source(text, options, source);
+      program = compile_source(context(), text, options, source);
       cache_.replace(key, program_binary(program.get(), source.file));  // so later processes load it again
       from_cache = false;
     }

@@ -46,8 +46,14 @@ class OpenCLDevice final : public Device {
   }
   std::string describe() const;  // "opencl:0 (name)"
   // Source -> built program; throws BackendError with the build log when it does not compile.
-  ClHandle<cl_program> compile_source(const std::string& text, const std::string& options,
+  ClHandle<cl_program> compile_source(cl_context context, const std::string& text, const std::string& options,
                                       const ProgramSource& source);
+  // A context of this device for one compile on a worker thread, and its return once the compile is done. PoCL
+  // compiles under one lock per context, so builds in the device's own context run one at a time whatever the
+  // number of threads; a context per concurrent build lets them run in parallel (docs/PERFORMANCE.md, "Compile
+  // throughput"). Only for CPU devices, whose contexts cost no device memory.
+  ClHandle<cl_context> take_compile_context();
+  void return_compile_context(ClHandle<cl_context> context);
   // Empty handle and `problem` set when the driver rejects the binary.
   ClHandle<cl_program> load_binary(const std::vector<std::byte>& binary, const std::string& options,
                                    std::string& problem);
@@ -67,6 +73,9 @@ class OpenCLDevice final : public Device {
   // Built programs by ProgramCacheKey hash, so building the same source and parameters again is free.
   std::map<std::string, std::shared_ptr<const ClHandle<cl_program>>> programs_;
   std::atomic<bool> reported_rejected_binary_{false};  // builds run on several threads
+  bool separate_compile_contexts_ = false;
+  std::mutex compile_contexts_mutex_;
+  std::vector<ClHandle<cl_context>> idle_compile_contexts_;  // made as concurrent builds need them, then reused
 };
 
 }  // namespace convtune::opencl

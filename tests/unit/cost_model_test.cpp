@@ -1,0 +1,139 @@
+// The cost model behind untuned family choices: deterministic fits, no model (and the rank order) where a device
+// has no data, its picks on the shipped H200 data where the issue saw the built-in rules miss, its checked accuracy.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <random>
+
+#include "convtune/plan.h"
+#include "src/tuning_db/cost_model.h"
+#include "src/tuning_db/tuning_database.h"
+#include "tests/support/hopper_device.h"
+
+namespace convtune {
+namespace {
+
+ConvProblem conv(int64_t n, int64_t c, int64_t hw, int64_t k, int64_t rs, int64_t stride, int64_t pad,
+                 int64_t groups = 1, Direction d = Direction::Forward) {
+  ConvProblem p;
+  p.n = n, p.c = c, p.h = p.w = hw, p.k = k, p.r = p.s = rs;
+  p.stride = {stride, stride}, p.pad = {pad, pad}, p.groups = groups, p.direction = d;
+  return p;
+}
+
+// The H200 entries convtune ships, read as the plans read them.
+const TuningDatabase& shipped() {
+  static const TuningDatabase db(std::filesystem::temp_directory_path() / "convtune-cost-model-test-none.json",
+                                 shipped_tuning_dir());
+  return db;
+}
+
+std::vector<CostSample> shipped_h200_samples() {
+  return cost_samples(shipped().list(), [](const TuningEntry& e) { return e.device.name == "NVIDIA H200"; });
+}
+
+bool poor_fit(const std::string& family, const ConvProblem& problem) {
+  return !kernel_family(family).untuned_poor_fit(Problem(problem)).empty();
+}
+
+std::string untuned_family(const ConvProblem& problem, const TuningDatabase& db, const DeviceInfo& device) {
+  PlanRequest request{Problem(problem)};
+  request.tuning = &db;
+  const PlanDescriptor d = PlanDescriptor::create(device, request);
+  EXPECT_EQ(d.tier(), ConfigTier::BuiltInDefault) << d.explanation();
+  return d.family().name();
+}
+
+TEST(CostModel, FitDoesNotDependOnSampleOrderAndPredictsTheSameEveryTime) {
+  std::vector<CostSample> samples = shipped_h200_samples();
+  ASSERT_GE(samples.size(), 100u);
+  const CostModel a = CostModel::fit(samples);
+  std::mt19937 rng(7);
+  std::shuffle(samples.begin(), samples.end(), rng);
+  const CostModel b = CostModel::fit(samples);
+  const ConvProblem p = conv(64, 128, 28, 128, 3, 1, 1, 1, Direction::BackwardData);
+  for (const char* family : {"implicit_gemm", "direct_tiled", "im2col_gemm", "winograd"}) {
+    ASSERT_TRUE(a.predict_ms(family, p)) << family;
+    EXPECT_EQ(*a.predict_ms(family, p), *b.predict_ms(family, p)) << family;  // bit for bit
+  }
+  EXPECT_FALSE(a.predict_ms("gemm", p));  // no convolution samples
+  ConvProblem tf32 = p;
+  tf32.math = MathMode::TF32;
+  EXPECT_FALSE(a.predict_ms("implicit_gemm", tf32));  // fitted on fp32 math only
+}
+
+TEST(CostModel, TooFewSamplesGiveNoModelAndPlansKeepTheRankOrder) {
+  std::vector<CostSample> few;
+  for (int i = 0; i < static_cast<int>(kCostModelMinSamples) - 1; ++i)
+    few.push_back({"direct_tiled", conv(8 << i, 16, 28, 32, 3, 1, 1), 0.1 * (i + 1)});
+  EXPECT_TRUE(CostModel::fit(few).empty());
+
+  // A device none of the shipped entries describe (another architecture): no model, the built-in rank order.
+  DeviceInfo other = test::described_hopper();
+  other.architecture = "sm_80";
+  other.name = "another GPU";
+  EXPECT_EQ(cost_model_for(shipped(), other), nullptr);
+  const ConvProblem s2 = conv(32, 64, 56, 128, 3, 2, 1);
+  EXPECT_EQ(untuned_family(s2, shipped(), other), "implicit_gemm");
+  EXPECT_EQ(untuned_family(s2.with_direction(Direction::BackwardData), shipped(), other), "implicit_gemm");
+}
+
+// Outside what the samples cover the model says nothing: the shipped layers all take 10-160 GFLOP with groups 1,
+// so a 0.1-GFLOP depthwise layer or any grouped one gets no prediction (and the plan its rules).
+TEST(CostModel, PredictsOnlyWithinTheMeasuredRange) {
+  const std::shared_ptr<const CostModel> model = cost_model_for(shipped(), test::described_hopper());
+  ASSERT_NE(model, nullptr);
+  EXPECT_TRUE(model->predict_ms("implicit_gemm", conv(64, 128, 28, 128, 3, 1, 1)));
+  EXPECT_FALSE(model->predict_ms("implicit_gemm", conv(32, 256, 28, 256, 3, 1, 1, 256)));  // depthwise
+  EXPECT_FALSE(model->predict_ms("implicit_gemm", conv(64, 128, 28, 128, 3, 1, 1, 4)));    // grouped
+  EXPECT_FALSE(model->predict_ms("implicit_gemm", conv(8, 16, 15, 24, 5, 2, 1)));           // tiny
+}
+
+// The issue's misses (H200, no tuned shape within distance 6): depthwise 3x3 forward ran on implicit_gemm at 0.293 ms
+// where direct_tiled took 0.030 (now implicit_gemm's poor-fit rule: the model has no depthwise data); a C=3 7x7
+// stride-2 layer's backward-data on direct_tiled at 1.71 ms where im2col_gemm took 0.60 (the model, fitted on the two
+// C=3 AlexNet layers). Hopper devices get the H200's model through the architecture fallback.
+TEST(CostModel, UntunedPlansOnHopperTakeTheFamiliesTheIssueMeasuredFaster) {
+  const DeviceInfo hopper = test::described_hopper();
+  ASSERT_NE(cost_model_for(shipped(), hopper), nullptr);
+  EXPECT_EQ(untuned_family(conv(32, 256, 28, 256, 3, 1, 1, 256), shipped(), hopper), "direct_tiled");
+  EXPECT_EQ(untuned_family(conv(32, 3, 224, 64, 7, 2, 3, 1, Direction::BackwardData), shipped(), hopper),
+            "im2col_gemm");
+  // Where a tuned shape is near, its entry still decides (the nearest tier comes first).
+  PlanRequest alex{Problem(conv(128, 192, 13, 384, 3, 1, 1))};
+  alex.tuning = &shipped();
+  EXPECT_NE(PlanDescriptor::create(hopper, alex).tier(), ConfigTier::BuiltInDefault);
+}
+
+// Leave-one-shape-out on the shipped H200 entries (docs/PERFORMANCE.md, "Cost model"): with 42 problems where two or
+// more families were measured, the refitted model picked the measured best on 41 and every pick ran within 90% of
+// the best's tuned speed. The bounds leave room for retuned entries, not for a model that stopped learning.
+TEST(CostModel, LeaveOneShapeOutOnTheShippedH200Entries) {
+  const CostModelCheck check = leave_one_shape_out(shipped_h200_samples(), poor_fit, [](const std::string& f) {
+    return kernel_family(f).untuned_rank();
+  });
+  ASSERT_GE(check.rows.size(), 40u);
+  EXPECT_LE(check.unpredicted(), 6u);
+  EXPECT_GE(check.best_picked(), check.rows.size() - 3);
+  EXPECT_EQ(check.within(0.9), check.rows.size());
+}
+
+TEST(CostModel, ChoosingTakesMicroseconds) {
+  const std::shared_ptr<const CostModel> model = cost_model_for(shipped(), test::described_hopper());
+  ASSERT_NE(model, nullptr);
+  const std::vector<std::string> families = {"implicit_gemm", "direct_tiled", "im2col_gemm", "winograd"};
+  const ConvProblem p = conv(16, 64, 56, 64, 3, 1, 1);
+  const int rounds = 2000;
+  const auto start = std::chrono::steady_clock::now();
+  size_t picked = 0;
+  for (int i = 0; i < rounds; ++i) picked += cost_model_choice(*model, families, p, nullptr, nullptr).has_value();
+  const double us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count() / rounds;
+  EXPECT_EQ(picked, static_cast<size_t>(rounds));
+  EXPECT_LT(us, 200.0);  // about 2 us in a release build; the bound holds under the sanitizers
+  std::cout << "cost model choice: " << us << " us\n";
+}
+
+}  // namespace
+}  // namespace convtune

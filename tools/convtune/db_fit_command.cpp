@@ -1,0 +1,117 @@
+// `convtune db fit`: fits the cost model on each device's entries of the tuning database and checks it by leaving
+// one shape out at a time, so a user sees what the untuned family choice rests on and how well it picks.
+#include <fmt/format.h>
+
+#include <iostream>
+#include <map>
+
+#include "convtune/kernel_family.h"
+#include "convtune/plan.h"
+#include "src/tuning_db/cost_model.h"
+#include "src/tuning_db/tuning_database.h"
+#include "tools/convtune/commands.h"
+#include "tools/convtune/options.h"
+
+namespace convtune::cli {
+
+namespace {
+
+struct FitOptions {
+  std::string db;  // --db after `fit`; before it (db --db F fit), the db command's own option
+  std::string device;
+  double ridge = kCostModelRidge;
+  bool rows = false;
+};
+
+// The plans' own rules: a family known to suit the problem badly is never picked untuned; without a prediction
+// the rank order decides.
+bool poor_fit(const std::string& family, const ConvProblem& problem) {
+  for (const auto& f : kernel_families())
+    if (f->name() == family) return !f->untuned_poor_fit(Problem(problem)).empty();
+  return false;
+}
+
+int untuned_rank(const std::string& family) {
+  for (const auto& f : kernel_families())
+    if (f->name() == family) return f->untuned_rank();
+  return 1000;
+}
+
+void print_device(const std::string& name, const std::vector<CostSample>& samples, const FitOptions& opt) {
+  const CostModel model = CostModel::fit(samples, opt.ridge);
+  std::cout << fmt::format("{}: {} measured (family, problem) pairs, ridge {:g}\n", name, model.sample_count(), opt.ridge);
+  if (model.empty()) {
+    std::cout << fmt::format("  no family has {} measured problems of one element type: plans keep the built-in "
+                             "rank order on this device\n\n",
+                             kCostModelMinSamples);
+    return;
+  }
+  std::cout << fmt::format("  {:<16} {:<12} {:>8} {:>16}\n", "family", "types", "problems", "rms error (x)");
+  for (const CostModel::FamilyFit& f : model.fits())
+    std::cout << fmt::format("  {:<16} {:<12} {:>8} {:>16.2f}\n", f.family, f.types, f.samples, std::exp(f.rms_log_error));
+  const CostModelCheck check = leave_one_shape_out(samples, poor_fit, untuned_rank, opt.ridge);
+  if (check.rows.empty()) {
+    std::cout << "  leave-one-shape-out: no problem has two or more families measured\n\n";
+    return;
+  }
+  if (opt.rows) {
+    std::cout << fmt::format("  {:<90} {:<14} {:>9} {:<14} {:>9} {:>6} {:>9}\n", "problem", "best", "ms", "picked",
+                             "ms", "speed", "pred/meas");
+    for (const CostModelCheckRow& r : check.rows) {
+      std::cout << fmt::format("  {:<90} {:<14} {:>9.4f} {:<14} {:>9.4f} {:>6.2f} {:>9}\n", r.problem.to_string(),
+                               r.best, r.best_ms, r.chosen, r.chosen_ms, r.ratio(),
+                               r.modelled ? fmt::format("{:.2f}", r.predicted_ms / r.chosen_ms) : "rules");
+    }
+  }
+  double worst = 1, log_err = 0;
+  for (const CostModelCheckRow& r : check.rows) {
+    worst = std::min(worst, r.ratio());
+    if (r.modelled) log_err += std::abs(std::log(r.predicted_ms / r.chosen_ms));
+  }
+  const size_t modelled = check.rows.size() - check.unpredicted();
+  std::cout << fmt::format(
+      "  leave-one-shape-out over {} problems with 2+ families measured (tuned times): the pick is the measured best "
+      "on {}, within 90% of its speed on {}, worst {:.2f}x; the model picked on {} (predicted/measured time of its "
+      "pick within {:.2f}x, geometric mean), the rules on {} (outside the measured range)\n\n",
+      check.rows.size(), check.best_picked(), check.within(0.9), worst, modelled,
+      std::exp(modelled ? log_err / static_cast<double>(modelled) : 0.0), check.unpredicted());
+}
+
+}  // namespace
+
+void add_db_fit_command(CLI::App& db) {
+  auto opt = std::make_shared<FitOptions>();
+  auto* fit = db.add_subcommand(
+      "fit", "Fit the untuned family choice's cost model on each device's entries and check it leaving one shape out "
+             "(plans refit it themselves whenever the database changes)");
+  add_db_option(fit, opt->db);
+  fit->add_option("--device", opt->device, "Only devices whose name or fingerprint contains this");
+  fit->add_option("--ridge", opt->ridge, "Ridge strength on standardized features (what plans use: the default)");
+  fit->add_flag("--rows", opt->rows, "Print each checked problem: best family, the model's pick, their times");
+  fit->callback([opt, &db] {
+    const CLI::Option* path = db.get_option("--db");
+    const std::filesystem::path file = !opt->db.empty() ? std::filesystem::path(opt->db)
+                                       : path->count()   ? std::filesystem::path(path->as<std::string>())
+                                                         : TuningDatabase::default_user_file();
+    const TuningDatabase database(file, shipped_tuning_dir());
+    if (!database.user_file_error().empty()) std::cerr << "db: warning: " << database.user_file_error() << "\n";
+    const std::vector<ListedEntry> entries = database.list();
+    // One model per device fingerprint (plans take every driver of the same hardware; stale entries count).
+    std::map<std::string, std::string> devices;  // fingerprint -> name
+    for (const ListedEntry& l : entries) {
+      if (!l.entry.problem.is_conv()) continue;
+      const TuningDevice& d = l.entry.device;
+      if (opt->device.empty() || d.name.find(opt->device) != std::string::npos ||
+          d.fingerprint.find(opt->device) != std::string::npos)
+        devices.emplace(d.fingerprint, d.name);
+    }
+    if (devices.empty()) std::cout << "no convolution entries" << (opt->device.empty() ? "" : " for that device") << "\n";
+    for (const auto& [fingerprint, name] : devices) {
+      const std::string fp = fingerprint;
+      print_device(fmt::format("{} ({})", name, fingerprint),
+                   cost_samples(entries, [&fp](const TuningEntry& e) { return e.device.fingerprint == fp; }), *opt);
+    }
+  });
+}
+
+}  // namespace convtune::cli
