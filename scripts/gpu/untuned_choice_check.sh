@@ -4,7 +4,7 @@
 # very layers, so every row is untuned: the nearest tier where a tuned shape is near, else the model), and what a
 # tune then finds. Binaries in .carry/bin (scripts/gpu/pack.sh).
 #   STAGES="untuned" (rules and model benches, ~3 min), STAGES="tune" (TUNE_BUDGET, default 8m, into
-#   $OUT/tuned.json; carry it back and pass TUNED_DB_IN to go on in another call), STAGES="tuned" (bench on the tuned
+#   $OUT/tuned-db.json; carry it back and pass TUNED_DB_IN to go on in another call), STAGES="tuned" (bench on the tuned
 #   database, then the table): OUT=dir STAGES="untuned tune tuned" scripts/gpu/untuned_choice_check.sh
 # Prints per layer and direction: the rules' family and ms, the untuned plan's family, tier and ms, the tuned ms,
 # and tuned/untuned (the issue asks >= 0.90 on every row); $OUT/summary.txt holds the table.
@@ -46,15 +46,15 @@ PY
   bench untuned "$OUT/shipped-less-layers" "$OUT/none.json"
 fi
 if has tune; then
-  [ -n "${TUNED_DB_IN:-}" ] && cp "$TUNED_DB_IN" "$OUT/tuned.json"
+  [ -n "${TUNED_DB_IN:-}" ] && cp "$TUNED_DB_IN" "$OUT/tuned-db.json"
   CONVTUNE_SHIPPED_TUNING_DIR=$OUT/empty timeout 590 "$BIN/convtune" tune --suite "$LAYERS" --device cuda:0 \
-    --direction all --budget "${TUNE_BUDGET:-8m}" --skip-tuned --no-peak --db "$OUT/tuned.json" \
+    --direction all --budget "${TUNE_BUDGET:-8m}" --skip-tuned --no-peak --db "$OUT/tuned-db.json" \
     --log "$OUT/tune-log.json" >"$OUT/tune.log" 2>&1
   echo "tune: exit $?"
   grep -vE "^tune \[" "$OUT/tune.log" | tail -5 | cut -c1-200
 fi
 if has tuned; then
-  bench tuned "$OUT/empty" "$OUT/tuned.json"
+  bench tuned "$OUT/empty" "$OUT/tuned-db.json"
   python3 - "$OUT" <<'PY' | tee "$OUT/summary.txt"
 import json, os, sys
 out = sys.argv[1]
