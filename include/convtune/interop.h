@@ -21,7 +21,9 @@ std::unique_ptr<Buffer> wrap_opencl_buffer(Device& device, void* cl_mem, size_t 
 // CUDA: convtune's CUDA devices use the primary context, the one the CUDA runtime and PyTorch use. A queue on the
 // caller's CUstream / cudaStream_t (not owned, never synchronised or destroyed by convtune) to run plans on...
 std::unique_ptr<Queue> wrap_cuda_stream(Device& device, void* stream);
-// ...and device memory the caller allocated (a CUdeviceptr / the pointer cudaMalloc gave), used in place.
+// ...and device memory the caller allocated (a CUdeviceptr / the pointer cudaMalloc gave), used in place. The
+// pointer must be 16-byte aligned, as cudaMalloc's are: several families copy 16 bytes at a time (float4 loads,
+// 16-byte cp.async), and a view at an odd element offset would fault there (the Python package copies such views).
 std::unique_ptr<Buffer> wrap_cuda_buffer(Device& device, uint64_t device_pointer, size_t bytes);
 
 // Host memory as a buffer of the CPU device (convtune's CPU families work on it in place; the memory must outlive
