@@ -109,7 +109,8 @@ struct CostModelCheck {
   size_t within(double ratio) const;  // rows whose pick runs at >= ratio of the best's speed
 };
 // `vetoed` is the plans' poor-fit rule; where the model predicts none of a problem's families, `rank` (the plans'
-// untuned order, lower first) picks among those not vetoed, as a plan would.
+// untuned order, lower first) picks among those not vetoed, as a plan would. Problems whose measured families are all
+// vetoed are left out: a plan would take a family the samples did not measure.
 CostModelCheck leave_one_shape_out(const std::vector<CostSample>& samples,
                                    const std::function<bool(const std::string&, const ConvProblem&)>& vetoed,
                                    const std::function<int(const std::string&)>& rank,

@@ -77,7 +77,8 @@ TEST(CostModel, TooFewSamplesGiveNoModelAndPlansKeepTheRankOrder) {
   EXPECT_EQ(cost_model_for(shipped(), other), nullptr);
   const ConvProblem s2 = conv(32, 64, 56, 128, 3, 2, 1);
   EXPECT_EQ(untuned_family(s2, shipped(), other), "implicit_gemm");
-  EXPECT_EQ(untuned_family(s2.with_direction(Direction::BackwardData), shipped(), other), "implicit_gemm");
+  // Strided backward-data is a poor fit for implicit_gemm and (ungrouped) direct_tiled: the rank order goes on.
+  EXPECT_EQ(untuned_family(s2.with_direction(Direction::BackwardData), shipped(), other), "im2col_gemm");
 }
 
 // Outside what the samples cover the model says nothing: the shipped layers all take 10-160 GFLOP with groups 1,
@@ -101,6 +102,15 @@ TEST(CostModel, UntunedPlansOnHopperTakeTheFamiliesTheIssueMeasuredFaster) {
   EXPECT_EQ(untuned_family(conv(32, 256, 28, 256, 3, 1, 1, 256), shipped(), hopper), "direct_tiled");
   EXPECT_EQ(untuned_family(conv(32, 3, 224, 64, 7, 2, 3, 1, Direction::BackwardData), shipped(), hopper),
             "im2col_gemm");
+  // This stop's misses (docs/PERFORMANCE.md, "Untuned family choice"), each against the family a tune found fastest:
+  // strided backward-data (implicit_gemm 0.53 and 0.076 ms, im2col_gemm 0.18 and 0.013), a short backward-filter
+  // reduction (implicit_gemm 0.033, direct_tiled 0.012) and 8 channels a group (implicit_gemm 0.036, direct_tiled 0.026).
+  EXPECT_EQ(untuned_family(conv(32, 64, 56, 128, 3, 2, 1, 1, Direction::BackwardData), shipped(), hopper),
+            "im2col_gemm");
+  const ConvProblem odd = parse_problem("N=8,C=16,H=15,W=13,K=24,R=7,S=5,stride=2,pad=1");
+  EXPECT_EQ(untuned_family(odd.with_direction(Direction::BackwardData), shipped(), hopper), "im2col_gemm");
+  EXPECT_EQ(untuned_family(odd.with_direction(Direction::BackwardFilter), shipped(), hopper), "direct_tiled");
+  EXPECT_EQ(untuned_family(conv(32, 256, 14, 256, 3, 1, 1, 32), shipped(), hopper), "direct_tiled");
   // Where a tuned shape is near, its entry still decides (the nearest tier comes first).
   PlanRequest alex{Problem(conv(128, 192, 13, 384, 3, 1, 1))};
   alex.tuning = &shipped();
@@ -117,7 +127,10 @@ TEST(CostModel, LeaveOneShapeOutOnTheShippedH200Entries) {
   ASSERT_GE(check.rows.size(), 40u);
   EXPECT_LE(check.unpredicted(), 6u);
   EXPECT_GE(check.best_picked(), check.rows.size() - 3);
-  EXPECT_EQ(check.within(0.9), check.rows.size());
+  for (const CostModelCheckRow& row : check.rows) {
+    EXPECT_GE(row.ratio(), 0.9) << row.problem.to_string() << ": picked " << row.chosen << " " << row.chosen_ms
+                                << " ms, best " << row.best << " " << row.best_ms << " ms";
+  }
 }
 
 TEST(CostModel, ChoosingTakesMicroseconds) {

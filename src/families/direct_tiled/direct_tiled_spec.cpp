@@ -56,6 +56,21 @@ class DirectTiledFamily final : public KernelFamily {
     return {};
   }
 
+  // Strided backward-data on ungrouped layers: measured on the H200 (docs/PERFORMANCE.md, "Untuned family choice")
+  // against im2col_gemm's default, 0.130 vs 0.013 ms (7x5 stride 2), 0.228 vs 0.184 and 0.95 (tuned) vs 0.48
+  // (3x3 stride 2), 1.71 vs 0.51 (C=3 7x7 stride 2), 8.40 vs 0.94 (C=3 11x11 stride 4); it won only on two layers
+  // of under 0.02 ms, by less than 10%. Grouped layers keep it: depthwise stride-2 backward-data took 0.031 ms here
+  // and 0.34 on im2col_gemm.
+  std::string untuned_poor_fit(const Problem& generic) const override {
+    const ConvProblem& problem = generic.conv();
+    if (problem.direction == Direction::BackwardData && problem.groups == 1 &&
+        (problem.stride.h > 1 || problem.stride.w > 1)) {
+      return fmt::format("ungrouped backward-data with stride {}x{} runs 1.2-10x slower than im2col_gemm",
+                         problem.stride.h, problem.stride.w);
+    }
+    return {};
+  }
+
   std::vector<Parameter> parameters(const Problem& problem) const override {
     return variant(problem)->parameters();
   }

@@ -270,20 +270,40 @@ class ImplicitGemmFamily final : public KernelFamily {
     return table.write(c);
   }
 
-  // Backward-data's GEMM has C/groups rows: with fewer than 8 most of every tile idles. Measured on the H200 with
-  // tuned parameters (tuning/nvidia-h200-cuda.json): C=3 at 111 ms for alex1, where im2col_gemm takes 1.36 ms and
-  // direct_tiled 1.70; the same 60-90x on a second C=3 layer.
+  // Measured on the H200 (docs/PERFORMANCE.md, "Untuned family choice"), each rule against the family a tune found:
+  // - backward-data's GEMM has C/groups rows: with fewer than 8 most of every tile idles. C=3 at 111 ms for alex1,
+  //   where im2col_gemm takes 1.36 ms and direct_tiled 1.70; the same 60-90x on a second C=3 layer;
+  // - strided backward-data gathers through the zero-inserted gradient, so most of each tile's loads are masked:
+  //   3x3 stride 2 at 0.53 and 1.71 ms where im2col_gemm took 0.18 and 0.48, a 7x5 stride-2 layer 0.076 against
+  //   0.013;
+  // - grouped layers with fewer than 16 channels a group (in and out) leave most of each tile idle: depthwise 3x3
+  //   forward (groups = C = 256) at 0.293 ms where direct_tiled took 0.030; 8 a group (ResNeXt style) forward and
+  //   backward-data at 0.036 ms where direct_tiled took 0.026, while 32 a group ran within 10% of the tuned best;
+  // - backward-filter over a short N*P*Q reduction cannot be split to fill the device (a slice keeps at least 512
+  //   elements): two small odd-shaped layers (reductions of 288 and 1,680) at 0.033 and 0.050 ms where direct_tiled
+  //   took 0.012 and 0.019.
   std::string untuned_poor_fit(const Problem& generic) const override {
     const ConvProblem& problem = generic.conv();
-    if (problem.direction == Direction::BackwardData && problem.c_per_group() < 8) {
+    const Direction dir = problem.direction;
+    if (dir == Direction::BackwardData && problem.c_per_group() < 8) {
       return fmt::format("backward-data with C/groups={} leaves most of each GEMM tile idle", problem.c_per_group());
     }
-    // Forward's and backward-filter's GEMMs have K/groups rows: a depthwise layer's are one row each. Measured on the
-    // H200 (issue 15): depthwise 3x3 forward, groups = C = 256, on implicit_gemm 0.293 ms where direct_tiled took
-    // 0.030. Grouped layers only: nothing was measured for a plain layer with few output channels.
-    if (problem.direction != Direction::BackwardData && problem.groups > 1 && problem.k_per_group() < 8) {
-      return fmt::format("{} with K/groups={} leaves most of each GEMM tile idle", to_string(problem.direction),
-                         problem.k_per_group());
+    if (dir == Direction::BackwardData && (problem.stride.h > 1 || problem.stride.w > 1)) {
+      return fmt::format("backward-data with stride {}x{} masks most of each tile's gathers", problem.stride.h,
+                         problem.stride.w);
+    }
+    if (problem.groups > 1) {
+      const int64_t rows = dir == Direction::BackwardData ? problem.c_per_group() : problem.k_per_group();
+      if (rows < 16) {
+        return fmt::format("{} with {}/groups={} leaves most of each GEMM tile idle", to_string(dir),
+                           dir == Direction::BackwardData ? "C" : "K", rows);
+      }
+    }
+    if (dir == Direction::BackwardFilter) {
+      const int64_t reduction = problem.n * problem.p() * problem.q();
+      if (reduction < 2048) {
+        return fmt::format("backward-filter's reduction N*P*Q={} is too short to split across the device", reduction);
+      }
     }
     return {};
   }

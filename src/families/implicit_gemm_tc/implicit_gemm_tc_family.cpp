@@ -63,9 +63,16 @@ class ImplicitGemmTcFamily final : public KernelFamily {
   }
 
   // Untuned, a GEMM too thin for the 16x8 MMA tiles goes to the FP32 families (which compute tf32 and 3xtf32 too):
-  // on the H200, alex1's backward-data (C=3, M=3) ran 135x slower than cuDNN on this family's default.
+  // on the H200, alex1's backward-data (C=3, M=3) ran 135x slower than cuDNN on this family's default. Strided
+  // backward-data gathers through the zero-inserted gradient as implicit_gemm's does (see its rule): alex1's
+  // (stride 4) took 108-165 ms tuned where direct_tiled took 11 and im2col_gemm 1.4.
   std::string untuned_poor_fit(const Problem& generic) const override {
-    const implicit_gemm::GemmShape gemm = implicit_gemm::gemm_shape(generic.conv());
+    const ConvProblem& problem = generic.conv();
+    if (problem.direction == Direction::BackwardData && (problem.stride.h > 1 || problem.stride.w > 1)) {
+      return fmt::format("backward-data with stride {}x{} masks most of each tile's gathers", problem.stride.h,
+                         problem.stride.w);
+    }
+    const implicit_gemm::GemmShape gemm = implicit_gemm::gemm_shape(problem);
     if (gemm.m < 16) return fmt::format("a GEMM of {} rows per group fills less than one 16-row MMA tile", gemm.m);
     if (gemm.n < 8) return fmt::format("a GEMM of {} columns fills less than one 8-column MMA tile", gemm.n);
     return {};
