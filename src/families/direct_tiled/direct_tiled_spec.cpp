@@ -2,6 +2,7 @@
 // constraints and launches in the output-tiled (forward, backward-data) and filter-tiled (backward-filter) halves.
 #include <fmt/format.h>
 
+#include "src/families/depthwise/depthwise_layer.h"
 #include "src/families/direct_tiled/direct_tiled_variant.h"
 #include "src/families/families.h"
 
@@ -54,6 +55,11 @@ class DirectTiledFamily final : public KernelFamily {
     }
     if (device.max_work_group_size < 1) return "the device reports no work-group size";
     return {};
+  }
+
+  // Its work-items tile C/groups or K/groups channels, one (or the multiplier) in a depthwise layer.
+  std::string untuned_poor_fit(const Problem& problem) const override {
+    return depthwise::leave_to_depthwise(problem.conv());
   }
 
   std::vector<Parameter> parameters(const Problem& problem) const override {
