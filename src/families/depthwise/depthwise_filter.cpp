@@ -57,8 +57,10 @@ class Filter final : public DepthwiseVariant {
                      [taps](const P& p, const X& x) {
                        return taps * p.threads * static_cast<int64_t>(sizeof(float)) <= local_memory_limit(x.device);
                      }),
-        t.constraint("every chunk gets at least one row segment per work-item", {&P::threads, &P::tile_q, &P::split},
-                     [pb](const P& p, const X&) { return p.split == 1 || p.split * p.threads <= segments(pb, p); }),
+        // Chunks shorter than the work-group are allowed (they idle work-items, but small layers still get SPLIT
+        // > 1 and its second launch checked); more chunks than row segments would only add empty ones.
+        t.constraint("at most one chunk per row segment of the reduction", {&P::tile_q, &P::split},
+                     [pb](const P& p, const X&) { return p.split <= segments(pb, p); }),
         t.constraint(fmt::format("split partials within the workspace cap, {}", families::kWorkspaceCapText),
                      {&P::split}, [dw](const P& p, const X& x) {
                        return p.split == 1 || (p.split * dw <= kMaxTensorElements &&
