@@ -94,13 +94,16 @@ class Spatial final : public DepthwiseVariant {
     return list;
   }
 
-  // 2 x 4 outputs per work-item, 16 x 4 work-items (64 x 8 outputs), fitted to the image; small images fill the
-  // work-group (up to 128 work-items) with channels instead. Local memory on GPUs, where it saves the caches the
-  // filter halo's re-reads; off on CPUs, where it is only a copy. The all-ones configuration when nothing fits.
+  // GPUs: 2 x 4 outputs per work-item, 16 x 4 work-items (64 x 8 outputs), the window in local memory (it saves
+  // the caches the filter halo's re-reads). CPUs (PoCL, which vectorises across work-items along local axis 0): one
+  // column per work-item, 32 along a row, no local memory (only a copy there): on a 28x28 layer (N=4, C=64) 3.8x
+  // (forward) and 4x (backward-data) faster than the GPU shape. Fitted to the image; small images fill the
+  // work-group (up to 128 work-items) with channels. The all-ones configuration when nothing fits.
   Config default_config(const DeviceInfo& device) const override {
     SpatialParams c;
     c.tile_m = forward_ && pb_.k_per_group() % 2 == 0 ? 2 : 1;
-    c.tile_h = 2, c.tile_w = 4, c.threads_w = 16, c.threads_h = 4, c.threads_c = 1;
+    c.tile_h = 2, c.tile_w = device.is_gpu ? 4 : 1, c.threads_w = device.is_gpu ? 16 : 32, c.threads_h = 4;
+    c.threads_c = 1;
     c.use_local = device.is_gpu ? 1 : 0;
     fit_extent(c.tile_w, c.threads_w, cols_);
     fit_extent(c.tile_h, c.threads_h, rows_);
