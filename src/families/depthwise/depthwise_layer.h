@@ -10,6 +10,7 @@
 
 #include "convtune/conv_problem.h"
 #include "convtune/kernel_family.h"
+#include "src/families/direction_variant.h"
 
 namespace convtune::depthwise {
 
@@ -26,14 +27,7 @@ inline std::string leave_to_depthwise(const ConvProblem& problem) {
 }
 
 // One direction's parameters, constraints, default and launches.
-class DepthwiseVariant {
- public:
-  virtual ~DepthwiseVariant() = default;
-  virtual std::vector<Parameter> parameters() const = 0;
-  virtual std::vector<Constraint> constraints() const = 0;
-  virtual Config default_config(const DeviceInfo& device) const = 0;
-  virtual KernelRecipe recipe(const Epilogue& epilogue, const Config& config, const DeviceInfo& device) const = 0;
-};
+using DepthwiseVariant = families::DirectionVariant;
 
 // Forward (y tiles) or backward-data (dx tiles): work-items own a tile of the written tensor's rows and columns.
 std::unique_ptr<DepthwiseVariant> make_spatial(const ConvProblem& problem);
