@@ -80,6 +80,12 @@ TEST(Depthwise, UntunedPlansPickItForDepthwiseLayersOnlyOnHopperAndPocl) {
         EXPECT_EQ(plan.tier(), ConfigTier::BuiltInDefault);
       }
     }
+    // tf32 asks for at least TF32 accuracy: the tensor-core families pass depthwise layers to this FP32 family too.
+    if (device.backend == BackendKind::Cuda) {
+      ConvProblem tf32 = parse_problem(kDepthwiseLayers.front());
+      tf32.math = MathMode::TF32;
+      EXPECT_EQ(untuned(device, tf32, db).family().name(), "depthwise");
+    }
     // A single input channel is an ordinary convolution, and a grouped layer is not the family's.
     EXPECT_NE(untuned(device, parse_problem("N=32,C=1,H=28,K=32,R=5,pad=2"), db).family().name(), "depthwise");
     EXPECT_NE(untuned(device, parse_problem("N=32,C=64,H=28,K=64,R=3,pad=1,groups=4"), db).family().name(),
