@@ -5,9 +5,9 @@
 # cuDNN, direct_tiled's default (the choice before this family), a short tune of the depthwise family and the
 # tuned plan beside cuDNN. Binaries in .carry/bin (scripts/gpu/pack.sh).
 #   [DEVICE=cuda:0] [TUNE_SECONDS=60] [STAGES="conformance untuned tune tuned"] scripts/gpu/depthwise_check.sh OUTDIR
-# TUNE_SECONDS is per layer (its three directions; 7 layers: 7 minutes at the default). Stages fit the 10-minute
-# calls: STAGES="conformance untuned" (~3 min), then STAGES="tune tuned" with TUNED_DB_IN=<carried depthwise-db.json>
-# to go on from an interrupted tune. DEVICE=opencl:0 runs the same on PoCL (no cuDNN off CUDA); BATCH_SCALE=0.0625
+# TUNE_SECONDS is per layer (its three directions; 7 layers: 7 minutes at the default). For 10-minute calls:
+# STAGES=conformance (1-2 min), then STAGES="untuned tune tuned" TUNE_SECONDS=45 (~9 min; the table needs the
+# untuned and tuned benches in one OUTDIR); TUNED_DB_IN=<a carried depthwise-db.json> goes on from an earlier tune. DEVICE=opencl:0 runs the same on PoCL (no cuDNN off CUDA); BATCH_SCALE=0.0625
 # (N=2) makes that a quick dry run.
 # OUTDIR/summary.txt: per layer and direction the untuned, direct_tiled, tuned and cuDNN ms, tuned/cuDNN.
 set -uo pipefail
@@ -64,7 +64,7 @@ fi
 if has tune; then
   [ -n "${TUNED_DB_IN:-}" ] && cp "$TUNED_DB_IN" "$OUT/depthwise-db.json"
   layers=$(wc -l <"$LAYERS")
-  CONVTUNE_SHIPPED_TUNING_DIR=$OUT/empty timeout 590 "$BIN/convtune" tune --suite "$LAYERS" --device "$DEVICE" \
+  CONVTUNE_SHIPPED_TUNING_DIR=$OUT/empty timeout $((TUNE_SECONDS * layers + 60)) "$BIN/convtune" tune --suite "$LAYERS" --device "$DEVICE" \
     --direction all --family depthwise --budget "$((TUNE_SECONDS * layers))s" --batch-scale "$BATCH_SCALE" \
     --skip-tuned --no-peak \
     --db "$OUT/depthwise-db.json" --log "$OUT/tune-log.json" >"$OUT/tune.log" 2>&1
