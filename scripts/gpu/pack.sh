@@ -12,7 +12,7 @@ cp "$BUILD"/lib/libconvtune.so.0 .carry/bin/  # the file itself, under its sonam
 # checksums), under their sonames beside it.
 for lib in libhwy.so.1 libcrypto.so.3; do cp -L "/lib/x86_64-linux-gnu/$lib" .carry/bin/; done
 for t in cuda_backend_test opencl_backend_test family_conformance_test gemm_test implicit_gemm_test winograd_test \
-         tensor_core_test; do
+         tensor_core_test depthwise_test; do
   [ -x "$BUILD/tests/$t" ] && cp "$BUILD/tests/$t" .carry/bin/
 done
 [ -x "$BUILD"/tests/implicit_gemm_sweep ] && cp "$BUILD"/tests/implicit_gemm_sweep .carry/bin/

@@ -26,6 +26,8 @@ const std::vector<Case>& standard_cases() {
         {"3x3-groups2", "N=2,C=6,H=8,W=8,K=4,R=3,pad=1,groups=2"},
         {"3x3-depthwise", "N=2,C=8,H=9,W=9,K=8,R=3,pad=1,groups=8"},
         {"5x5-depthwise-x2-stride2", "N=1,C=4,H=11,W=10,K=8,R=5,stride=2,pad=2,groups=4"},
+        {"3x3-depthwise-stride2-odd-N1", "N=1,C=4,H=7,W=5,K=4,R=3,stride=2,pad=1,groups=4"},
+        {"3x3-depthwise-x2-dilation2-nopad", "N=2,C=3,H=9,W=8,K=6,R=3,dilation=2,groups=3"},
         {"1x1-groups4-N3", "N=3,C=8,H=5,W=6,K=12,R=1,groups=4"},
     };
     std::vector<Case> out;

@@ -1,6 +1,10 @@
 // Every kernel family's CUDA variant compiles to an sm_90 cubin through NVRTC (no GPU needed): each direction,
-// on several problems, with the default and sampled configurations, as CudaDevice::build would compile them.
+// on several problems, with the default and sampled configurations, as CudaDevice::build would compile them; the
+// depthwise family also for sm_80, on the layers its GPU check times, its defaults without register spills.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
+
+#include <regex>
 
 #include "convtune/kernel_family.h"
 #include "src/backend/cuda/nvrtc_compiler.h"
@@ -14,18 +18,29 @@ namespace {
 
 DeviceInfo hopper() { return test::described_hopper(); }
 
-void expect_compiles(const KernelFamily& family, const ConvProblem& pb, const Epilogue& epilogue, const Config& config,
-                     const DeviceInfo& device) {
+// Compiles one recipe; returns the bytes ptxas reports spilled (with `report_spills`, else 0), -1 on failure.
+int expect_compiles(const KernelFamily& family, const ConvProblem& pb, const Epilogue& epilogue, const Config& config,
+                    const DeviceInfo& device, bool report_spills = false) {
   const KernelRecipe recipe = family.recipe(pb, epilogue, config, device);
   const std::string text = load_kernel_source(recipe.source.file);
-  const auto options = cuda::cuda_program_options(device.architecture, recipe.source.defines, recipe.source.options);
+  std::vector<std::string> extra = recipe.source.options;
+  if (report_spills) extra.push_back("--ptxas-options=-v");
+  const auto options = cuda::cuda_program_options(device.architecture, recipe.source.defines, extra);
   try {
-    const auto cubin = cuda::compile_cuda_to_cubin(text, options, recipe.source.file);
-    ASSERT_GE(cubin.size(), 4u);
-    EXPECT_EQ(static_cast<char>(cubin[1]), 'E');  // ELF magic: a cubin, not PTX
+    std::string log;
+    const auto cubin = cuda::compile_cuda_to_cubin(text, options, recipe.source.file, &log);
+    EXPECT_GE(cubin.size(), 4u);
+    if (cubin.size() >= 4) EXPECT_EQ(static_cast<char>(cubin[1]), 'E');  // ELF magic: a cubin, not PTX
+    if (report_spills) EXPECT_NE(log.find("registers"), std::string::npos) << "no ptxas resource report:\n" << log;
+    int spilled = 0;
+    static const std::regex spill(R"((\d+) bytes spill (stores|loads))");
+    for (auto it = std::sregex_iterator(log.begin(), log.end(), spill); it != std::sregex_iterator(); ++it)
+      spilled += std::stoi((*it)[1]);
+    return spilled;
   } catch (const std::exception& e) {
     ADD_FAILURE() << family.name() << " " << to_string(pb.direction) << " " << pb.to_string() << " ["
                   << to_string(config) << "]: " << e.what();
+    return -1;
   }
 }
 
@@ -60,4 +75,38 @@ TEST(FamilyNvrtc, EveryFamilyDirectionAndSampledConfigCompilesForSm90) {
   }
   std::cout << "nvrtc: compiled " << compiled << " family programs for sm_90\n";
   EXPECT_GT(compiled, 0);
+}
+
+// depthwise for Ampere and Hopper on the layers scripts/gpu/depthwise_check.sh times (MobileNet 3x3 stride 1 and 2,
+// a 5x5, a multiplier of 2, a dilated one): every direction, the default (without spills, with the fused bias and
+// ReLU forward) and sampled configurations.
+TEST(FamilyNvrtc, DepthwiseCompilesForSm80AndSm90) {
+  DeviceInfo ampere = hopper();
+  ampere.name = "NVIDIA A100 (described)";
+  ampere.architecture = "sm_80";
+  ampere.compute_units = 108;
+  const KernelFamily& family = kernel_family("depthwise");
+  const std::vector<ConvProblem> problems = {parse_problem("N=32,C=32,H=112,K=32,R=3,pad=1,groups=32"),
+                                             parse_problem("N=32,C=512,H=14,K=512,R=3,stride=2,pad=1,groups=512"),
+                                             parse_problem("N=32,C=240,H=14,K=240,R=5,pad=2,groups=240"),
+                                             parse_problem("N=8,C=64,H=30,K=128,R=3,pad=2,dilation=2,groups=64")};
+  for (const DeviceInfo& device : {hopper(), ampere}) {
+    int compiled = 0;
+    for (Direction d : {Direction::Forward, Direction::BackwardData, Direction::BackwardFilter}) {
+      for (const ConvProblem& base : problems) {
+        const ConvProblem pb = base.with_direction(d);
+        ASSERT_EQ(family.unsupported_reason(pb, {}, device), "");
+        const Epilogue epilogue = d == Direction::Forward ? Epilogue{true, true, 1} : Epilogue{};
+        const Config config = family.default_config(pb, device);
+        EXPECT_EQ(expect_compiles(family, pb, epilogue, config, device, true), 0)
+            << device.architecture << " " << pb.to_string() << " [" << to_string(config) << "] spills registers";
+        for (const Config& sampled : SearchSpace(family, pb, device).sample(1, 7)) {
+          expect_compiles(family, pb, {}, sampled, device);
+          ++compiled;
+        }
+        ++compiled;
+      }
+    }
+    std::cout << fmt::format("nvrtc: compiled {} depthwise programs for {}\n", compiled, device.architecture);
+  }
 }

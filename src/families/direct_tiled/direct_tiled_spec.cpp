@@ -2,6 +2,7 @@
 // constraints and launches in the output-tiled (forward, backward-data) and filter-tiled (backward-filter) halves.
 #include <fmt/format.h>
 
+#include "src/families/depthwise/depthwise_layer.h"
 #include "src/families/direct_tiled/direct_tiled_variant.h"
 #include "src/families/families.h"
 
@@ -56,11 +57,11 @@ class DirectTiledFamily final : public KernelFamily {
     return {};
   }
 
+  // Depthwise layers: its work-items tile C/groups or K/groups channels, one (or the multiplier) there.
   // Strided backward-data on ungrouped layers: measured on the H200 (docs/PERFORMANCE.md, "Untuned family choice")
   // against im2col_gemm's default, 0.130 vs 0.013 ms (7x5 stride 2), 0.228 vs 0.184 and 0.95 (tuned) vs 0.48
   // (3x3 stride 2), 1.71 vs 0.51 (C=3 7x7 stride 2), 8.40 vs 0.94 (C=3 11x11 stride 4); it won only on two layers
-  // of under 0.02 ms, by less than 10%. Grouped layers keep it: depthwise stride-2 backward-data took 0.031 ms here
-  // and 0.34 on im2col_gemm.
+  // of under 0.02 ms, by less than 10%.
   std::string untuned_poor_fit(const Problem& generic) const override {
     const ConvProblem& problem = generic.conv();
     if (problem.direction == Direction::BackwardData && problem.groups == 1 &&
@@ -68,7 +69,7 @@ class DirectTiledFamily final : public KernelFamily {
       return fmt::format("ungrouped backward-data with stride {}x{} runs 1.2-10x slower than im2col_gemm",
                          problem.stride.h, problem.stride.w);
     }
-    return {};
+    return depthwise::leave_to_depthwise(problem);
   }
 
   std::vector<Parameter> parameters(const Problem& problem) const override {

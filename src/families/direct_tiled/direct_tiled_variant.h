@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "convtune/kernel_family.h"
+#include "src/families/direction_variant.h"
 #include "src/families/parameter_table.h"
 
 namespace convtune::direct_tiled {
@@ -19,14 +20,7 @@ inline constexpr int64_t kMaxStaticLocalBytes = 48 * 1024;
 // Accumulators a work-item keeps in registers; larger tiles spill on every GPU.
 inline constexpr int64_t kMaxRegisterTile = 64;
 
-class DirectTiledVariant {
- public:
-  virtual ~DirectTiledVariant() = default;
-  virtual std::vector<Parameter> parameters() const = 0;
-  virtual std::vector<Constraint> constraints() const = 0;
-  virtual Config default_config(const DeviceInfo& device) const = 0;
-  virtual KernelRecipe recipe(const Epilogue& epilogue, const Config& config, const DeviceInfo& device) const = 0;
-};
+using DirectTiledVariant = families::DirectionVariant;
 
 // Forward (y from x, w) or backward-data (dx from dy, w) for one problem.
 std::unique_ptr<DirectTiledVariant> make_output_tiled(const ConvProblem& problem);

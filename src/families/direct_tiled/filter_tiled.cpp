@@ -150,15 +150,7 @@ class FilterTiled final : public DirectTiledVariant {
     recipe.steps.push_back(std::move(reduce));
     if (p.split_npq > 1) {
       recipe.workspace_bytes = static_cast<size_t>(p.split_npq * pb_.w_elements()) * sizeof(float);
-      LaunchStep sum;
-      sum.kernel = "direct_tiled_sum_splits";
-      sum.args = {ArgSource::workspace(), ArgSource::of_operand(w)};
-      const size_t local = std::min<size_t>(256, std::max<size_t>(1, device.max_work_group_size));
-      sum.geometry.dims = 1;
-      sum.geometry.local = {local, 1, 1};
-      const auto blocks = static_cast<size_t>(ceil_div(pb_.w_elements(), static_cast<int64_t>(local)));
-      sum.geometry.global = {blocks * local, 1, 1};
-      recipe.steps.push_back(std::move(sum));
+      recipe.steps.push_back(families::split_sum_step("direct_tiled_sum_splits", w, pb_.w_elements(), device));
     }
     return recipe;
   }

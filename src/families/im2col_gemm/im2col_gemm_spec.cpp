@@ -6,6 +6,7 @@
 #include <algorithm>
 
 #include "convtune/plan.h"
+#include "src/families/depthwise/depthwise_layer.h"
 #include "src/families/families.h"
 #include "src/families/im2col_gemm/im2col_gemm_spec.h"
 
@@ -67,6 +68,11 @@ class Im2colGemmFamily final : public KernelFamily {
       return fmt::format("GEMM rows ({}) exceed {} tiles of 128 (CUDA grid axis 1)", largest_m, kMaxGridY);
     }
     return {};
+  }
+
+  // A depthwise layer's GEMMs are one row (or the multiplier) per group over R*S columns of the unrolled input.
+  std::string untuned_poor_fit(const Problem& problem) const override {
+    return depthwise::leave_to_depthwise(problem.conv());
   }
 
   std::vector<Parameter> parameters(const Problem&) const override { return im2col_gemm::parameter_table().parameters(); }

@@ -9,6 +9,7 @@
 #include <optional>
 
 #include "convtune/error.h"
+#include "src/families/depthwise/depthwise_layer.h"
 #include "src/families/families.h"
 #include "src/families/implicit_gemm/implicit_gemm_spec.h"
 #include "src/families/nvidia_arch.h"
@@ -305,7 +306,8 @@ class ImplicitGemmFamily final : public KernelFamily {
         return fmt::format("backward-filter's reduction N*P*Q={} is too short to split across the device", reduction);
       }
     }
-    return {};
+    // Larger multipliers still reduce over only R*S taps per output: the depthwise family's layers.
+    return depthwise::leave_to_depthwise(problem);
   }
 
   // Backward-filter's split-K gives a long N*P*Q reduction over few output tiles its parallelism, and its best

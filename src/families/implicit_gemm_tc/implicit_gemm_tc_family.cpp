@@ -7,6 +7,7 @@
 #include <algorithm>
 
 #include "convtune/plan.h"
+#include "src/families/depthwise/depthwise_layer.h"
 #include "src/families/families.h"
 #include "src/families/gemm_tc/tc_tiles.h"
 #include "src/families/implicit_gemm/implicit_gemm_spec.h"
@@ -75,7 +76,7 @@ class ImplicitGemmTcFamily final : public KernelFamily {
     const implicit_gemm::GemmShape gemm = implicit_gemm::gemm_shape(problem);
     if (gemm.m < 16) return fmt::format("a GEMM of {} rows per group fills less than one 16-row MMA tile", gemm.m);
     if (gemm.n < 8) return fmt::format("a GEMM of {} columns fills less than one 8-column MMA tile", gemm.n);
-    return {};
+    return depthwise::leave_to_depthwise(generic.conv());
   }
 
   std::vector<Parameter> parameters(const Problem& problem) const override {
