@@ -105,6 +105,15 @@ class Spatial final : public DepthwiseVariant {
     c.tile_h = 2, c.tile_w = device.is_gpu ? 4 : 1, c.threads_w = device.is_gpu ? 16 : 32, c.threads_h = 4;
     c.threads_c = 1;
     c.use_local = device.is_gpu ? 1 : 0;
+    if (device.is_gpu && forward_) {
+      // Tuned on the H200 over seven MobileNet-style layers (docs/PERFORMANCE.md, "Depthwise"): forward ran best
+      // with one output column per work-item, 32 along a row, no local staging and one output channel each
+      // (coalesced reads straight from the input; the caches serve the halo), two rows (stride 2) or four (stride
+      // 1) per work-item. The 4-column local-memory shape above, still backward-data's best, took 1.3-1.7x longer
+      // forward on the stride-2 layers.
+      c.tile_m = 1, c.tile_w = 1, c.threads_w = 32, c.threads_h = 1, c.use_local = 0;
+      c.tile_h = pb_.stride.h > 1 ? 2 : 4;
+    }
     fit_extent(c.tile_w, c.threads_w, cols_);
     fit_extent(c.tile_h, c.threads_h, rows_);
     const int64_t units = forward_ ? pb_.c * ceil_div(pb_.k_per_group(), c.tile_m) : pb_.c;
