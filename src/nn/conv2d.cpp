@@ -39,6 +39,7 @@ ConvProblem Conv2d::problem(int64_t batch, Direction direction) const {
   p.r = p.s = kernel_;
   p.pad = {pad_, pad_};
   p.direction = direction;
+  p.math = runtime_.math();
   return p;
 }
 

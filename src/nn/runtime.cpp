@@ -27,7 +27,8 @@ std::string shape_string(const std::vector<int64_t>& shape) {
   return s;
 }
 
-Runtime::Runtime(Device& device) : device_(&device), on_host_(device.info().backend == BackendKind::Cpu) {
+Runtime::Runtime(Device& device, MathMode math)
+    : device_(&device), on_host_(device.info().backend == BackendKind::Cpu), math_(math) {
   if (!on_host_) {
     if (!device.info().can_run_kernels) {
       throw BackendError(fmt::format("{} cannot run kernels: {}", device.info().id, device.info().cannot_run_reason));
@@ -105,6 +106,7 @@ void Runtime::gemm(const Buffer& a, const Buffer& b, Buffer& c, int64_t m, int64
   if (it == gemms_.end()) {
     GemmProblem problem;
     problem.m = m, problem.n = n, problem.k = k, problem.trans_a = a_trans, problem.trans_b = b_trans;
+    problem.math = math_;
     PlanRequest request;
     request.problem = problem;
     it = gemms_.emplace(key, std::make_unique<Plan>(Plan::create(*device_, request))).first;

@@ -22,6 +22,7 @@ struct EvalOptions {
   std::string device = kDefaultDevice;
   std::string family = "auto";
   std::string fused_family = "direct_tiled";
+  std::string math;
   int64_t limit = -1;
   int64_t batch = 100;
   bool no_fuse = false;
@@ -36,10 +37,11 @@ void run_eval(const EvalOptions& opt) {
   const data::DatasetFiles files = data::find_dataset_files(dir, false);
   const data::LabelledImages test = data::load_idx_pair(files.test_images, files.test_labels, 10, opt.limit);
   Device& device = choose_device(opt.device, "eval");
-  nn::Runtime runtime(device);
+  nn::Runtime runtime(device, parse_math_mode(opt.math.empty() ? "fp32" : opt.math));
   auto network = nn::load_network(opt.model, runtime, opt.family == "auto" ? "" : opt.family);
-  std::cout << fmt::format("eval: {} ({}) on {} ({}), {} test images, batch {}\n", opt.model, header.architecture,
-                           device.info().id, device.info().name, test.count, opt.batch);
+  std::cout << fmt::format("eval: {} ({}) on {} ({}), {} test images, batch {}, math {}\n", opt.model,
+                           header.architecture, device.info().id, device.info().name, test.count, opt.batch,
+                           to_string(runtime.math()));
   if (!opt.no_fuse) {
     for (const std::string& line : network->fuse_for_inference(opt.fused_family)) std::cout << "  " << line << "\n";
   }
@@ -85,6 +87,7 @@ void add_eval_command(CLI::App& app) {
   cmd->add_option("--batch", opt->batch, "Images per forward pass")->capture_default_str()->check(positive_integer());
   add_family_option(cmd, opt->family, "Kernel family of the unfused convolutions: auto (the plan's choice per layer: "
                                       "the tuning database's entry, else the built-in default)");
+  add_math_option(cmd, opt->math, "");
   cmd->add_option("--fused-family", opt->fused_family, "Kernel family for conv+bias+ReLU+max-pool in one kernel")
       ->capture_default_str();
   cmd->add_flag("--no-fuse", opt->no_fuse, "Run conv, ReLU and pool as separate steps");

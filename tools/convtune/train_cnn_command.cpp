@@ -25,6 +25,7 @@ struct TrainCnnOptions {
   std::string family = "auto";
   std::string optimizer = "adam";
   std::string out = "cnn.model";
+  std::string math;
   int epochs = 3;
   int64_t batch = 64;
   double lr = 1e-3;
@@ -45,7 +46,7 @@ void run_train_cnn(const TrainCnnOptions& opt) {
   const data::LabelledImages train = data::load_idx_pair(files.train_images, files.train_labels, 10, opt.limit);
   const data::LabelledImages test = data::load_idx_pair(files.test_images, files.test_labels, 10, opt.test_limit);
   Device& device = choose_device(opt.device, "train cnn");
-  nn::Runtime runtime(device);
+  nn::Runtime runtime(device, parse_math_mode(opt.math.empty() ? "fp32" : opt.math));
   auto network = nn::make_network(runtime, opt.architecture, opt.family == "auto" ? "" : opt.family);
   network->initialize(opt.seed);
   // The model's place is checked before the training, not after it: a mistyped folder, a read-only or full disk.
@@ -61,10 +62,11 @@ void run_train_cnn(const TrainCnnOptions& opt) {
   } else {
     throw InvalidArgument(fmt::format("--optimizer {}: expected adam or sgd", opt.optimizer));
   }
-  std::cout << fmt::format("train cnn: {} on {} ({}), {} train / {} test images from {}, batch {}, {} lr {}{}\n",
+  std::cout << fmt::format("train cnn: {} on {} ({}), {} train / {} test images from {}, batch {}, {} lr {}{}, math {}\n",
                            opt.architecture, device.info().id, device.info().name, train.count, test.count, dir,
                            opt.batch, opt.optimizer, opt.lr,
-                           opt.optimizer == "sgd" ? fmt::format(" momentum {}", opt.momentum) : "");
+                           opt.optimizer == "sgd" ? fmt::format(" momentum {}", opt.momentum) : "",
+                           to_string(runtime.math()));
   std::mt19937_64 rng(opt.seed);
   double test_accuracy = 0;
   nn::EpochResult last;
@@ -112,6 +114,7 @@ void add_train_cnn_command(CLI::App& train) {
       ->check(CLI::IsMember({"lenet", "lenet-small"}));
   add_family_option(cmd, opt->family, "Kernel family of the convolutions: auto (the plan's choice per layer: the "
                                       "tuning database's entry, else the built-in default)");
+  add_math_option(cmd, opt->math, "; weights, activations and gradients stay FP32 tensors");
   cmd->add_option("--epochs", opt->epochs, "Passes over the training set")->capture_default_str()->check(positive_integer());
   cmd->add_option("--batch", opt->batch, "Images per step")->capture_default_str()->check(positive_integer());
   cmd->add_option("--lr", opt->lr, "Learning rate")->capture_default_str()->check(positive_number());

@@ -30,12 +30,15 @@ int64_t element_count(const std::vector<int64_t>& shape);
 
 class Runtime {
  public:
-  explicit Runtime(Device& device);
+  // `math`: the math mode of every convolution and GEMM the layers plan (tf32 and 3xtf32 let tensor-core families
+  // compute them on devices that have some; FP32 families compute every mode as fp32).
+  explicit Runtime(Device& device, MathMode math = MathMode::FP32);
 
   Device& device() const { return *device_; }
   Queue& queue() const { return device_->queue(); }
   // True on the CPU backend: layers run host loops on host_data() instead of kernels.
   bool on_host() const { return on_host_; }
+  MathMode math() const { return math_; }
 
   DeviceTensor allocate(std::vector<int64_t> shape) const;
   std::shared_ptr<Buffer> allocate_bytes(size_t bytes) const;
@@ -66,6 +69,7 @@ class Runtime {
 
   Device* device_;
   bool on_host_;
+  MathMode math_;
   std::shared_ptr<Program> nn_program_;
   std::map<std::string, std::unique_ptr<Kernel>> nn_kernels_;
   std::map<std::string, std::unique_ptr<Plan>> gemms_;
