@@ -4,7 +4,9 @@
 Trains with the same batch size, optimiser (Adam, lr 1e-3) and epochs on the Fashion-MNIST gzip IDX files, then
 evaluates the 10,000 test images in batches of 100 with torch.cuda.Event around every layer's forward (the same
 op times `convtune eval` prints) and prints accuracy. No network access: the data folder is given.
-  cnn_torch.py DATA_DIR [--epochs 8] [--batch 64] [--eval-batch 100] [--limit N]
+  cnn_torch.py DATA_DIR [--epochs 8] [--batch 64] [--eval-batch 100] [--limit N] [--math fp32|tf32|bf16]
+--math: fp32 turns TF32 off in cuDNN and cuBLAS, tf32 turns it on in both, bf16 trains under torch.autocast with
+bfloat16 (FP32 master weights), the comparison for `convtune train cnn --math`.
 """
 import argparse
 import gzip
@@ -58,11 +60,15 @@ def main():
     ap.add_argument("--eval-batch", type=int, default=100)
     ap.add_argument("--limit", type=int, default=-1)
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--math", choices=["fp32", "tf32", "bf16"], default="fp32")
     args = ap.parse_args()
     torch.manual_seed(args.seed)
+    torch.backends.cudnn.allow_tf32 = torch.backends.cuda.matmul.allow_tf32 = args.math == "tf32"
+    autocast = torch.autocast("cuda", dtype=torch.bfloat16, enabled=args.math == "bf16")
     torch.backends.cudnn.benchmark = True
     dev = torch.device("cuda")
-    print(f"torch {torch.__version__}, cuDNN {torch.backends.cudnn.version()}, {torch.cuda.get_device_name(0)}")
+    print(f"torch {torch.__version__}, cuDNN {torch.backends.cudnn.version()}, {torch.cuda.get_device_name(0)}, "
+          f"math {args.math}")
     train_x, train_y = load(args.data, "train")
     test_x, test_y = load(args.data, "t10k")
     if args.limit > 0:
@@ -79,14 +85,15 @@ def main():
         total = 0.0
         for s in range(steps):
             idx = order[s * args.batch:(s + 1) * args.batch]
-            loss = F.cross_entropy(model(train_x[idx]), train_y[idx])
+            with autocast:
+                loss = F.cross_entropy(model(train_x[idx]), train_y[idx])
             opt.zero_grad(set_to_none=True)
             loss.backward()
             opt.step()
             total += loss.item()  # one sync per step, as convtune reads its loss back per step
         torch.cuda.synchronize()
         ms = (time.perf_counter() - t0) * 1000
-        with torch.no_grad():
+        with torch.no_grad(), autocast:
             acc = (model(test_x).argmax(1) == test_y).float().mean().item()
         print(f"epoch {epoch}: {ms:.1f} ms, loss {total / steps:.4f}, test accuracy {acc:.4f}")
 

@@ -22,6 +22,12 @@ mkdir -p "$OUT" "$WORK/empty"
 export LD_LIBRARY_PATH=$BIN${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 export CONVTUNE_SUITE_DIR=$PWD/bench/suites CONVTUNE_SHIPPED_TUNING_DIR=$WORK/empty
 has() { [[ " $STAGES " == *" $1 "* ]]; }
+# A long run's database from an earlier call (LONG_DB_IN, with LONG_WALL="status ms" as its long.wall said), so a
+# changed tuner's short run can be compared with it without another 15 minutes.
+if [ -n "${LONG_DB_IN:-}" ]; then
+  cp "$LONG_DB_IN" "$WORK/long-db.json" && echo "${LONG_WALL:?LONG_WALL=\"status ms\" of the carried run}" >"$WORK/long.wall"
+  : >"$WORK/long.log"
+fi
 tune() {  # LABEL BUDGET: one cold tune into $WORK/LABEL-db.json, exit status and wall ms into $WORK/LABEL.wall
   rm -rf "$WORK/cache-$1" "$WORK/$1-db.json"
   local start=$(date +%s%N)

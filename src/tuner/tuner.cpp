@@ -54,6 +54,7 @@ struct TaskState {
   std::optional<Config> default_config;
   std::optional<double> default_ms;
   double weight = 0;  // share of the search time
+  size_t problem = 0;   // index into the run's problems
   size_t searched = 0;  // candidates its searches proposed (the caps count both rounds)
 };
 
@@ -142,6 +143,7 @@ std::vector<TuneTaskResult> tune(Device& device, const std::vector<TuneTask>& al
     }
     problems[problem_index[key]].tasks.push_back(tasks.size());
     TaskState state;
+    state.problem = problem_index[key];
     state.result.task = t;
     state.result.device = info.id;
     tasks.push_back(std::move(state));
@@ -205,7 +207,12 @@ std::vector<TuneTaskResult> tune(Device& device, const std::vector<TuneTask>& al
       p.baseline_ms = evaluator.evaluate(p.baseline_config).ms;
       evaluation_s += seconds_since(begin), ++evaluations;
     }
-    for (size_t index : p.tasks) {
+    // The baseline's own family first: when the budget runs out inside this problem, what was measured can still be
+    // judged against today's plan (nothing is stored for a problem whose baseline went unmeasured).
+    std::vector<size_t> baseline_first = p.tasks;
+    std::stable_partition(baseline_first.begin(), baseline_first.end(),
+                          [&](size_t i) { return tasks[i].result.task.family == p.baseline_family; });
+    for (size_t index : baseline_first) {
       TaskState& task = tasks[index];
       if (task.configs.empty() || !affordable()) continue;
       const KernelFamily& family = *task.result.task.family;
@@ -257,9 +264,17 @@ std::vector<TuneTaskResult> tune(Device& device, const std::vector<TuneTask>& al
       task.weight = current * headroom;
     }
   }
-  // The fastest verified configuration of a task goes into the database (and is saved when asked).
+  // The fastest verified configuration of a task goes into the database (and is saved when asked), unless its
+  // problem has a plan today whose time went unmeasured: an exact entry could then be slower than that plan, and the
+  // lookup would prefer it.
   auto store = [&](TaskState& task) {
     TuneTaskResult& r = task.result;
+    const ProblemState& problem = problems[task.problem];
+    if (problem.baseline_family && !problem.baseline_ms) {
+      const std::string why = "not stored: today's plan for the problem was not measured within the budget";
+      if (r.stop_reason.find(why) == std::string::npos) r.stop_reason += (r.stop_reason.empty() ? "" : "; ") + why;
+      return;
+    }
     r.tried = r.trials.size();
     r.failed = 0;
     for (const TuneTrial& t : r.trials) {
