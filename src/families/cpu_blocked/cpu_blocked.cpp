@@ -270,9 +270,10 @@ Config default_config(const ConvProblem& problem) {
   }
   if (is_filter(problem)) {
     // Vectors over input channels when they fill the vectors; else vectors over output channels when those do and
-    // copying dy channel-interleaved is cheap beside the work (AlexNet's first layer: 0.01 bytes per FLOP; the
-    // Fashion-MNIST layer with one input channel: 0.08); else dot products along rows (which pay a horizontal sum
-    // per block and partial vectors at row ends, but copy nothing of dy).
+    // copying dy channel-interleaved, a reduction tile at a time (LAYOUT 1), is cheap beside the work (AlexNet's
+    // first layer: 0.01 bytes of dy per FLOP; the Fashion-MNIST layer with one input channel: 0.16, where it ran
+    // 1.37 ms against the dots' 1.50, one thread); else dot products along rows (which pay a horizontal sum per
+    // block and partial vectors at row ends, but copy nothing of dy).
     double eff_c = 0, eff_k = 0;
     const auto by_c = best_bcast_block(sh.ic, sh.oc, &eff_c);
     const auto by_k = best_bcast_block(sh.oc, problem.s, &eff_k);
@@ -280,7 +281,7 @@ Config default_config(const ConvProblem& problem) {
     const double row_fill = static_cast<double>(sh.row) / static_cast<double>(ceil_div(sh.row, lanes) * lanes);
     if (eff_c >= 0.75 || (eff_c >= eff_k && eff_c >= row_fill)) {
       c.orient = 0, c.vecs = by_c.first, c.cols = by_c.second;
-    } else if (eff_k >= 0.75 && dy_bytes_per_flop < 0.03) {
+    } else if (eff_k >= 0.75 && dy_bytes_per_flop < 0.2) {
       // Copies per reduction tile: alex1 (one thread) 20.7 -> 15.8 ms against whole copies up front.
       c.orient = 2, c.vecs = by_k.first, c.cols = by_k.second, c.layout = 1;
     } else {
@@ -304,6 +305,12 @@ Config default_config(const ConvProblem& problem) {
     if (row_bytes * problem.p() > (int64_t{1} << 20)) {
       rb = 1;
       while (rb * 2 < sh.rows && rb * 2 * row_bytes <= (int64_t{1} << 20) && rb < 32) rb *= 2;
+    }
+    if (c.layout == 1) {
+      // Per-tile copies: at least two tiles per image, so a tile's copy stays small beside L2 (fmnist1: 8 rows
+      // 1.37 ms, whole images 1.46; alex1: 16 rows 15.8 ms, 8 rows 16.2).
+      rb = 1;
+      while (rb * 4 <= sh.rows && rb * 2 * row_bytes <= (int64_t{1} << 20) && rb < 32) rb *= 2;
     }
     c.row_block = rb;
     return parameter_table(problem).write(c);
