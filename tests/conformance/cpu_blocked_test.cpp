@@ -342,9 +342,19 @@ TEST(CpuBlocked, PercentOfPeakCountsWhatWinogradPerforms) {
   request.family = "cpu_blocked";
   request.config = wino;
   EXPECT_DOUBLE_EQ(Plan::create(cpu_device(), request).performed_flops(), family().performed_flops(winograd, wino));
-  // The direct form performs the direct sum.
+  // The direct form performs the direct sum without padding, and less the taps it skips with padding: forward
+  // skips filter rows that read padding rows only (5x5, padding 2, 14 rows: 64 of 70 row taps are real), and
+  // backward-filter with channel vectors the columns too (64/70 squared).
+  const Problem unpadded(parse_problem("N=2,C=32,H=14,K=64,R=5"));
+  const Config plain = family().default_config(unpadded, cpu_device().info());
+  ASSERT_EQ(plain.at("ALGO"), 0);
+  EXPECT_DOUBLE_EQ(family().performed_flops(unpadded, plain), unpadded.flops());
   const Problem direct(parse_problem("N=2,C=32,H=14,K=64,R=5,pad=2"));
   const Config config = family().default_config(direct, cpu_device().info());
   ASSERT_EQ(config.at("ALGO"), 0);
-  EXPECT_DOUBLE_EQ(family().performed_flops(direct, config), direct.flops());
+  EXPECT_NEAR(family().performed_flops(direct, config) / direct.flops(), 64.0 / 70.0, 1e-12);
+  const Problem filter(direct.conv().with_direction(Direction::BackwardFilter));
+  Config channel_vectors = family().default_config(filter, cpu_device().info());
+  ASSERT_EQ(channel_vectors.at("ORIENT"), 0);
+  EXPECT_NEAR(family().performed_flops(filter, channel_vectors) / filter.flops(), (64.0 / 70.0) * (64.0 / 70.0), 1e-12);
 }

@@ -186,7 +186,8 @@ void write_markdown(const std::string& path, const Device& device, const BenchOp
                       "uniform in [-1, 1); `check` is the relative L2 distance from convtune's output\n",
                       opt.repeats, opt.warmup);
   text += "- GFLOP/s count the direct sum's 2NKPQCRS for every algorithm (effective rates); `% peak` divides the "
-          "operations the algorithm performed (fewer for Winograd) by the time and the measured peak\n";
+          "operations the algorithm performed (fewer for Winograd, and where taps that read only padding are skipped) by "
+          "the time and the measured peak\n";
   text += fmt::format("- command: `{}`\n\n", command_line());
   text += table.markdown();
   text += "\nconvtune/X is convtune's time over X's: above 1 convtune is slower, and the row says so.\n";
@@ -365,7 +366,8 @@ void run_bench(const BenchOptions& opt, bool algorithm_given) {
       ++ran;
       const double median_ms = median_of(samples);
       const double gflops = pb.flops() / (median_ms * 1e6);
-      // % peak divides what the algorithm performed, so Winograd's effective GFLOP/s cannot read above 100%.
+      // % peak divides what the algorithm performed, so Winograd's effective GFLOP/s, and those of kernels that skip
+      // padding taps, cannot read above 100%.
       const double performed_gflops = impl.performed_flops(pb) / (median_ms * 1e6);
       if (cpu_peak) peak = std::max(peak, cpu_fp32_peak_again());
       nlohmann::ordered_json record = record_head;

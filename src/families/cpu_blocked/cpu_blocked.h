@@ -110,8 +110,9 @@ class Convolution {
   const StageTimes& last_times() const;
   Isa isa() const;
   const ConvProblem& problem() const;
-  // Floating-point operations one run performs: the direct sum's problem().flops(), less for Winograd (its
-  // transformed products and the transforms), so `% peak` divides what the CPU really computed.
+  // Floating-point operations one run performs: the direct sum's problem().flops() less the taps skipped for
+  // reading only padding, and less for Winograd (its transformed products and the transforms), so `% peak`
+  // divides what the CPU really computed.
   double performed_flops() const;
   // "avx512, vectors over output channels, 2x14 block, ..." for logs and tables.
   std::string describe() const;

@@ -140,6 +140,24 @@ class FilterStrategy final : public Strategy {
     times.output_ms = ms_since(start);
   }
 
+  // The direct sum less the taps skipped because they read only padding: output rows per filter row in every
+  // form, output columns per filter column with channel vectors (what the FMA units do, but for lanes of channel
+  // padding), so % peak cannot read above 100 for a kernel that skips work.
+  double performed_flops(const ConvProblem&) const override {
+    double rows = 0, columns = 0;
+    for (int64_t kh = 0; kh < pb_.r; ++kh) {
+      const auto [from, to] = inside(0, p_, kh * pb_.dilation.h, pb_.stride.h, pad_top_, pad_top_ + pb_.h);
+      rows += static_cast<double>(to - from);
+    }
+    for (int64_t kw = 0; kw < pb_.s; ++kw) {
+      const auto [from, to] = mode_ == Mode::ChannelVectors
+                                  ? inside(0, q_, kw * pb_.dilation.w, pb_.stride.w, pad_left_, pad_left_ + pb_.w)
+                                  : std::pair<int64_t, int64_t>{0, q_};
+      columns += static_cast<double>(to - from);
+    }
+    return 2.0 * static_cast<double>(pb_.n * pb_.groups * kg_ * cg_) * rows * columns;
+  }
+
   std::string describe() const override {
     const char* form = mode_ == Mode::ChannelVectors ? "vectors over input channels, channels x output channels"
                        : mode_ == Mode::Dots         ? "dot products along rows, output channels x taps"
