@@ -122,4 +122,8 @@ double cpu_fp32_peak_gflops() {
   return peak;
 }
 
+double cpu_fp32_peak_again() {
+  return fma_gflops(cpu::available_isas().front(), ThreadPool::instance().size(), 2);
+}
+
 }  // namespace convtune

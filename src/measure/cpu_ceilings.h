@@ -36,6 +36,9 @@ CpuCeilings measure_cpu_ceilings(const CpuCeilingOptions& options = {});
 // second) and then remembered: what `% peak` divides by for the CPU backend and for OpenCL devices that are this
 // CPU (PoCL), whatever ISA a test forces on the CPU kernels.
 double cpu_fp32_peak_gflops();
+// The same ceiling measured afresh (best of two runs, no warm-up: for a caller that has just kept the cores busy),
+// for callers that keep the best of several readings over a long measurement (`bench`'s % peak column).
+double cpu_fp32_peak_again();
 
 namespace cpu_measure {
 // One FMA loop of `iterations` on `isa`; returns the FLOPs done (defined in cpu_fma.cpp, per Highway target).

@@ -137,11 +137,13 @@ TEST(CpuBlocked, DefaultAndSampledConfigurationsOnEveryIsa) {
   for (cb::Isa isa : cb::available_isas()) {
     ForcedIsa forced(isa);
     // The default, and one sampled configuration of each orientation and input layout of the direct form
-    // (backward-filter has three orientations; forward and backward-data two, the pixel one only at unit stride,
-    // and two layouts) and of Winograd (3x3, stride 1, dilation 1 cases; elsewhere any configuration).
+    // (backward-filter has three orientations, the third with whole or per-tile copies; forward and backward-data
+    // two, the pixel one only at unit stride, and two layouts) and of Winograd (3x3, stride 1, dilation 1 cases;
+    // elsewhere any configuration).
     std::vector<conformance::Target> targets = {{"cpu/cpu_blocked", &cpu_device(), default_plan}};
     const std::vector<Config> kinds = {{{"ALGO", 0}, {"ORIENT", 0}, {"LAYOUT", 0}}, {{"ALGO", 0}, {"ORIENT", 0}, {"LAYOUT", 1}},
-                                       {{"ALGO", 0}, {"ORIENT", 1}}, {{"ALGO", 0}, {"ORIENT", 2}}, {{"ALGO", 1}}};
+                                       {{"ALGO", 0}, {"ORIENT", 1}}, {{"ALGO", 0}, {"ORIENT", 2}, {"LAYOUT", 0}},
+                                       {{"ALGO", 0}, {"ORIENT", 2}, {"LAYOUT", 1}}, {{"ALGO", 1}}};
     for (size_t k = 0; k < kinds.size(); ++k)
       targets.push_back({"cpu/cpu_blocked-" + to_string(kinds[k]), &cpu_device(),
                          [k, kinds] { return std::make_unique<SampledPlan>(static_cast<int>(k), kinds[k]); }});
@@ -340,9 +342,19 @@ TEST(CpuBlocked, PercentOfPeakCountsWhatWinogradPerforms) {
   request.family = "cpu_blocked";
   request.config = wino;
   EXPECT_DOUBLE_EQ(Plan::create(cpu_device(), request).performed_flops(), family().performed_flops(winograd, wino));
-  // The direct form performs the direct sum.
+  // The direct form performs the direct sum without padding, and less the taps it skips with padding: forward
+  // skips filter rows that read padding rows only (5x5, padding 2, 14 rows: 64 of 70 row taps are real), and
+  // backward-filter with channel vectors the columns too (64/70 squared).
+  const Problem unpadded(parse_problem("N=2,C=32,H=14,K=64,R=5"));
+  const Config plain = family().default_config(unpadded, cpu_device().info());
+  ASSERT_EQ(plain.at("ALGO"), 0);
+  EXPECT_DOUBLE_EQ(family().performed_flops(unpadded, plain), unpadded.flops());
   const Problem direct(parse_problem("N=2,C=32,H=14,K=64,R=5,pad=2"));
   const Config config = family().default_config(direct, cpu_device().info());
   ASSERT_EQ(config.at("ALGO"), 0);
-  EXPECT_DOUBLE_EQ(family().performed_flops(direct, config), direct.flops());
+  EXPECT_NEAR(family().performed_flops(direct, config) / direct.flops(), 64.0 / 70.0, 1e-12);
+  const Problem filter(direct.conv().with_direction(Direction::BackwardFilter));
+  Config channel_vectors = family().default_config(filter, cpu_device().info());
+  ASSERT_EQ(channel_vectors.at("ORIENT"), 0);
+  EXPECT_NEAR(family().performed_flops(filter, channel_vectors) / filter.flops(), (64.0 / 70.0) * (64.0 / 70.0), 1e-12);
 }

@@ -203,7 +203,7 @@ void sweep(const Options& opt) {
       std::sort(tb.begin(), tb.end()), std::sort(td.begin(), td.end()), std::sort(to.begin(), to.end());
       const double ms_o = median(to), ms_b = median(tb), ms_d = median(td);
       const double gflops = pb.flops() / (ms_b * 1e6);
-      // % peak from the operations performed (fewer for Winograd); GFLOP/s stay effective (the direct sum's count).
+      // % peak from the operations performed (fewer for Winograd and skipped padding taps); GFLOP/s stay effective (the direct sum's count).
       const double percent_peak = 100 * best.conv().performed_flops() / (ms_b * 1e6) / peak;
       const cb::StageTimes& st = dflt.conv().last_times();
       fmt::print("{:<8} {:<10} {:>4} {:>9.3f} {:>9.3f} {:>6.2f} {:>9.3f} {:>6.2f} {:>7.1f} {:>6.1f}  {}  [{} tried] default: in {:.3f} w {:.3f} compute {:.3f} out {:.3f}\n",

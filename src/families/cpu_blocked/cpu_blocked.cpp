@@ -151,8 +151,9 @@ ParameterTable<Choice> parameter_table(const ConvProblem& problem) {
       {"ORDER", &Choice::order, {0, 1},
        filter ? "0: threads split the output tiles; 1: threads split the reduction"
               : "0: channel blocks outside row blocks; 1: row blocks outside channel blocks"},
-      {"LAYOUT", &Choice::layout, filter ? std::vector<int64_t>{0} : std::vector<int64_t>{0, 1},
-       filter ? "backward-filter's copies follow ORIENT; always 0"
+      {"LAYOUT", &Choice::layout, {0, 1},
+       filter ? "ORIENT 2: 0 copies x (padded) and dy (channel-interleaved) whole before the kernels; 1 copies each "
+                "reduction tile's rows right before its kernels read them (the copies stay in L2). Other ORIENTs: 0"
               : "input copy for channel vectors: 0 planar (padded NCHW), 1 channel-blocked (a vector of input "
                 "channels per pixel, nChw16c on AVX-512)"},
       {"IC_CHUNK", &Choice::ic_chunk, filter ? std::vector<int64_t>{0} : kChunks,
@@ -227,9 +228,16 @@ std::vector<Constraint> constraints(const ConvProblem& problem) {
                                return c.algo == 0 || (c.orient == 0 && c.layout == 0 && c.ic_chunk == 0 &&
                                                       c.order == 0 && c.row_block == 0);
                              }));
-  out.push_back(t.constraint("LAYOUT 1 (channel-blocked input) only with ORIENT 0 (channel vectors)",
-                             {&Choice::orient, &Choice::layout},
-                             [](const Choice& c, const X&) { return c.layout == 0 || c.orient == 0; }));
+  if (filter) {
+    out.push_back(t.constraint("backward-filter: LAYOUT 1 (copies per reduction tile) only with ORIENT 2 (vectors "
+                               "over output channels)",
+                               {&Choice::orient, &Choice::layout},
+                               [](const Choice& c, const X&) { return c.layout == 0 || c.orient == 2; }));
+  } else {
+    out.push_back(t.constraint("LAYOUT 1 (channel-blocked input) only with ORIENT 0 (channel vectors)",
+                               {&Choice::orient, &Choice::layout},
+                               [](const Choice& c, const X&) { return c.layout == 0 || c.orient == 0; }));
+  }
   out.push_back(t.constraint("LAYOUT 1 (channel-blocked input) only where filter taps along a row read adjacent "
                              "columns (dilation_w 1)",
                              {&Choice::layout}, [sh](const Choice& c, const X&) {
@@ -262,9 +270,10 @@ Config default_config(const ConvProblem& problem) {
   }
   if (is_filter(problem)) {
     // Vectors over input channels when they fill the vectors; else vectors over output channels when those do and
-    // copying dy channel-interleaved is cheap beside the work (AlexNet's first layer: 0.01 bytes per FLOP; the
-    // Fashion-MNIST layer with one input channel: 0.08); else dot products along rows (which pay a horizontal sum
-    // per block and partial vectors at row ends, but copy nothing of dy).
+    // copying dy channel-interleaved, a reduction tile at a time (LAYOUT 1), is cheap beside the work (AlexNet's
+    // first layer: 0.01 bytes of dy per FLOP; the Fashion-MNIST layer with one input channel: 0.16, where it ran
+    // 1.37 ms against the dots' 1.50, one thread); else dot products along rows (which pay a horizontal sum per
+    // block and partial vectors at row ends, but copy nothing of dy).
     double eff_c = 0, eff_k = 0;
     const auto by_c = best_bcast_block(sh.ic, sh.oc, &eff_c);
     const auto by_k = best_bcast_block(sh.oc, problem.s, &eff_k);
@@ -272,8 +281,9 @@ Config default_config(const ConvProblem& problem) {
     const double row_fill = static_cast<double>(sh.row) / static_cast<double>(ceil_div(sh.row, lanes) * lanes);
     if (eff_c >= 0.75 || (eff_c >= eff_k && eff_c >= row_fill)) {
       c.orient = 0, c.vecs = by_c.first, c.cols = by_c.second;
-    } else if (eff_k >= 0.75 && dy_bytes_per_flop < 0.03) {
-      c.orient = 2, c.vecs = by_k.first, c.cols = by_k.second;
+    } else if (eff_k >= 0.75 && dy_bytes_per_flop < 0.2) {
+      // Copies per reduction tile: alex1 (one thread) 20.7 -> 15.8 ms against whole copies up front.
+      c.orient = 2, c.vecs = by_k.first, c.cols = by_k.second, c.layout = 1;
     } else {
       int64_t ni = std::min<int64_t>(sh.oc, regs >= 32 ? 4 : 2);
       while (ni > 1 && std::find(kVecs.begin(), kVecs.end(), ni) == kVecs.end()) --ni;
@@ -295,6 +305,12 @@ Config default_config(const ConvProblem& problem) {
     if (row_bytes * problem.p() > (int64_t{1} << 20)) {
       rb = 1;
       while (rb * 2 < sh.rows && rb * 2 * row_bytes <= (int64_t{1} << 20) && rb < 32) rb *= 2;
+    }
+    if (c.layout == 1) {
+      // Per-tile copies: at least two tiles per image, so a tile's copy stays small beside L2 (fmnist1: 8 rows
+      // 1.37 ms, whole images 1.46; alex1: 16 rows 15.8 ms, 8 rows 16.2).
+      rb = 1;
+      while (rb * 4 <= sh.rows && rb * 2 * row_bytes <= (int64_t{1} << 20) && rb < 32) rb *= 2;
     }
     c.row_block = rb;
     return parameter_table(problem).write(c);

@@ -44,7 +44,9 @@ inline constexpr const char* kFamilyName = "cpu_blocked";
 //              outside channel blocks (input rows stay in cache). backward-filter: 0 = threads split the output
 //              tiles, 1 = threads split the reduction (each sums into its own copy, added at the end)
 //   layout     forward/backward-data with orient 0: the input copy, 0 = planar (padded NCHW), 1 = channel-
-//              blocked (a vector of input channels per pixel: nChw16c on AVX-512, nChw8c on AVX2). backward-filter: 0
+//              blocked (a vector of input channels per pixel: nChw16c on AVX-512, nChw8c on AVX2). backward-filter
+//              with orient 2: 0 = x and dy copied whole up front, 1 = each reduction tile's rows copied right before
+//              its kernels (copies that stay in L2); other orients 0
 //   ic_chunk   forward/backward-data: input channels per pass over a row block (0 = all), so a pass's filter
 //              slab and input rows stay in L2; later passes add to the outputs. backward-filter: 0
 struct Choice {
@@ -108,8 +110,9 @@ class Convolution {
   const StageTimes& last_times() const;
   Isa isa() const;
   const ConvProblem& problem() const;
-  // Floating-point operations one run performs: the direct sum's problem().flops(), less for Winograd (its
-  // transformed products and the transforms), so `% peak` divides what the CPU really computed.
+  // Floating-point operations one run performs: the direct sum's problem().flops() less the taps skipped for
+  // reading only padding, and less for Winograd (its transformed products and the transforms), so `% peak`
+  // divides what the CPU really computed.
   double performed_flops() const;
   // "avx512, vectors over output channels, 2x14 block, ..." for logs and tables.
   std::string describe() const;

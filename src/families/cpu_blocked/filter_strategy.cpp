@@ -4,7 +4,9 @@
 //   1 dot products along output rows (x copied padded and split into stride phases so rows are contiguous),
 //     lanes summed at the end: few channels on both sides;
 //   2 vectors of output channels (dy copied channel-interleaved), x broadcast along a row of filter taps: few
-//     input channels, many output channels (AlexNet's first layer).
+//     input channels, many output channels (AlexNet's first layer). LAYOUT 1 copies only each reduction tile's
+//     rows of x and dy, right before the tile's kernels read them, into buffers that stay in L2, instead of both
+//     whole tensors up front (alex1: 22 MB written and read back, 4 ms of a 19.5 ms run).
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -67,6 +69,7 @@ class FilterStrategy final : public Strategy {
         block_ = int64_t{nv_} * lanes_;
         blocks_ = (kg_ + block_ - 1) / block_;
         row_floats_ = wi_;
+        per_tile_ = choice.layout == 1;
         break;
     }
     // Reduction tiles: a block of rows of one image, or (all rows) as many whole images as fit kTileBytes.
@@ -83,6 +86,8 @@ class FilterStrategy final : public Strategy {
     threads_ = threads_for(pb);
     // Splitting the reduction needs a private result per thread; with fewer tiles than threads it cannot pay.
     split_reduction_ = choice.order == 1 && tiles_ > 1;
+    // Per-tile copies: the padded x rows one tile's output rows read (all taps), and its dy rows.
+    x_rows_ = (rows_per_tile_ - 1) * pb.stride.h + (pb.r - 1) * pb.dilation.h + 1;
     Carver size(nullptr);
     carve(size);
     workspace_ = size.used();
@@ -93,6 +98,10 @@ class FilterStrategy final : public Strategy {
   void run(float* x, const float*, float* w, float* y, void* workspace, StageTimes& times) override {
     Carver carver(workspace);
     Buffers b = carve(carver);
+    if (per_tile_) {
+      run_per_tile(x, y, w, b, times);
+      return;
+    }
     auto start = Clock::now();
     switch (mode_) {
       case Mode::ChannelVectors: copy_x_channel_blocked(x, b.x); break;
@@ -131,12 +140,31 @@ class FilterStrategy final : public Strategy {
     times.output_ms = ms_since(start);
   }
 
+  // The direct sum less the taps skipped because they read only padding: output rows per filter row in every
+  // form, output columns per filter column with channel vectors (what the FMA units do, but for lanes of channel
+  // padding), so % peak cannot read above 100 for a kernel that skips work.
+  double performed_flops(const ConvProblem&) const override {
+    double rows = 0, columns = 0;
+    for (int64_t kh = 0; kh < pb_.r; ++kh) {
+      const auto [from, to] = inside(0, p_, kh * pb_.dilation.h, pb_.stride.h, pad_top_, pad_top_ + pb_.h);
+      rows += static_cast<double>(to - from);
+    }
+    for (int64_t kw = 0; kw < pb_.s; ++kw) {
+      const auto [from, to] = mode_ == Mode::ChannelVectors
+                                  ? inside(0, q_, kw * pb_.dilation.w, pb_.stride.w, pad_left_, pad_left_ + pb_.w)
+                                  : std::pair<int64_t, int64_t>{0, q_};
+      columns += static_cast<double>(to - from);
+    }
+    return 2.0 * static_cast<double>(pb_.n * pb_.groups * kg_ * cg_) * rows * columns;
+  }
+
   std::string describe() const override {
     const char* form = mode_ == Mode::ChannelVectors ? "vectors over input channels, channels x output channels"
                        : mode_ == Mode::Dots         ? "dot products along rows, output channels x taps"
                                                      : "vectors over output channels, channels x taps";
-    return fmt::format("{} block {}x{}, reduction tiles of {} image(s) x {} row(s), threads split the {}", form,
+    return fmt::format("{} block {}x{}, reduction tiles of {} image(s) x {} row(s){}, threads split the {}", form,
                        mode_ == Mode::Dots ? ni_ : nv_, nj_, images_per_tile_, rows_per_tile_,
+                       per_tile_ ? " copied per tile" : "",
                        split_reduction_ ? "reduction (private sums)" : "output tiles");
   }
 
@@ -147,6 +175,109 @@ class FilterStrategy final : public Strategy {
     float* results = nullptr;
   };
 
+  // Where the kernels read one reduction tile's x and dy: the whole copies, or a tile's own (per_tile_). x's
+  // padded row `row` of channel c of the tile's image i is at x + i * x_image + c * x_plane + (row - x_row0) * wi_;
+  // dy's output row oh of (group, block) gb at dy + i * dy_image + gb * dy_block + (oh - dy_row0) * q * block.
+  struct TileView {
+    const float* x = nullptr;
+    int64_t x_image = 0, x_plane = 0, x_row0 = 0;
+    const float* dy = nullptr;
+    int64_t dy_image = 0, dy_block = 0, dy_row0 = 0;
+  };
+
+  // The views of the whole copies, for the tile starting at image n0.
+  TileView whole_view(const float* x, const float* dy, int64_t n0) const {
+    TileView v;
+    v.x_image = pb_.c * hi_ * wi_, v.x_plane = hi_ * wi_;
+    v.x = x + n0 * v.x_image;
+    v.dy_block = p_ * q_ * block_, v.dy_image = pb_.groups * blocks_ * v.dy_block;
+    v.dy = dy + n0 * v.dy_image;
+    return v;
+  }
+
+  // Floats of one tile's copies (per_tile_): x rows of every channel, dy rows of every channel block.
+  int64_t tile_x_floats() const { return images_per_tile_ * pb_.c * x_rows_ * wi_; }
+  int64_t tile_dy_floats() const { return images_per_tile_ * pb_.groups * blocks_ * rows_per_tile_ * q_ * block_; }
+
+  // Copies reduction tile `tile`'s x rows (zero padded) and dy rows (channel-interleaved) into `xs` and `dys`,
+  // items [part, ...) of every `parts`-th (threads share one tile's copy), and returns the tile's view.
+  TileView copy_tile(const float* x, const float* y, int64_t tile, float* xs, float* dys, int64_t part,
+                     int64_t parts) const {
+    const Range r = range_of(tile);
+    TileView v;
+    v.x = xs, v.x_plane = x_rows_ * wi_, v.x_image = pb_.c * v.x_plane, v.x_row0 = r.oh0 * pb_.stride.h;
+    v.dy = dys, v.dy_block = rows_per_tile_ * q_ * block_, v.dy_image = pb_.groups * blocks_ * v.dy_block;
+    v.dy_row0 = r.oh0;
+    const int64_t rows = std::min(x_rows_, hi_ - v.x_row0);
+    const int64_t x_items = r.images * pb_.c, dy_items = r.images * pb_.groups * blocks_;
+    for (int64_t item = part; item < x_items + dy_items; item += parts) {
+      if (item < x_items) {
+        const int64_t i = item / pb_.c, c = item % pb_.c;
+        const float* src = x + ((r.n0 + i) * pb_.c + c) * pb_.h * pb_.w;
+        float* d = xs + i * v.x_image + c * v.x_plane;
+        for (int64_t j = 0; j < rows; ++j) {
+          float* row = d + j * wi_;
+          const int64_t in_row = v.x_row0 + j - pad_top_;
+          if (in_row < 0 || in_row >= pb_.h) {
+            std::fill(row, row + wi_, 0.0f);
+            continue;
+          }
+          std::fill(row, row + pad_left_, 0.0f);
+          std::memcpy(row + pad_left_, src + in_row * pb_.w, static_cast<size_t>(pb_.w) * sizeof(float));
+          std::fill(row + pad_left_ + pb_.w, row + wi_, 0.0f);
+        }
+      } else {
+        const int64_t rest = item - x_items;
+        const int64_t i = rest / (pb_.groups * blocks_), gb = rest % (pb_.groups * blocks_);
+        const int64_t g = gb / blocks_, k0 = (gb % blocks_) * block_;
+        // The tile's rows of a plane are one run of rows x Q pixels.
+        kt_.interleave(y + ((r.n0 + i) * pb_.k + g * kg_ + k0) * p_ * q_ + r.oh0 * q_, p_ * q_,
+                       std::min(block_, kg_ - k0), r.rows * q_, dys + i * v.dy_image + gb * v.dy_block, block_);
+      }
+    }
+    return v;
+  }
+
+  // LAYOUT 1: every reduction tile copied right before its kernels run. Threads splitting the reduction copy
+  // their own tiles; threads splitting the output tiles share one copy per tile, made by all of them first.
+  void run_per_tile(const float* x, const float* y, float* w, const Buffers& b, StageTimes& times) const {
+    const auto start = Clock::now();
+    const unsigned copies = split_reduction_ ? threads_ : 1;
+    if (split_reduction_) {
+      parallel_threads(threads_, [&](unsigned t, unsigned nt) {
+        const int64_t begin = tiles_ * t / nt, end = tiles_ * (t + 1) / nt;
+        float* result = b.results + static_cast<int64_t>(t) * result_floats();
+        if (begin == end) {
+          std::fill(result, result + result_floats(), 0.0f);
+          return;
+        }
+        float* xs = b.x + t * tile_x_floats();
+        float* dys = b.dy + t * tile_dy_floats();
+        for (int64_t tile = begin; tile < end; ++tile) {
+          const TileView v = copy_tile(x, y, tile, xs, dys, 0, 1);
+          for (int64_t o = 0; o < output_tiles(); ++o) kernel_tile(v, result, range_of(tile), o, tile > begin);
+        }
+      });
+    } else {
+      for (int64_t tile = 0; tile < tiles_; ++tile) {
+        TileView v;
+        parallel_threads(threads_, [&](unsigned t, unsigned nt) {
+          const TileView mine = copy_tile(x, y, tile, b.x, b.dy, t, nt);
+          if (t == 0) v = mine;
+        });
+        parallel_threads(threads_, [&](unsigned t, unsigned nt) {
+          const int64_t begin = output_tiles() * t / nt, end = output_tiles() * (t + 1) / nt;
+          for (int64_t o = begin; o < end; ++o) kernel_tile(v, b.results, range_of(tile), o, tile > 0);
+        });
+      }
+    }
+    // Copies and kernels interleave: all of it counts as compute.
+    times.compute_ms = ms_since(start);
+    const auto out_start = Clock::now();
+    finish(b.results, copies, w);
+    times.output_ms = ms_since(out_start);
+  }
+
   // Floats of one result copy: dW itself (dots) or its channel-blocked form [group][block][other channel][R][S][lanes].
   int64_t result_floats() const {
     if (mode_ == Mode::Dots) return pb_.w_elements();
@@ -155,6 +286,13 @@ class FilterStrategy final : public Strategy {
 
   Buffers carve(Carver& c) const {
     Buffers b;
+    if (per_tile_) {
+      const int64_t copies = split_reduction_ ? threads_ : 1;
+      b.x = c.floats(static_cast<size_t>(copies * tile_x_floats()));
+      b.dy = c.floats(static_cast<size_t>(copies * tile_dy_floats()));
+      b.results = c.floats(static_cast<size_t>(copies * result_floats()));
+      return b;
+    }
     const int64_t x_planes = mode_ == Mode::ChannelVectors ? pb_.n * pb_.groups * blocks_ : pb_.n * pb_.c;
     b.x = c.floats(static_cast<size_t>(x_planes * hi_ * row_floats_));
     if (mode_ == Mode::KernelVectors) b.dy = c.floats(static_cast<size_t>(pb_.n * pb_.groups * blocks_ * p_ * q_ * block_));
@@ -235,24 +373,29 @@ class FilterStrategy final : public Strategy {
     return 1;
   }
 
-  void output_tile(const float* input, const float* dy, float* result, int64_t tile, int64_t o,
-                   bool accumulate) const {
+  // The reduction tile: images [n0, n0 + images), output rows [oh0, oh0 + rows).
+  struct Range {
+    int64_t n0 = 0, images = 1, oh0 = 0, rows = 1;
+  };
+
+  Range range_of(int64_t tile) const {
     Range r;
     r.n0 = (tile / row_tiles_) * images_per_tile_;
     r.images = std::min(images_per_tile_, pb_.n - r.n0);
     r.oh0 = (tile % row_tiles_) * rows_per_tile_;
     r.rows = std::min(rows_per_tile_, p_ - r.oh0);
+    return r;
+  }
+
+  void output_tile(const float* input, const float* dy, float* result, int64_t tile, int64_t o,
+                   bool accumulate) const {
+    const Range r = range_of(tile);
     switch (mode_) {
       case Mode::ChannelVectors: channel_tile(input, dy, result, r, o, accumulate); break;
       case Mode::Dots: dot_tile(input, dy, result, r, o, accumulate); break;
-      case Mode::KernelVectors: kernel_tile(input, dy, result, r, o, accumulate); break;
+      case Mode::KernelVectors: kernel_tile(whole_view(input, dy, r.n0), result, r, o, accumulate); break;
     }
   }
-
-  // The reduction tile: images [n0, n0 + images), output rows [oh0, oh0 + rows).
-  struct Range {
-    int64_t n0 = 0, images = 1, oh0 = 0, rows = 1;
-  };
 
   // Output rows of the tile whose input row for filter row kh is a real row of the padded x copy.
   std::pair<int64_t, int64_t> real_rows(const Range& r, int64_t kh) const {
@@ -291,8 +434,7 @@ class FilterStrategy final : public Strategy {
     }
   }
 
-  void kernel_tile(const float* xp, const float* dyb, float* result, const Range& r, int64_t o,
-                   bool accumulate) const {
+  void kernel_tile(const TileView& v, float* result, const Range& r, int64_t o, bool accumulate) const {
     Digits digits(o);
     const int64_t tb = digits.next(ceil_div(pb_.s, nj_)), kh = digits.next(pb_.r), c = digits.next(cg_);
     const int64_t kb = digits.next(blocks_), g = digits.rest();
@@ -302,14 +444,15 @@ class FilterStrategy final : public Strategy {
     const auto [oh0, oh1] = real_rows(r, kh);
     BcastArgs a;
     a.b_j = pb_.dilation.w;
-    a.n0 = r.images, a.a0 = pb_.groups * blocks_ * p_ * q_ * block_, a.b0 = pb_.c * hi_ * wi_;
+    a.n0 = r.images, a.a0 = v.dy_image, a.b0 = v.x_image;
     a.n1 = oh1 - oh0, a.a1 = q_ * block_, a.b1 = pb_.stride.h * wi_;
     a.n2 = q_, a.a2 = block_, a.b2 = pb_.stride.w;
     a.o_v = lanes_, a.o_lane = 1, a.o_j = block_;
     a.valid = block_;
     a.accumulate = accumulate;
-    a.a = dyb + (((r.n0 * pb_.groups + g) * blocks_ + kb) * p_ + oh0) * q_ * block_;
-    const float* x_row = xp + ((r.n0 * pb_.c + g * cg_ + c) * hi_ + oh0 * pb_.stride.h + kh * pb_.dilation.h) * wi_;
+    a.a = v.dy + (g * blocks_ + kb) * v.dy_block + (oh0 - v.dy_row0) * q_ * block_;
+    const float* x_row =
+        v.x + (g * cg_ + c) * v.x_plane + (oh0 * pb_.stride.h + kh * pb_.dilation.h - v.x_row0) * wi_;
     // Channel-blocked result [group][output-channel block][c][kh][kw][block].
     float* out = result + ((((g * blocks_ + kb) * cg_ + c) * pb_.r + kh) * pb_.s) * block_;
     for (int64_t kw = kw0; kw < kw_end;) {
@@ -412,6 +555,8 @@ class FilterStrategy final : public Strategy {
   int64_t rows_per_tile_ = 1, images_per_tile_ = 1, row_tiles_ = 1, tiles_ = 1;
   unsigned threads_ = 1;
   bool split_reduction_ = false;
+  bool per_tile_ = false;  // LAYOUT 1 (kernel vectors): x and dy copied per reduction tile
+  int64_t x_rows_ = 0;     // padded x rows a tile's copy holds
   size_t workspace_ = 0;
 };
 

@@ -54,6 +54,14 @@ using DotFn = void (*)(const DotArgs&);
 // dst[i] = src[i * stride] for i in [0, count): one column of a strided layout into a contiguous run (vector
 // gathers); how the layout copies transpose (channel interleaving, weight packing).
 using GatherFn = void (*)(const float* src, int64_t stride, int64_t count, float* dst);
+// dst[p * block + c] = src[c * plane + p] for pixels p in [0, pixels) and c in [0, block), zero for c >= channels
+// (channels <= block): `channels` planes' runs of pixels interleaved into pixels of `block` channels each
+// (backward-filter's per-tile dy copies). Whole lanes x lanes tiles are transposed in registers (AVX-512, AVX2):
+// alex1's per-tile copies with a vector gather per pixel instead ran 16.9 ms against 15.8 (one thread); for
+// whole-tensor copies that stream from memory (copy_channel_blocked) the two measured level, so those keep the
+// gathers.
+using InterleaveFn = void (*)(const float* src, int64_t plane, int64_t channels, int64_t pixels, float* dst,
+                              int64_t block);
 
 // Largest register blocks compiled: kMaxNv vectors, and per vector count the most columns.
 inline constexpr int kMaxNv = 4;
@@ -87,6 +95,7 @@ struct KernelTable {
   BcastFn bcast[kMaxNv][kMaxNj] = {};
   DotFn dot[kMaxDotRows][kMaxDotColumns] = {};
   GatherFn gather = nullptr;
+  InterleaveFn interleave = nullptr;
   WinogradFns winograd;
 };
 

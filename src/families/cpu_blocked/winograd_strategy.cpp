@@ -252,6 +252,7 @@ class WinogradStrategy final : public Strategy {
       a.n2 = icp_, a.a2 = block_, a.b2 = 1;
       a.o_v = lanes_, a.o_lane = 1, a.o_j = ocp_;
       a.valid = std::min(block_, oc_ - ob * block_);
+      a.stream = true;
       for (int64_t tb = 0; tb < tile_blocks_; ++tb) {
         int64_t t0 = 0;
         for (int width : tb + 1 == tile_blocks_ ? tail : full) {
