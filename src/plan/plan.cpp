@@ -64,6 +64,14 @@ std::string config_problem(const KernelFamily& family, const Config& config, con
   for (const Constraint& c : family.constraints(problem)) {
     if (!c.holds(context)) return fmt::format("{}: constraint '{}' fails for {}", family.name(), c.name, to_string(config));
   }
+  // Families keep their less accurate variants out of modes that do not admit them through a constraint of their own
+  // (so searches prune them early); this holds every family to it whatever its constraints say.
+  if (const double factor = family.error_factor(problem, config);
+      factor > max_error_factor(problem.type(), problem.math())) {
+    return fmt::format("{}: {} is held to {:g}x the FP32 tolerance, more than {} math admits ({:g}x; fp32-fast admits "
+                       "{:g}x)", family.name(), to_string(config), factor, to_string(problem.math()),
+                       max_error_factor(problem.type(), problem.math()), kFp32FastErrorFactor);
+  }
   return {};
 }
 

@@ -48,7 +48,7 @@ for command in bench tune; do
   expect_option "$command" '^  --repeats INT:INT>=1=5 ' "--repeats defaulting to 5, at least 1"
   expect_option "$command" '^  --direction TEXT:\{fwd,bwd-data,bwd-filter,all\}=all' "--direction defaulting to all"
   expect_option "$command" '^  --batch-scale FLOAT:POSITIVE=1' "--batch-scale defaulting to 1"
-  expect_option "$command" '^  --math TEXT:\{fp32,tf32,3xtf32\}' "--math fp32|tf32|3xtf32"
+  expect_option "$command" '^  --math TEXT:\{fp32,tf32,3xtf32,fp32-fast\}' "--math fp32|tf32|3xtf32|fp32-fast"
   expect_option "$command" '^  --suite ' "--suite"
   expect_option "$command" '^  --layer ' "--layer"
   expect_option "$command" '^  --gemm ' "--gemm"
@@ -99,6 +99,15 @@ refused "--family implicit_gemm runs compiled kernels on an OpenCL or CUDA devic
 if "$convtune" devices 2>/dev/null | grep -q "^opencl: [1-9]"; then  # an OpenCL device to refuse it on
   refused "--algorithm selects a CPU backend path, but the device is opencl" bench --layer N=1,C=1,H=4,K=1,R=3 \
     --device opencl --algorithm sequential
+fi
+
+# fp32-fast admits Winograd's alpha 8 (a 7x7 filter has no smaller tile), which fp32 refuses by name.
+if "$convtune" devices 2>/dev/null | grep -q "^opencl: [1-9]"; then
+  seven=(bench --layer N=1,C=2,H=8,K=2,R=7,pad=3 --device opencl --direction fwd --family winograd --repeats 1 --warmup 0)
+  error=$("$convtune" "${seven[@]}" 2>&1 >/dev/null)
+  grep -q "alpha 8.*fp32-fast admits it" <<<"$error" || fail "winograd 7x7 in fp32 is not refused for alpha 8: $error"
+  output=$("$convtune" "${seven[@]}" --math fp32-fast 2>&1)
+  [ $? -eq 0 ] && grep -q "winograd\[.*M_TILE=2" <<<"$output" || fail "winograd 7x7 does not run in fp32-fast: $output"
 fi
 
 # --version: the version, the git revision and the backends.

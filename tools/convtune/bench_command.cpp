@@ -179,6 +179,9 @@ void write_markdown(const std::string& path, const Device& device, const BenchOp
                           ? "fp32 (convtune's FP32 families; cuDNN with FMA math, cuBLAS default math: tensor cores and TF32 off)"
                       : against.math() == MathMode::TF32
                           ? "tf32 (convtune's tensor-core families; cuDNN and cuBLAS with tensor-op math: TF32 tensor cores allowed)"
+                      : against.math() == MathMode::FP32Fast
+                          ? "fp32-fast (convtune's FP32 families, Winograd's alpha-8 tiles allowed within 4x the FP32 "
+                            "tolerance; cuDNN and cuBLAS run their FP32 FMA math; `check` columns give each error)"
                           : "3xtf32 (convtune's tensor-core families, split TF32 at FP32 accuracy; cuDNN and cuBLAS have no such "
                             "mode and run their FP32 FMA math)");
   for (const auto& [name, line] : against.describe()) text += fmt::format("- {}: {}\n", name, line);
@@ -378,7 +381,7 @@ void run_bench(const BenchOptions& opt, bool algorithm_given) {
           impl.run();
           workload->queue().finish();
           const std::vector<float> mine = workload->output();
-          auto outcome = against->compare(*workload, mine, median_ms, opt.warmup, opt.repeats);
+          auto outcome = against->compare(*workload, mine, impl.error_factor(), median_ms, opt.warmup, opt.repeats);
           cells.insert(cells.end(), outcome.cells.begin(), outcome.cells.end());
           record["against"] = nlohmann::ordered_json::parse(outcome.values.dump());
           for (auto& f : outcome.failures) failures.push_back(fmt::format("{} {}: {}", layer->name, dir, f));

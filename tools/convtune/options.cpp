@@ -111,9 +111,10 @@ CLI::Option* add_config_option(CLI::App* cmd, std::string& config) {
 CLI::Option* add_math_option(CLI::App* cmd, std::string& math, const std::string& more_help) {
   return cmd
       ->add_option("--math", math,
-                   "Math mode of every problem: fp32 (tensor cores off), tf32 (TF32 tensor cores) or 3xtf32 (split "
-                   "TF32 at FP32 accuracy) (default: each problem's own, fp32 unless its text names one)" + more_help)
-      ->check(CLI::IsMember({"fp32", "tf32", "3xtf32"}));
+                   "Math mode of every problem: fp32 (tensor cores off), tf32 (TF32 tensor cores), 3xtf32 (split "
+                   "TF32 at FP32 accuracy) or fp32-fast (FP32, and Winograd's alpha-8 tiles within 4x the FP32 "
+                   "tolerance) (default: each problem's own, fp32 unless its text names one)" + more_help)
+      ->check(CLI::IsMember({"fp32", "tf32", "3xtf32", "fp32-fast"}));
 }
 
 CLI::Option* add_json_flag(CLI::App* cmd, bool& json) {
