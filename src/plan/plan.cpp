@@ -155,6 +155,17 @@ PlanDescriptor PlanDescriptor::create_impl(const DeviceInfo& info, const PlanReq
       options.fit = [&](const TuningEntry& e) {
         return carry_config(given ? *given : kernel_family(e.family), e.parameters, e.problem, request.problem, info);
       };
+      options.refuse = [&](const TuningEntry& e, const Config&) -> std::string {
+        // An entry measured on a variant the asked mode does not admit (an fp32 entry of Winograd's alpha 8, tuned
+        // before fp32-fast existed) describes no variant this plan may run: skipped, never refitted into one.
+        const KernelFamily& family = given ? *given : kernel_family(e.family);
+        const double admitted = max_error_factor(request.problem.type(), request.problem.math());
+        if (const double factor = family.error_factor(request.problem, e.parameters); factor > admitted) {
+          return fmt::format("held to {:g}x the FP32 tolerance, more than {} math admits ({:g}x)", factor,
+                             to_string(request.problem.math()), admitted);
+        }
+        return {};
+      };
       found = database->lookup(request.problem, info, hashes, options);
     }
     if (found && found->entry) {

@@ -4,11 +4,13 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <string>
 #include <vector>
 
 #include "convtune/error.h"
 #include "convtune/plan.h"
+#include "convtune/tuning.h"
 #include "src/families/winograd/winograd_transforms.h"
 #include "src/harness/implementation.h"
 #include "tests/support/epilogue_check.h"
@@ -97,6 +99,38 @@ TEST(Winograd, AlphaEightOnlyWhereTheMathModeAdmitsItsBound) {
     if (admits) EXPECT_NO_THROW(PlanDescriptor::create(device, request)) << math;
     else EXPECT_THROW(PlanDescriptor::create(device, request), InvalidArgument) << math;
   }
+}
+
+// A tuning entry of an alpha-8 variant stored under fp32 (tuned before fp32-fast existed, as the shipped H200 entries
+// were) is skipped by fp32 plans, which say why, rather than refitted to another tile; it serves fp32-fast plans.
+TEST(Winograd, Fp32EntriesOfAlphaEightServeOnlyFp32Fast) {
+  DeviceInfo device;
+  device.backend = BackendKind::OpenCL;
+  device.name = "a device for this test";
+  device.can_run_kernels = true;
+  device.max_work_group_size = 1024;
+  device.local_memory_bytes = 48 * 1024;
+  device.global_memory_bytes = uint64_t{8} << 30;
+  const ConvProblem three = parse_problem("N=1,C=16,H=12,W=12,K=16,R=3,pad=1");
+  Config six = family().default_config(three, device);
+  six["M_TILE"] = 6;
+  TuningDatabase db(std::filesystem::temp_directory_path() / "convtune-winograd-test-never-written.json");
+  db.insert(make_tuning_entry(device, "winograd", kernel_source_hash(family(), three, device), three, six, 0.01));
+  PlanRequest request;
+  request.problem = three;
+  request.family = "winograd";
+  request.tuning = &db;
+  const PlanDescriptor in_fp32 = PlanDescriptor::create(device, request);
+  EXPECT_EQ(in_fp32.tier(), ConfigTier::BuiltInDefault) << in_fp32.explanation();
+  EXPECT_NE(in_fp32.explanation().find("M_TILE=6"), std::string::npos) << in_fp32.explanation();
+  EXPECT_NE(in_fp32.explanation().find("held to 4x the FP32 tolerance, more than fp32 math admits (1x)"),
+            std::string::npos) << in_fp32.explanation();
+  ConvProblem fast = three;
+  fast.math = MathMode::FP32Fast;
+  request.problem = fast;
+  const PlanDescriptor in_fast = PlanDescriptor::create(device, request);
+  EXPECT_EQ(in_fast.tier(), ConfigTier::Exact) << in_fast.explanation();
+  EXPECT_EQ(in_fast.config().at("M_TILE"), 6);
 }
 
 // Every direction, each tile size the filter allows, against the float64 reference in full; the error each
