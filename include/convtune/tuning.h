@@ -266,6 +266,9 @@ std::vector<TuneTask> make_tune_tasks(const DeviceInfo& device, const std::vecto
 
 struct TuneOptions {
   double budget_seconds = 60;  // wall time for the whole run, shared by the tasks
+  // The scratch memory (bytes) a candidate may take (PlanRequest::workspace_limit): configurations over it are
+  // not searched. Empty: the device's default. Pass the same limit to make_tune_tasks (with_workspace_limit).
+  std::optional<uint64_t> workspace_limit;
   std::string strategy = "annealing";  // exhaustive, random, annealing or model
   double max_fraction = 0;             // also stop each task after this fraction of its space (0: no limit)
   size_t max_candidates = 0;           // also stop each task after this many candidates (0: no limit)

@@ -32,6 +32,18 @@ Device* opencl_device() {
 
 const KernelFamily& family() { return kernel_family("winograd"); }
 
+// A kernel device of ordinary limits, for support, constraint and plan checks that run nothing.
+DeviceInfo described_device() {
+  DeviceInfo device;
+  device.backend = BackendKind::OpenCL;
+  device.name = "a device for this test";
+  device.can_run_kernels = true;
+  device.max_work_group_size = 1024;
+  device.local_memory_bytes = 48 * 1024;
+  device.global_memory_bytes = uint64_t{8} << 30;
+  return device;
+}
+
 // The family's default configuration with some parameters replaced.
 Config config_with(const ConvProblem& pb, const DeviceInfo& device, const Config& changes) {
   Config config = family().default_config(pb, device);
@@ -54,11 +66,7 @@ TEST(WinogradTransforms, RepeatedPointsAreRefused) {
 }
 
 TEST(Winograd, SupportNamesWhatIsMissing) {
-  DeviceInfo device;
-  device.can_run_kernels = true;
-  device.max_work_group_size = 1024;
-  device.local_memory_bytes = 48 * 1024;
-  device.global_memory_bytes = uint64_t{8} << 30;
+  const DeviceInfo device = described_device();
   EXPECT_NE(family().unsupported_reason(parse_problem("N=1,C=8,H=9,W=9,K=8,R=3,stride=2,pad=1"), {}, device).find("stride 1"),
             std::string::npos);
   EXPECT_NE(family().unsupported_reason(parse_problem("N=1,C=8,H=9,W=9,K=8,R=3,dilation=2,pad=2"), {}, device).find("dilation 1"),
@@ -71,11 +79,7 @@ TEST(Winograd, SupportNamesWhatIsMissing) {
 // Alpha 8 (F(6x6,3x3), F(4x4,5x5), F(2x2,7x7)) is held to 4x the FP32 tolerance: fp32 and 3xtf32 refuse it (7x7
 // filters, which have no smaller tile, entirely), fp32-fast and tf32 admit it; no plan in fp32 takes it.
 TEST(Winograd, AlphaEightOnlyWhereTheMathModeAdmitsItsBound) {
-  DeviceInfo device;
-  device.can_run_kernels = true;
-  device.max_work_group_size = 1024;
-  device.local_memory_bytes = 48 * 1024;
-  device.global_memory_bytes = uint64_t{8} << 30;
+  const DeviceInfo device = described_device();
   for (const char* math : {"fp32", "3xtf32", "fp32-fast", "tf32"}) {
     const bool admits = std::string(math) == "fp32-fast" || std::string(math) == "tf32";
     const ConvProblem seven = parse_problem(fmt::format("N=1,C=8,H=12,W=12,K=8,R=7,pad=3,math={}", math));
@@ -104,13 +108,7 @@ TEST(Winograd, AlphaEightOnlyWhereTheMathModeAdmitsItsBound) {
 // A tuning entry of an alpha-8 variant stored under fp32 (tuned before fp32-fast existed, as the shipped H200 entries
 // were) is skipped by fp32 plans, which say why, rather than refitted to another tile; it serves fp32-fast plans.
 TEST(Winograd, Fp32EntriesOfAlphaEightServeOnlyFp32Fast) {
-  DeviceInfo device;
-  device.backend = BackendKind::OpenCL;
-  device.name = "a device for this test";
-  device.can_run_kernels = true;
-  device.max_work_group_size = 1024;
-  device.local_memory_bytes = 48 * 1024;
-  device.global_memory_bytes = uint64_t{8} << 30;
+  const DeviceInfo device = described_device();
   const ConvProblem three = parse_problem("N=1,C=16,H=12,W=12,K=16,R=3,pad=1");
   Config six = family().default_config(three, device);
   six["M_TILE"] = 6;

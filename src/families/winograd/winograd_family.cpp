@@ -10,7 +10,6 @@
 #include "src/families/families.h"
 #include "src/families/gemm/gemm_tiles.h"
 #include "src/families/winograd/winograd_transforms.h"
-#include "src/families/workspace_cap.h"
 
 namespace convtune {
 
@@ -146,13 +145,13 @@ class WinogradFamily final : public KernelFamily {
     if (pb.groups * 16 > gemm::kMaxGridAxis)
       return fmt::format("groups={} exceeds {} (groups x transform positions on CUDA grid axis 2)", pb.groups,
                          gemm::kMaxGridAxis / 16);
-    if (workspace_bytes(pb, 2, 1, 1) > families::workspace_cap_bytes(device)) {
-      return fmt::format("the transformed tiles of one image ({} bytes) exceed the workspace cap of {} bytes",
-                         workspace_bytes(pb, 2, 1, 1), families::workspace_cap_bytes(device));
+    if (workspace_bytes(pb, 2, 1, 1) > workspace_limit(device)) {
+      return fmt::format("the transformed tiles of one image ({} bytes) exceed the workspace limit of {} bytes",
+                         workspace_bytes(pb, 2, 1, 1), workspace_limit(device));
     }
     int64_t largest_chunk = 1;  // of those whose tiles fit the workspace at the smallest tile
     for (int64_t c : kBatchChunks)
-      if (workspace_bytes(pb, 2, c, 1) <= families::workspace_cap_bytes(device)) largest_chunk = c;
+      if (workspace_bytes(pb, 2, c, 1) <= workspace_limit(device)) largest_chunk = c;
     if (ceil_div(pb.n, largest_chunk) > kMaxChunks) {
       return fmt::format("N={} needs more than {} chunks of at most {} images (three launch steps each)", pb.n,
                          kMaxChunks, largest_chunk);
@@ -195,9 +194,9 @@ class WinogradFamily final : public KernelFamily {
                        const Layout l = layout(pb, p.m_tile, p.batch_chunk, 1);
                        return p.split <= l.tiles;
                      }),
-        t.constraint(fmt::format("workspace within {}", families::kWorkspaceCapText),
-                     {&Params::m_tile, &Params::batch_chunk, &Params::split}, [pb](const Params& p, const X& x) {
-                       return workspace_bytes(pb, p.m_tile, p.batch_chunk, p.split) <= families::workspace_cap_bytes(x.device);
+        t.constraint("workspace within the workspace limit", {&Params::m_tile, &Params::batch_chunk, &Params::split},
+                     [pb](const Params& p, const X& x) {
+                       return workspace_bytes(pb, p.m_tile, p.batch_chunk, p.split) <= workspace_limit(x.device);
                      }),
         t.constraint("transform work-group within the device limit", {&Params::transform_threads},
                      [](const Params& p, const X& x) {
@@ -226,7 +225,7 @@ class WinogradFamily final : public KernelFamily {
     const int64_t out_side = std::min(pb.direction == Direction::BackwardData ? pb.h : pb.p(),
                                       pb.direction == Direction::BackwardData ? pb.w : pb.q());
     p.m_tile = pb.r == 3 && out_side > 4 ? 4 : 2;
-    const uint64_t cap = families::workspace_cap_bytes(device);
+    const uint64_t cap = workspace_limit(device);
     p.split = 1;
     if (pb.direction == Direction::BackwardFilter) {
       // Enough slices for about 4 work-groups per multiprocessor-sized share of a large GPU (K x C tiles are few).
