@@ -8,6 +8,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <variant>
@@ -38,10 +39,24 @@ struct DeviceInfo {
   size_t max_work_group_size = 0;
   bool can_run_kernels = false;
   std::string cannot_run_reason;  // when can_run_kernels is false
+  // The scratch memory (bytes) one plan may take here; empty: default_workspace_limit(). A request's limit
+  // (PlanRequest::workspace_limit, TuneOptions::workspace_limit) is set on the copy of the description the families
+  // see, so their support checks, constraints and defaults all read workspace_limit(). Not in the fingerprint: the
+  // limit is the caller's choice, not the hardware's.
+  std::optional<uint64_t> workspace_limit_bytes;
 
   // Stable identity of the hardware + software stack for cache keys and tuning entries.
   std::string fingerprint() const;
 };
+
+// The workspace limit a plan gets unless its request names one: on kernel devices 256 MiB and at most a quarter of
+// the device's memory (256 MiB where it reports none), so a plan never crowds out the tensors it computes on; on
+// the CPU backend the host's memory (its buffers are host allocations, checked against what is available).
+uint64_t default_workspace_limit(const DeviceInfo& device);
+// What plans on `device` compare their workspace with: device.workspace_limit_bytes, else the default.
+uint64_t workspace_limit(const DeviceInfo& device);
+// `device` with `limit` applied; as it was when `limit` is empty.
+DeviceInfo with_workspace_limit(DeviceInfo device, std::optional<uint64_t> limit);
 
 // Device memory. Created by Device::allocate, freed on destruction.
 class Buffer {

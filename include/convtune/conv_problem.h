@@ -72,7 +72,7 @@ struct ConvProblem {
 };
 
 // Parses "N=..,C=..,H=..,W=..,K=..,R=..,S=..[,stride=..][,pad=..][,dilation=..][,groups=..][,dir=..]
-// [,type=fp32|fp16|bf16][,math=fp32|tf32|3xtf32]". Two-axis fields take "2" or "2x1" (height x width); also
+// [,type=fp32|fp16|bf16][,math=fp32|tf32|3xtf32|fp32-fast]". Two-axis fields take "2" or "2x1" (height x width); also
 // stride_h=, pad_w= etc. Missing N, C, K default to 1, R and S default to 1, W defaults to H. The older
 // "precision=fp32|tf32|fp16|bf16" is read too (tf32 meaning FP32 tensors with TF32 math). Throws
 // InvalidArgument naming the bad key or value.

@@ -51,6 +51,11 @@ struct PlanRequest {
   // see default_tuning_database) unless `tuning` names another one; use_tuning = false asks for built-in defaults.
   bool use_tuning = true;
   const TuningDatabase* tuning = nullptr;
+  // The scratch memory (bytes) the plan may take; 0 allows none. Empty: the device's (workspace_limit in
+  // convtune/backend.h, by default min(256 MiB, memory / 4)). Families refuse what cannot fit; a tuned entry or a
+  // family's default over it is skipped for the next candidate, and explanation() names it with both sizes; a
+  // given configuration over it is refused. Not part of the tuning database's keys.
+  std::optional<uint64_t> workspace_limit;
 };
 
 // The decision for one problem on one device, made without compiling anything.

@@ -113,6 +113,9 @@ struct LookupResult {
   std::vector<SkippedEntry> stale;
   // Entries LookupOptions::fit refused (parameters that cannot be made to fit the asked problem).
   std::vector<SkippedEntry> rejected;
+  // Entries LookupOptions::refuse kept from this request (a variant its math mode does not admit, a workspace
+  // over its limit), each with why.
+  std::vector<SkippedEntry> refused;
 
   // One line for logs and `convtune` output, e.g. "nearest tuned shape N=1,C=64,... (distance 1) on
   // NVIDIA H100: implicit_gemm TILE_M=64,... 0.412 ms; 1 stale entry ignored (kernel source changed: ...)".
@@ -124,6 +127,9 @@ struct LookupOptions {
   // (see fit_config in convtune/plan.h), or nullopt when none can, and the entry is skipped. A nearest shape thus
   // never hands back parameters that do not run. Unset: every entry's parameters are taken as stored.
   std::function<std::optional<FittedConfig>(const TuningEntry&)> fit;
+  // Why this request may not use an entry with the parameters `fit` gave it (empty: it may): such an entry is
+  // skipped, the family's next one tried, and it is listed in LookupResult::refused. Unset: none is refused.
+  std::function<std::string(const TuningEntry& entry, const Config& parameters)> refuse;
   // Tuned shapes farther than this are not used at all (see kMaxNearestShapeDistance).
   double max_distance = kMaxNearestShapeDistance;
 };
@@ -260,6 +266,9 @@ std::vector<TuneTask> make_tune_tasks(const DeviceInfo& device, const std::vecto
 
 struct TuneOptions {
   double budget_seconds = 60;  // wall time for the whole run, shared by the tasks
+  // The scratch memory (bytes) a candidate may take (PlanRequest::workspace_limit): configurations over it are
+  // not searched. Empty: the device's default. Pass the same limit to make_tune_tasks (with_workspace_limit).
+  std::optional<uint64_t> workspace_limit;
   std::string strategy = "annealing";  // exhaustive, random, annealing or model
   double max_fraction = 0;             // also stop each task after this fraction of its space (0: no limit)
   size_t max_candidates = 0;           // also stop each task after this many candidates (0: no limit)

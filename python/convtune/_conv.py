@@ -63,6 +63,12 @@ def conv_problem(x_shape: Shape, w_shape: Shape, *, stride: IntPair = 1, padding
                                   _pair(dilation, "dilation"), groups, _direction(direction))
 
 
+def _check_workspace_limit(limit: Optional[int]) -> None:
+    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 0):
+        raise _errors.InvalidArgument(f"workspace_limit: expected a byte count >= 0 (0: no workspace) or None (the "
+                                      f"device's default), got {limit!r}")
+
+
 def _device_id(device: Optional[str]) -> str:
     if device is None or device == "best":
         return _convtune.best_device()
@@ -80,13 +86,17 @@ class Plan:
     (w, dy) -> dx, ``bwd-filter`` (x, dy) -> dw, a GEMM (a, b) -> c.
 
     ``tuning``: True takes the configuration from the default tuning database, False the family's built-in
-    default, a TuningDatabase that database. ``family`` and ``config`` name them outright.
+    default, a TuningDatabase that database. ``family`` and ``config`` name them outright. ``math``: 'fp32',
+    'tf32', '3xtf32' or 'fp32-fast' (also Winograd's alpha-8 tiles, within 4x the FP32 tolerance); None keeps the
+    problem's own. ``workspace_limit``: the scratch bytes the plan may take (0: none; None: the device's default);
+    ``explanation`` says what it left out.
     """
 
     def __init__(self, x_shape: Optional[Shape] = None, w_shape: Optional[Shape] = None, *, stride: IntPair = 1,
                  padding: IntPair = 0, dilation: IntPair = 1, groups: int = 1, direction: str = "fwd",
                  problem: Union[Problem, str, None] = None, device: Optional[str] = "best",
                  family: Optional[str] = None, config: Optional[Mapping[str, int]] = None, tuning: Tuning = True,
+                 math: Optional[str] = None, workspace_limit: Optional[int] = None,
                  _external_workspace: bool = False) -> None:
         if problem is None:
             if x_shape is None or w_shape is None:
@@ -99,10 +109,11 @@ class Plan:
             raise TypeError(f"problem: expected a convtune.Problem or its text, got {type(problem).__name__}")
         if not isinstance(tuning, (bool, TuningDatabase)):
             raise TypeError(f"tuning: expected True, False or a convtune.TuningDatabase, got {type(tuning).__name__}")
-        self.problem: Problem = problem
+        _check_workspace_limit(workspace_limit)
         database = tuning if isinstance(tuning, TuningDatabase) else None
         self._plan = _convtune.make_plan(_device_id(device), problem, family, dict(config) if config else None,
-                                         tuning is not False, database, _external_workspace)
+                                         tuning is not False, database, _external_workspace, math, workspace_limit)
+        self.problem: Problem = self._plan.problem
         self.device: str = self._plan.device.id
         names = problem.operand_names
         self.reads: Tuple[str, str] = tuple(names[i] for i in range(3) if i != problem.written)  # type: ignore

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
 
 from . import _convtune
-from ._conv import Plan
+from ._conv import Plan, _check_workspace_limit
 from ._convtune import Problem, TuningDatabase
 
 ProblemLike = Union[Problem, str, Plan]
@@ -89,7 +89,7 @@ def tune(problems: Union[ProblemLike, Iterable[ProblemLike], Mapping[str, Proble
          database: Union[TuningDatabase, str, None] = None, progress: Optional[Callable[[TuneEvent], Any]] = None,
          max_candidates: int = 0, max_fraction: float = 0.0, warmup: int = 1, repeats: int = 5,
          abort_factor: float = 1.5, seed: int = 1, jobs: int = 0, only: Optional[Mapping[str, Sequence[int]]] = None,
-         skip_tuned: bool = False, save: bool = True) -> List[TuneResult]:
+         skip_tuned: bool = False, save: bool = True, workspace_limit: Optional[int] = None) -> List[TuneResult]:
     """Tunes every problem x kernel family that computes it, within ``budget`` seconds in all, and stores the
     fastest verified configuration of each in ``database`` (default: the user's, saved after every task).
 
@@ -98,7 +98,9 @@ def tune(problems: Union[ProblemLike, Iterable[ProblemLike], Mapping[str, Proble
     directions. ``device``: a name, or a list of alike devices (['cuda:0', 'cuda:1']) to share the tasks, each
     with the budget share and seed it would get on one device, so two GPUs take about half the time.
     ``progress(event)`` is called after every step (a TuneEvent); raising from it, or Ctrl-C, stops the run.
-    The rest are the command line's options (docs/LIBRARY.md, ``convtune tune --help``).
+    ``workspace_limit``: the scratch bytes a candidate may take (None: the device's default); families and
+    configurations over it are not tuned. The rest are the command line's options (docs/LIBRARY.md,
+    ``convtune tune --help``).
     """
     if isinstance(problems, Mapping):
         named: List[Tuple[Optional[str], Problem]] = [(str(n), _problem(p)) for n, p in problems.items()]
@@ -107,6 +109,7 @@ def tune(problems: Union[ProblemLike, Iterable[ProblemLike], Mapping[str, Proble
     else:
         named = [(None, _problem(p)) for p in problems]
     expanded = [(name or q.text, q) for name, p in named for q in _with_directions(p, directions)]
+    _check_workspace_limit(workspace_limit)
     if device is None:
         devices = [_convtune.best_device()]
     elif isinstance(device, str):
@@ -138,5 +141,5 @@ def tune(problems: Union[ProblemLike, Iterable[ProblemLike], Mapping[str, Proble
         max_fraction=float(max_fraction), max_candidates=int(max_candidates), warmup=int(warmup),
         repeats=int(repeats), abort_factor=float(abort_factor), seed=int(seed), jobs=int(jobs),
         only={k: [int(v) for v in vs] for k, vs in (only or {}).items()}, skip_tuned=skip_tuned, save=save,
-        progress=relay)
+        progress=relay, workspace_limit=workspace_limit)
     return [_result(r) for r in results]

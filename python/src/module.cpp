@@ -162,12 +162,13 @@ nb::tuple run_tune(const std::vector<std::string>& device_specs, const std::vect
                    TuningDatabase& database, const std::string& family, double budget_seconds, const std::string& strategy,
                    double max_fraction, size_t max_candidates, int warmup, int repeats, double abort_factor,
                    uint64_t seed, int jobs, const std::map<std::string, std::vector<int64_t>>& only, bool skip_tuned,
-                   bool save, nb::object progress) {
+                   bool save, nb::object progress, std::optional<uint64_t> workspace_limit) {
   if (device_specs.empty()) throw InvalidArgument("tune: device: expected one device or a list of alike devices");
   std::vector<Device*> devices;
   for (const std::string& spec : device_specs) devices.push_back(&convtune::device(spec));
   std::vector<std::string> skipped;
-  const std::vector<TuneTask> tasks = make_tune_tasks(devices.front()->info(), problems, family, &skipped);
+  const std::vector<TuneTask> tasks =
+      make_tune_tasks(with_workspace_limit(devices.front()->info(), workspace_limit), problems, family, &skipped);
   if (tasks.empty()) {
     std::string why = "no kernel family tunes any of the problems on " + devices.front()->info().id;
     for (const std::string& s : skipped) why += "; " + s;
@@ -175,6 +176,7 @@ nb::tuple run_tune(const std::vector<std::string>& device_specs, const std::vect
   }
   TuneOptions options;
   options.budget_seconds = budget_seconds;
+  options.workspace_limit = workspace_limit;
   options.strategy = strategy;
   options.max_fraction = max_fraction;
   options.max_candidates = max_candidates;
@@ -221,10 +223,12 @@ nb::tuple run_tune(const std::vector<std::string>& device_specs, const std::vect
 
 Plan make_plan(const std::string& device_spec, const Problem& problem, const std::optional<std::string>& family,
                const std::optional<Config>& config, bool use_tuning, const TuningDatabase* database,
-               bool external_workspace) {
+               bool external_workspace, const std::optional<std::string>& math,
+               std::optional<uint64_t> workspace_limit) {
   Device& device = convtune::device(device_spec);
   PlanRequest request;
-  request.problem = problem;
+  request.problem = math ? problem.with_math(parse_math_mode(*math)) : problem;
+  request.workspace_limit = workspace_limit;
   if (family) request.family = *family;
   request.config = config;
   request.use_tuning = use_tuning;
@@ -402,13 +406,15 @@ NB_MODULE(_convtune, m) {
            "Runs on raw addresses (host memory on the CPU device, device memory on a CUDA device's `stream`).");
 
   m.def("make_plan", &make_plan, "device"_a, "problem"_a, "family"_a = nb::none(), "config"_a = nb::none(),
-        "use_tuning"_a = true, "database"_a = nb::none(), "external_workspace"_a = false,
-        "Describes and compiles a plan (the tuned family and configuration unless given).");
+        "use_tuning"_a = true, "database"_a = nb::none(), "external_workspace"_a = false, "math"_a = nb::none(),
+        "workspace_limit"_a = nb::none(),
+        "Describes and compiles a plan (the tuned family and configuration unless given), in `math` (fp32, tf32, "
+        "3xtf32 or fp32-fast; None: the problem's own) within `workspace_limit` bytes (None: the device's).");
 
   m.def("tune", &run_tune, "devices"_a, "problems"_a, "database"_a, "family"_a = "all", "budget_seconds"_a = 60.0,
         "strategy"_a = "annealing", "max_fraction"_a = 0.0, "max_candidates"_a = 0, "warmup"_a = 1, "repeats"_a = 5,
         "abort_factor"_a = 1.5, "seed"_a = 1, "jobs"_a = 0, "only"_a = std::map<std::string, std::vector<int64_t>>(),
-        "skip_tuned"_a = false, "save"_a = true, "progress"_a = nb::none(),
+        "skip_tuned"_a = false, "save"_a = true, "progress"_a = nb::none(), "workspace_limit"_a = nb::none(),
         "Tunes every (name, problem) x kernel family on one device or several alike ones; returns (results, "
         "skipped).");
 }

@@ -66,6 +66,23 @@ def test_plan_is_compiled_once_and_writes_out_in_place(rng):
     assert "Plan(" in repr(plan)
 
 
+def test_plan_math_mode_and_workspace_limit(rng):
+    x, w, _, y_ref = arrays(rng, (2, 3, 8, 8), (4, 3, 3, 3), 1, 1, 1, 1)
+    fast = convtune.Plan(x.shape, w.shape, padding=1, device="cpu", tuning=False, math="fp32-fast")
+    assert fast.problem.text.endswith("math=fp32-fast")
+    assert_close(fast(x, w), y_ref, "fwd")
+    # No workspace at all: cpu_blocked's packing buffers are skipped for a family that needs none, and said so.
+    bare = convtune.Plan(x.shape, w.shape, padding=1, device="cpu", tuning=False, workspace_limit=0)
+    assert bare.workspace_bytes == 0 and bare.family != "cpu_blocked"
+    assert "cpu_blocked default skipped: its workspace" in bare.explanation
+    assert "over the workspace limit (0 bytes)" in bare.explanation
+    assert_close(bare(x, w), y_ref, "fwd")
+    with pytest.raises(convtune.InvalidArgument, match="workspace_limit: expected a byte count"):
+        convtune.Plan(x.shape, w.shape, device="cpu", workspace_limit=-1)
+    with pytest.raises(convtune.InvalidArgument, match="fp32-fast"):
+        convtune.Plan(x.shape, w.shape, device="cpu", math="fast")
+
+
 def test_plan_from_problem_text_and_directions_of_a_plan(rng):
     plan = convtune.plan(problem="N=1,C=2,H=5,K=3,R=3,pad=1,dir=bwd-filter", device="cpu")
     assert plan.reads == ("x", "y") and plan.writes == "w"

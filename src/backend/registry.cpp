@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <limits>
 
 #include "convtune/backend.h"
 #include "convtune/error.h"
@@ -27,6 +28,27 @@ std::string_view to_string(BackendKind kind) {
 
 std::string DeviceInfo::fingerprint() const {
   return fmt::format("{}|{}|{}|{}|{}", to_string(backend), vendor, name, architecture, driver_version);
+}
+
+uint64_t default_workspace_limit(const DeviceInfo& device) {
+  // The CPU backend's buffers are host memory, checked against what is available when they are allocated; its
+  // cpu_blocked packs operands into buffers of up to 1.25 GB on the seed layers (fmnist1 backward-data), which a
+  // GPU's cap would push onto slower families.
+  if (device.backend == BackendKind::Cpu) {
+    return device.global_memory_bytes == 0 ? std::numeric_limits<uint64_t>::max() : device.global_memory_bytes;
+  }
+  constexpr uint64_t kCap = uint64_t{256} << 20;
+  // A device that reports no memory size keeps the fixed cap rather than a limit of zero.
+  return device.global_memory_bytes == 0 ? kCap : std::min(kCap, device.global_memory_bytes / 4);
+}
+
+uint64_t workspace_limit(const DeviceInfo& device) {
+  return device.workspace_limit_bytes.value_or(default_workspace_limit(device));
+}
+
+DeviceInfo with_workspace_limit(DeviceInfo device, std::optional<uint64_t> limit) {
+  if (limit) device.workspace_limit_bytes = limit;
+  return device;
 }
 
 Registry::Registry() {

@@ -23,6 +23,7 @@ std::string_view to_string(MathMode mode) {
     case MathMode::FP32: return "fp32";
     case MathMode::TF32: return "tf32";
     case MathMode::TF32x3: return "3xtf32";
+    case MathMode::FP32Fast: return "fp32-fast";
   }
   return "?";
 }
@@ -38,7 +39,8 @@ MathMode parse_math_mode(std::string_view text) {
   if (text == "fp32") return MathMode::FP32;
   if (text == "tf32") return MathMode::TF32;
   if (text == "3xtf32" || text == "tf32x3") return MathMode::TF32x3;
-  throw InvalidArgument(fmt::format("unknown math mode '{}': expected fp32, tf32 or 3xtf32", text));
+  if (text == "fp32-fast") return MathMode::FP32Fast;
+  throw InvalidArgument(fmt::format("unknown math mode '{}': expected fp32, tf32, 3xtf32 or fp32-fast", text));
 }
 
 int bytes_per_element(ElementType type) { return type == ElementType::F32 ? 4 : 2; }
@@ -47,7 +49,13 @@ double unit_roundoff(ElementType type, MathMode mode) {
   // Inputs stored in fewer bits round there first, whatever the math mode.
   if (type == ElementType::BF16) return std::ldexp(1.0, -8);
   if (type == ElementType::F16) return std::ldexp(1.0, -11);
+  // fp32-fast multiplies in FP32 too: what it loosens is the algorithm's bound (max_error_factor), not the arithmetic.
   return mode == MathMode::TF32 ? std::ldexp(1.0, -11) : std::ldexp(1.0, -24);
+}
+
+double max_error_factor(ElementType type, MathMode mode) {
+  if (mode == MathMode::FP32Fast) return kFp32FastErrorFactor;
+  return unit_roundoff(type, mode) / unit_roundoff(ElementType::F32, MathMode::FP32);
 }
 
 }  // namespace convtune

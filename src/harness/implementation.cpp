@@ -7,8 +7,9 @@
 
 namespace convtune::harness {
 
-std::string PlanImplementation::unsupported_reason(const Problem& problem, const DeviceInfo& device) const {
+std::string PlanImplementation::unsupported_reason(const Problem& problem, const DeviceInfo& unlimited) const {
   const Epilogue& epilogue = request_.epilogue;
+  const DeviceInfo device = with_workspace_limit(unlimited, request_.workspace_limit);
   if (family_) return family_->unsupported_reason(problem, epilogue, device);
   if (!request_.family.empty()) return kernel_family(request_.family).unsupported_reason(problem, epilogue, device);
   std::string reasons;

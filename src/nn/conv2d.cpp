@@ -80,6 +80,7 @@ const Plan& Conv2d::plan(std::optional<Plan>& slot, const ConvProblem& problem, 
     PlanRequest request;
     request.problem = problem;
     request.epilogue = epilogue;
+    request.workspace_limit = runtime_.workspace_limit();
     // The CPU backend has its own families: a kernel family named for the layer does not run there.
     request.family = runtime_.on_host() ? std::string() : family;
     slot.emplace(Plan::create(runtime_.device(), request));

@@ -98,7 +98,8 @@ std::vector<std::string> Network::fuse_for_inference(const std::string& family) 
       for (size_t j = 0; j < i; ++j) shape = fused_away_.count(j) ? shape : layers_[j]->output_shape(shape);
       problem.h = shape[2];
       problem.w = shape[3];
-      const std::string why = kernel_family(family).unsupported_reason(problem, epilogue, runtime_->device().info());
+      const std::string why = kernel_family(family).unsupported_reason(
+          problem, epilogue, with_workspace_limit(runtime_->device().info(), runtime_->workspace_limit()));
       if (!why.empty()) {
         report.push_back(fmt::format("{}: not fused ({} does not compute it: {})", conv->name(), family, why));
         continue;

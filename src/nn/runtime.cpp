@@ -109,6 +109,7 @@ void Runtime::gemm(const Buffer& a, const Buffer& b, Buffer& c, int64_t m, int64
     problem.math = math_;
     PlanRequest request;
     request.problem = problem;
+    request.workspace_limit = workspace_limit_;
     it = gemms_.emplace(key, std::make_unique<Plan>(Plan::create(*device_, request))).first;
   }
   it->second->run(queue(), {&a, &b, &c});

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
+#include <limits>
 
 #include "convtune/error.h"
 #include "src/core/install_paths.h"
@@ -64,6 +65,14 @@ std::string config_problem(const KernelFamily& family, const Config& config, con
   for (const Constraint& c : family.constraints(problem)) {
     if (!c.holds(context)) return fmt::format("{}: constraint '{}' fails for {}", family.name(), c.name, to_string(config));
   }
+  // Families keep their less accurate variants out of modes that do not admit them through a constraint of their own
+  // (so searches prune them early); this holds every family to it whatever its constraints say.
+  if (const double factor = family.error_factor(problem, config);
+      factor > max_error_factor(problem.type(), problem.math())) {
+    return fmt::format("{}: {} is held to {:g}x the FP32 tolerance, more than {} math admits ({:g}x; fp32-fast admits "
+                       "{:g}x)", family.name(), to_string(config), factor, to_string(problem.math()),
+                       max_error_factor(problem.type(), problem.math()), kFp32FastErrorFactor);
+  }
   return {};
 }
 
@@ -92,6 +101,57 @@ std::optional<std::string> model_choice(const TuningDatabase& database, const De
   return chosen;
 }
 
+// An untuned plan's family and configuration, and what to add to its explanation.
+struct DefaultChoice {
+  const KernelFamily* family;
+  Config config;
+  std::string explanation;
+};
+
+// Untuned: the cost model fitted on this device's tuning entries picks the family it predicts fastest (families
+// known to suit the problem badly left out); a device without a model keeps the rank order, where a family known
+// to suit the problem badly gives way to the next one that supports it. A family whose default needs more
+// workspace than the limit (one whose constraints do not bound it) gives way to the next as well, named in
+// `over_limit`.
+DefaultChoice choose_default(const PlanRequest& request, const DeviceInfo& info,
+                             std::vector<const KernelFamily*> candidates, const TuningDatabase* database,
+                             bool free_choice, std::string* over_limit) {
+  const uint64_t limit = workspace_limit(info);
+  for (;;) {
+    const KernelFamily* chosen = candidates.front();
+    std::string how;
+    std::optional<std::string> modelled;
+    if (free_choice && database && request.problem.is_conv()) {
+      modelled = model_choice(*database, info, candidates, request.problem.conv(), &how);
+    }
+    if (modelled) {
+      chosen = &kernel_family(*modelled);
+    } else if (free_choice) {
+      std::string passed_over;
+      for (const KernelFamily* f : candidates) {
+        const std::string why = f->untuned_poor_fit(request.problem);
+        if (why.empty()) {
+          chosen = f;
+          how = passed_over;
+          break;
+        }
+        passed_over += fmt::format("; {} passed over: {}", f->name(), why);
+      }
+    }
+    Config config = chosen->default_config(request.problem, info);
+    if (free_choice && candidates.size() > 1 && config_problem(*chosen, config, request.problem, info).empty()) {
+      const size_t bytes = chosen->recipe(request.problem, request.epilogue, config, info).workspace_bytes;
+      if (bytes > limit) {
+        *over_limit += fmt::format("; {} default skipped: its workspace ({} bytes) is over the workspace limit ({} bytes)",
+                                   chosen->name(), bytes, limit);
+        candidates.erase(std::find(candidates.begin(), candidates.end(), chosen));
+        continue;
+      }
+    }
+    return {chosen, std::move(config), std::move(how)};
+  }
+}
+
 }  // namespace
 
 PlanDescriptor PlanDescriptor::create(const DeviceInfo& device, const PlanRequest& request) {
@@ -102,9 +162,14 @@ PlanDescriptor PlanDescriptor::create(const DeviceInfo& device, const KernelFami
   return create_impl(device, request, &family);
 }
 
-PlanDescriptor PlanDescriptor::create_impl(const DeviceInfo& info, const PlanRequest& request,
+PlanDescriptor PlanDescriptor::create_impl(const DeviceInfo& device, const PlanRequest& request,
                                            const KernelFamily* given) {
   request.problem.validate();
+  // The families see the device as this request may use it: its workspace limit applied.
+  const DeviceInfo info = with_workspace_limit(device, request.workspace_limit);
+  const uint64_t limit = workspace_limit(info);
+  // What the workspace limit kept out, for the explanation: families, entries and defaults, with both sizes.
+  std::string over_limit;
   // The families that can compute the problem: the named one, or every one that supports it.
   std::vector<const KernelFamily*> candidates;
   if (given || !request.family.empty()) {
@@ -116,11 +181,18 @@ PlanDescriptor PlanDescriptor::create_impl(const DeviceInfo& info, const PlanReq
     candidates.push_back(&named);
   } else {
     std::string reasons;
+    const DeviceInfo unlimited = with_workspace_limit(info, std::numeric_limits<uint64_t>::max());
     for (const auto& f : kernel_families()) {
       if (f->problem_kind() != request.problem.kind()) continue;
       const std::string why = f->unsupported_reason(request.problem, request.epilogue, info);
-      if (why.empty()) candidates.push_back(f.get());
-      else reasons += fmt::format("\n  {}: {}", f->name(), why);
+      if (why.empty()) {
+        candidates.push_back(f.get());
+        continue;
+      }
+      reasons += fmt::format("\n  {}: {}", f->name(), why);
+      // A family the limit alone keeps out is named: a larger limit would let it compete.
+      if (f->unsupported_reason(request.problem, request.epilogue, unlimited).empty())
+        over_limit += fmt::format("; {} skipped for the workspace limit: {}", f->name(), why);
     }
     if (candidates.empty()) {
       throw Unsupported(fmt::format("no kernel family computes {} (epilogue {}) on {}:{}", request.problem.to_string(),
@@ -139,18 +211,39 @@ PlanDescriptor PlanDescriptor::create_impl(const DeviceInfo& info, const PlanReq
     std::optional<LookupResult> found;
     const TuningDatabase* database = request.tuning;
     if (!database && request.use_tuning) database = &default_tuning_database();
+    const auto family_of = [&](const TuningEntry& e) -> const KernelFamily& {
+      return given ? *given : kernel_family(e.family);
+    };
     if (database) {
       std::map<std::string, std::string> hashes;
       for (const KernelFamily* f : candidates) hashes[f->name()] = kernel_source_hash(*f, request.problem, info);
       LookupOptions options;
-      // A tuned shape's parameters are carried to this problem: a split rescaled, what no longer fits repaired.
+      // A tuned shape's parameters are carried to this problem: a split rescaled, what no longer fits repaired. A
+      // limit tighter than the device's default does not take part: an entry over it is skipped as measured
+      // (refuse, below) rather than refitted into a variant nobody timed.
+      const DeviceInfo carried_on = with_workspace_limit(info, std::max(limit, default_workspace_limit(device)));
       options.fit = [&](const TuningEntry& e) {
-        return carry_config(given ? *given : kernel_family(e.family), e.parameters, e.problem, request.problem, info);
+        return carry_config(family_of(e), e.parameters, e.problem, request.problem, carried_on);
+      };
+      options.refuse = [&](const TuningEntry& e, const Config& fitted) -> std::string {
+        const KernelFamily& family = family_of(e);
+        // An entry measured on a variant the asked mode does not admit (an fp32 entry of Winograd's alpha 8, tuned
+        // before fp32-fast existed) describes no variant this plan may run: skipped, never refitted into one.
+        const double admitted = max_error_factor(request.problem.type(), request.problem.math());
+        if (const double factor = family.error_factor(request.problem, e.parameters); factor > admitted) {
+          return fmt::format("held to {:g}x the FP32 tolerance, more than {} math admits ({:g}x)", factor,
+                             to_string(request.problem.math()), admitted);
+        }
+        const size_t bytes = family.recipe(request.problem, request.epilogue, fitted, info).workspace_bytes;
+        if (bytes > limit) {
+          return fmt::format("its workspace ({} bytes) is over the workspace limit ({} bytes)", bytes, limit);
+        }
+        return {};
       };
       found = database->lookup(request.problem, info, hashes, options);
     }
     if (found && found->entry) {
-      d.family_ = given ? given : &kernel_family(found->entry->family);
+      d.family_ = &family_of(*found->entry);
       d.config_ = found->parameters;
       d.tier_ = found->tier;
       d.explanation_ = found->explain();
@@ -158,35 +251,24 @@ PlanDescriptor PlanDescriptor::create_impl(const DeviceInfo& info, const PlanReq
       d.explanation_ = found ? found->explain()
                              : request.use_tuning ? "built-in default (no tuning database)"
                                                   : "built-in default (tuning database not consulted)";
-      // Untuned, the cost model fitted on this device's tuning entries picks the family it predicts fastest
-      // (families known to suit the problem badly left out); a device without a model keeps the rank order, where
-      // a family known to suit the problem badly gives way to the next one that supports it.
-      std::optional<std::string> modelled;
-      if (!given && request.family.empty() && database && request.problem.is_conv()) {
-        modelled = model_choice(*database, info, candidates, request.problem.conv(), &d.explanation_);
-      }
-      if (modelled) {
-        d.family_ = &kernel_family(*modelled);
-      } else if (!given && request.family.empty()) {
-        std::string passed_over;
-        for (const KernelFamily* f : candidates) {
-          const std::string why = f->untuned_poor_fit(request.problem);
-          if (why.empty()) {
-            d.family_ = f;
-            d.explanation_ += passed_over;
-            break;
-          }
-          passed_over += fmt::format("; {} passed over: {}", f->name(), why);
-        }
-      }
-      d.config_ = d.family_->default_config(request.problem, info);
+      DefaultChoice choice =
+          choose_default(request, info, candidates, database, !given && request.family.empty(), &over_limit);
+      d.family_ = choice.family;
+      d.config_ = std::move(choice.config);
+      d.explanation_ += choice.explanation;
       d.tier_ = ConfigTier::BuiltInDefault;
     }
   }
+  d.explanation_ += over_limit;
   if (const std::string why = config_problem(*d.family_, d.config_, request.problem, info); !why.empty()) {
     throw InvalidArgument(fmt::format("{} on {}", why, request.problem.to_string()));
   }
   d.recipe_ = d.family_->recipe(request.problem, request.epilogue, d.config_, info);
+  // Families whose constraints bound their workspace never get here over the limit; this holds the others to it.
+  if (d.recipe_.workspace_bytes > limit) {
+    throw InvalidArgument(fmt::format("{} on {} needs {} bytes of workspace, over the workspace limit of {} bytes",
+                                      d.describe(), request.problem.to_string(), d.recipe_.workspace_bytes, limit));
+  }
   return d;
 }
 

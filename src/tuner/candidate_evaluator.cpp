@@ -48,6 +48,7 @@ Evaluation CandidateEvaluator::evaluate(const Config& config) {
     request.problem = problem_;
     request.family = family_.name();
     request.config = config;
+    request.workspace_limit = options_.workspace_limit;
     plan = std::make_unique<Plan>(Plan::create(device_, family_, request));
   } catch (const std::exception& e) {
     return Evaluation::failed(fmt::format("compile error: {}", e.what()));

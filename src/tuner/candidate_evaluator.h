@@ -6,6 +6,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -24,6 +25,7 @@ struct CandidateOptions {
   double abort_factor = 1.5;
   int samples = 512;  // reference elements checked per candidate (plus the first and last)
   uint64_t seed = 7;
+  std::optional<uint64_t> workspace_limit;  // PlanRequest::workspace_limit of every candidate's plan
 };
 
 class CandidateEvaluator {

@@ -127,7 +127,8 @@ std::vector<TuneTaskResult> tune(Device& device, const std::vector<TuneTask>& al
   // without this reserve `tune --suite alexnet --budget 2m` took 127 s.
   const double reserve = std::min(5.0, 0.03 * options.budget_seconds + 0.5);
   const auto left = [&] { return options.budget_seconds - reserve - seconds_since(start); };
-  const DeviceInfo& info = device.info();
+  // The device as the candidates may use it: the options' workspace limit applied to its searches and plans.
+  const DeviceInfo info = with_workspace_limit(device.info(), options.workspace_limit);
   auto status = [&](const std::string& text) {
     if (callbacks.status) callbacks.status(text);
   };
@@ -153,6 +154,7 @@ std::vector<TuneTaskResult> tune(Device& device, const std::vector<TuneTask>& al
   candidate_options.warmup = options.warmup;
   candidate_options.repeats = options.repeats;
   candidate_options.abort_factor = options.abort_factor;
+  candidate_options.workspace_limit = options.workspace_limit;
   // One evaluation's cost (compile, reference, verification, timing), learnt as the run goes: nothing starts that
   // would likely end past the deadline.
   double evaluation_s = 0;

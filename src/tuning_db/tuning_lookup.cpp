@@ -85,6 +85,10 @@ LookupResult lookup_tuning(const std::vector<LookupCandidate>& candidates, const
       result.rejected.push_back({e, *r.candidate->origin, "its parameters cannot be made to fit this problem"});
       continue;
     }
+    if (std::string why = options.refuse ? options.refuse(e, fitted->config) : std::string(); !why.empty()) {
+      result.refused.push_back({e, *r.candidate->origin, std::move(why)});
+      continue;
+    }
     picks.push_back({&r, std::move(*fitted)});
   }
   if (picks.empty()) return result;
@@ -135,6 +139,13 @@ std::string LookupResult::explain() const {
   if (!rejected.empty())
     text += fmt::format("; {} entr{} whose parameters cannot fit skipped", rejected.size(),
                         rejected.size() == 1 ? "y" : "ies");
+  // The first refused entry in full (family, parameters, why), so the reader sees what the request cost.
+  if (!refused.empty()) {
+    const TuningEntry& e = refused.front().entry;
+    text += fmt::format("; {} entr{} skipped, first {} [{}] tuned for {}: {}", refused.size(),
+                        refused.size() == 1 ? "y" : "ies", e.family, to_string(e.parameters), e.problem.to_string(),
+                        refused.front().reason);
+  }
   return text;
 }
 

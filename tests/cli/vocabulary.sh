@@ -48,13 +48,16 @@ for command in bench tune; do
   expect_option "$command" '^  --repeats INT:INT>=1=5 ' "--repeats defaulting to 5, at least 1"
   expect_option "$command" '^  --direction TEXT:\{fwd,bwd-data,bwd-filter,all\}=all' "--direction defaulting to all"
   expect_option "$command" '^  --batch-scale FLOAT:POSITIVE=1' "--batch-scale defaulting to 1"
-  expect_option "$command" '^  --math TEXT:\{fp32,tf32,3xtf32\}' "--math fp32|tf32|3xtf32"
+  expect_option "$command" '^  --math TEXT:\{fp32,tf32,3xtf32,fp32-fast\}' "--math fp32|tf32|3xtf32|fp32-fast"
   expect_option "$command" '^  --suite ' "--suite"
   expect_option "$command" '^  --layer ' "--layer"
   expect_option "$command" '^  --gemm ' "--gemm"
 done
 for command in bench "train cnn" eval; do
   expect_option "$command" '^  --family TEXT=auto ' "--family defaulting to auto"
+done
+for command in bench tune "train cnn" eval; do
+  expect_option "$command" '^  --workspace-limit TEXT:SIZE=device( |$)' "--workspace-limit defaulting to device"
 done
 expect_option tune '^  --family TEXT=all ' "--family defaulting to all"
 for command in tune db "db list" "db show" "db merge" "db prune"; do
@@ -70,7 +73,8 @@ expect_option "" '^  --verbose ' "--verbose"
 # Range checks name the option and what it expects.
 for args in "bench --warmup -1" "tune --warmup -1" "bench --repeats 0" "tune --repeats 0" "peak --repeats 0" \
             "bench --batch-scale 0" "bench --direction sideways" "bench --math fp16" "train cnn --epochs 0" \
-            "train mlp --epochs 0" "eval model --batch 0" "bench --algorithm fastest"; do
+            "train mlp --epochs 0" "eval model --batch 0" "bench --algorithm fastest" "bench --workspace-limit 12Q" \
+            "tune --workspace-limit -1" "train cnn --workspace-limit 1.5G" "eval model --workspace-limit lots"; do
   error=$("$convtune" $args 2>&1 >/dev/null)
   status=$?
   option=$(grep -o -- '--[a-z-]*' <<<"$args" | tail -1)
@@ -100,6 +104,22 @@ if "$convtune" devices 2>/dev/null | grep -q "^opencl: [1-9]"; then  # an OpenCL
   refused "--algorithm selects a CPU backend path, but the device is opencl" bench --layer N=1,C=1,H=4,K=1,R=3 \
     --device opencl --algorithm sequential
 fi
+
+# fp32-fast admits Winograd's alpha 8 (a 7x7 filter has no smaller tile), which fp32 refuses by name.
+if "$convtune" devices 2>/dev/null | grep -q "^opencl: [1-9]"; then
+  seven=(bench --layer N=1,C=2,H=8,K=2,R=7,pad=3 --device opencl --direction fwd --family winograd --repeats 1 --warmup 0)
+  error=$("$convtune" "${seven[@]}" 2>&1 >/dev/null)
+  grep -q "alpha 8.*fp32-fast admits it" <<<"$error" || fail "winograd 7x7 in fp32 is not refused for alpha 8: $error"
+  output=$("$convtune" "${seven[@]}" --math fp32-fast --workspace-limit 1G 2>&1)
+  [ $? -eq 0 ] && grep -q "winograd\[.*M_TILE=2" <<<"$output" || fail "winograd 7x7 does not run in fp32-fast: $output"
+  # No workspace at all: winograd is left out, naming the limit (nothing is compiled).
+  error=$("$convtune" "${seven[@]}" --math fp32-fast --workspace-limit 0 2>&1 >/dev/null)
+  grep -q "exceed the workspace limit of 0 bytes" <<<"$error" || fail "--workspace-limit 0 does not refuse winograd: $error"
+fi
+
+error=$("$convtune" bench --workspace-limit 64X 2>&1 >/dev/null)
+grep -q -- "--workspace-limit: '64X' is invalid: expected a size in bytes, optionally with K, M, G or T" <<<"$error" ||
+  fail "--workspace-limit 64X does not say what was expected: $error"
 
 # --version: the version, the git revision and the backends.
 version=$("$convtune" --version)

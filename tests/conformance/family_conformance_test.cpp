@@ -94,9 +94,17 @@ TEST_P(FamilyConformance, SampledConfigurationsMatchTheReference) {
       ++seed;
       // Every math mode the family computes here, each held to its mode's tolerance: tf32 and 3xtf32 for the
       // tensor-core families. A family that computes FP32 math runs the same kernels in the other modes (FP32
-      // serves them all), so it is checked in FP32, the strictest.
+      // serves them all), so it is checked in FP32, the strictest, and in fp32-fast only on the variants whose
+      // declared bound (error_factor) fp32 does not admit: held to that bound, and refused in fp32. Those take one
+      // of the case's samples, so the checks per case stay as many as before fp32-fast; one enumeration of
+      // fp32-fast's space yields both sets.
       bool any_mode = false, computes_fp32 = false;
-      for (MathMode math : {MathMode::FP32, MathMode::TF32, MathMode::TF32x3}) {
+      ConvProblem fp32 = c.problem.with_direction(direction), fast = fp32;
+      fp32.math = MathMode::FP32, fast.math = MathMode::FP32Fast;
+      const bool splits = family.unsupported_reason(fp32, {}, device->info()).empty() &&
+                          family.unsupported_reason(fast, {}, device->info()).empty();
+      std::vector<Config> beyond;  // the variants only fp32-fast admits
+      for (MathMode math : {MathMode::FP32, MathMode::TF32, MathMode::TF32x3, MathMode::FP32Fast}) {
         ConvProblem pb = c.problem.with_direction(direction);
         pb.math = math;
         if (const std::string why = family.unsupported_reason(pb, {}, device->info()); !why.empty()) {
@@ -104,14 +112,35 @@ TEST_P(FamilyConformance, SampledConfigurationsMatchTheReference) {
           continue;
         }
         if (math == MathMode::FP32) computes_fp32 = true;
-        else if (computes_fp32) continue;
+        else if (computes_fp32) {
+          if (math != MathMode::FP32Fast || beyond.empty()) continue;
+          // fp32-fast: one of the variants fp32 refuses, which it must refuse by name.
+          const Config& config = beyond[seed % beyond.size()];
+          EXPECT_NE(config_problem(family, config, fp32, device->info()), "")
+              << family.name() << " [" << to_string(config) << "] is declared beyond fp32's bound but fp32 takes it";
+          const auto result = testing_support::check_plan(*device, pb, family.name(), config, seed);
+          ++checks;
+          distinct.insert(to_string(config));
+          EXPECT_TRUE(result.passed) << device->info().id << " " << family.name() << " " << to_string(direction)
+                                     << " " << c.name << " fp32-fast [" << to_string(config) << "]: " << result.message;
+          continue;
+        }
         any_mode = true;
-        const SearchSpace space(family, pb, device->info());
+        const auto split_off = [&](const Config& config) {
+          if (family.error_factor(fp32, config) <= max_error_factor(fp32.type, fp32.math)) return true;
+          beyond.push_back(config);
+          return false;
+        };
+        // In FP32 with fp32-fast beside it: fp32-fast's space, the variants beyond fp32's bound set aside.
+        const SearchSpace space = math == MathMode::FP32 && splits ? SearchSpace(family, fast, device->info(), split_off)
+                                                                   : SearchSpace(family, pb, device->info());
         ASSERT_GT(space.size(), 0u) << family.name() << " has no valid configuration for " << c.name << " ("
                                     << to_string(math) << ") on " << device->info().id
                                     << " although it claims to support it";
         for (const Config& config : space.configs()) space_configs.insert(to_string(config));
-        std::vector<Config> configs = space.sample(static_cast<size_t>(samples), seed);
+        for (const Config& config : beyond) space_configs.insert(to_string(config));
+        const size_t shared = !beyond.empty() && samples > 1 ? 1 : 0;
+        std::vector<Config> configs = space.sample(static_cast<size_t>(samples) - shared, seed);
         configs.push_back(family.default_config(pb, device->info()));
         for (const Config& config : configs) {
           const auto result = testing_support::check_plan(*device, pb, family.name(), config, seed);

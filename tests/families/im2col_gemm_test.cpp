@@ -1,5 +1,5 @@
 // im2col_gemm beyond the shared conformance test: a batch split into several chunks with a short last one,
-// GEMM edge tiles in every direction, the workspace cap's named constraint, and defaults valid on GPU limits.
+// GEMM edge tiles in every direction, the workspace limit's named constraint, and defaults valid on GPU limits.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
@@ -108,15 +108,15 @@ TEST(Im2colGemm, GemmEdgeTilesInEveryDirection) {
                               "TILE_N=128,UNROLL_THREADS=256,VECTOR_WIDTH=1,REGISTER_VECTOR=4,PREFETCH=1");
 }
 
-TEST(Im2colGemm, WorkspaceOverTheCapIsRejectedNamingTheConstraint) {
+TEST(Im2colGemm, WorkspaceOverTheLimitIsRejectedNamingTheConstraint) {
   Device* device = opencl_device();
   if (!device) GTEST_SKIP() << "no OpenCL device runs kernels here";
-  // One image's columns: 64*9 x 64*64 floats = 9 MiB; 64 images = 576 MiB, over the 256 MiB cap.
+  // One image's columns: 64*9 x 64*64 floats = 9 MiB; 64 images = 576 MiB, over the default 256 MiB limit.
   const ConvProblem pb = parse_problem("N=64,C=64,H=64,W=64,K=8,R=3,pad=1");
-  ASSERT_GT(im2col_gemm::column_bytes(pb, 64), im2col_gemm::workspace_cap_bytes(device->info()));
+  ASSERT_GT(im2col_gemm::column_bytes(pb, 64), workspace_limit(device->info()));
   Config config = family().default_config(pb, device->info());
   EXPECT_EQ(config_problem(family(), config, pb, device->info()), "");
-  EXPECT_LE(im2col_gemm::column_bytes(pb, config.at("BATCH_CHUNK")), im2col_gemm::workspace_cap_bytes(device->info()));
+  EXPECT_LE(im2col_gemm::column_bytes(pb, config.at("BATCH_CHUNK")), workspace_limit(device->info()));
   config["BATCH_CHUNK"] = 64;
   try {
     Plan::create(*device, {pb, {}, "im2col_gemm", config});
@@ -124,9 +124,9 @@ TEST(Im2colGemm, WorkspaceOverTheCapIsRejectedNamingTheConstraint) {
   } catch (const InvalidArgument& error) {
     EXPECT_NE(std::string(error.what()).find(im2col_gemm::kWorkspaceConstraint), std::string::npos) << error.what();
   }
-  // When even one image's columns exceed the cap, the family declines the problem.
+  // When even one image's columns exceed the limit, the family declines the problem.
   const ConvProblem huge = parse_problem("N=1,C=512,H=128,W=128,K=8,R=3,pad=1");
-  EXPECT_NE(family().unsupported_reason(huge, {}, device->info()).find("workspace cap"), std::string::npos);
+  EXPECT_NE(family().unsupported_reason(huge, {}, device->info()).find("workspace limit"), std::string::npos);
   EXPECT_THROW(Plan::create(*device, {huge, {}, "im2col_gemm", std::nullopt}), Unsupported);
 }
 

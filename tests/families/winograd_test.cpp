@@ -4,11 +4,13 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <string>
 #include <vector>
 
 #include "convtune/error.h"
 #include "convtune/plan.h"
+#include "convtune/tuning.h"
 #include "src/families/winograd/winograd_transforms.h"
 #include "src/harness/implementation.h"
 #include "tests/support/epilogue_check.h"
@@ -29,6 +31,18 @@ Device* opencl_device() {
 }
 
 const KernelFamily& family() { return kernel_family("winograd"); }
+
+// A kernel device of ordinary limits, for support, constraint and plan checks that run nothing.
+DeviceInfo described_device() {
+  DeviceInfo device;
+  device.backend = BackendKind::OpenCL;
+  device.name = "a device for this test";
+  device.can_run_kernels = true;
+  device.max_work_group_size = 1024;
+  device.local_memory_bytes = 48 * 1024;
+  device.global_memory_bytes = uint64_t{8} << 30;
+  return device;
+}
 
 // The family's default configuration with some parameters replaced.
 Config config_with(const ConvProblem& pb, const DeviceInfo& device, const Config& changes) {
@@ -52,11 +66,7 @@ TEST(WinogradTransforms, RepeatedPointsAreRefused) {
 }
 
 TEST(Winograd, SupportNamesWhatIsMissing) {
-  DeviceInfo device;
-  device.can_run_kernels = true;
-  device.max_work_group_size = 1024;
-  device.local_memory_bytes = 48 * 1024;
-  device.global_memory_bytes = uint64_t{8} << 30;
+  const DeviceInfo device = described_device();
   EXPECT_NE(family().unsupported_reason(parse_problem("N=1,C=8,H=9,W=9,K=8,R=3,stride=2,pad=1"), {}, device).find("stride 1"),
             std::string::npos);
   EXPECT_NE(family().unsupported_reason(parse_problem("N=1,C=8,H=9,W=9,K=8,R=3,dilation=2,pad=2"), {}, device).find("dilation 1"),
@@ -64,6 +74,61 @@ TEST(Winograd, SupportNamesWhatIsMissing) {
   EXPECT_NE(family().unsupported_reason(parse_problem("N=1,C=8,H=9,W=9,K=8,R=1"), {}, device).find("square 3x3"),
             std::string::npos);
   EXPECT_EQ(family().unsupported_reason(parse_problem("N=1,C=8,H=9,W=9,K=8,R=5,pad=2"), {}, device), "");
+}
+
+// Alpha 8 (F(6x6,3x3), F(4x4,5x5), F(2x2,7x7)) is held to 4x the FP32 tolerance: fp32 and 3xtf32 refuse it (7x7
+// filters, which have no smaller tile, entirely), fp32-fast and tf32 admit it; no plan in fp32 takes it.
+TEST(Winograd, AlphaEightOnlyWhereTheMathModeAdmitsItsBound) {
+  const DeviceInfo device = described_device();
+  for (const char* math : {"fp32", "3xtf32", "fp32-fast", "tf32"}) {
+    const bool admits = std::string(math) == "fp32-fast" || std::string(math) == "tf32";
+    const ConvProblem seven = parse_problem(fmt::format("N=1,C=8,H=12,W=12,K=8,R=7,pad=3,math={}", math));
+    const std::string why = family().unsupported_reason(seven, {}, device);
+    EXPECT_EQ(why.empty(), admits) << math << ": " << why;
+    if (!admits) EXPECT_NE(why.find("fp32-fast"), std::string::npos) << why;
+    const ConvProblem three = parse_problem(fmt::format("N=1,C=8,H=12,W=12,K=8,R=3,pad=1,math={}", math));
+    Config six = family().default_config(three, device);
+    EXPECT_EQ(six.at("M_TILE"), 4) << math;  // the default stays at alpha 6 everywhere
+    six["M_TILE"] = 6;
+    EXPECT_EQ(config_problem(family(), six, three, device).empty(), admits) << math;
+    EXPECT_EQ(family().error_factor(three, six), 4.0);
+    // Nor does fitting a stored alpha-8 configuration to an fp32 problem keep it.
+    const std::optional<FittedConfig> fitted = fit_config(family(), six, three, device);
+    ASSERT_TRUE(fitted.has_value());
+    EXPECT_EQ(fitted->config.at("M_TILE") == 6, admits) << math;
+    PlanRequest request;
+    request.problem = three;
+    request.family = "winograd";
+    request.config = six;
+    if (admits) EXPECT_NO_THROW(PlanDescriptor::create(device, request)) << math;
+    else EXPECT_THROW(PlanDescriptor::create(device, request), InvalidArgument) << math;
+  }
+}
+
+// A tuning entry of an alpha-8 variant stored under fp32 (tuned before fp32-fast existed, as the shipped H200 entries
+// were) is skipped by fp32 plans, which say why, rather than refitted to another tile; it serves fp32-fast plans.
+TEST(Winograd, Fp32EntriesOfAlphaEightServeOnlyFp32Fast) {
+  const DeviceInfo device = described_device();
+  const ConvProblem three = parse_problem("N=1,C=16,H=12,W=12,K=16,R=3,pad=1");
+  Config six = family().default_config(three, device);
+  six["M_TILE"] = 6;
+  TuningDatabase db(std::filesystem::temp_directory_path() / "convtune-winograd-test-never-written.json");
+  db.insert(make_tuning_entry(device, "winograd", kernel_source_hash(family(), three, device), three, six, 0.01));
+  PlanRequest request;
+  request.problem = three;
+  request.family = "winograd";
+  request.tuning = &db;
+  const PlanDescriptor in_fp32 = PlanDescriptor::create(device, request);
+  EXPECT_EQ(in_fp32.tier(), ConfigTier::BuiltInDefault) << in_fp32.explanation();
+  EXPECT_NE(in_fp32.explanation().find("M_TILE=6"), std::string::npos) << in_fp32.explanation();
+  EXPECT_NE(in_fp32.explanation().find("held to 4x the FP32 tolerance, more than fp32 math admits (1x)"),
+            std::string::npos) << in_fp32.explanation();
+  ConvProblem fast = three;
+  fast.math = MathMode::FP32Fast;
+  request.problem = fast;
+  const PlanDescriptor in_fast = PlanDescriptor::create(device, request);
+  EXPECT_EQ(in_fast.tier(), ConfigTier::Exact) << in_fast.explanation();
+  EXPECT_EQ(in_fast.config().at("M_TILE"), 6);
 }
 
 // Every direction, each tile size the filter allows, against the float64 reference in full; the error each
@@ -88,12 +153,20 @@ TEST(Winograd, EveryDirectionAndTileSizeMatchesTheReference) {
   uint64_t seed = 21;
   for (const Case& c : cases) {
     for (Direction direction : kDirections) {
-      const ConvProblem pb = parse_problem(c.problem).with_direction(direction);
       for (int64_t m : c.tiles) {
+        // Alpha 8 is fp32-fast's alone: checked there against its declared bound, and refused in fp32.
+        ConvProblem pb = parse_problem(c.problem).with_direction(direction);
+        const bool alpha8 = m + pb.r - 1 == 8;
+        if (alpha8) pb.math = MathMode::FP32Fast;
         // Two slices for backward-filter: small problems have few tiles.
         const Config config = config_with(pb, device->info(), {{"M_TILE", m}, {"SPLIT", direction == Direction::BackwardFilter ? 2 : 1}, {"VECTOR_WIDTH", 1}});
         SCOPED_TRACE(fmt::format("{} [{}]", pb.to_string(), to_string(config)));
         ASSERT_EQ(config_problem(family(), config, pb, device->info()), "");
+        if (alpha8) {
+          ConvProblem in_fp32 = pb;
+          in_fp32.math = MathMode::FP32;
+          EXPECT_NE(config_problem(family(), config, in_fp32, device->info()).find("fp32-fast"), std::string::npos);
+        }
         const harness::Check check = testing_support::check_plan(*device, pb, "winograd", config, ++seed);
         EXPECT_TRUE(check.passed) << check.message;
         std::cout << fmt::format("winograd M_TILE={} alpha={} {:<10} {:<36} rel L2 {:.2e} = {:.2f}x the FP32 tolerance "
@@ -140,8 +213,9 @@ TEST(Winograd, ForwardBiasAndReluAreFusedIntoTheOutputTransform) {
   const Epilogue bias_relu{true, true, 1};
   uint64_t seed = 71;
   for (const char* text : {"N=2,C=6,H=9,W=7,K=8,R=3,pad=1,groups=2", "N=2,C=4,H=10,W=9,K=6,R=5,pad=2"}) {
-    const ConvProblem pb = parse_problem(text);
     for (int64_t m_tile : {2, 4}) {
+      ConvProblem pb = parse_problem(text);
+      if (m_tile + pb.r - 1 == 8) pb.math = MathMode::FP32Fast;  // F(4x4, 5x5): fp32-fast's alone
       const Config config = config_with(pb, device->info(), {{"M_TILE", m_tile}});
       SCOPED_TRACE(fmt::format("{} [{}]", pb.to_string(), to_string(config)));
       ASSERT_EQ(family().unsupported_reason(pb, bias_relu, device->info()), "");

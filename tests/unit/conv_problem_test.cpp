@@ -61,6 +61,30 @@ TEST(ConvProblem, DirectionTypeAndMathParse) {
   EXPECT_EQ(parse_problem("N=1,C=1,H=4,K=1,R=3,type=bf16,math=3xtf32").math, MathMode::TF32x3);
 }
 
+// Every math mode's text reads back as itself, in a problem's text too; fp32-fast computes in FP32 (its unit
+// roundoff is FP32's) and admits declared bounds up to kFp32FastErrorFactor, where fp32 and 3xtf32 admit none.
+TEST(MathMode, TextRoundTripAndAdmittedBounds) {
+  for (MathMode mode : {MathMode::FP32, MathMode::TF32, MathMode::TF32x3, MathMode::FP32Fast}) {
+    EXPECT_EQ(parse_math_mode(to_string(mode)), mode);
+    ConvProblem p = parse_problem("N=1,C=1,H=4,K=1,R=3");
+    p.math = mode;
+    EXPECT_EQ(parse_problem(p.to_string()), p) << p.to_string();
+  }
+  EXPECT_EQ(to_string(MathMode::FP32Fast), "fp32-fast");
+  EXPECT_EQ(parse_problem("N=1,C=1,H=4,K=1,R=3,math=fp32-fast").math, MathMode::FP32Fast);
+  EXPECT_EQ(unit_roundoff(ElementType::F32, MathMode::FP32Fast), unit_roundoff(ElementType::F32, MathMode::FP32));
+  EXPECT_EQ(max_error_factor(ElementType::F32, MathMode::FP32), 1.0);
+  EXPECT_EQ(max_error_factor(ElementType::F32, MathMode::TF32x3), 1.0);
+  EXPECT_EQ(max_error_factor(ElementType::F32, MathMode::FP32Fast), kFp32FastErrorFactor);
+  EXPECT_GT(max_error_factor(ElementType::F32, MathMode::TF32), kFp32FastErrorFactor);
+  try {
+    parse_math_mode("fast");
+    ADD_FAILURE() << "'fast' was accepted";
+  } catch (const InvalidArgument& e) {
+    EXPECT_NE(std::string(e.what()).find("fp32-fast"), std::string::npos) << e.what();
+  }
+}
+
 TEST(ConvProblem, OlderPrecisionFieldStillReads) {
   // Tuning databases written before type and math were separate say precision=...
   EXPECT_EQ(parse_problem("N=1,C=1,H=4,K=1,R=3,precision=fp16").type, ElementType::F16);

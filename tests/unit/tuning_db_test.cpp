@@ -627,6 +627,37 @@ TEST_F(TuningDbTest, Fp32EntriesServeTensorCoreModesNotTheReverse) {
   EXPECT_EQ(db.lookup(kLayer, kH100, hashes).entry->family, "implicit_gemm");
 }
 
+// fp32-fast is a key of its own: an fp32 entry serves it (fp32's variants are all within its bound), an fp32-fast
+// entry (which may hold a variant fp32 refuses, Winograd's alpha 8) serves only fp32-fast; fp32 keys are unchanged.
+TEST_F(TuningDbTest, Fp32FastEntriesServeOnlyFp32Fast) {
+  const std::map<std::string, std::string> hashes{{"implicit_gemm", "src-v2"}, {"winograd", "wg-v1"}};
+  ConvProblem fast = kLayer;
+  fast.math = MathMode::FP32Fast;
+  {
+    TuningDatabase db(file_);
+    db.insert(entry(kH100, kLayer, 0.2, 64, "implicit_gemm", "src-v2"));
+    db.insert(entry(kH100, fast, 0.1, 64, "winograd", "wg-v1"));
+    db.save();
+  }
+  TuningDatabase db(file_);
+  EXPECT_EQ(db.user_entry_count(), 2u);
+  const LookupResult asked_fast = db.lookup(fast, kH100, hashes);
+  ASSERT_EQ(asked_fast.tier, LookupTier::Exact) << asked_fast.explain();
+  EXPECT_EQ(asked_fast.entry->family, "winograd");  // the faster of the fp32 and the fp32-fast entry
+  EXPECT_EQ(asked_fast.entry->problem.math(), MathMode::FP32Fast);
+  for (MathMode mode : {MathMode::FP32, MathMode::TF32, MathMode::TF32x3}) {
+    ConvProblem asked = kLayer;
+    asked.math = mode;
+    const LookupResult found = db.lookup(asked, kH100, hashes);
+    ASSERT_TRUE(found.entry) << to_string(mode);
+    EXPECT_EQ(found.entry->family, "implicit_gemm") << to_string(mode);
+  }
+  std::map<std::string, std::string> keys;
+  for (const ListedEntry& l : db.list()) keys[l.entry.family] = l.entry.key();
+  EXPECT_NE(keys.at("winograd").find("math=fp32-fast"), std::string::npos) << keys.at("winograd");
+  EXPECT_EQ(keys.at("implicit_gemm").find("fp32-fast"), std::string::npos) << keys.at("implicit_gemm");
+}
+
 // The reliability issue's databases (tests/data/repro): one crashed every command (SIGSEGV), two ended them with
 // "unexpected error: number overflow". Each is now a named error: the file, the place and what was expected.
 TEST_F(TuningDbTest, HostileFilesAreNamedErrorsThatWritersRefuseAndLeaveUntouched) {

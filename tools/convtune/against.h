@@ -31,9 +31,10 @@ class Against {
     nlohmann::json values;           // {"cudnn": {"ms":..., "ratio":..., "status":...}, ...}
     std::vector<std::string> failures;
   };
-  // `workload` is the one convtune ran on; `convtune_output` its written operand after convtune's run.
-  Outcome compare(harness::Workload& workload, const std::vector<float>& convtune_output, double convtune_ms,
-                  int warmup, int repeats);
+  // `workload` is the one convtune ran on; `convtune_output` its written operand after convtune's run, held to
+  // `convtune_error_factor` times the direct sum's tolerance (Plan::error_factor).
+  Outcome compare(harness::Workload& workload, const std::vector<float>& convtune_output, double convtune_error_factor,
+                  double convtune_ms, int warmup, int repeats);
 
   // One line per library: its version and file, or why it is missing; for headers of reports.
   std::vector<std::pair<std::string, std::string>> describe() const;

@@ -48,6 +48,7 @@ struct BenchOptions {
   std::vector<std::string> against;  // reference libraries to run beside convtune
   std::string math;  // empty: each row's own; the reference libraries then run fp32
   std::string markdown;
+  std::string workspace_limit;  // --workspace-limit's text
   MathMode against_math() const { return parse_math_mode(math.empty() ? "fp32" : math); }
 };
 
@@ -179,6 +180,9 @@ void write_markdown(const std::string& path, const Device& device, const BenchOp
                           ? "fp32 (convtune's FP32 families; cuDNN with FMA math, cuBLAS default math: tensor cores and TF32 off)"
                       : against.math() == MathMode::TF32
                           ? "tf32 (convtune's tensor-core families; cuDNN and cuBLAS with tensor-op math: TF32 tensor cores allowed)"
+                      : against.math() == MathMode::FP32Fast
+                          ? "fp32-fast (convtune's FP32 families, Winograd's alpha-8 tiles allowed within 4x the FP32 "
+                            "tolerance; cuDNN and cuBLAS run their FP32 FMA math; `check` columns give each error)"
                           : "3xtf32 (convtune's tensor-core families, split TF32 at FP32 accuracy; cuDNN and cuBLAS have no such "
                             "mode and run their FP32 FMA math)");
   for (const auto& [name, line] : against.describe()) text += fmt::format("- {}: {}\n", name, line);
@@ -320,9 +324,11 @@ void run_bench(const BenchOptions& opt, bool algorithm_given) {
       PlanRequest request;
       request.family = target.family;
       request.config = target.config;
-      if (request.config && kernel_family(target.family).unsupported_reason(pb, {}, device.info()).empty()) {
+      request.workspace_limit = workspace_limit_bytes(opt.workspace_limit);
+      const DeviceInfo limited = with_workspace_limit(device.info(), request.workspace_limit);
+      if (request.config && kernel_family(target.family).unsupported_reason(pb, {}, limited).empty()) {
         // Parameters --config leaves out keep the family's default for this layer.
-        Config full = kernel_family(target.family).default_config(pb, device.info());
+        Config full = kernel_family(target.family).default_config(pb, limited);
         for (const auto& [name, value] : *request.config) full[name] = value;
         request.config = full;
       }
@@ -383,6 +389,8 @@ void run_bench(const BenchOptions& opt, bool algorithm_given) {
       if (against) record["percent_of_fp32_peak"] = nullptr;
       if (opt.samples) record["samples_ms"] = samples;
       std::cerr << fmt::format("{:.3f} ms, {:.4g} GFLOP/s\n", median_ms, gflops);
+      // Why this plan: the tuning tier, and what a workspace limit or math mode left out.
+      if (global_flags().verbose) std::cerr << "  plan: " << impl.plan().explanation() << "\n";
       auto cells = head;
       const auto numbers = timing_cells(record, against != nullptr);
       cells.insert(cells.end(), numbers.begin(), numbers.end());
@@ -395,7 +403,7 @@ void run_bench(const BenchOptions& opt, bool algorithm_given) {
           impl.run();
           workload->queue().finish();
           const std::vector<float> mine = workload->output();
-          auto outcome = against->compare(*workload, mine, median_ms, opt.warmup, opt.repeats);
+          auto outcome = against->compare(*workload, mine, impl.error_factor(), median_ms, opt.warmup, opt.repeats);
           cells.insert(cells.end(), outcome.cells.begin(), outcome.cells.end());
           record["against"] = nlohmann::ordered_json::parse(outcome.values.dump());
           for (auto& f : outcome.failures) failures.push_back(fmt::format("{} {}: {}", layer->name, dir, f));
@@ -492,6 +500,7 @@ void add_bench_command(CLI::App& app) {
                   "(comma-separated)")
       ->delimiter(',');
   add_math_option(cmd, opt->math, "; the reference libraries run fp32 unless tf32 is given");
+  add_workspace_limit_option(cmd, opt->workspace_limit);
   cmd->add_option("--markdown", opt->markdown, "With --against: write a Markdown section (device, libraries, "
                   "command, table) to FILE");
   cmd->callback([opt, algorithm, cmd] {

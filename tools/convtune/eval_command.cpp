@@ -26,6 +26,7 @@ struct EvalOptions {
   int64_t limit = -1;
   int64_t batch = 100;
   bool no_fuse = false;
+  std::string workspace_limit;  // --workspace-limit's text
 };
 
 void run_eval(const EvalOptions& opt) {
@@ -38,6 +39,7 @@ void run_eval(const EvalOptions& opt) {
   const data::LabelledImages test = data::load_idx_pair(files.test_images, files.test_labels, 10, opt.limit);
   Device& device = choose_device(opt.device, "eval");
   nn::Runtime runtime(device, parse_math_mode(opt.math.empty() ? "fp32" : opt.math));
+  runtime.set_workspace_limit(workspace_limit_bytes(opt.workspace_limit));
   auto network = nn::load_network(opt.model, runtime, opt.family == "auto" ? "" : opt.family);
   std::cout << fmt::format("eval: {} ({}) on {} ({}), {} test images, batch {}, math {}\n", opt.model,
                            header.architecture, device.info().id, device.info().name, test.count, opt.batch,
@@ -83,6 +85,7 @@ void add_eval_command(CLI::App& app) {
   cmd->add_option("--data", opt->data, "Folder with the IDX files (default: $CONVTUNE_DATA or "
                                        "/usr/share/datasets/fashion-mnist)");
   add_device_option(cmd, opt->device);
+  add_workspace_limit_option(cmd, opt->workspace_limit);
   cmd->add_option("--limit", opt->limit, "Evaluate the first N test images (default: all 10,000)");
   cmd->add_option("--batch", opt->batch, "Images per forward pass")->capture_default_str()->check(positive_integer());
   add_family_option(cmd, opt->family, "Kernel family of the unfused convolutions: auto (the plan's choice per layer: "

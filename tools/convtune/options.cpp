@@ -1,10 +1,15 @@
 // The shared option declarations (options.h).
 #include "tools/convtune/options.h"
 
+#include <cctype>
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
+#include <limits>
 
 #include <unistd.h>
+
+#include <fmt/format.h>
 
 #include "convtune/error.h"
 #include "convtune/kernel_family.h"
@@ -111,9 +116,63 @@ CLI::Option* add_config_option(CLI::App* cmd, std::string& config) {
 CLI::Option* add_math_option(CLI::App* cmd, std::string& math, const std::string& more_help) {
   return cmd
       ->add_option("--math", math,
-                   "Math mode of every problem: fp32 (tensor cores off), tf32 (TF32 tensor cores) or 3xtf32 (split "
-                   "TF32 at FP32 accuracy) (default: each problem's own, fp32 unless its text names one)" + more_help)
-      ->check(CLI::IsMember({"fp32", "tf32", "3xtf32"}));
+                   "Math mode of every problem: fp32 (tensor cores off), tf32 (TF32 tensor cores), 3xtf32 (split "
+                   "TF32 at FP32 accuracy) or fp32-fast (FP32, and Winograd's alpha-8 tiles within 4x the FP32 "
+                   "tolerance) (default: each problem's own, fp32 unless its text names one)" + more_help)
+      ->check(CLI::IsMember({"fp32", "tf32", "3xtf32", "fp32-fast"}));
+}
+
+std::optional<uint64_t> workspace_limit_bytes(const std::string& text) {
+  if (text == "device") return std::nullopt;
+  const auto fail = [&] {
+    return InvalidArgument(fmt::format("--workspace-limit: '{}' is invalid: expected a size in bytes, optionally with "
+                                       "K, M, G or T (64M, 1G), 0 for no workspace, or device (the device's default)",
+                                       text));
+  };
+  size_t digits = 0;
+  while (digits < text.size() && std::isdigit(static_cast<unsigned char>(text[digits]))) ++digits;
+  if (digits == 0 || digits > 19) throw fail();
+  uint64_t value = std::stoull(text.substr(0, digits));
+  std::string unit = text.substr(digits);
+  // "64M", "64MB" and "64MiB" all mean 64 x 2^20: memory sizes, as the device reports them.
+  for (const char* suffix : {"iB", "B"}) {
+    if (unit.size() > 1 && unit.size() >= std::strlen(suffix) && unit.ends_with(suffix)) {
+      unit.resize(unit.size() - std::strlen(suffix));
+      break;
+    }
+  }
+  int shift = 0;
+  if (unit.size() == 1) {
+    const char* units = "KMGT";
+    const char* at = std::strchr(units, std::toupper(static_cast<unsigned char>(unit[0])));
+    if (!at || !*at) throw fail();
+    shift = 10 * static_cast<int>(at - units + 1);
+  } else if (!unit.empty()) {
+    throw fail();
+  }
+  if (shift > 0 && value > (std::numeric_limits<uint64_t>::max() >> shift)) throw fail();
+  return value << shift;
+}
+
+CLI::Option* add_workspace_limit_option(CLI::App* cmd, std::string& limit) {
+  limit = "device";
+  return cmd
+      ->add_option("--workspace-limit", limit,
+                   "Scratch memory each plan may take: bytes, or with K, M, G or T (64M, 1G); 0 allows none; device: "
+                   "min(256 MiB, device memory / 4), host memory on the CPU backend. A variant over it is skipped, "
+                   "and the plan says so")
+      ->capture_default_str()
+      ->check(CLI::Validator(
+          [](std::string& text) -> std::string {
+            try {
+              workspace_limit_bytes(text);
+              return {};
+            } catch (const InvalidArgument& e) {
+              // CLI11 names the option itself.
+              return std::string(e.what()).substr(std::string("--workspace-limit: ").size());
+            }
+          },
+          "SIZE"));
 }
 
 CLI::Option* add_json_flag(CLI::App* cmd, bool& json) {

@@ -3,6 +3,8 @@
 
 #include <CLI/CLI.hpp>
 
+#include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -32,8 +34,15 @@ CLI::Option* add_batch_scale_option(CLI::App* cmd, double& batch_scale);
 CLI::Option* add_family_option(CLI::App* cmd, std::string& family, const std::string& values_help);
 // --config NAME=V,...: needs one --family.
 CLI::Option* add_config_option(CLI::App* cmd, std::string& config);
-// --math fp32|tf32|3xtf32.
+// --math fp32|tf32|3xtf32|fp32-fast.
 CLI::Option* add_math_option(CLI::App* cmd, std::string& math, const std::string& more_help);
+
+// --workspace-limit SIZE: the scratch memory each plan may take: bytes or K/M/G/T (binary) suffixed, 0 for none,
+// `device` (the default) for the device's own limit. The text stays in `limit`; workspace_limit_bytes() reads it.
+CLI::Option* add_workspace_limit_option(CLI::App* cmd, std::string& limit);
+// The option's text as PlanRequest::workspace_limit takes it: empty for `device`. Throws InvalidArgument naming the
+// option and what was expected.
+std::optional<uint64_t> workspace_limit_bytes(const std::string& text);
 
 // --json: JSON on standard output instead of the text.
 CLI::Option* add_json_flag(CLI::App* cmd, bool& json);

@@ -33,6 +33,7 @@ struct TrainCnnOptions {
   uint64_t seed = 1;
   int64_t limit = -1;
   int64_t test_limit = -1;
+  std::string workspace_limit;  // --workspace-limit's text
 };
 
 void run_train_cnn(const TrainCnnOptions& opt) {
@@ -47,6 +48,7 @@ void run_train_cnn(const TrainCnnOptions& opt) {
   const data::LabelledImages test = data::load_idx_pair(files.test_images, files.test_labels, 10, opt.test_limit);
   Device& device = choose_device(opt.device, "train cnn");
   nn::Runtime runtime(device, parse_math_mode(opt.math.empty() ? "fp32" : opt.math));
+  runtime.set_workspace_limit(workspace_limit_bytes(opt.workspace_limit));
   auto network = nn::make_network(runtime, opt.architecture, opt.family == "auto" ? "" : opt.family);
   network->initialize(opt.seed);
   // The model's place is checked before the training, not after it: a mistyped folder, a read-only or full disk.
@@ -109,6 +111,7 @@ void add_train_cnn_command(CLI::App& train) {
   cmd->add_option("--data", opt->data, "Folder with the four IDX files (default: $CONVTUNE_DATA or "
                                        "/usr/share/datasets/fashion-mnist)");
   add_device_option(cmd, opt->device);
+  add_workspace_limit_option(cmd, opt->workspace_limit);
   cmd->add_option("--arch", opt->architecture, "Architecture: lenet or lenet-small")
       ->capture_default_str()
       ->check(CLI::IsMember({"lenet", "lenet-small"}));

@@ -36,6 +36,7 @@ struct TuneCommandOptions {
   std::string family = "all";
   std::string direction = "all";
   std::string math;  // empty: each layer's own (fp32 unless its text says otherwise)
+  std::string workspace_limit;  // --workspace-limit's text
   std::string strategy = "annealing";
   std::string budget = "60s";
   double max_fraction = 0;
@@ -134,6 +135,7 @@ void run_tune(const TuneCommandOptions& opt) {
   options.only = parse_only(opt.only);
   options.skip_tuned = opt.skip_tuned;
   options.save = !opt.no_save;
+  options.workspace_limit = workspace_limit_bytes(opt.workspace_limit);
   if (opt.max_fraction < 0 || opt.max_fraction > 1) {
     throw InvalidArgument(fmt::format("--max-fraction={} is invalid: expected a fraction in (0, 1]", opt.max_fraction));
   }
@@ -196,7 +198,9 @@ void run_tune(const TuneCommandOptions& opt) {
   prepare_output(log_path, opt.log.empty(), "--log", 1 << 20);
 
   std::vector<std::string> skipped;
-  const std::vector<TuneTask> tasks = make_tune_tasks(info, problems, opt.family, &skipped);
+  // Families and configurations over the workspace limit are left out of the tasks and the searches alike.
+  const std::vector<TuneTask> tasks =
+      make_tune_tasks(with_workspace_limit(info, options.workspace_limit), problems, opt.family, &skipped);
   if (tasks.empty()) throw Unsupported("no kernel family supports any of the requested layers on " + info.id);
   size_t already_tuned = 0;
   if (opt.skip_tuned) {
@@ -329,6 +333,7 @@ void add_tune_command(CLI::App& app) {
   add_family_option(cmd, opt->family, "all (every family that supports the layer)");
   add_direction_option(cmd, opt->direction);
   add_math_option(cmd, opt->math, "; entries are stored under it");
+  add_workspace_limit_option(cmd, opt->workspace_limit);
   cmd->add_option("--strategy", opt->strategy, "exhaustive, random, annealing or model")->capture_default_str();
   cmd->add_option("--budget", opt->budget, "Wall time for the whole run (60s, 2m, 500ms), shared evenly by the tasks")
       ->capture_default_str();

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -64,6 +65,11 @@ class Runtime {
   // The GEMM plans made so far, one line each: problem, family and parameters, tier.
   std::vector<std::string> gemm_plans() const;
 
+  // The workspace limit of every plan the layers make from now on (PlanRequest::workspace_limit; empty: the
+  // device's default).
+  void set_workspace_limit(std::optional<uint64_t> bytes) { workspace_limit_ = bytes; }
+  std::optional<uint64_t> workspace_limit() const { return workspace_limit_; }
+
  private:
   Kernel& nn_kernel(const std::string& name);
 
@@ -73,6 +79,7 @@ class Runtime {
   std::shared_ptr<Program> nn_program_;
   std::map<std::string, std::unique_ptr<Kernel>> nn_kernels_;
   std::map<std::string, std::unique_ptr<Plan>> gemms_;
+  std::optional<uint64_t> workspace_limit_;
 };
 
 }  // namespace convtune::nn

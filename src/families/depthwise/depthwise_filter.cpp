@@ -8,7 +8,6 @@
 #include "src/families/depthwise/depthwise_layer.h"
 #include "src/families/direct_tiled/direct_tiled_variant.h"
 #include "src/families/parameter_table.h"
-#include "src/families/workspace_cap.h"
 
 namespace convtune::depthwise {
 
@@ -61,12 +60,10 @@ class Filter final : public DepthwiseVariant {
         // > 1 and its second launch checked); more chunks than row segments would only add empty ones.
         t.constraint("at most one chunk per row segment of the reduction", {&P::tile_q, &P::split},
                      [pb](const P& p, const X&) { return p.split <= segments(pb, p); }),
-        t.constraint(fmt::format("split partials within the workspace cap, {}", families::kWorkspaceCapText),
-                     {&P::split}, [dw](const P& p, const X& x) {
-                       return p.split == 1 || (p.split * dw <= kMaxTensorElements &&
-                                               static_cast<uint64_t>(p.split * dw) * sizeof(float) <=
-                                                   families::workspace_cap_bytes(x.device));
-                     }),
+        t.constraint("split partials within the workspace limit", {&P::split}, [dw](const P& p, const X& x) {
+          return p.split == 1 || (p.split * dw <= kMaxTensorElements &&
+                                  static_cast<uint64_t>(p.split * dw) * sizeof(float) <= workspace_limit(x.device));
+        }),
     };
   }
 

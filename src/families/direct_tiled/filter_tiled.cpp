@@ -10,8 +10,6 @@ namespace convtune::direct_tiled {
 
 namespace {
 
-// Split partials may take at most this much device memory, and a quarter of what the device has.
-constexpr int64_t kMaxWorkspaceBytes = int64_t{1} << 30;
 constexpr int64_t kSmallestChunk = 8;
 
 struct FilterParams {
@@ -72,11 +70,9 @@ class FilterTiled final : public DirectTiledVariant {
                      [positions](const P& p, const X&) {
                        return p.split_npq == 1 || p.split_npq * p.chunk_npq <= positions;
                      }),
-        t.constraint("split partials within 1 GiB and a quarter of device memory", {&P::split_npq},
+        t.constraint("split partials within the workspace limit", {&P::split_npq},
                      [dw_bytes](const P& p, const X& x) {
-                       const int64_t bytes = p.split_npq * dw_bytes;
-                       const auto quarter = static_cast<int64_t>(x.device.global_memory_bytes / 4);
-                       return p.split_npq == 1 || (bytes <= kMaxWorkspaceBytes && bytes <= quarter);
+                       return p.split_npq == 1 || static_cast<uint64_t>(p.split_npq * dw_bytes) <= workspace_limit(x.device);
                      }),
         t.constraint("vector width divides a row the kernel loads (dy, staged with local memory) or stores (dw)",
                      {&P::tile_crs, &P::use_local, &P::vector_width},

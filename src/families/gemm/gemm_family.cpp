@@ -8,7 +8,6 @@
 #include "convtune/plan.h"
 #include "src/families/families.h"
 #include "src/families/gemm/gemm_tiles.h"
-#include "src/families/workspace_cap.h"
 
 namespace convtune {
 
@@ -80,9 +79,9 @@ class GemmFamily final : public KernelFamily {
                                 }));
     list.push_back(t.constraint("batch x split-K slices within the grid limit", {&Params::split_k},
                                 [g](const Params& p, const X&) { return g.batch * p.split_k <= gemm::kMaxGridAxis; }));
-    list.push_back(t.constraint("split-K partials within 256 MiB and a quarter of device memory", {&Params::split_k},
+    list.push_back(t.constraint("split-K partials within the workspace limit", {&Params::split_k},
                                 [g](const Params& p, const X& x) {
-                                  return gemm::split_k_workspace_bytes(g, p.split_k) <= families::workspace_cap_bytes(x.device) &&
+                                  return gemm::split_k_workspace_bytes(g, p.split_k) <= workspace_limit(x.device) &&
                                          static_cast<double>(g.batch * p.split_k) * g.m * g.n <= kMaxTensorElements;
                                 }));
     return list;

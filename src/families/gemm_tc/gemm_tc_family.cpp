@@ -9,7 +9,6 @@
 #include "src/families/families.h"
 #include "src/families/gemm/gemm_tiles.h"
 #include "src/families/gemm_tc/tc_tiles.h"
-#include "src/families/workspace_cap.h"
 
 namespace convtune {
 
@@ -68,9 +67,9 @@ class GemmTcFamily final : public KernelFamily {
                                 }));
     list.push_back(t.constraint("batch x split-K slices within the grid limit", {&Params::split_k},
                                 [g](const Params& p, const X&) { return g.batch * p.split_k <= tensor_core::kMaxGridAxis; }));
-    list.push_back(t.constraint(fmt::format("split-K partials within {}", families::kWorkspaceCapText), {&Params::split_k},
+    list.push_back(t.constraint("split-K partials within the workspace limit", {&Params::split_k},
                                 [g](const Params& p, const X& x) {
-                                  return gemm::split_k_workspace_bytes(g, p.split_k) <= families::workspace_cap_bytes(x.device) &&
+                                  return gemm::split_k_workspace_bytes(g, p.split_k) <= workspace_limit(x.device) &&
                                          static_cast<double>(g.batch * p.split_k) * g.m * g.n <= kMaxTensorElements;
                                 }));
     return list;

@@ -51,8 +51,10 @@ std::string unsupported_reason(std::string_view family, const Problem& problem, 
     return fmt::format("{} computes fp32 tensors (in tf32 or 3xtf32 math), not {} tensors", family,
                        to_string(problem.type()));
   }
-  if (problem.math() == MathMode::FP32) {
-    return fmt::format("{} multiplies on TF32 tensor cores: it computes tf32 and 3xtf32 math, not fp32", family);
+  // fp32-fast asks for FP32 multiplies as fp32 does (it loosens the algorithm's bound, not the multiplies).
+  if (problem.math() == MathMode::FP32 || problem.math() == MathMode::FP32Fast) {
+    return fmt::format("{} multiplies on TF32 tensor cores: it computes tf32 and 3xtf32 math, not {}", family,
+                       to_string(problem.math()));
   }
   if (families::nvidia_compute_capability(device) < 80) {
     return fmt::format("{} needs an NVIDIA GPU of compute capability 8.0 or newer (TF32 mma.sync and cp.async in "

@@ -14,12 +14,6 @@ size_t round_up(int64_t value, int64_t multiple) {
 
 }  // namespace
 
-uint64_t workspace_cap_bytes(const DeviceInfo& device) {
-  constexpr uint64_t kCap = uint64_t{256} << 20;
-  // A device that reports no global memory size keeps the fixed cap rather than a cap of zero.
-  return device.global_memory_bytes == 0 ? kCap : std::min(kCap, device.global_memory_bytes / 4);
-}
-
 uint64_t column_bytes(const ConvProblem& pb, int64_t batch_chunk) {
   return static_cast<uint64_t>(pb.c * pb.r * pb.s) * static_cast<uint64_t>(batch_chunk * pb.p() * pb.q()) *
          sizeof(float);

@@ -15,7 +15,6 @@ namespace convtune {
 namespace {
 
 using im2col_gemm::column_bytes;
-using im2col_gemm::workspace_cap_bytes;
 
 constexpr int64_t kMaxGridY = gemm::kMaxGridAxis;  // CUDA's grid limit on axes 1 and 2
 const std::vector<int64_t> kBatchChunks = {1, 2, 4, 8, 16, 32, 64, 128, 256};
@@ -52,13 +51,13 @@ class Im2colGemmFamily final : public KernelFamily {
       return fmt::format("groups={} exceeds {} (one GEMM work-group layer per group, CUDA grid axis 2)", pb.groups,
                          kMaxGridY);
     }
-    if (column_bytes(pb, 1) > workspace_cap_bytes(device)) {
-      return fmt::format("the column matrix of one image ({} bytes) exceeds the workspace cap of {} bytes",
-                         column_bytes(pb, 1), workspace_cap_bytes(device));
+    if (column_bytes(pb, 1) > workspace_limit(device)) {
+      return fmt::format("the column matrix of one image ({} bytes) exceeds the workspace limit of {} bytes",
+                         column_bytes(pb, 1), workspace_limit(device));
     }
     int64_t largest_chunk = 1;  // of those whose columns fit the workspace
     for (int64_t c : kBatchChunks)
-      if (column_bytes(pb, c) <= workspace_cap_bytes(device)) largest_chunk = c;
+      if (column_bytes(pb, c) <= workspace_limit(device)) largest_chunk = c;
     if ((pb.n + largest_chunk - 1) / largest_chunk > kMaxChunks) {
       return fmt::format("N={} needs more than {} chunks of at most {} images (two launch steps each)", pb.n,
                          kMaxChunks, largest_chunk);
@@ -89,7 +88,7 @@ class Im2colGemmFamily final : public KernelFamily {
                      [n = pb.n](const P& p, const X&) { return (n + p.batch_chunk - 1) / p.batch_chunk <= kMaxChunks; }),
         t.constraint(im2col_gemm::kWorkspaceConstraint, {&P::batch_chunk},
                      [pb](const P& p, const X& x) {
-                       return column_bytes(pb, p.batch_chunk) <= workspace_cap_bytes(x.device);
+                       return column_bytes(pb, p.batch_chunk) <= workspace_limit(x.device);
                      }),
         t.constraint("unroll work-group within the device limit", {&P::unroll_threads},
                      [](const P& p, const X& x) { return static_cast<size_t>(p.unroll_threads) <= x.device.max_work_group_size; }),
@@ -106,7 +105,7 @@ class Im2colGemmFamily final : public KernelFamily {
     // 64x64 tiles with 4x4 register tiles down to what a small device still runs.
     int64_t chunk = 1;
     for (int64_t c : kBatchChunks) {
-      if (c <= pb.n && column_bytes(pb, c) <= workspace_cap_bytes(device)) chunk = c;
+      if (c <= pb.n && column_bytes(pb, c) <= workspace_limit(device)) chunk = c;
     }
     const ParameterTable<im2col_gemm::Params>& table = im2col_gemm::parameter_table();
     Config config;

@@ -15,11 +15,9 @@ struct Params : gemm::TileParams {
 };
 const ParameterTable<Params>& parameter_table();
 
-// The constraint that keeps the column buffer under the cap; Plan::create names it when it rejects a config.
-inline constexpr const char* kWorkspaceConstraint = "column workspace within min(256 MiB, global memory / 4)";
-
-// The cap on the column buffer for `device`: 256 MiB or a quarter of its global memory, whichever is smaller.
-uint64_t workspace_cap_bytes(const DeviceInfo& device);
+// The constraint that keeps the column buffer within the workspace limit (workspace_limit in convtune/backend.h);
+// Plan::create names it when it rejects a config.
+inline constexpr const char* kWorkspaceConstraint = "column workspace within the workspace limit";
 
 // Bytes of the column buffer holding `batch_chunk` images: C*R*S x batch_chunk*P*Q floats.
 uint64_t column_bytes(const ConvProblem& problem, int64_t batch_chunk);

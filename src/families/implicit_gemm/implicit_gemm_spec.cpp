@@ -124,6 +124,11 @@ std::vector<Constraint> make_constraints(const ConvProblem& problem) {
                    [](const P& p, const X& x) {
                      return p.split_k * x.problem.conv().written_elements() <= kMaxTensorElements;
                    }),
+      t.constraint("split-K workspace within the workspace limit", {&P::split_k},
+                   [](const P& p, const X& x) {
+                     const auto bytes = static_cast<uint64_t>(p.split_k * x.problem.conv().written_elements()) * sizeof(float);
+                     return p.split_k == 1 || bytes <= workspace_limit(x.device);
+                   }),
   };
 }
 

@@ -11,7 +11,6 @@
 #include "src/families/families.h"
 #include "src/families/gemm_tc/tc_tiles.h"
 #include "src/families/implicit_gemm/implicit_gemm_spec.h"
-#include "src/families/workspace_cap.h"
 
 namespace convtune {
 
@@ -100,10 +99,10 @@ class ImplicitGemmTcFamily final : public KernelFamily {
                                 }));
     list.push_back(t.constraint("groups x split-K slices within the grid limit", {&Params::split_k},
                                 [pb](const Params& p, const X&) { return pb.groups * p.split_k <= tensor_core::kMaxGridAxis; }));
-    list.push_back(t.constraint(fmt::format("split-K workspace within {} and 32-bit indexing", families::kWorkspaceCapText),
+    list.push_back(t.constraint("split-K workspace within the workspace limit and 32-bit indexing",
                                 {&Params::split_k}, [pb](const Params& p, const X& x) {
                                   return p.split_k * pb.written_elements() <= kMaxTensorElements &&
-                                         workspace_bytes(pb, p.split_k) <= families::workspace_cap_bytes(x.device);
+                                         workspace_bytes(pb, p.split_k) <= workspace_limit(x.device);
                                 }));
     return list;
   }

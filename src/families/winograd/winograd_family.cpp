@@ -10,7 +10,6 @@
 #include "src/families/families.h"
 #include "src/families/gemm/gemm_tiles.h"
 #include "src/families/winograd/winograd_transforms.h"
-#include "src/families/workspace_cap.h"
 
 namespace convtune {
 
@@ -42,6 +41,18 @@ const ParameterTable<Params>& table() {
     return ParameterTable<Params>(std::move(fields));
   }();
   return t;
+}
+
+// The declared error bound of F(m x m, r x r) with alpha = m + r - 1 points, as a multiple of the direct sum's FP32
+// tolerance, measured over tests/families/winograd_test.cpp and the conformance cases (docs/ARCHITECTURE.md,
+// "Tolerance"): alpha 4 and 6 stay within the tolerance itself (at most 0.3x of it); alpha 8 reaches 0.5x on long
+// reductions and 1.7x on the shortest (a 5x5 filter over a 5x5 input, where the tolerance is its 1e-6 floor and the
+// transforms' own rounding dominates), so it is held to 4x, which only fp32-fast (and tf32) math admits.
+double alpha_error_factor(int64_t alpha) { return alpha > 6 ? 4.0 : 1.0; }
+
+// Whether the problem's math mode admits the rounding of `alpha` points (see max_error_factor in convtune/types.h).
+bool math_admits(const ConvProblem& pb, int64_t alpha) {
+  return alpha_error_factor(alpha) <= max_error_factor(pb.type, pb.math);
 }
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
@@ -124,16 +135,23 @@ class WinogradFamily final : public KernelFamily {
       return fmt::format("needs dilation 1, not {}x{}", pb.dilation.h, pb.dilation.w);
     if (pb.r != pb.s || (pb.r != 3 && pb.r != 5 && pb.r != 7))
       return fmt::format("needs a square 3x3, 5x5 or 7x7 filter, not {}x{}", pb.r, pb.s);
+    // The smallest tile, F(2x2), is the most accurate: if its points are too many for the mode, every tile is.
+    if (!math_admits(pb, 2 + pb.r - 1)) {
+      return fmt::format("a {}x{} filter needs alpha {} (F(2x2,{}x{})), held to {:g}x the FP32 tolerance: {} math "
+                         "admits {:g}x (fp32-fast admits it)",
+                         pb.r, pb.s, 2 + pb.r - 1, pb.r, pb.s, alpha_error_factor(2 + pb.r - 1), to_string(pb.math),
+                         max_error_factor(pb.type, pb.math));
+    }
     if (pb.groups * 16 > gemm::kMaxGridAxis)
       return fmt::format("groups={} exceeds {} (groups x transform positions on CUDA grid axis 2)", pb.groups,
                          gemm::kMaxGridAxis / 16);
-    if (workspace_bytes(pb, 2, 1, 1) > families::workspace_cap_bytes(device)) {
-      return fmt::format("the transformed tiles of one image ({} bytes) exceed the workspace cap of {} bytes",
-                         workspace_bytes(pb, 2, 1, 1), families::workspace_cap_bytes(device));
+    if (workspace_bytes(pb, 2, 1, 1) > workspace_limit(device)) {
+      return fmt::format("the transformed tiles of one image ({} bytes) exceed the workspace limit of {} bytes",
+                         workspace_bytes(pb, 2, 1, 1), workspace_limit(device));
     }
     int64_t largest_chunk = 1;  // of those whose tiles fit the workspace at the smallest tile
     for (int64_t c : kBatchChunks)
-      if (workspace_bytes(pb, 2, c, 1) <= families::workspace_cap_bytes(device)) largest_chunk = c;
+      if (workspace_bytes(pb, 2, c, 1) <= workspace_limit(device)) largest_chunk = c;
     if (ceil_div(pb.n, largest_chunk) > kMaxChunks) {
       return fmt::format("N={} needs more than {} chunks of at most {} images (three launch steps each)", pb.n,
                          kMaxChunks, largest_chunk);
@@ -149,13 +167,9 @@ class WinogradFamily final : public KernelFamily {
     return {};
   }
 
-  // Measured over tests/families/winograd_test.cpp and the conformance cases (docs/ARCHITECTURE.md, "Tolerance"):
-  // alpha 4 and 6 stay within the direct sum's FP32 tolerance (at most 0.3x of it); alpha 8 reaches 0.5x on long
-  // reductions and 1.7x on the shortest (a 5x5 filter over a 5x5 input, where the tolerance is its 1e-6 floor and
-  // the transforms' own rounding dominates), so it is held to 4x.
   double error_factor(const Problem& generic, const Config& config) const override {
     const auto it = config.find("M_TILE");
-    return it != config.end() && it->second + generic.conv().r - 1 > 6 ? 4.0 : 1.0;
+    return it == config.end() ? 1.0 : alpha_error_factor(it->second + generic.conv().r - 1);
   }
 
   std::vector<Parameter> parameters(const Problem&) const override { return table().parameters(); }
@@ -167,6 +181,8 @@ class WinogradFamily final : public KernelFamily {
     std::vector<Constraint> list = {
         t.constraint("tile side + filter side - 1 (alpha) at most 8", {&Params::m_tile},
                      [pb](const Params& p, const X&) { return p.m_tile + pb.r - 1 <= kMaxAlpha; }),
+        t.constraint(fmt::format("alpha's error bound within what {} math admits (alpha 8: fp32-fast)", to_string(pb.math)),
+                     {&Params::m_tile}, [pb](const Params& p, const X&) { return math_admits(pb, p.m_tile + pb.r - 1); }),
         t.constraint("batch chunk at most the batch", {&Params::batch_chunk},
                      [pb](const Params& p, const X&) { return p.batch_chunk <= pb.n; }),
         t.constraint("at most 4096 batch chunks (launch steps)", {&Params::batch_chunk},
@@ -178,9 +194,9 @@ class WinogradFamily final : public KernelFamily {
                        const Layout l = layout(pb, p.m_tile, p.batch_chunk, 1);
                        return p.split <= l.tiles;
                      }),
-        t.constraint(fmt::format("workspace within {}", families::kWorkspaceCapText),
-                     {&Params::m_tile, &Params::batch_chunk, &Params::split}, [pb](const Params& p, const X& x) {
-                       return workspace_bytes(pb, p.m_tile, p.batch_chunk, p.split) <= families::workspace_cap_bytes(x.device);
+        t.constraint("workspace within the workspace limit", {&Params::m_tile, &Params::batch_chunk, &Params::split},
+                     [pb](const Params& p, const X& x) {
+                       return workspace_bytes(pb, p.m_tile, p.batch_chunk, p.split) <= workspace_limit(x.device);
                      }),
         t.constraint("transform work-group within the device limit", {&Params::transform_threads},
                      [](const Params& p, const X& x) {
@@ -209,7 +225,7 @@ class WinogradFamily final : public KernelFamily {
     const int64_t out_side = std::min(pb.direction == Direction::BackwardData ? pb.h : pb.p(),
                                       pb.direction == Direction::BackwardData ? pb.w : pb.q());
     p.m_tile = pb.r == 3 && out_side > 4 ? 4 : 2;
-    const uint64_t cap = families::workspace_cap_bytes(device);
+    const uint64_t cap = workspace_limit(device);
     p.split = 1;
     if (pb.direction == Direction::BackwardFilter) {
       // Enough slices for about 4 work-groups per multiprocessor-sized share of a large GPU (K x C tiles are few).
