@@ -285,9 +285,9 @@ class ImplicitGemmFamily final : public KernelFamily {
   // - grouped layers with fewer than 16 channels a group (in and out) leave most of each tile idle: depthwise 3x3
   //   forward (groups = C = 256) at 0.293 ms where direct_tiled took 0.030; 8 a group (ResNeXt style) forward and
   //   backward-data at 0.036 ms where direct_tiled took 0.026, while 32 a group ran within 10% of the tuned best;
-  // - backward-filter over a short N*P*Q reduction cannot be split to fill the device (a slice keeps at least 512
-  //   elements): two small odd-shaped layers (reductions of 288 and 1,680) at 0.033 and 0.050 ms where direct_tiled
-  //   took 0.012 and 0.019.
+  // - backward-filter over a short N*P*Q reduction into few outputs cannot be split to fill the device (a slice
+  //   keeps at least 512 elements): two small odd-shaped layers (reductions of 288 and 1,680, 13,440 and 525
+  //   outputs) at 0.033 and 0.050 ms where direct_tiled took 0.012 and 0.019.
   std::string untuned_poor_fit(const Problem& generic) const override {
     const ConvProblem& problem = generic.conv();
     const Direction dir = problem.direction;
@@ -306,9 +306,14 @@ class ImplicitGemmFamily final : public KernelFamily {
       }
     }
     if (dir == Direction::BackwardFilter) {
-      const int64_t reduction = problem.n * problem.p() * problem.q();
-      if (reduction < 2048) {
-        return fmt::format("backward-filter's reduction N*P*Q={} is too short to split across the device", reduction);
+      // Only where the output tiles are few as well: a short reduction over many tiles (N=1 on a wide layer) fills
+      // the device without a split.
+      const GemmShape gemm = gemm_shape(problem);
+      const int64_t outputs = gemm.m * gemm.n * problem.groups;
+      if (gemm.reduction < 2048 && outputs < 4 * 128 * 128) {
+        return fmt::format("backward-filter's reduction N*P*Q={} over {} outputs is too short to split and too small "
+                           "to fill the device",
+                           gemm.reduction, outputs);
       }
     }
     // Larger multipliers still reduce over only R*S taps per output: the depthwise family's layers.
