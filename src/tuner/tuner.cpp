@@ -313,14 +313,16 @@ std::vector<TuneTaskResult> tune(Device& device, const std::vector<TuneTask>& al
     task.evaluator = std::make_unique<CandidateEvaluator>(device, *task.result.task.family, pb, candidate_options);
     // The strategy starts from what was measured (today's plan, the default, a first round), and the early abort
     // knows the best.
-    for (const TuneTrial& known : task.result.trials) {
-      for (size_t i = 0; i < task.configs.size(); ++i) {
-        if (task.configs[i] == known.config && !searcher->was_proposed(i)) {
-          searcher->prime(i, known.ms);
-          if (known.ms) task.evaluator->note_best(*known.ms);
-          break;
-        }
-      }
+    // One pass over the space against the measured configurations (a second round knows hundreds, the space holds
+    // up to 10,000): each measured configuration primes its first place in the space once.
+    std::map<Config, std::optional<double>> known;
+    for (const TuneTrial& t : task.result.trials) known.emplace(t.config, t.ms);
+    for (size_t i = 0; i < task.configs.size() && !known.empty(); ++i) {
+      const auto it = known.find(task.configs[i]);
+      if (it == known.end() || searcher->was_proposed(i)) continue;
+      searcher->prime(i, it->second);
+      if (it->second) task.evaluator->note_best(*it->second);
+      known.erase(it);
     }
     std::vector<StopCondition> stops = {StopCondition::after_time(
         std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::duration<double>(share)))};
