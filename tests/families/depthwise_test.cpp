@@ -14,18 +14,14 @@
 #include "tests/support/epilogue_check.h"
 #include "tests/support/hopper_device.h"
 #include "tests/support/plan_check.h"
+#include "tests/support/opencl_device.h"
 
 using namespace convtune;
 using namespace convtune::testing_support;
 
 namespace {
 
-Device* opencl_device() {
-  for (Device* d : Registry::instance().all_devices()) {
-    if (d->info().backend == BackendKind::OpenCL && d->info().can_run_kernels) return d;
-  }
-  return nullptr;
-}
+using test::opencl_device;
 
 // The H200 entries convtune ships, read as the plans read them (the Hopper device gets their cost model).
 const TuningDatabase& shipped() {

@@ -15,18 +15,14 @@
 #include "src/conformance/conformance.h"
 #include "src/tuner/search_space.h"
 #include "tests/support/epilogue_check.h"
+#include "tests/support/opencl_device.h"
 
 using namespace convtune;
 using namespace convtune::testing_support;
 
 namespace {
 
-Device* opencl_device() {
-  for (Device* d : Registry::instance().all_devices()) {
-    if (d->info().backend == BackendKind::OpenCL && d->info().can_run_kernels) return d;
-  }
-  return nullptr;
-}
+using test::opencl_device;
 
 // An NVIDIA-like device as the constraints see it: 1024 threads and 48 KiB of shared memory per block.
 DeviceInfo gpu_like_device() {

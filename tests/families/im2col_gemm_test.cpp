@@ -11,6 +11,7 @@
 #include "src/conformance/conformance.h"
 #include "tests/support/plan_check.h"
 #include "src/families/im2col_gemm/im2col_gemm_spec.h"
+#include "tests/support/opencl_device.h"
 
 using namespace convtune;
 
@@ -18,12 +19,7 @@ namespace {
 
 constexpr Direction kDirections[] = {Direction::Forward, Direction::BackwardData, Direction::BackwardFilter};
 
-Device* opencl_device() {
-  for (Device* d : Registry::instance().all_devices()) {
-    if (d->info().backend == BackendKind::OpenCL && d->info().can_run_kernels) return d;
-  }
-  return nullptr;
-}
+using test::opencl_device;
 
 const KernelFamily& family() { return kernel_family("im2col_gemm"); }
 

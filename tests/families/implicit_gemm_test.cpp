@@ -19,17 +19,14 @@
 #include "tests/support/plan_check.h"
 #include "src/tuner/search_space.h"
 #include "src/tuning_db/tuning_database.h"
+#include "tests/support/opencl_device.h"
 
 using namespace convtune;
 using convtune::testing_support::check_plan;
 
 namespace {
 
-Device* opencl_device() {
-  for (Device* d : Registry::instance().all_devices())
-    if (d->info().backend == BackendKind::OpenCL && d->info().can_run_kernels) return d;
-  return nullptr;
-}
+using test::opencl_device;
 
 #define REQUIRE_DEVICE(var)                                                   \
   Device* var = opencl_device();                                              \

@@ -15,6 +15,7 @@
 #include "src/harness/implementation.h"
 #include "tests/support/epilogue_check.h"
 #include "tests/support/plan_check.h"
+#include "tests/support/opencl_device.h"
 
 using namespace convtune;
 using namespace convtune::testing_support;
@@ -23,12 +24,7 @@ namespace {
 
 constexpr Direction kDirections[] = {Direction::Forward, Direction::BackwardData, Direction::BackwardFilter};
 
-Device* opencl_device() {
-  for (Device* d : Registry::instance().all_devices()) {
-    if (d->info().backend == BackendKind::OpenCL && d->info().can_run_kernels) return d;
-  }
-  return nullptr;
-}
+using test::opencl_device;
 
 const KernelFamily& family() { return kernel_family("winograd"); }
 

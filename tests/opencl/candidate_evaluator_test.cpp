@@ -5,6 +5,7 @@
 #include "convtune/backend.h"
 #include "convtune/error.h"
 #include "src/tuner/candidate_evaluator.h"
+#include "tests/support/opencl_device.h"
 
 namespace convtune {
 namespace {
@@ -38,11 +39,7 @@ class FakeFamily final : public KernelFamily {
   }
 };
 
-Device* opencl_device() {
-  for (Device* d : Registry::instance().all_devices())
-    if (d->info().backend == BackendKind::OpenCL && d->info().can_run_kernels) return d;
-  return nullptr;
-}
+using test::opencl_device;
 
 TEST(CandidateEvaluator, TimesRightCandidatesAndNamesEachKindOfFailure) {
   Device* device = opencl_device();

@@ -9,16 +9,13 @@
 #include <filesystem>
 
 #include "convtune/tuning.h"
+#include "tests/support/opencl_device.h"
 
 using namespace convtune;
 
 namespace {
 
-Device* opencl_device() {
-  for (Device* d : Registry::instance().all_devices())
-    if (d->info().backend == BackendKind::OpenCL && d->info().can_run_kernels) return d;
-  return nullptr;
-}
+using test::opencl_device;
 
 std::filesystem::path temp_db(const char* name) {
   return std::filesystem::temp_directory_path() / fmt::format("convtune_{}_{}.json", name, static_cast<long>(getpid()));
