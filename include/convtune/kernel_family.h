@@ -118,6 +118,10 @@ class KernelFamily {
   // Why this family, untuned, is expected to run the problem far slower than another family would (empty when
   // it is not): a plan without tuning data then takes the next family that supports the problem.
   virtual std::string untuned_poor_fit(const Problem& /*problem*/) const { return {}; }
+  // Why this family, untuned, is expected to run the problem several times faster than the families ranked before
+  // it (empty when it is not): where no cost model answers, a plan tries the claiming families first (in rank
+  // order, poor fits left out), then the rank order.
+  virtual std::string untuned_claim(const Problem& /*problem*/) const { return {}; }
   // A configuration tuned for `tuned_problem`, carried to `problem` (a nearest tuned shape's): parameters that
   // decompose the problem rather than shape the kernel may be recomputed for the new shape. Validity is not this
   // function's concern (fit_config in convtune/plan.h repairs that). Default: unchanged.

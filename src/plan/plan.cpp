@@ -109,8 +109,9 @@ struct DefaultChoice {
 };
 
 // Untuned: the cost model fitted on this device's tuning entries picks the family it predicts fastest (families
-// known to suit the problem badly left out); a device without a model keeps the rank order, where a family known
-// to suit the problem badly gives way to the next one that supports it. A family whose default needs more
+// known to suit the problem badly left out); a device without a model keeps the rank order, where a family that
+// claims the problem (untuned_claim: Winograd on wide 3x3 layers) goes first and a family known to suit the
+// problem badly gives way to the next one that supports it. A family whose default needs more
 // workspace than the limit (one whose constraints do not bound it) gives way to the next as well, named in
 // `over_limit`.
 DefaultChoice choose_default(const PlanRequest& request, const DeviceInfo& info,
@@ -127,8 +128,18 @@ DefaultChoice choose_default(const PlanRequest& request, const DeviceInfo& info,
     if (modelled) {
       chosen = &kernel_family(*modelled);
     } else if (free_choice) {
+      const KernelFamily* claimed = nullptr;
+      for (const KernelFamily* f : candidates) {
+        const std::string claim = f->untuned_claim(request.problem);
+        if (!claim.empty() && f->untuned_poor_fit(request.problem).empty()) {
+          claimed = chosen = f;
+          how = fmt::format("; {} ahead of the rank order: {}", f->name(), claim);
+          break;
+        }
+      }
       std::string passed_over;
       for (const KernelFamily* f : candidates) {
+        if (claimed) break;
         const std::string why = f->untuned_poor_fit(request.problem);
         if (why.empty()) {
           chosen = f;

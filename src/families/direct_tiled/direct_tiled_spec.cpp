@@ -64,7 +64,11 @@ class DirectTiledFamily final : public KernelFamily {
   // of under 0.02 ms, by less than 10%.
   std::string untuned_poor_fit(const Problem& generic) const override {
     const ConvProblem& problem = generic.conv();
-    if (problem.direction == Direction::BackwardData && problem.groups == 1 &&
+    // Except 3x3 and smaller filters over at most 32 input channels, where it won on the layers never seen
+    // (docs/PERFORMANCE.md): C=3 at N=256 0.050 ms against im2col_gemm's 0.071, C=32 on a 208x208 image 0.335
+    // against 0.414 (C=64 lost, 0.228 against 0.184).
+    const bool small_filter_few_channels = problem.r * problem.s <= 9 && problem.c <= 32;
+    if (problem.direction == Direction::BackwardData && problem.groups == 1 && !small_filter_few_channels &&
         (problem.stride.h > 1 || problem.stride.w > 1)) {
       return fmt::format("ungrouped backward-data with stride {}x{} runs 1.2-10x slower than im2col_gemm",
                          problem.stride.h, problem.stride.w);

@@ -191,8 +191,19 @@ int64_t backward_filter_split(int64_t reduction, int64_t tiles, int64_t resident
 std::optional<Params> gpu_default(const ConvProblem& problem, const DeviceInfo& device) {
   const GemmShape gemm = gemm_shape(problem);
   const int64_t async = supports_async_copy(device) ? 1 : 0;
-  const int64_t tm = pick_tile(gemm.m, {128, 64, 32, 16}), tn = pick_tile(gemm.n, {128, 64, 32, 16});
+  int64_t tm = pick_tile(gemm.m, {128, 64, 32, 16}), tn = pick_tile(gemm.n, {128, 64, 32, 16});
   const Direction dir = problem.direction;
+  const int64_t sms = std::max(1, device.compute_units);
+  // Fewer tiles than multiprocessors leave some idle: halve the longer side (down to 64) until the tiles cover
+  // them. Backward-filter's split fills the device instead, unless the reduction is too short to split (under
+  // 1,024: two slices of 512). Measured on the H200 (docs/PERFORMANCE.md, "layers never seen"): N=1 1x1 layers
+  // (1024 x 784 x 512) ran implicit_gemm's 128x128 default at 0.089-0.10 ms in every direction, im2col_gemm's 64x64
+  // at 0.055-0.069; a 1x1 layer of 512 x 1568 x 2048 0.30 ms against 0.20.
+  if (dir != Direction::BackwardFilter || gemm.reduction < 1024) {
+    while ((tm > 64 || tn > 64) && ceil_div(gemm.m, tm) * ceil_div(gemm.n, tn) * problem.groups < sms) {
+      (tm >= tn ? tm : tn) /= 2;
+    }
+  }
   Params c;
   int64_t per_sm = 1;  // work-groups a multiprocessor holds, as measured (registers decide)
   if (tm == 128 && tn == 128 && async && dir != Direction::BackwardData) {
@@ -207,7 +218,6 @@ std::optional<Params> gpu_default(const ConvProblem& problem, const DeviceInfo& 
   }
   if (!valid(c, problem, device)) return std::nullopt;
 
-  const int64_t sms = std::max(1, device.compute_units);
   const int64_t tiles = ceil_div(gemm.m, c.tile_m) * ceil_div(gemm.n, c.tile_n) * problem.groups;
   const double waves = static_cast<double>(tiles) / static_cast<double>(sms * per_sm);
   int64_t split = 1;
@@ -287,7 +297,11 @@ class ImplicitGemmFamily final : public KernelFamily {
   //   backward-data at 0.036 ms where direct_tiled took 0.026, while 32 a group ran within 10% of the tuned best;
   // - backward-filter over a short N*P*Q reduction into few outputs cannot be split to fill the device (a slice
   //   keeps at least 512 elements): two small odd-shaped layers (reductions of 288 and 1,680, 13,440 and 525
-  //   outputs) at 0.033 and 0.050 ms where direct_tiled took 0.012 and 0.019.
+  //   outputs) at 0.033 and 0.050 ms where direct_tiled took 0.012 and 0.019; under 10,000 outputs a reduction up
+  //   to 65,536 is still too short: a ResNet stem at N=1 (9,408 outputs, 12,544 long) 0.114 ms against
+  //   direct_tiled's 0.040, a prime-sized layer (4,959 and 5,957) 0.080 against 0.019, a 1x1 projection (4,608 and
+  //   50,176) 0.090 against 0.072; at N=32 the same stem (401,408 long) and a C=1 stride-2 layer (65,536) ran
+  //   implicit_gemm fastest.
   std::string untuned_poor_fit(const Problem& generic) const override {
     const ConvProblem& problem = generic.conv();
     const Direction dir = problem.direction;
@@ -310,7 +324,7 @@ class ImplicitGemmFamily final : public KernelFamily {
       // the device without a split.
       const GemmShape gemm = gemm_shape(problem);
       const int64_t outputs = gemm.m * gemm.n * problem.groups;
-      if (gemm.reduction < 2048 && outputs < 4 * 128 * 128) {
+      if ((gemm.reduction < 2048 && outputs < 4 * 128 * 128) || (gemm.reduction < 65536 && outputs < 10000)) {
         return fmt::format("backward-filter's reduction N*P*Q={} over {} outputs is too short to split and too small "
                            "to fill the device",
                            gemm.reduction, outputs);
