@@ -201,6 +201,55 @@ TEST(TensorCoreEmulated, GemmTcMatchesTheReferenceForEveryLayout) {
   std::cout << fmt::format("emulated gemm_tc on {}: {} checks\n", device->info().id, checks);
 }
 
+// winograd_tc: winograd.cl's transforms around the emulated tensor-core GEMM, on every stride-1 3x3 and 5x5
+// conformance case (odd sizes, padding 0 to 2, groups, N=1) in every direction; modes alternate, and the tile side
+// (F(2x2), F(4x4), and F(6x6,3x3) in tf32) follows the seed. Then chunks of the batch (backward-filter: M summed
+// over them) and slices, which the small cases' defaults do not take.
+TEST(TensorCoreEmulated, WinogradTcMatchesTheReferenceInEveryDirectionAndMode) {
+  Device* device = pocl();
+  if (!device) GTEST_SKIP() << "no OpenCL device runs kernels here (PoCL missing): the emulation cannot run";
+  const KernelFamily& family = kernel_family("winograd_tc");
+  const DeviceInfo hopper = test::described_hopper();
+  int checks = 0;
+  uint64_t seed = 300;
+  for (const auto& c : conformance::standard_cases()) {
+    const ConvProblem& base = c.problem;
+    if (base.stride.h != 1 || base.stride.w != 1 || base.dilation.h != 1 || base.dilation.w != 1 || base.r != base.s ||
+        (base.r != 3 && base.r != 5) || base.groups == base.c)  // depthwise: winograd's poor fit, one case suffices
+      continue;
+    for (Direction d : {Direction::Forward, Direction::BackwardData, Direction::BackwardFilter}) {
+      ++seed;
+      const MathMode math = seed % 2 ? MathMode::TF32 : MathMode::TF32x3;
+      const Problem pb = Problem(base.with_direction(d)).with_math(math);
+      ASSERT_EQ(family.unsupported_reason(pb, {}, hopper), "") << c.name;
+      Config config = small_sample(family, pb, hopper, seed);
+      const std::vector<int64_t> sides = math == MathMode::TF32 && base.r == 3 ? std::vector<int64_t>{2, 4, 6}
+                                                                               : std::vector<int64_t>{2, 4};
+      Config sided = config;
+      sided["M_TILE"] = sides[seed % sides.size()];
+      if (config_problem(family, sided, pb, hopper).empty()) config = sided;
+      checks += check_emulated(*device, family, pb, config, seed);
+    }
+  }
+  // Several chunks (BATCH_CHUNK 1 of N=3), slices of the tiles (backward-filter), 16-byte copies (channels and
+  // tiles multiples of 4), an odd filter count, and the default of a layer with K and C above one MMA tile.
+  for (const char* text : {"N=3,C=8,H=7,W=6,K=12,R=3,pad=1", "N=2,C=16,H=8,K=16,R=3,pad=1", "N=2,C=9,H=9,K=5,R=5,pad=2"}) {
+    for (Direction d : {Direction::Forward, Direction::BackwardData, Direction::BackwardFilter}) {
+      const Problem pb = Problem(parse_problem(text).with_direction(d)).with_math(++seed % 2 ? MathMode::TF32 : MathMode::TF32x3);
+      Config config = small_sample(family, pb, hopper, seed);
+      config["BATCH_CHUNK"] = 1;
+      if (d == Direction::BackwardFilter) config["SPLIT"] = 2;
+      ASSERT_EQ(config_problem(family, config, pb, hopper), "") << pb.to_string();
+      checks += check_emulated(*device, family, pb, config, seed);
+    }
+  }
+  for (Direction d : {Direction::Forward, Direction::BackwardData, Direction::BackwardFilter}) {
+    const Problem pb = Problem(parse_problem("N=2,C=32,H=12,K=64,R=3,pad=1").with_direction(d)).with_math(++seed % 2 ? MathMode::TF32 : MathMode::TF32x3);
+    checks += check_emulated(*device, family, pb, family.default_config(pb, hopper), seed);
+  }
+  std::cout << fmt::format("emulated winograd_tc on {}: {} checks\n", device->info().id, checks);
+}
+
 // Support follows the math mode and the device, and the refusal names the mode, the family and the device.
 TEST(TensorCoreFamilies, SupportNamesTheModeTheFamilyAndTheDevice) {
   const DeviceInfo hopper = test::described_hopper();
@@ -212,7 +261,7 @@ TEST(TensorCoreFamilies, SupportNamesTheModeTheFamilyAndTheDevice) {
   DeviceInfo nvidia_opencl = hopper;
   nvidia_opencl.backend = BackendKind::OpenCL, nvidia_opencl.vendor = "NVIDIA Corporation";
   const ConvProblem fp32 = parse_problem("N=1,C=4,H=8,K=4,R=3");
-  for (const char* name : {"implicit_gemm_tc", "gemm_tc"}) {
+  for (const char* name : {"implicit_gemm_tc", "gemm_tc", "winograd_tc"}) {
     const KernelFamily& family = kernel_family(name);
     const bool conv = family.problem_kind() == Problem::Kind::Convolution;
     const Problem plain = conv ? Problem(fp32) : Problem(parse_gemm("M=8,N=8,K=8"));
