@@ -31,7 +31,7 @@ const ParameterTable<Params>& table() {
   return t;
 }
 
-class WinogradFamily final : public KernelFamily {
+class WinogradFamily final : public FamilyBase {
  public:
   std::string name() const override { return "winograd"; }
   std::string description() const override {
@@ -39,7 +39,6 @@ class WinogradFamily final : public KernelFamily {
            "transforms, the gemm kernel batched over groups and transform positions, inverse transform; all "
            "directions (backward-filter with the dy tiles as filters)";
   }
-  Problem::Kind problem_kind() const override { return Problem::Kind::Convolution; }
   int untuned_rank() const override { return 40; }
 
   std::string unsupported_reason(const Problem& generic, const Epilogue& epilogue,
@@ -48,12 +47,6 @@ class WinogradFamily final : public KernelFamily {
     if (!device.can_run_kernels) return fmt::format("needs a device that compiles kernels: {}", device.cannot_run_reason);
     if (std::string why = fp32_only_reason(name(), generic); !why.empty()) return why;
     return unsupported_shape_reason(generic.conv(), epilogue, device);
-  }
-
-  std::string untuned_poor_fit(const Problem& generic) const override { return poor_fit(generic.conv()); }
-
-  double error_factor(const Problem& generic, const Config& config) const override {
-    return config_error_factor(generic.conv(), config);
   }
 
   std::vector<Parameter> parameters(const Problem&) const override { return table().parameters(); }
@@ -114,14 +107,6 @@ class WinogradFamily final : public KernelFamily {
       if (config_problem(*this, config, generic, device).empty()) break;
     }
     return config;  // the smallest setup when none fits: Plan::create then names the failing constraint
-  }
-
-  // The chunk and the slices decompose the problem; the tile side and the GEMM tiles shape the kernels.
-  Config carry_config(const Config& tuned, const Problem&, const Problem& problem, const DeviceInfo& device) const override {
-    Config carried = tuned;
-    const Config fresh = default_config(problem, device);
-    for (const char* name : {"BATCH_CHUNK", "SPLIT"}) carried[name] = fresh.at(name);
-    return carried;
   }
 
   KernelRecipe recipe(const Problem& generic, const Epilogue& epilogue, const Config& config,

@@ -121,4 +121,22 @@ using GemmStep = std::function<LaunchStep(const ArgSource& first, const ArgSourc
 std::vector<LaunchStep> steps(const ConvProblem& pb, const Epilogue& epilogue, const Layout& l, int64_t batch_chunk,
                               int64_t split, int64_t transform_threads, const GemmStep& gemm);
 
+// What winograd and winograd_tc answer alike: convolutions; winograd's poor fit; the tile's error bound; a carried
+// entry keeps the tile side and the GEMM tiles (they shape the kernels) and takes the new problem's chunk and slices
+// (they decompose it).
+class FamilyBase : public KernelFamily {
+ public:
+  Problem::Kind problem_kind() const override { return Problem::Kind::Convolution; }
+  std::string untuned_poor_fit(const Problem& problem) const override { return poor_fit(problem.conv()); }
+  double error_factor(const Problem& problem, const Config& config) const override {
+    return config_error_factor(problem.conv(), config);
+  }
+  Config carry_config(const Config& tuned, const Problem&, const Problem& problem, const DeviceInfo& device) const override {
+    Config carried = tuned;
+    const Config fresh = default_config(problem, device);
+    for (const char* name : {"BATCH_CHUNK", "SPLIT"}) carried[name] = fresh.at(name);
+    return carried;
+  }
+};
+
 }  // namespace convtune::winograd

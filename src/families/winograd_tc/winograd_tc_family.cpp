@@ -48,7 +48,7 @@ int64_t gemm_layers(const ConvProblem& pb, int64_t m_tile, int64_t split) {
   return (pb.direction == Direction::BackwardFilter ? split : 1) * pb.groups * alpha * alpha;
 }
 
-class WinogradTcFamily final : public KernelFamily {
+class WinogradTcFamily final : public FamilyBase {
  public:
   std::string name() const override { return "winograd_tc"; }
   std::string description() const override {
@@ -56,7 +56,8 @@ class WinogradTcFamily final : public KernelFamily {
            "GEMM over groups and transform positions on TF32 tensor cores (mma.sync m16n8k8, tf32 or 3xtf32 math, "
            "cp.async pipeline); all directions; NVIDIA sm_80+";
   }
-  Problem::Kind problem_kind() const override { return Problem::Kind::Convolution; }
+  // Poor fit, error bounds and carried entries are winograd's (FamilyBase): fewer than 16 channels per group also
+  // leave the 16-row MMA tiles mostly empty.
   // Right after winograd (40): untuned plans keep their choices (winograd serves tf32 and 3xtf32 wherever this
   // family does) until tuning entries or the cost model show where the tensor cores win.
   int untuned_rank() const override { return 41; }
@@ -66,13 +67,6 @@ class WinogradTcFamily final : public KernelFamily {
     if (!generic.is_conv()) return "computes convolutions, not matrix products";
     if (std::string why = tensor_core::unsupported_reason(name(), generic, device); !why.empty()) return why;
     return unsupported_shape_reason(generic.conv(), epilogue, device);
-  }
-
-  // As winograd's: few channels per group make the GEMM a sliver (and fill less than one 16-row MMA tile).
-  std::string untuned_poor_fit(const Problem& generic) const override { return poor_fit(generic.conv()); }
-
-  double error_factor(const Problem& generic, const Config& config) const override {
-    return config_error_factor(generic.conv(), config);
   }
 
   std::vector<Parameter> parameters(const Problem&) const override { return table().parameters(); }
@@ -93,6 +87,22 @@ class WinogradTcFamily final : public KernelFamily {
                                 {&Params::m_tile, &Params::split}, [pb](const Params& p, const X&) {
                                   return gemm_layers(pb, p.m_tile, p.split) <= tensor_core::kMaxGridAxis;
                                 }));
+    // tc_tiles.h's estimate counts one register per copied float, which fits 16-byte copies (a 64-bit address and
+    // the zero-fill size for four floats) but not single-float ones, which each take those for one float: here,
+    // backward-filter slices of an odd number of tiles (alex2's F(2x2,5x5) with SPLIT=4: 49) spilled 60 bytes at
+    // 255 registers with an estimate of 184 (gemm_tc spills the same with an odd K). Scalar copies are counted 4
+    // registers each.
+    list.push_back(t.constraint(
+        "estimated registers, single-float copies at 4 registers each, within the cap BLOCKS_PER_SM leaves",
+        {&Params::m_tile, &Params::batch_chunk, &Params::split, &Params::tile_m, &Params::tile_n, &Params::tile_k,
+         &Params::warps_m, &Params::warps_n, &Params::blocks_per_sm},
+        [pb](const Params& p, const X&) {
+          const Layout l = layout(pb, p.m_tile, p.batch_chunk, p.split);
+          int64_t scalar = 0;  // floats per thread per stage copied one at a time
+          if (!a_vectorizes(l, 4)) scalar += p.tile_m * p.tile_k / p.threads();
+          if (!b_vectorizes(pb, l, 4)) scalar += p.tile_n * p.tile_k / p.threads();
+          return tensor_core::register_estimate(p, pb.math) + 3 * scalar <= tensor_core::register_cap(p);
+        }));
     return list;
   }
 
@@ -122,14 +132,6 @@ class WinogradTcFamily final : public KernelFamily {
     };
     static_cast<tensor_core::Params&>(p) = tensor_core::fit_default(tiles, valid);
     return table().write(p);  // when nothing fits, Plan::create names the failing constraint
-  }
-
-  // The chunk and the slices decompose the problem; the tile side and the GEMM tiles shape the kernels.
-  Config carry_config(const Config& tuned, const Problem&, const Problem& problem, const DeviceInfo& device) const override {
-    Config carried = tuned;
-    const Config fresh = default_config(problem, device);
-    for (const char* name : {"BATCH_CHUNK", "SPLIT"}) carried[name] = fresh.at(name);
-    return carried;
   }
 
   KernelRecipe recipe(const Problem& generic, const Epilogue& epilogue, const Config& config,
