@@ -13,6 +13,7 @@
 #include <set>
 
 #include "convtune/plan.h"
+#include "src/backend/kernel_sources.h"
 #include "src/conformance/conformance.h"
 #include "src/harness/implementation.h"
 #include "src/tuner/search_space.h"
@@ -316,6 +317,68 @@ TEST(TensorCoreFamilies, PlansChooseTensorCoresByMathModeWithValidDefaults) {
     }
   }
   EXPECT_EQ(thin_problems, 2);  // the C=3 and C=1 layers' backward-data
+}
+
+// winograd_tc on a Hopper: valid defaults on AlexNet's stride-1 layers in both modes and every direction (F(4x4,3x3)
+// and F(2x2,5x5)), alpha-8 tiles only where the mode admits them (tf32, not 3xtf32), fp32 refused by name, and
+// untuned plans that keep their families (winograd, ranked before it, computes whatever it does).
+TEST(TensorCoreFamilies, WinogradTcDefaultsModesAndUntunedPlans) {
+  const DeviceInfo hopper = test::described_hopper();
+  const KernelFamily& family = kernel_family("winograd_tc");
+  const KernelFamily& winograd = kernel_family("winograd");
+  for (const char* text : {"N=128,C=64,H=27,K=192,R=5,pad=2", "N=128,C=192,H=13,K=384,R=3,pad=1",
+                           "N=128,C=384,H=13,K=256,R=3,pad=1", "N=128,C=256,H=13,K=256,R=3,pad=1"}) {
+    for (Direction d : {Direction::Forward, Direction::BackwardData, Direction::BackwardFilter}) {
+      const ConvProblem base = parse_problem(text).with_direction(d);
+      EXPECT_NE(family.unsupported_reason(base, {}, hopper).find("not fp32"), std::string::npos);
+      for (MathMode math : {MathMode::TF32, MathMode::TF32x3}) {
+        const Problem pb = Problem(base).with_math(math);
+        ASSERT_EQ(family.unsupported_reason(pb, {}, hopper), "") << pb.to_string();
+        const Config config = family.default_config(pb, hopper);
+        EXPECT_EQ(config_problem(family, config, pb, hopper), "") << pb.to_string();
+        EXPECT_EQ(config.at("M_TILE"), base.r == 3 ? 4 : 2) << pb.to_string();
+        Config alpha8 = config;
+        alpha8["M_TILE"] = base.r == 3 ? 6 : 4;
+        EXPECT_EQ(config_problem(family, alpha8, pb, hopper).empty(), math == MathMode::TF32) << pb.to_string();
+        // winograd's workspace for the same tile, chunk and slices.
+        Config same = winograd.default_config(pb, hopper);
+        for (const char* name : {"M_TILE", "BATCH_CHUNK", "SPLIT"}) same[name] = config.at(name);
+        const size_t bytes = family.recipe(pb, {}, config, hopper).workspace_bytes;
+        EXPECT_EQ(bytes, winograd.recipe(pb, {}, same, hopper).workspace_bytes);
+        EXPECT_LE(bytes, workspace_limit(hopper));
+        PlanRequest request;
+        request.problem = pb;
+        request.use_tuning = false;
+        EXPECT_NE(PlanDescriptor::create(hopper, request).family().name(), "winograd_tc") << pb.to_string();
+      }
+    }
+  }
+  // 7x7: alpha 8 at the smallest tile, which tf32 admits and 3xtf32 does not.
+  const ConvProblem seven = parse_problem("N=2,C=16,H=15,K=16,R=7,pad=3");
+  EXPECT_EQ(family.unsupported_reason(Problem(seven).with_math(MathMode::TF32), {}, hopper), "");
+  EXPECT_NE(family.unsupported_reason(Problem(seven).with_math(MathMode::TF32x3), {}, hopper).find("alpha 8"),
+            std::string::npos);
+}
+
+// winograd_tc.cl takes winograd.cl's transforms without its FP32 GEMM (gemm.cl, named first inside #if 0 so that
+// winograd.cl's own include of it expands to nothing), and winograd.cl still has it.
+TEST(TensorCoreFamilies, WinogradTcSourceHasTheTransformsAndNotTheFp32Gemm) {
+  const std::string tc = load_kernel_source("winograd/winograd_tc.cl");
+  const std::string simt = load_kernel_source("winograd/winograd.cl");
+  for (const char* kernel : {"void winograd_input_transform(", "void winograd_filter_output_transform(",
+                             "void winograd_gemm_tc("}) {
+    EXPECT_NE(tc.find(kernel), std::string::npos) << kernel;
+  }
+  // gemm.cl's text stands once, between "#if 0" and "#endif", without compat.h (expanded above it).
+  std::string gemm = load_kernel_source("gemm/gemm.cl");
+  const std::string compat = load_kernel_source("common/compat.h");
+  ASSERT_NE(gemm.find(compat), std::string::npos);
+  gemm.erase(gemm.find(compat), compat.size());
+  EXPECT_NE(tc.find("#if 0\n" + gemm + "#endif\n"), std::string::npos);
+  const std::string kernel = "GEMM_GROUP_SHAPE gemm(";
+  EXPECT_EQ(tc.find(kernel), tc.rfind(kernel));
+  EXPECT_NE(simt.find(kernel), std::string::npos);
+  EXPECT_EQ(simt.find("winograd_gemm_tc"), std::string::npos);
 }
 
 // 3xTF32 is held to the FP32 tolerance, TF32 to its own unit roundoff (2^-11): harness::tolerance by mode.
