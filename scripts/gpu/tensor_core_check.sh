@@ -21,12 +21,13 @@
 # has a timeout, one failing step does not stop the others, and steps are cut short so the whole run stays under
 # 9 minutes.
 # PART=winograd_tc runs winograd_tc (issues 13 and 14) instead, on AlexNet's stride-1 layers (alex2 5x5, alex3-5
-# 3x3): 1. its conformance in tf32 and 3xtf32 (family_conformance_test: the stride-1 3x3 and 5x5 cases, every
-# direction; tf32 to its unit roundoff, 3xtf32 to the FP32 tolerance, both times the tile's declared alpha factor)
-# on cuda:0 and NVIDIA's OpenCL; 1b. with TUNE_SECONDS=S, S seconds of tuning winograd_tc in tf32 and 3xtf32;
-# 2. benches of winograd_tc in tf32 against cuDNN tf32, in 3xtf32 against cuDNN fp32, and of the FP32 winograd
-# family in tf32 math on the same layers (shipped entries: the SIMT GEMM winograd_tc replaces); 3. the summary, with
-# winograd_tc's speed-up over winograd per row. Same files, same time bound.
+# 3x3): 1. its conformance in tf32 and 3xtf32 on cuda:0 and NVIDIA's OpenCL (family_conformance_test: the stride-1
+# 3x3 and 5x5 cases, every direction; tensor_core_test's TensorCoreOnDevice.WinogradTc*: larger GEMMs, chunks,
+# slices; tf32 to its unit roundoff, 3xtf32 to the FP32 tolerance, both times the tile's declared alpha factor);
+# 1b. with TUNE_SECONDS=S (90 fits the time bound), S seconds of tuning winograd_tc in tf32 and 3xtf32; 2. benches of
+# winograd_tc in tf32 against cuDNN tf32, in 3xtf32 against cuDNN fp32, and of the FP32 winograd family in tf32 math
+# on the same layers (shipped entries: the SIMT GEMM winograd_tc replaces); 3. the summary, with winograd_tc's
+# speed-up over winograd per row. Same files, same time bound.
 #   [PART=tc|winograd_tc] [TUNE_SECONDS=S] scripts/gpu/tensor_core_check.sh OUTDIR
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -70,6 +71,7 @@ for dev in cuda:0 ${OCL//,/ }; do
     for dir in fwd bwd_data bwd_filter; do
       conf "$dev-wtc-$dir" "$dev" "AllFamilies/FamilyConformance.*/winograd_tc_$dir" family_conformance_test &
     done
+    conf "$dev-wtc-larger" "$dev" "TensorCoreOnDevice.WinogradTc*" tensor_core_test &
     continue
   fi
   for dir in fwd bwd_data bwd_filter; do

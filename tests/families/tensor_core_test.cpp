@@ -424,3 +424,44 @@ TEST(TensorCoreOnDevice, GemmTcMatchesTheReference) {
   }
   if (checks == 0) GTEST_SKIP() << "no device here runs gemm_tc" << why_none;
 }
+
+// winograd_tc for real, beyond the conformance cases (family_conformance_test covers the stride-1 3x3 and 5x5 ones):
+// GEMMs larger than one block tile with 16-byte and single-float copies, several chunks of the batch (backward-filter
+// adding into M across them), slices, every tile side the mode admits, both modes; sampled configurations plus the
+// default and a chunked/sliced variant of it, each checked in full. Skipped, saying why, where no device runs it.
+TEST(TensorCoreOnDevice, WinogradTcMatchesTheReference) {
+  const KernelFamily& family = kernel_family("winograd_tc");
+  const char* only = std::getenv("CONVTUNE_CONFORMANCE_DEVICES");
+  int checks = 0;
+  std::string why_none;
+  for (Device* device : Registry::instance().all_devices()) {
+    if (only && *only && ("," + std::string(only) + ",").find("," + device->info().id + ",") == std::string::npos) continue;
+    uint64_t seed = 1300;
+    for (const char* text : {"N=3,C=40,H=13,W=11,K=36,R=3,pad=1", "N=2,C=32,H=12,K=64,R=5,pad=2",
+                             "N=5,C=20,H=9,K=24,R=3,pad=0,groups=2", "N=1,C=64,H=10,W=14,K=48,R=5,pad=1"}) {
+      for (Direction d : {Direction::Forward, Direction::BackwardData, Direction::BackwardFilter}) {
+        for (MathMode math : {MathMode::TF32, MathMode::TF32x3}) {
+          const Problem pb = Problem(parse_problem(text).with_direction(d)).with_math(math);
+          if (const std::string why = family.unsupported_reason(pb, {}, device->info()); !why.empty()) {
+            if (why_none.find(device->info().id + ":") == std::string::npos) why_none += "; " + device->info().id + ": " + why;
+            continue;
+          }
+          std::vector<Config> configs = SearchSpace(family, pb, device->info()).sample(2, ++seed);
+          configs.push_back(family.default_config(pb, device->info()));
+          Config chunked = configs.back();
+          chunked["BATCH_CHUNK"] = 1;
+          if (d == Direction::BackwardFilter) chunked["SPLIT"] = 4;
+          if (config_problem(family, chunked, pb, device->info()).empty()) configs.push_back(chunked);
+          for (const Config& config : configs) {
+            const harness::Check r = testing_support::check_plan(*device, pb, family.name(), config, seed);
+            ++checks;
+            EXPECT_TRUE(r.passed) << device->info().id << " winograd_tc " << pb.to_string() << " [" << to_string(config)
+                                  << "]: " << r.message;
+          }
+        }
+      }
+    }
+    std::cout << fmt::format("conformance: winograd_tc on {}: {} checks so far\n", device->info().id, checks);
+  }
+  if (checks == 0) GTEST_SKIP() << "no device here runs winograd_tc" << why_none;
+}
