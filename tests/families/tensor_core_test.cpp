@@ -9,6 +9,7 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <functional>
 #include <iostream>
 #include <set>
 
@@ -389,79 +390,76 @@ TEST(TensorCoreFamilies, ToleranceFollowsTheMathMode) {
   EXPECT_DOUBLE_EQ(harness::tolerance(Problem(base).with_math(MathMode::TF32)), fp32 * 8192);  // 2^-11 / 2^-24
 }
 
-// gemm_tc for real on every device that runs it (CUDA and NVIDIA's OpenCL on sm_80+; CONVTUNE_CONFORMANCE_DEVICES
-// limits them as for family_conformance_test): the cases above, both modes, sampled configurations plus the
-// default and a split-K, each checked in full. Skipped, saying why, where no device runs it (CI's PoCL).
-TEST(TensorCoreOnDevice, GemmTcMatchesTheReference) {
-  const KernelFamily& family = kernel_family("gemm_tc");
+// `family` for real on every device that runs it (CUDA and NVIDIA's OpenCL on sm_80+; CONVTUNE_CONFORMANCE_DEVICES
+// limits them as for family_conformance_test): each problem in tf32 and 3xtf32, with the configurations `configs`
+// gives for it (seeded from `seed`, one step a problem and mode), each checked in full against the reference.
+// Skipped, saying why, where no device runs it (CI's PoCL).
+namespace {
+
+using ConfigsFor = std::function<std::vector<Config>(const Problem&, const DeviceInfo&, uint64_t seed)>;
+void check_on_devices(const KernelFamily& family, const std::vector<Problem>& problems, uint64_t seed0,
+                      const ConfigsFor& configs) {
   const char* only = std::getenv("CONVTUNE_CONFORMANCE_DEVICES");
   int checks = 0;
   std::string why_none;
   for (Device* device : Registry::instance().all_devices()) {
     if (only && *only && ("," + std::string(only) + ",").find("," + device->info().id + ",") == std::string::npos) continue;
-    uint64_t seed = 900;
-    for (const char* text : kGemmCases) {
+    uint64_t seed = seed0;
+    for (const Problem& base : problems) {
       for (MathMode math : {MathMode::TF32, MathMode::TF32x3}) {
-        const Problem pb = Problem(parse_gemm(text)).with_math(math);
+        const Problem pb = base.with_math(math);
         if (const std::string why = family.unsupported_reason(pb, {}, device->info()); !why.empty()) {
           if (why_none.find(device->info().id + ":") == std::string::npos) why_none += "; " + device->info().id + ": " + why;
           continue;
         }
-        std::vector<Config> configs = SearchSpace(family, pb, device->info()).sample(2, ++seed);
-        configs.push_back(family.default_config(pb, device->info()));
-        Config split = configs.back();
-        split["SPLIT_K"] = 4;
-        if (config_problem(family, split, pb, device->info()).empty()) configs.push_back(split);
-        for (const Config& config : configs) {
+        for (const Config& config : configs(pb, device->info(), ++seed)) {
           const harness::Check r = testing_support::check_plan(*device, pb, family.name(), config, seed);
           ++checks;
-          EXPECT_TRUE(r.passed) << device->info().id << " gemm_tc " << pb.to_string() << " [" << to_string(config)
-                                << "]: " << r.message;
+          EXPECT_TRUE(r.passed) << device->info().id << " " << family.name() << " " << pb.to_string() << " ["
+                                << to_string(config) << "]: " << r.message;
         }
       }
     }
-    std::cout << fmt::format("conformance: gemm_tc on {}: {} checks so far\n", device->info().id, checks);
+    std::cout << fmt::format("conformance: {} on {}: {} checks so far\n", family.name(), device->info().id, checks);
   }
-  if (checks == 0) GTEST_SKIP() << "no device here runs gemm_tc" << why_none;
+  if (checks == 0) GTEST_SKIP() << "no device here runs " << family.name() << why_none;
 }
 
-// winograd_tc for real, beyond the conformance cases (family_conformance_test covers the stride-1 3x3 and 5x5 ones):
-// GEMMs larger than one block tile with 16-byte and single-float copies, several chunks of the batch (backward-filter
-// adding into M across them), slices, every tile side the mode admits, both modes; sampled configurations plus the
-// default and a chunked/sliced variant of it, each checked in full. Skipped, saying why, where no device runs it.
+}  // namespace
+
+// gemm_tc: the cases above, sampled configurations plus the default and a split-K.
+TEST(TensorCoreOnDevice, GemmTcMatchesTheReference) {
+  const KernelFamily& family = kernel_family("gemm_tc");
+  std::vector<Problem> problems;
+  for (const char* text : kGemmCases) problems.push_back(parse_gemm(text));
+  check_on_devices(family, problems, 900, [&](const Problem& pb, const DeviceInfo& device, uint64_t seed) {
+    std::vector<Config> configs = SearchSpace(family, pb, device).sample(2, seed);
+    configs.push_back(family.default_config(pb, device));
+    Config split = configs.back();
+    split["SPLIT_K"] = 4;
+    if (config_problem(family, split, pb, device).empty()) configs.push_back(split);
+    return configs;
+  });
+}
+
+// winograd_tc beyond the conformance cases (family_conformance_test covers the stride-1 3x3 and 5x5 ones): GEMMs
+// larger than one block tile with 16-byte and single-float copies, several chunks of the batch (backward-filter
+// adding into M across them), slices, every direction; sampled configurations plus the default and a chunked (and
+// sliced) variant of it.
 TEST(TensorCoreOnDevice, WinogradTcMatchesTheReference) {
   const KernelFamily& family = kernel_family("winograd_tc");
-  const char* only = std::getenv("CONVTUNE_CONFORMANCE_DEVICES");
-  int checks = 0;
-  std::string why_none;
-  for (Device* device : Registry::instance().all_devices()) {
-    if (only && *only && ("," + std::string(only) + ",").find("," + device->info().id + ",") == std::string::npos) continue;
-    uint64_t seed = 1300;
-    for (const char* text : {"N=3,C=40,H=13,W=11,K=36,R=3,pad=1", "N=2,C=32,H=12,K=64,R=5,pad=2",
-                             "N=5,C=20,H=9,K=24,R=3,pad=0,groups=2", "N=1,C=64,H=10,W=14,K=48,R=5,pad=1"}) {
-      for (Direction d : {Direction::Forward, Direction::BackwardData, Direction::BackwardFilter}) {
-        for (MathMode math : {MathMode::TF32, MathMode::TF32x3}) {
-          const Problem pb = Problem(parse_problem(text).with_direction(d)).with_math(math);
-          if (const std::string why = family.unsupported_reason(pb, {}, device->info()); !why.empty()) {
-            if (why_none.find(device->info().id + ":") == std::string::npos) why_none += "; " + device->info().id + ": " + why;
-            continue;
-          }
-          std::vector<Config> configs = SearchSpace(family, pb, device->info()).sample(2, ++seed);
-          configs.push_back(family.default_config(pb, device->info()));
-          Config chunked = configs.back();
-          chunked["BATCH_CHUNK"] = 1;
-          if (d == Direction::BackwardFilter) chunked["SPLIT"] = 4;
-          if (config_problem(family, chunked, pb, device->info()).empty()) configs.push_back(chunked);
-          for (const Config& config : configs) {
-            const harness::Check r = testing_support::check_plan(*device, pb, family.name(), config, seed);
-            ++checks;
-            EXPECT_TRUE(r.passed) << device->info().id << " winograd_tc " << pb.to_string() << " [" << to_string(config)
-                                  << "]: " << r.message;
-          }
-        }
-      }
-    }
-    std::cout << fmt::format("conformance: winograd_tc on {}: {} checks so far\n", device->info().id, checks);
-  }
-  if (checks == 0) GTEST_SKIP() << "no device here runs winograd_tc" << why_none;
+  std::vector<Problem> problems;
+  for (const char* text : {"N=3,C=40,H=13,W=11,K=36,R=3,pad=1", "N=2,C=32,H=12,K=64,R=5,pad=2",
+                           "N=5,C=20,H=9,K=24,R=3,pad=0,groups=2", "N=1,C=64,H=10,W=14,K=48,R=5,pad=1"})
+    for (Direction d : {Direction::Forward, Direction::BackwardData, Direction::BackwardFilter})
+      problems.push_back(parse_problem(text).with_direction(d));
+  check_on_devices(family, problems, 1300, [&](const Problem& pb, const DeviceInfo& device, uint64_t seed) {
+    std::vector<Config> configs = SearchSpace(family, pb, device).sample(2, seed);
+    configs.push_back(family.default_config(pb, device));
+    Config chunked = configs.back();
+    chunked["BATCH_CHUNK"] = 1;
+    if (pb.conv().direction == Direction::BackwardFilter) chunked["SPLIT"] = 4;
+    if (config_problem(family, chunked, pb, device).empty()) configs.push_back(chunked);
+    return configs;
+  });
 }
