@@ -152,7 +152,8 @@ TEST(TensorCoreNvrtc, ForwardWithBiasAndReluCompiles) {
 }
 
 // winograd_tc's every tile side on a 3x3 layer in every direction: F(2x2,3x3) and F(4x4,3x3) in both modes,
-// F(6x6,3x3) (alpha 8) in tf32, the only mode that admits it; with the forward epilogue where it applies.
+// F(6x6,3x3) (alpha 8) in tf32, the only mode that admits it; with the forward epilogue where it applies; and a 7x7
+// layer in tf32.
 TEST(TensorCoreNvrtc, WinogradTcTileSidesCompile) {
   compiled = 0;
   const KernelFamily& family = kernel_family("winograd_tc");
@@ -173,6 +174,12 @@ TEST(TensorCoreNvrtc, WinogradTcTileSidesCompile) {
       }
     }
   }
+  // 7x7: F(2x2,7x7), alpha 8 at the smallest tile, in tf32 only.
+  for (Direction d : {Direction::Forward, Direction::BackwardData, Direction::BackwardFilter}) {
+    const Problem pb = Problem(parse_problem("N=4,C=32,H=15,K=48,R=7,pad=3").with_direction(d)).with_math(MathMode::TF32);
+    expect_compiles(family, pb, {}, family.default_config(pb, device), device);
+    ++expected;
+  }
   EXPECT_EQ(compiled, expected);
-  EXPECT_EQ(expected, 15);
+  EXPECT_EQ(expected, 18);
 }

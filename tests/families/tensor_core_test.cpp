@@ -248,6 +248,9 @@ TEST(TensorCoreEmulated, WinogradTcMatchesTheReferenceInEveryDirectionAndMode) {
   for (Direction d : {Direction::Forward, Direction::BackwardData, Direction::BackwardFilter}) {
     const Problem pb = Problem(parse_problem("N=2,C=32,H=12,K=64,R=3,pad=1").with_direction(d)).with_math(++seed % 2 ? MathMode::TF32 : MathMode::TF32x3);
     checks += check_emulated(*device, family, pb, family.default_config(pb, hopper), seed);
+    // 7x7 (F(2x2,7x7), alpha 8): tf32 only.
+    const Problem seven = Problem(parse_problem("N=2,C=6,H=9,W=8,K=5,R=7,pad=3").with_direction(d)).with_math(MathMode::TF32);
+    checks += check_emulated(*device, family, seven, small_sample(family, seven, hopper, seed), seed);
   }
   std::cout << fmt::format("emulated winograd_tc on {}: {} checks\n", device->info().id, checks);
 }
