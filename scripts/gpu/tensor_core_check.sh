@@ -20,10 +20,22 @@
 # bench.json (all rows), bench.log (progress and errors), summary.txt, tuned-db.json, torch-tf32.txt. Every step
 # has a timeout, one failing step does not stop the others, and steps are cut short so the whole run stays under
 # 9 minutes.
-#   [TUNE_SECONDS=S] scripts/gpu/tensor_core_check.sh OUTDIR
+# PART=winograd_tc runs winograd_tc (issues 13 and 14) instead, on AlexNet's stride-1 layers (alex2 5x5, alex3-5
+# 3x3): 1. its conformance in tf32 and 3xtf32 on cuda:0 and NVIDIA's OpenCL (family_conformance_test: the stride-1
+# 3x3 and 5x5 cases, every direction; tensor_core_test's TensorCoreOnDevice.WinogradTc*: larger GEMMs, chunks,
+# slices; tf32 to its unit roundoff, 3xtf32 to the FP32 tolerance, both times the tile's declared alpha factor);
+# 1b. with TUNE_SECONDS=S (90 fits the time bound), S seconds of tuning winograd_tc in tf32 and 3xtf32; 2. benches of
+# winograd_tc in tf32 against cuDNN tf32, in 3xtf32 against cuDNN fp32, and of the FP32 winograd family in tf32 math
+# on the same layers (shipped entries: the SIMT GEMM winograd_tc replaces); 3. the summary, with winograd_tc's
+# speed-up over winograd per row. Same files, same time bound.
+#   [PART=tc|winograd_tc] [TUNE_SECONDS=S] scripts/gpu/tensor_core_check.sh OUTDIR
 set -uo pipefail
 cd "$(dirname "$0")/../.."
-OUT=${1:?usage: tensor_core_check.sh OUTDIR}
+OUT=${1:?usage: [PART=tc|winograd_tc] tensor_core_check.sh OUTDIR}
+PART=${PART:-tc}
+case "$PART" in tc | winograd_tc) ;; *) echo "PART must be tc or winograd_tc, not $PART" >&2; exit 2 ;; esac
+# winograd_tc's layers: AlexNet's stride-1 ones, by name in the suite.
+WTC_LAYERS=(--suite alexnet --layer alex2 --layer alex3 --layer alex4 --layer alex5)
 mkdir -p "$OUT"
 BIN=$PWD/.carry/bin
 TMP=$(mktemp -d /tmp/tensor-core-check.XXXXXX)
@@ -55,6 +67,13 @@ conf() {  # NAME DEVICE GTEST_FILTER BINARY
   echo "exit $?" >>"$TMP/conf-$1.log"
 }
 for dev in cuda:0 ${OCL//,/ }; do
+  if [ "$PART" = winograd_tc ]; then
+    for dir in fwd bwd_data bwd_filter; do
+      conf "$dev-wtc-$dir" "$dev" "AllFamilies/FamilyConformance.*/winograd_tc_$dir" family_conformance_test &
+    done
+    conf "$dev-wtc-larger" "$dev" "TensorCoreOnDevice.WinogradTc*" tensor_core_test &
+    continue
+  fi
   for dir in fwd bwd_data bwd_filter; do
     conf "$dev-$dir" "$dev" "AllFamilies/FamilyConformance.*/implicit_gemm_tc_$dir" family_conformance_test &
   done
@@ -85,13 +104,17 @@ tune() {  # NAME SECONDS ARGS...
   timeout "$(budget $((want + 15)))" "$BIN/convtune" tune --device cuda:0 --budget "${want}s" "$@" >>"$OUT/bench.log" 2>&1
   note "tune $name: exit $? ($(($(date +%s) - START)) s)"
 }
-if [ "$TUNE_SECONDS" -gt 0 ]; then
+if [ "$TUNE_SECONDS" -gt 0 ] && [ "$PART" = winograd_tc ]; then
+  tune wtc-tf32 $((TUNE_SECONDS * 55 / 100)) "${WTC_LAYERS[@]}" --direction all --math tf32 --family winograd_tc
+  tune wtc-3xtf32 $((TUNE_SECONDS * 45 / 100)) "${WTC_LAYERS[@]}" --direction all --math 3xtf32 --family winograd_tc
+  cp "$CONVTUNE_TUNING_DB" "$OUT/tuned-db.json" 2>/dev/null
+elif [ "$TUNE_SECONDS" -gt 0 ]; then
   tune alexnet-tf32 $((TUNE_SECONDS * 45 / 100)) --suite alexnet --direction all --math tf32 --family implicit_gemm_tc
   tune alexnet-3xtf32 $((TUNE_SECONDS * 30 / 100)) --suite alexnet --direction all --math 3xtf32 --family implicit_gemm_tc
   tune gemm-tf32 $((TUNE_SECONDS * 25 / 100)) "${GEMMS[@]}" --math tf32 --family gemm_tc
   cp "$CONVTUNE_TUNING_DB" "$OUT/tuned-db.json" 2>/dev/null
 fi
-timeout 60 python3 - >"$OUT/torch-tf32.txt" 2>&1 <<'PY'
+[ "$PART" = tc ] && timeout 60 python3 - >"$OUT/torch-tf32.txt" 2>&1 <<'PY'
 import torch
 torch.manual_seed(0)
 def rel(a, b): return ((a.double() - b).norm() / b.norm()).item()
@@ -106,7 +129,7 @@ for tf32 in (False, True):
     torch.backends.cudnn.allow_tf32 = tf32
     print(f"cuDNN conv2d alex5 allow_tf32={tf32}: rel L2 {rel(torch.nn.functional.conv2d(x, w, padding=1), ref):.2e}")
 PY
-note "torch tf32 accuracy: $(tr '\n' ';' <"$OUT/torch-tf32.txt")"
+[ "$PART" = tc ] && note "torch tf32 accuracy: $(tr '\n' ';' <"$OUT/torch-tf32.txt")"
 
 # ---- 2. benches, each into $TMP/NAME.json and a Markdown section of bench.md
 bench() {  # NAME SECONDS REPEATS ARGS...: one `convtune bench`, cut to the time left
@@ -121,6 +144,13 @@ bench() {  # NAME SECONDS REPEATS ARGS...: one `convtune bench`, cut to the time
   note "bench $name: exit $rc ($(($(date +%s) - START)) s)"
   [ -f "$TMP/$name.md" ] && { echo; cat "$TMP/$name.md"; echo; } >>"$OUT/bench.md"
 }
+if [ "$PART" = winograd_tc ]; then
+  bench wtc-tf32 100 10 "${WTC_LAYERS[@]}" --direction all --math tf32 --family winograd_tc --against cudnn \
+    --markdown "$TMP/wtc-tf32.md"
+  bench wtc-3xtf32 100 10 "${WTC_LAYERS[@]}" --direction all --math 3xtf32 --family winograd_tc --against cudnn \
+    --markdown "$TMP/wtc-3xtf32.md"
+  bench wtc-simt-tf32 60 10 "${WTC_LAYERS[@]}" --direction all --math tf32 --family winograd
+else
 bench alexnet-tf32 70 10 --suite alexnet --direction all --math tf32 --against cudnn --markdown "$TMP/alexnet-tf32.md"
 bench alexnet-3xtf32 70 10 --suite alexnet --direction all --math 3xtf32 --family implicit_gemm_tc --against cudnn \
   --markdown "$TMP/alexnet-3xtf32.md"
@@ -128,6 +158,7 @@ bench alexnet-fp32 45 10 --suite alexnet --direction all --math fp32
 bench gemm-tf32 45 10 "${GEMMS[@]}" --math tf32 --against cublas --markdown "$TMP/gemm-tf32.md"
 bench gemm-3xtf32 40 10 "${GEMMS[@]}" --math 3xtf32 --family gemm_tc --against cublas --markdown "$TMP/gemm-3xtf32.md"
 bench stride1-tf32 160 5 --suite stride1 --direction all --math tf32 --against cudnn --markdown "$TMP/stride1-tf32.md"
+fi
 
 # ---- 3. one JSON of every row, and the summary
 python3 - "$TMP" "$OUT" <<'PY' 2>&1 | tee "$OUT/summary.txt"
@@ -168,6 +199,13 @@ for name, data in merged.items():
             if base:
                 print(f"  3xtf32 vs convtune fp32: {r['layer']} {r['direction']}: {r['ms']:.3f} vs {base:.3f} ms "
                       f"({base / r['ms']:.2f}x)")
+    simt = {(r["layer"], r["direction"]): r["ms"] for r in merged.get("wtc-simt-tf32", {}).get("rows", []) if "ms" in r}
+    if name in ("wtc-tf32", "wtc-3xtf32") and simt:
+        for r in ran:
+            base = simt.get((r["layer"], r["direction"]))
+            if base:
+                print(f"  winograd_tc vs winograd (tf32 math, FP32 cores): {r['layer']} {r['direction']}: "
+                      f"{r['ms']:.3f} vs {base:.3f} ms ({base / r['ms']:.2f}x)")
     checks = [float(r["check_rel_l2"]) for r in ran if r.get("check_rel_l2") not in (None, "skipped")]
     if checks:
         print(f"  largest relative L2 error against float64 (sampled): {max(checks):.1e}")

@@ -1,4 +1,4 @@
-// The tensor-core families (gemm_tc, implicit_gemm_tc) compile to cubins through NVRTC for sm_80 and sm_90 without
+// The tensor-core families (gemm_tc, implicit_gemm_tc, winograd_tc) compile to cubins through NVRTC for sm_80 and sm_90 without
 // a GPU, in tf32 and 3xtf32 math, every direction, default and sampled configurations, with ptxas's resource
 // report: every configuration must fit its register cap without spilling (the families' register constraint is an
 // estimate; this is where it is held to the compiler's count). Prints one line per compiled program.
@@ -9,6 +9,7 @@
 #include <regex>
 
 #include "convtune/kernel_family.h"
+#include "convtune/plan.h"
 #include "src/backend/cuda/nvrtc_compiler.h"
 #include "src/backend/kernel_sources.h"
 #include "src/tuner/search_space.h"
@@ -61,8 +62,9 @@ void expect_compiles(const KernelFamily& family, const Problem& pb, const Epilog
     const Usage u = parse_usage(log);
     const int registers = u.registers, spills = u.spill_bytes;
     ++compiled;
-    std::cout << fmt::format("nvrtc {}: {} registers, {} spill bytes, {} B shared\n", what, registers, spills,
-                             recipe.steps.front().geometry.dynamic_local_bytes);
+    size_t shared = 0;  // the tensor-core step's (winograd_tc's transform steps take none)
+    for (const LaunchStep& step : recipe.steps) shared = std::max(shared, step.geometry.dynamic_local_bytes);
+    std::cout << fmt::format("nvrtc {}: {} registers, {} spill bytes, {} B shared\n", what, registers, spills, shared);
     EXPECT_GT(registers, 0) << what << ": no resource report in the log:\n" << log;
     EXPECT_EQ(spills, 0) << what << " spills registers:\n" << log;
   } catch (const std::exception& e) {
@@ -95,6 +97,18 @@ std::vector<Problem> conv_problems() {
   return out;
 }
 
+// winograd_tc: AlexNet's 3x3 (F(4x4,3x3) by default) and 5x5 (F(2x2,5x5)) layers, and a small grouped 3x3 layer
+// with odd sizes (scalar copies) taking F(2x2,3x3) by default.
+std::vector<Problem> winograd_problems() {
+  std::vector<Problem> out;
+  for (const char* text : {"N=128,C=192,H=13,K=384,R=3,pad=1", "N=128,C=64,H=27,K=192,R=5,pad=2",
+                           "N=3,C=18,H=5,W=7,K=22,R=3,pad=1,groups=2"}) {
+    for (Direction d : {Direction::Forward, Direction::BackwardData, Direction::BackwardFilter})
+      out.push_back(parse_problem(text).with_direction(d));
+  }
+  return out;
+}
+
 std::vector<Problem> gemm_problems() {
   std::vector<Problem> out;
   for (const char* text : {"M=1024,N=1024,K=1024", "M=100,N=256,K=3136,trans_b=1", "M=256,N=3136,K=64,trans_a=1",
@@ -109,6 +123,7 @@ TEST(TensorCoreNvrtc, SampledConfigurationsCompileForSm90WithoutSpills) {
   compiled = 0;
   compile_family("implicit_gemm_tc", conv_problems(), test::described_hopper(), 2);
   compile_family("gemm_tc", gemm_problems(), test::described_hopper(), 2);
+  compile_family("winograd_tc", winograd_problems(), test::described_hopper(), 2);
   std::cout << "nvrtc: compiled " << compiled << " tensor-core programs for sm_90\n";
   EXPECT_GT(compiled, 0);
 }
@@ -117,6 +132,7 @@ TEST(TensorCoreNvrtc, DefaultsCompileForSm80WithoutSpills) {
   compiled = 0;
   compile_family("implicit_gemm_tc", conv_problems(), ampere(), 0);
   compile_family("gemm_tc", gemm_problems(), ampere(), 0);
+  compile_family("winograd_tc", winograd_problems(), ampere(), 0);
   std::cout << "nvrtc: compiled " << compiled << " tensor-core programs for sm_80\n";
   EXPECT_GT(compiled, 0);
 }
@@ -133,4 +149,37 @@ TEST(TensorCoreNvrtc, ForwardWithBiasAndReluCompiles) {
   config["SPLIT_K"] = config["SPLIT_K"] == 1 ? 2 : 1;  // the epilogue in the kernel and in the reduction
   expect_compiles(family, pb, fused, config, device);
   EXPECT_EQ(compiled, 2);
+}
+
+// winograd_tc's every tile side on a 3x3 layer in every direction: F(2x2,3x3) and F(4x4,3x3) in both modes,
+// F(6x6,3x3) (alpha 8) in tf32, the only mode that admits it; with the forward epilogue where it applies; and a 7x7
+// layer in tf32.
+TEST(TensorCoreNvrtc, WinogradTcTileSidesCompile) {
+  compiled = 0;
+  const KernelFamily& family = kernel_family("winograd_tc");
+  const DeviceInfo device = test::described_hopper();
+  int expected = 0;
+  for (Direction d : {Direction::Forward, Direction::BackwardData, Direction::BackwardFilter}) {
+    for (MathMode math : {MathMode::TF32, MathMode::TF32x3}) {
+      const Problem pb = Problem(parse_problem("N=8,C=64,H=14,K=96,R=3,pad=1").with_direction(d)).with_math(math);
+      for (int64_t side : {2, 4, 6}) {
+        Config config = family.default_config(pb, device);
+        config["M_TILE"] = side;
+        const std::string why = config_problem(family, config, pb, device);
+        EXPECT_EQ(why.empty(), side < 6 || math == MathMode::TF32) << side << " " << to_string(math) << ": " << why;
+        if (!why.empty()) continue;
+        const Epilogue epilogue = d == Direction::Forward ? Epilogue{true, true, 1} : Epilogue{};
+        expect_compiles(family, pb, epilogue, config, device);
+        ++expected;
+      }
+    }
+  }
+  // 7x7: F(2x2,7x7), alpha 8 at the smallest tile, in tf32 only.
+  for (Direction d : {Direction::Forward, Direction::BackwardData, Direction::BackwardFilter}) {
+    const Problem pb = Problem(parse_problem("N=4,C=32,H=15,K=48,R=7,pad=3").with_direction(d)).with_math(MathMode::TF32);
+    expect_compiles(family, pb, {}, family.default_config(pb, device), device);
+    ++expected;
+  }
+  EXPECT_EQ(compiled, expected);
+  EXPECT_EQ(expected, 18);
 }

@@ -9,10 +9,12 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <functional>
 #include <iostream>
 #include <set>
 
 #include "convtune/plan.h"
+#include "src/backend/kernel_sources.h"
 #include "src/conformance/conformance.h"
 #include "src/harness/implementation.h"
 #include "src/tuner/search_space.h"
@@ -201,6 +203,58 @@ TEST(TensorCoreEmulated, GemmTcMatchesTheReferenceForEveryLayout) {
   std::cout << fmt::format("emulated gemm_tc on {}: {} checks\n", device->info().id, checks);
 }
 
+// winograd_tc: winograd.cl's transforms around the emulated tensor-core GEMM, on every stride-1 3x3 and 5x5
+// conformance case (odd sizes, padding 0 to 2, groups, N=1) in every direction; modes alternate, and the tile side
+// (F(2x2), F(4x4), and F(6x6,3x3) in tf32) follows the seed. Then chunks of the batch (backward-filter: M summed
+// over them) and slices, which the small cases' defaults do not take.
+TEST(TensorCoreEmulated, WinogradTcMatchesTheReferenceInEveryDirectionAndMode) {
+  Device* device = pocl();
+  if (!device) GTEST_SKIP() << "no OpenCL device runs kernels here (PoCL missing): the emulation cannot run";
+  const KernelFamily& family = kernel_family("winograd_tc");
+  const DeviceInfo hopper = test::described_hopper();
+  int checks = 0;
+  uint64_t seed = 300;
+  for (const auto& c : conformance::standard_cases()) {
+    const ConvProblem& base = c.problem;
+    if (base.stride.h != 1 || base.stride.w != 1 || base.dilation.h != 1 || base.dilation.w != 1 || base.r != base.s ||
+        (base.r != 3 && base.r != 5) || base.groups == base.c)  // depthwise: winograd's poor fit, one case suffices
+      continue;
+    for (Direction d : {Direction::Forward, Direction::BackwardData, Direction::BackwardFilter}) {
+      ++seed;
+      const MathMode math = seed % 2 ? MathMode::TF32 : MathMode::TF32x3;
+      const Problem pb = Problem(base.with_direction(d)).with_math(math);
+      ASSERT_EQ(family.unsupported_reason(pb, {}, hopper), "") << c.name;
+      Config config = small_sample(family, pb, hopper, seed);
+      const std::vector<int64_t> sides = math == MathMode::TF32 && base.r == 3 ? std::vector<int64_t>{2, 4, 6}
+                                                                               : std::vector<int64_t>{2, 4};
+      Config sided = config;
+      sided["M_TILE"] = sides[seed % sides.size()];
+      if (config_problem(family, sided, pb, hopper).empty()) config = sided;
+      checks += check_emulated(*device, family, pb, config, seed);
+    }
+  }
+  // Several chunks (BATCH_CHUNK 1 of N=3), slices of the tiles (backward-filter), 16-byte copies (channels and
+  // tiles multiples of 4), an odd filter count, and the default of a layer with K and C above one MMA tile.
+  for (const char* text : {"N=3,C=8,H=7,W=6,K=12,R=3,pad=1", "N=2,C=16,H=8,K=16,R=3,pad=1", "N=2,C=9,H=9,K=5,R=5,pad=2"}) {
+    for (Direction d : {Direction::Forward, Direction::BackwardData, Direction::BackwardFilter}) {
+      const Problem pb = Problem(parse_problem(text).with_direction(d)).with_math(++seed % 2 ? MathMode::TF32 : MathMode::TF32x3);
+      Config config = small_sample(family, pb, hopper, seed);
+      config["BATCH_CHUNK"] = 1;
+      if (d == Direction::BackwardFilter) config["SPLIT"] = 2;
+      ASSERT_EQ(config_problem(family, config, pb, hopper), "") << pb.to_string();
+      checks += check_emulated(*device, family, pb, config, seed);
+    }
+  }
+  for (Direction d : {Direction::Forward, Direction::BackwardData, Direction::BackwardFilter}) {
+    const Problem pb = Problem(parse_problem("N=2,C=32,H=12,K=64,R=3,pad=1").with_direction(d)).with_math(++seed % 2 ? MathMode::TF32 : MathMode::TF32x3);
+    checks += check_emulated(*device, family, pb, family.default_config(pb, hopper), seed);
+    // 7x7 (F(2x2,7x7), alpha 8): tf32 only.
+    const Problem seven = Problem(parse_problem("N=2,C=6,H=9,W=8,K=5,R=7,pad=3").with_direction(d)).with_math(MathMode::TF32);
+    checks += check_emulated(*device, family, seven, small_sample(family, seven, hopper, seed), seed);
+  }
+  std::cout << fmt::format("emulated winograd_tc on {}: {} checks\n", device->info().id, checks);
+}
+
 // Support follows the math mode and the device, and the refusal names the mode, the family and the device.
 TEST(TensorCoreFamilies, SupportNamesTheModeTheFamilyAndTheDevice) {
   const DeviceInfo hopper = test::described_hopper();
@@ -212,7 +266,7 @@ TEST(TensorCoreFamilies, SupportNamesTheModeTheFamilyAndTheDevice) {
   DeviceInfo nvidia_opencl = hopper;
   nvidia_opencl.backend = BackendKind::OpenCL, nvidia_opencl.vendor = "NVIDIA Corporation";
   const ConvProblem fp32 = parse_problem("N=1,C=4,H=8,K=4,R=3");
-  for (const char* name : {"implicit_gemm_tc", "gemm_tc"}) {
+  for (const char* name : {"implicit_gemm_tc", "gemm_tc", "winograd_tc"}) {
     const KernelFamily& family = kernel_family(name);
     const bool conv = family.problem_kind() == Problem::Kind::Convolution;
     const Problem plain = conv ? Problem(fp32) : Problem(parse_gemm("M=8,N=8,K=8"));
@@ -269,6 +323,68 @@ TEST(TensorCoreFamilies, PlansChooseTensorCoresByMathModeWithValidDefaults) {
   EXPECT_EQ(thin_problems, 2);  // the C=3 and C=1 layers' backward-data
 }
 
+// winograd_tc on a Hopper: valid defaults on AlexNet's stride-1 layers in both modes and every direction (F(4x4,3x3)
+// and F(2x2,5x5)), alpha-8 tiles only where the mode admits them (tf32, not 3xtf32), fp32 refused by name, and
+// untuned plans that keep their families (winograd, ranked before it, computes whatever it does).
+TEST(TensorCoreFamilies, WinogradTcDefaultsModesAndUntunedPlans) {
+  const DeviceInfo hopper = test::described_hopper();
+  const KernelFamily& family = kernel_family("winograd_tc");
+  const KernelFamily& winograd = kernel_family("winograd");
+  for (const char* text : {"N=128,C=64,H=27,K=192,R=5,pad=2", "N=128,C=192,H=13,K=384,R=3,pad=1",
+                           "N=128,C=384,H=13,K=256,R=3,pad=1", "N=128,C=256,H=13,K=256,R=3,pad=1"}) {
+    for (Direction d : {Direction::Forward, Direction::BackwardData, Direction::BackwardFilter}) {
+      const ConvProblem base = parse_problem(text).with_direction(d);
+      EXPECT_NE(family.unsupported_reason(base, {}, hopper).find("not fp32"), std::string::npos);
+      for (MathMode math : {MathMode::TF32, MathMode::TF32x3}) {
+        const Problem pb = Problem(base).with_math(math);
+        ASSERT_EQ(family.unsupported_reason(pb, {}, hopper), "") << pb.to_string();
+        const Config config = family.default_config(pb, hopper);
+        EXPECT_EQ(config_problem(family, config, pb, hopper), "") << pb.to_string();
+        EXPECT_EQ(config.at("M_TILE"), base.r == 3 ? 4 : 2) << pb.to_string();
+        Config alpha8 = config;
+        alpha8["M_TILE"] = base.r == 3 ? 6 : 4;
+        EXPECT_EQ(config_problem(family, alpha8, pb, hopper).empty(), math == MathMode::TF32) << pb.to_string();
+        // winograd's workspace for the same tile, chunk and slices.
+        Config same = winograd.default_config(pb, hopper);
+        for (const char* name : {"M_TILE", "BATCH_CHUNK", "SPLIT"}) same[name] = config.at(name);
+        const size_t bytes = family.recipe(pb, {}, config, hopper).workspace_bytes;
+        EXPECT_EQ(bytes, winograd.recipe(pb, {}, same, hopper).workspace_bytes);
+        EXPECT_LE(bytes, workspace_limit(hopper));
+        PlanRequest request;
+        request.problem = pb;
+        request.use_tuning = false;
+        EXPECT_NE(PlanDescriptor::create(hopper, request).family().name(), "winograd_tc") << pb.to_string();
+      }
+    }
+  }
+  // 7x7: alpha 8 at the smallest tile, which tf32 admits and 3xtf32 does not.
+  const ConvProblem seven = parse_problem("N=2,C=16,H=15,K=16,R=7,pad=3");
+  EXPECT_EQ(family.unsupported_reason(Problem(seven).with_math(MathMode::TF32), {}, hopper), "");
+  EXPECT_NE(family.unsupported_reason(Problem(seven).with_math(MathMode::TF32x3), {}, hopper).find("alpha 8"),
+            std::string::npos);
+}
+
+// winograd_tc.cl takes winograd.cl's transforms without its FP32 GEMM (gemm.cl, named first inside #if 0 so that
+// winograd.cl's own include of it expands to nothing), and winograd.cl still has it.
+TEST(TensorCoreFamilies, WinogradTcSourceHasTheTransformsAndNotTheFp32Gemm) {
+  const std::string tc = load_kernel_source("winograd/winograd_tc.cl");
+  const std::string simt = load_kernel_source("winograd/winograd.cl");
+  for (const char* kernel : {"void winograd_input_transform(", "void winograd_filter_output_transform(",
+                             "void winograd_gemm_tc("}) {
+    EXPECT_NE(tc.find(kernel), std::string::npos) << kernel;
+  }
+  // gemm.cl's text stands once, between "#if 0" and "#endif", without compat.h (expanded above it).
+  std::string gemm = load_kernel_source("gemm/gemm.cl");
+  const std::string compat = load_kernel_source("common/compat.h");
+  ASSERT_NE(gemm.find(compat), std::string::npos);
+  gemm.erase(gemm.find(compat), compat.size());
+  EXPECT_NE(tc.find("#if 0\n" + gemm + "#endif\n"), std::string::npos);
+  const std::string kernel = "GEMM_GROUP_SHAPE gemm(";
+  EXPECT_EQ(tc.find(kernel), tc.rfind(kernel));
+  EXPECT_NE(simt.find(kernel), std::string::npos);
+  EXPECT_EQ(simt.find("winograd_gemm_tc"), std::string::npos);
+}
+
 // 3xTF32 is held to the FP32 tolerance, TF32 to its own unit roundoff (2^-11): harness::tolerance by mode.
 TEST(TensorCoreFamilies, ToleranceFollowsTheMathMode) {
   const ConvProblem base = parse_problem("N=2,C=64,H=8,K=8,R=3,pad=1");
@@ -277,38 +393,76 @@ TEST(TensorCoreFamilies, ToleranceFollowsTheMathMode) {
   EXPECT_DOUBLE_EQ(harness::tolerance(Problem(base).with_math(MathMode::TF32)), fp32 * 8192);  // 2^-11 / 2^-24
 }
 
-// gemm_tc for real on every device that runs it (CUDA and NVIDIA's OpenCL on sm_80+; CONVTUNE_CONFORMANCE_DEVICES
-// limits them as for family_conformance_test): the cases above, both modes, sampled configurations plus the
-// default and a split-K, each checked in full. Skipped, saying why, where no device runs it (CI's PoCL).
-TEST(TensorCoreOnDevice, GemmTcMatchesTheReference) {
-  const KernelFamily& family = kernel_family("gemm_tc");
+// `family` for real on every device that runs it (CUDA and NVIDIA's OpenCL on sm_80+; CONVTUNE_CONFORMANCE_DEVICES
+// limits them as for family_conformance_test): each problem in tf32 and 3xtf32, with the configurations `configs`
+// gives for it (seeded from `seed`, one step a problem and mode), each checked in full against the reference.
+// Skipped, saying why, where no device runs it (CI's PoCL).
+namespace {
+
+using ConfigsFor = std::function<std::vector<Config>(const Problem&, const DeviceInfo&, uint64_t seed)>;
+void check_on_devices(const KernelFamily& family, const std::vector<Problem>& problems, uint64_t seed0,
+                      const ConfigsFor& configs) {
   const char* only = std::getenv("CONVTUNE_CONFORMANCE_DEVICES");
   int checks = 0;
   std::string why_none;
   for (Device* device : Registry::instance().all_devices()) {
     if (only && *only && ("," + std::string(only) + ",").find("," + device->info().id + ",") == std::string::npos) continue;
-    uint64_t seed = 900;
-    for (const char* text : kGemmCases) {
+    uint64_t seed = seed0;
+    for (const Problem& base : problems) {
       for (MathMode math : {MathMode::TF32, MathMode::TF32x3}) {
-        const Problem pb = Problem(parse_gemm(text)).with_math(math);
+        const Problem pb = base.with_math(math);
         if (const std::string why = family.unsupported_reason(pb, {}, device->info()); !why.empty()) {
           if (why_none.find(device->info().id + ":") == std::string::npos) why_none += "; " + device->info().id + ": " + why;
           continue;
         }
-        std::vector<Config> configs = SearchSpace(family, pb, device->info()).sample(2, ++seed);
-        configs.push_back(family.default_config(pb, device->info()));
-        Config split = configs.back();
-        split["SPLIT_K"] = 4;
-        if (config_problem(family, split, pb, device->info()).empty()) configs.push_back(split);
-        for (const Config& config : configs) {
+        for (const Config& config : configs(pb, device->info(), ++seed)) {
           const harness::Check r = testing_support::check_plan(*device, pb, family.name(), config, seed);
           ++checks;
-          EXPECT_TRUE(r.passed) << device->info().id << " gemm_tc " << pb.to_string() << " [" << to_string(config)
-                                << "]: " << r.message;
+          EXPECT_TRUE(r.passed) << device->info().id << " " << family.name() << " " << pb.to_string() << " ["
+                                << to_string(config) << "]: " << r.message;
         }
       }
     }
-    std::cout << fmt::format("conformance: gemm_tc on {}: {} checks so far\n", device->info().id, checks);
+    std::cout << fmt::format("conformance: {} on {}: {} checks so far\n", family.name(), device->info().id, checks);
   }
-  if (checks == 0) GTEST_SKIP() << "no device here runs gemm_tc" << why_none;
+  if (checks == 0) GTEST_SKIP() << "no device here runs " << family.name() << why_none;
+}
+
+}  // namespace
+
+// gemm_tc: the cases above, sampled configurations plus the default and a split-K.
+TEST(TensorCoreOnDevice, GemmTcMatchesTheReference) {
+  const KernelFamily& family = kernel_family("gemm_tc");
+  std::vector<Problem> problems;
+  for (const char* text : kGemmCases) problems.push_back(parse_gemm(text));
+  check_on_devices(family, problems, 900, [&](const Problem& pb, const DeviceInfo& device, uint64_t seed) {
+    std::vector<Config> configs = SearchSpace(family, pb, device).sample(2, seed);
+    configs.push_back(family.default_config(pb, device));
+    Config split = configs.back();
+    split["SPLIT_K"] = 4;
+    if (config_problem(family, split, pb, device).empty()) configs.push_back(split);
+    return configs;
+  });
+}
+
+// winograd_tc beyond the conformance cases (family_conformance_test covers the stride-1 3x3 and 5x5 ones): GEMMs
+// larger than one block tile with 16-byte and single-float copies, several chunks of the batch (backward-filter
+// adding into M across them), slices, every direction; sampled configurations plus the default and a chunked (and
+// sliced) variant of it.
+TEST(TensorCoreOnDevice, WinogradTcMatchesTheReference) {
+  const KernelFamily& family = kernel_family("winograd_tc");
+  std::vector<Problem> problems;
+  for (const char* text : {"N=3,C=40,H=13,W=11,K=36,R=3,pad=1", "N=2,C=32,H=12,K=64,R=5,pad=2",
+                           "N=5,C=20,H=9,K=24,R=3,pad=0,groups=2", "N=1,C=64,H=10,W=14,K=48,R=5,pad=1"})
+    for (Direction d : {Direction::Forward, Direction::BackwardData, Direction::BackwardFilter})
+      problems.push_back(parse_problem(text).with_direction(d));
+  check_on_devices(family, problems, 1300, [&](const Problem& pb, const DeviceInfo& device, uint64_t seed) {
+    std::vector<Config> configs = SearchSpace(family, pb, device).sample(2, seed);
+    configs.push_back(family.default_config(pb, device));
+    Config chunked = configs.back();
+    chunked["BATCH_CHUNK"] = 1;
+    if (pb.conv().direction == Direction::BackwardFilter) chunked["SPLIT"] = 4;
+    if (config_problem(family, chunked, pb, device).empty()) configs.push_back(chunked);
+    return configs;
+  });
 }

@@ -28,9 +28,9 @@ void set_warps(Params& p) {
 
 }  // namespace
 
-ParameterTable<Params> make_table(std::vector<int64_t> split_candidates, std::string split_description) {
+std::vector<ParameterTable<Params>::Field> tile_fields() {
   using P = Params;
-  return ParameterTable<P>({
+  return {
       {"TILE_M", &P::tile_m, {32, 64, 128, 256}, "block tile rows (GEMM M)"},
       {"TILE_N", &P::tile_n, {32, 64, 128, 256}, "block tile columns (GEMM N)"},
       {"TILE_K", &P::tile_k, {8, 16, 32}, "reduction depth of one shared-memory stage (MMA steps of 8)"},
@@ -41,8 +41,13 @@ ParameterTable<Params> make_table(std::vector<int64_t> split_candidates, std::st
        "1: shared-memory rows padded (4 floats K-contiguous, 8 otherwise) so fragment reads are bank-conflict free"},
       {"BLOCKS_PER_SM", &P::blocks_per_sm, {1, 2},
        "blocks a multiprocessor must hold (CUDA __launch_bounds__; NVIDIA OpenCL -cl-nv-maxrregcount): caps registers"},
-      {"SPLIT_K", &P::split_k, std::move(split_candidates), std::move(split_description)},
-  });
+  };
+}
+
+ParameterTable<Params> make_table(std::vector<int64_t> split_candidates, std::string split_description) {
+  std::vector<ParameterTable<Params>::Field> fields = tile_fields();
+  fields.push_back({"SPLIT_K", &Params::split_k, std::move(split_candidates), std::move(split_description)});
+  return ParameterTable<Params>(std::move(fields));
 }
 
 std::string unsupported_reason(std::string_view family, const Problem& problem, const DeviceInfo& device) {

@@ -38,6 +38,10 @@ inline constexpr int64_t kMaxGridAxis = 65535;         // CUDA's limit on grid a
 
 // A table of the tile parameters plus SPLIT_K with the given candidates and meaning.
 ParameterTable<Params> make_table(std::vector<int64_t> split_candidates, std::string split_description);
+// The tile parameters alone (make_table's fields without SPLIT_K), for a family whose Params extends these
+// (winograd_tc: a table of its own; tile_constraints over a table of these fields holds for it too, the constraints
+// naming their fields).
+std::vector<ParameterTable<Params>::Field> tile_fields();
 
 // Empty when `family` computes the problem on the device: FP32 tensors in tf32 or 3xtf32 math, on an NVIDIA GPU of
 // compute capability 8.0 or newer (CUDA or NVIDIA's OpenCL) whose compiler builds kernels.

@@ -1,0 +1,188 @@
+// The host side winograd and winograd_tc share: see winograd_plan.h.
+#include "src/families/winograd/winograd_plan.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "src/families/gemm/gemm_tiles.h"
+#include "src/families/winograd/winograd_transforms.h"
+
+namespace convtune::winograd {
+
+namespace {
+
+constexpr size_t kWorkspaceAlignFloats = 64;  // V and M start on 256-byte boundaries: vector loads stay aligned
+
+size_t align(uint64_t floats) {
+  return static_cast<size_t>((floats + kWorkspaceAlignFloats - 1) / kWorkspaceAlignFloats * kWorkspaceAlignFloats);
+}
+
+}  // namespace
+
+double alpha_error_factor(int64_t alpha) { return alpha > 6 ? 4.0 : 1.0; }
+
+bool math_admits(const ConvProblem& pb, int64_t alpha) {
+  return alpha_error_factor(alpha) <= max_error_factor(pb.type, pb.math);
+}
+
+double config_error_factor(const ConvProblem& pb, const Config& config) {
+  const auto it = config.find("M_TILE");
+  return it == config.end() ? 1.0 : alpha_error_factor(it->second + pb.r - 1);
+}
+
+Layout layout(const ConvProblem& pb, int64_t m_tile, int64_t chunk, int64_t split) {
+  Layout l;
+  l.alpha = m_tile + pb.r - 1;
+  const bool to_x = pb.direction == Direction::BackwardData;
+  l.tiles_y = ceil_div(to_x ? pb.h : pb.p(), m_tile);
+  l.tiles_x = ceil_div(to_x ? pb.w : pb.q(), m_tile);
+  const int64_t s = pb.direction == Direction::BackwardFilter ? split : 1;
+  l.tiles = ceil_div(chunk * l.tiles_y * l.tiles_x, s) * s;
+  const uint64_t positions = static_cast<uint64_t>(pb.groups * l.alpha * l.alpha);
+  const int64_t cg = pb.c_per_group(), kg = pb.k_per_group();
+  uint64_t u = 0, v = 0, m = 0;
+  switch (pb.direction) {
+    case Direction::Forward:
+    case Direction::BackwardData: {
+      const int64_t in = to_x ? kg : cg, out = to_x ? cg : kg;
+      l.gemm_m = out, l.gemm_n = l.tiles, l.gemm_k = in;
+      u = positions * static_cast<uint64_t>(out * in);
+      v = positions * static_cast<uint64_t>(in * l.tiles);
+      m = positions * static_cast<uint64_t>(out * l.tiles);
+      break;
+    }
+    case Direction::BackwardFilter:
+      l.gemm_m = kg, l.gemm_n = cg, l.gemm_k = l.tiles / s;
+      u = positions * static_cast<uint64_t>(kg * l.tiles);
+      v = positions * static_cast<uint64_t>(cg * l.tiles);
+      m = positions * static_cast<uint64_t>(kg * cg * s);
+      break;
+  }
+  l.v_offset = align(u);
+  l.m_offset = l.v_offset + align(v);
+  l.total = l.m_offset + m;
+  return l;
+}
+
+uint64_t workspace_bytes(const ConvProblem& pb, int64_t m_tile, int64_t chunk, int64_t split) {
+  return layout(pb, m_tile, chunk, split).total * sizeof(float);
+}
+
+bool a_vectorizes(const Layout& l, int64_t width) { return l.gemm_k % width == 0; }
+bool b_vectorizes(const ConvProblem& pb, const Layout& l, int64_t width) {
+  return (pb.direction == Direction::BackwardFilter ? l.gemm_k : l.tiles) % width == 0;
+}
+
+std::string unsupported_shape_reason(const ConvProblem& pb, const Epilogue& epilogue, const DeviceInfo& device) {
+  if (epilogue.pool > 1) return "a fused max-pool is not implemented (bias and ReLU are)";
+  if (epilogue.any() && pb.direction != Direction::Forward) return "epilogues apply to the forward direction only";
+  if (pb.stride.h != 1 || pb.stride.w != 1) return fmt::format("needs stride 1, not {}x{}", pb.stride.h, pb.stride.w);
+  if (pb.dilation.h != 1 || pb.dilation.w != 1)
+    return fmt::format("needs dilation 1, not {}x{}", pb.dilation.h, pb.dilation.w);
+  if (pb.r != pb.s || (pb.r != 3 && pb.r != 5 && pb.r != 7))
+    return fmt::format("needs a square 3x3, 5x5 or 7x7 filter, not {}x{}", pb.r, pb.s);
+  // The smallest tile, F(2x2), is the most accurate: if its points are too many for the mode, every tile is.
+  if (!math_admits(pb, 2 + pb.r - 1)) {
+    return fmt::format("a {}x{} filter needs alpha {} (F(2x2,{}x{})), held to {:g}x the FP32 tolerance: {} math "
+                       "admits {:g}x (fp32-fast admits it)",
+                       pb.r, pb.s, 2 + pb.r - 1, pb.r, pb.s, alpha_error_factor(2 + pb.r - 1), to_string(pb.math),
+                       max_error_factor(pb.type, pb.math));
+  }
+  if (pb.groups * 16 > gemm::kMaxGridAxis)
+    return fmt::format("groups={} exceeds {} (groups x transform positions on CUDA grid axis 2)", pb.groups,
+                       gemm::kMaxGridAxis / 16);
+  if (workspace_bytes(pb, 2, 1, 1) > workspace_limit(device)) {
+    return fmt::format("the transformed tiles of one image ({} bytes) exceed the workspace limit of {} bytes",
+                       workspace_bytes(pb, 2, 1, 1), workspace_limit(device));
+  }
+  const int64_t chunk = largest_chunk(pb, 2, 1, workspace_limit(device));
+  if (ceil_div(pb.n, chunk) > kMaxChunks) {
+    return fmt::format("N={} needs more than {} chunks of at most {} images (three launch steps each)", pb.n,
+                       kMaxChunks, chunk);
+  }
+  return {};
+}
+
+std::string poor_fit(const ConvProblem& pb) {
+  if (std::min(pb.c_per_group(), pb.k_per_group()) < 16)
+    return fmt::format("{} channels per group: the transforms' traffic outweighs the GEMM",
+                       std::min(pb.c_per_group(), pb.k_per_group()));
+  return {};
+}
+
+int64_t default_m_tile(const ConvProblem& pb) {
+  const bool to_x = pb.direction == Direction::BackwardData;
+  const int64_t out_side = std::min(to_x ? pb.h : pb.p(), to_x ? pb.w : pb.q());
+  return pb.r == 3 && out_side > 4 ? 4 : 2;
+}
+
+int64_t largest_chunk(const ConvProblem& pb, int64_t m_tile, int64_t split, uint64_t cap) {
+  int64_t chunk = 1;
+  for (int64_t c : kBatchChunks)
+    if (c <= pb.n && workspace_bytes(pb, m_tile, c, split) <= cap) chunk = c;
+  return chunk;
+}
+
+std::map<std::string, std::string> layout_defines(const ConvProblem& pb, const Epilogue& epilogue, const Layout& l,
+                                                  int64_t m_tile) {
+  std::map<std::string, std::string> d = problem_defines(pb);
+  auto s = [](int64_t v) { return std::to_string(v); };
+  d["ALPHA"] = s(l.alpha);
+  d["TILES_Y"] = s(l.tiles_y);
+  d["TILES_X"] = s(l.tiles_x);
+  d["V_OFFSET"] = s(static_cast<int64_t>(l.v_offset));
+  d["M_OFFSET"] = s(static_cast<int64_t>(l.m_offset));
+  const int m = static_cast<int>(m_tile), r = static_cast<int>(pb.r);
+  // Forward and backward-data: F(m, r). Backward-filter: F(r, m), the dy tile being the filter.
+  const Transforms transforms = pb.direction == Direction::BackwardFilter ? make_transforms(r, m, default_points(r, m))
+                                                                          : make_transforms(m, r, default_points(m, r));
+  add_defines(transforms, d);
+  d["HAS_BIAS"] = epilogue.bias ? "1" : "0";  // bias and ReLU fused into the forward output transform
+  d["HAS_RELU"] = epilogue.relu ? "1" : "0";
+  return d;
+}
+
+std::vector<LaunchStep> steps(const ConvProblem& pb, const Epilogue& epilogue, const Layout& l, int64_t batch_chunk,
+                              int64_t split, int64_t transform_threads, const GemmStep& gemm) {
+  constexpr int x = 0, w = 1, y = 2;  // Problem::operand order
+  auto op = ArgSource::of_operand;
+  const ArgSource workspace = ArgSource::workspace();
+  auto flat = [transform_threads](int64_t items) {
+    LaunchGeometry g;
+    g.global[0] = static_cast<size_t>(ceil_div(items, transform_threads) * transform_threads);
+    g.local[0] = static_cast<size_t>(transform_threads);
+    return g;
+  };
+  const int64_t positions = l.alpha * l.alpha;
+  const int64_t cg = pb.c_per_group(), kg = pb.k_per_group();
+  std::vector<LaunchStep> list;
+  if (pb.direction != Direction::BackwardFilter) {
+    const bool forward = pb.direction == Direction::Forward;
+    const int64_t in = forward ? cg : kg, out = forward ? kg : cg;
+    const int in_operand = forward ? x : y, out_operand = forward ? y : x;
+    list.push_back({"winograd_filter_transform", {op(w), workspace}, flat(pb.groups * out * in)});
+    for (int64_t image0 = 0; image0 < pb.n; image0 += batch_chunk) {
+      const ArgSource first = ArgSource::fixed(static_cast<int32_t>(image0));
+      const ArgSource count = ArgSource::fixed(static_cast<int32_t>(std::min(batch_chunk, pb.n - image0)));
+      list.push_back({"winograd_input_transform", {op(in_operand), workspace, first, count}, flat(pb.groups * in * l.tiles)});
+      list.push_back(gemm(first, count));
+      std::vector<ArgSource> output_args = {workspace, op(out_operand), first, count};
+      if (epilogue.bias) output_args.push_back(op(kBiasOperand));
+      list.push_back({"winograd_output_transform", output_args, flat(pb.groups * out * l.tiles)});
+    }
+  } else {
+    list.push_back({"winograd_zero", {workspace}, flat(split * pb.groups * positions * kg * cg)});
+    for (int64_t image0 = 0; image0 < pb.n; image0 += batch_chunk) {
+      const ArgSource first = ArgSource::fixed(static_cast<int32_t>(image0));
+      const ArgSource count = ArgSource::fixed(static_cast<int32_t>(std::min(batch_chunk, pb.n - image0)));
+      list.push_back({"winograd_gradient_transform", {op(y), workspace, first, count}, flat(pb.groups * kg * l.tiles)});
+      list.push_back({"winograd_input_transform", {op(x), workspace, first, count}, flat(pb.groups * cg * l.tiles)});
+      list.push_back(gemm(first, count));
+    }
+    list.push_back({"winograd_filter_output_transform", {workspace, op(w)}, flat(pb.groups * kg * cg)});
+  }
+  return list;
+}
+
+}  // namespace convtune::winograd

@@ -1,0 +1,170 @@
+// The winograd_tc family: the winograd family's non-fused Winograd (same transforms, workspace and parameters) with
+// the batched GEMM over groups and transform positions on TF32 tensor cores (gemm_tc's main loop; kernels
+// winograd/winograd_tc.cl), in tf32 or 3xtf32 math, all three directions; NVIDIA sm_80+. FP32 math stays with
+// winograd.
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "convtune/plan.h"
+#include "src/families/families.h"
+#include "src/families/gemm_tc/tc_tiles.h"
+#include "src/families/winograd/winograd_plan.h"
+
+namespace convtune {
+
+namespace {
+
+using namespace winograd;
+
+struct Params : tensor_core::Params {
+  int64_t m_tile = 0, batch_chunk = 0, split = 0, transform_threads = 0;
+};
+
+// The tensor-core tile fields alone: their constraints and defines (tc_tiles.h) are stated over this table and
+// hold for ours, which names the same fields. Winograd's SPLIT slices the reduction instead of SPLIT_K: each slice
+// adds into its own copy of M across the chunks, which a split-K reduction per chunk would not.
+const ParameterTable<tensor_core::Params>& tile_table() {
+  static const ParameterTable<tensor_core::Params> t(tensor_core::tile_fields());
+  return t;
+}
+
+const ParameterTable<Params>& table() {
+  static const ParameterTable<Params> t = [] {
+    std::vector<ParameterTable<Params>::Field> fields;
+    add_transform_fields<Params>(fields);
+    for (const auto& f : tile_table().fields()) fields.push_back({f.name, f.member, f.values, f.description});
+    return ParameterTable<Params>(std::move(fields));
+  }();
+  return t;
+}
+
+// winograd_tc.cl's tiles: U is stored K-contiguous always, V only for backward-filter (B transposed).
+tensor_core::Layout tc_layout(Direction direction) { return {true, direction == Direction::BackwardFilter}; }
+
+// Work-group axis 2 of the GEMM: (slices x) groups x transform positions.
+int64_t gemm_layers(const ConvProblem& pb, int64_t m_tile, int64_t split) {
+  const int64_t alpha = m_tile + pb.r - 1;
+  return (pb.direction == Direction::BackwardFilter ? split : 1) * pb.groups * alpha * alpha;
+}
+
+class WinogradTcFamily final : public FamilyBase {
+ public:
+  std::string name() const override { return "winograd_tc"; }
+  std::string description() const override {
+    return "Winograd minimal filtering F(2x2|4x4|6x6, 3x3|5x5|7x7) as the winograd family computes it, the batched "
+           "GEMM over groups and transform positions on TF32 tensor cores (mma.sync m16n8k8, tf32 or 3xtf32 math, "
+           "cp.async pipeline); all directions; NVIDIA sm_80+";
+  }
+  // Poor fit, error bounds and carried entries are winograd's (FamilyBase): fewer than 16 channels per group also
+  // leave the 16-row MMA tiles mostly empty.
+  // Right after winograd (40): untuned plans keep their choices (winograd serves tf32 and 3xtf32 wherever this
+  // family does) until tuning entries or the cost model show where the tensor cores win.
+  int untuned_rank() const override { return 41; }
+
+  std::string unsupported_reason(const Problem& generic, const Epilogue& epilogue,
+                                 const DeviceInfo& device) const override {
+    if (!generic.is_conv()) return "computes convolutions, not matrix products";
+    if (std::string why = tensor_core::unsupported_reason(name(), generic, device); !why.empty()) return why;
+    return unsupported_shape_reason(generic.conv(), epilogue, device);
+  }
+
+  std::vector<Parameter> parameters(const Problem&) const override { return table().parameters(); }
+
+  std::vector<Constraint> constraints(const Problem& generic) const override {
+    using X = ConstraintContext;
+    const ConvProblem pb = generic.conv();
+    const ParameterTable<Params>& t = table();
+    std::vector<Constraint> list = transform_constraints(t, pb);
+    for (Constraint& c : tensor_core::tile_constraints(tile_table(), tc_layout(pb.direction), pb.math))
+      list.push_back(std::move(c));
+    // The GEMM's rows are output channels (forward/backward-filter: K/groups; backward-data: C/groups).
+    const int64_t rows = pb.direction == Direction::BackwardData ? pb.c_per_group() : pb.k_per_group();
+    list.push_back(t.constraint("M-tiles within the CUDA grid limit", {&Params::tile_m}, [rows](const Params& p, const X&) {
+      return ceil_div(rows, p.tile_m) <= tensor_core::kMaxGridAxis;
+    }));
+    list.push_back(t.constraint("slices x groups x transform positions within the grid limit",
+                                {&Params::m_tile, &Params::split}, [pb](const Params& p, const X&) {
+                                  return gemm_layers(pb, p.m_tile, p.split) <= tensor_core::kMaxGridAxis;
+                                }));
+    // tc_tiles.h's estimate counts one register per copied float, which fits 16-byte copies (a 64-bit address and
+    // the zero-fill size for four floats) but not single-float ones, which each take those for one float: here,
+    // backward-filter slices of an odd number of tiles (alex2's F(2x2,5x5) with SPLIT=4: 49) spilled 60 bytes at
+    // 255 registers with an estimate of 184 (gemm_tc spills the same with an odd K). Scalar copies are counted 4
+    // registers each.
+    list.push_back(t.constraint(
+        "estimated registers, single-float copies at 4 registers each, within the cap BLOCKS_PER_SM leaves",
+        {&Params::m_tile, &Params::batch_chunk, &Params::split, &Params::tile_m, &Params::tile_n, &Params::tile_k,
+         &Params::warps_m, &Params::warps_n, &Params::blocks_per_sm},
+        [pb](const Params& p, const X&) {
+          const Layout l = layout(pb, p.m_tile, p.batch_chunk, p.split);
+          int64_t scalar = 0;  // floats per thread per stage copied one at a time
+          if (!a_vectorizes(l, 4)) scalar += p.tile_m * p.tile_k / p.threads();
+          if (!b_vectorizes(pb, l, 4)) scalar += p.tile_n * p.tile_k / p.threads();
+          return tensor_core::register_estimate(p, pb.math) + 3 * scalar <= tensor_core::register_cap(p);
+        }));
+    return list;
+  }
+
+  Config default_config(const Problem& generic, const DeviceInfo& device) const override {
+    const ConvProblem& pb = generic.conv();
+    const uint64_t cap = workspace_limit(device);
+    Params p;
+    p.m_tile = default_m_tile(pb);
+    p.split = 1;
+    p.batch_chunk = largest_chunk(pb, p.m_tile, 1, cap);
+    p.transform_threads = device.max_work_group_size >= 128 ? 128 : 64;
+    const Layout l = layout(pb, p.m_tile, p.batch_chunk, 1);
+    const tensor_core::Params tiles = tensor_core::default_tiles(l.gemm_m, l.gemm_n, l.gemm_k);
+    if (pb.direction == Direction::BackwardFilter) {
+      // K x C tiles are few: slices of the batch's tiles bring the blocks up to about two per multiprocessor, each
+      // slice keeping at least 4 TILE_K steps of the reduction (as tensor_core::default_split does for SPLIT_K).
+      const int64_t blocks = gemm_layers(pb, p.m_tile, 1) * ceil_div(l.gemm_m, tiles.tile_m) * ceil_div(l.gemm_n, tiles.tile_n);
+      const int64_t target = 2 * std::max(1, device.compute_units);
+      while (p.split < 64 && blocks * p.split * 2 <= target) p.split *= 2;
+      p.batch_chunk = largest_chunk(pb, p.m_tile, p.split, cap);
+      while (p.split > 1 && layout(pb, p.m_tile, p.batch_chunk, 1).tiles < p.split * 4 * tiles.tile_k) p.split /= 2;
+    }
+    auto valid = [&](const tensor_core::Params& candidate) {
+      Params q = p;
+      static_cast<tensor_core::Params&>(q) = candidate;
+      return config_problem(*this, table().write(q), generic, device).empty();
+    };
+    static_cast<tensor_core::Params&>(p) = tensor_core::fit_default(tiles, valid);
+    return table().write(p);  // when nothing fits, Plan::create names the failing constraint
+  }
+
+  KernelRecipe recipe(const Problem& generic, const Epilogue& epilogue, const Config& config,
+                      const DeviceInfo& device) const override {
+    const ConvProblem& pb = generic.conv();
+    const Params p = table().read(config);
+    const Layout l = layout(pb, p.m_tile, p.batch_chunk, p.split);
+    const tensor_core::Layout tiles = tc_layout(pb.direction);
+    KernelRecipe recipe;
+    recipe.source.file = "winograd/winograd_tc.cl";
+    recipe.source.defines = layout_defines(pb, epilogue, l, p.m_tile);
+    auto& d = recipe.source.defines;
+    table().add_defines(p, d);
+    tensor_core::add_defines(tile_table(), p, pb.math, d);  // the tiles again, and MATH_SPLIT
+    // 16-byte copies where the operand's rows allow them, else single floats (the copies take 4 or 1).
+    d["A_VECTOR"] = a_vectorizes(l, 4) ? "4" : "1";
+    d["B_VECTOR"] = b_vectorizes(pb, l, 4) ? "4" : "1";
+    d["TC_A_KCONTIG"] = tiles.a_kcontig ? "1" : "0";
+    d["TC_B_KCONTIG"] = tiles.b_kcontig ? "1" : "0";
+    tensor_core::add_register_cap(recipe, p, device);
+    recipe.workspace_bytes = l.total * sizeof(float);
+    const LaunchGeometry geometry =
+        tensor_core::main_geometry(l.gemm_m, l.gemm_n, gemm_layers(pb, p.m_tile, p.split), p, tiles);
+    recipe.steps = steps(pb, epilogue, l, p.batch_chunk, p.split, p.transform_threads,
+                         [&](const ArgSource&, const ArgSource&) -> LaunchStep {
+                           return {"winograd_gemm_tc", {ArgSource::workspace()}, geometry};
+                         });
+    return recipe;
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<KernelFamily> families::make_winograd_tc() { return std::make_unique<WinogradTcFamily>(); }
+
+}  // namespace convtune
