@@ -138,10 +138,11 @@ TEST(CpuBlocked, DefaultAndSampledConfigurationsOnEveryIsa) {
     ForcedIsa forced(isa);
     // The default, and one sampled configuration of each orientation and input layout of the direct form
     // (backward-filter has three orientations, the third with whole or per-tile copies; forward and backward-data
-    // two, the pixel one only at unit stride, and two layouts) and of Winograd (3x3, stride 1, dilation 1 cases;
-    // elsewhere any configuration).
+    // two, the pixel one only at unit stride, and three layouts, the third copied per image by each thread) and of
+    // Winograd (3x3, stride 1, dilation 1 cases; elsewhere any configuration).
     std::vector<conformance::Target> targets = {{"cpu/cpu_blocked", &cpu_device(), default_plan}};
     const std::vector<Config> kinds = {{{"ALGO", 0}, {"ORIENT", 0}, {"LAYOUT", 0}}, {{"ALGO", 0}, {"ORIENT", 0}, {"LAYOUT", 1}},
+                                       {{"ALGO", 0}, {"ORIENT", 0}, {"LAYOUT", 2}},
                                        {{"ALGO", 0}, {"ORIENT", 1}}, {{"ALGO", 0}, {"ORIENT", 2}, {"LAYOUT", 0}},
                                        {{"ALGO", 0}, {"ORIENT", 2}, {"LAYOUT", 1}}, {{"ALGO", 1}}};
     for (size_t k = 0; k < kinds.size(); ++k)
