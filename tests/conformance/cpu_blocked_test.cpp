@@ -45,6 +45,8 @@ std::vector<conformance::Case> cases() {
       // Above the few MFLOP where the module starts waking the thread pool: the threaded splits.
       {"3x3-threaded-C40-K36", "N=2,C=40,H=16,W=16,K=36,R=3,pad=1"},
       {"5x5-threaded-stride2-C24-K32", "N=4,C=24,H=20,W=20,K=32,R=5,stride=2,pad=2"},
+      // Threaded with images enough for each thread to copy its own (LAYOUT 2, Winograd's per-image copies).
+      {"3x3-threaded-N4-C24-K20", "N=4,C=24,H=12,W=12,K=20,R=3,pad=1"},
   };
   for (const auto& [name, text] : wide) out.push_back({name, parse_problem(text)});
   return out;
