@@ -211,9 +211,8 @@ class WinogradStrategy final : public Strategy {
   static int64_t image_floats(const ChannelBlocking& l) { return l.blocks() * l.out_rows * l.out_cols * l.block; }
 
   // Runs body(t, image_copy) for every tile t of group g, image_copy pointing at the first channel block of t's
-  // (image, group) in a channel-blocked copy of `l`: the whole copy made up front (its tiles split over threads
-  // per (tile, channel block) item by the body's caller), or, per image, this thread's copy of the image made
-  // right before its tiles.
+  // (image, group) in a channel-blocked copy of `l`: the whole copy, made up front by run() (one work item per
+  // tile), or, per image, this thread's copy of the image, made here right before its tiles (one item per image).
   template <class Body>
   void for_tiles(const float* src, float* copy, const ChannelBlocking& l, int64_t g, const Body& body) const {
     const int64_t per_image = tiles_h_ * tiles_w_;
