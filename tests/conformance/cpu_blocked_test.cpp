@@ -45,6 +45,8 @@ std::vector<conformance::Case> cases() {
       // Above the few MFLOP where the module starts waking the thread pool: the threaded splits.
       {"3x3-threaded-C40-K36", "N=2,C=40,H=16,W=16,K=36,R=3,pad=1"},
       {"5x5-threaded-stride2-C24-K32", "N=4,C=24,H=20,W=20,K=32,R=5,stride=2,pad=2"},
+      // Threaded with images enough for each thread to copy its own (LAYOUT 2, Winograd's per-image copies).
+      {"3x3-threaded-N4-C24-K20", "N=4,C=24,H=12,W=12,K=20,R=3,pad=1"},
   };
   for (const auto& [name, text] : wide) out.push_back({name, parse_problem(text)});
   return out;
@@ -138,10 +140,11 @@ TEST(CpuBlocked, DefaultAndSampledConfigurationsOnEveryIsa) {
     ForcedIsa forced(isa);
     // The default, and one sampled configuration of each orientation and input layout of the direct form
     // (backward-filter has three orientations, the third with whole or per-tile copies; forward and backward-data
-    // two, the pixel one only at unit stride, and two layouts) and of Winograd (3x3, stride 1, dilation 1 cases;
-    // elsewhere any configuration).
+    // two, the pixel one only at unit stride, and three layouts, the third copied per image by each thread) and of
+    // Winograd (3x3, stride 1, dilation 1 cases; elsewhere any configuration).
     std::vector<conformance::Target> targets = {{"cpu/cpu_blocked", &cpu_device(), default_plan}};
     const std::vector<Config> kinds = {{{"ALGO", 0}, {"ORIENT", 0}, {"LAYOUT", 0}}, {{"ALGO", 0}, {"ORIENT", 0}, {"LAYOUT", 1}},
+                                       {{"ALGO", 0}, {"ORIENT", 0}, {"LAYOUT", 2}},
                                        {{"ALGO", 0}, {"ORIENT", 1}}, {{"ALGO", 0}, {"ORIENT", 2}, {"LAYOUT", 0}},
                                        {{"ALGO", 0}, {"ORIENT", 2}, {"LAYOUT", 1}}, {{"ALGO", 1}}};
     for (size_t k = 0; k < kinds.size(); ++k)

@@ -151,11 +151,12 @@ ParameterTable<Choice> parameter_table(const ConvProblem& problem) {
       {"ORDER", &Choice::order, {0, 1},
        filter ? "0: threads split the output tiles; 1: threads split the reduction"
               : "0: channel blocks outside row blocks; 1: row blocks outside channel blocks"},
-      {"LAYOUT", &Choice::layout, {0, 1},
+      {"LAYOUT", &Choice::layout, filter ? std::vector<int64_t>{0, 1} : std::vector<int64_t>{0, 1, 2},
        filter ? "ORIENT 2: 0 copies x (padded) and dy (channel-interleaved) whole before the kernels; 1 copies each "
                 "reduction tile's rows right before its kernels read them (the copies stay in L2). Other ORIENTs: 0"
               : "input copy for channel vectors: 0 planar (padded NCHW), 1 channel-blocked (a vector of input "
-                "channels per pixel, nChw16c on AVX-512)"},
+                "channels per pixel, nChw16c on AVX-512), 2 channel-blocked an image at a time by the thread about to "
+                "compute on it (a buffer per thread that stays in L2)"},
       {"IC_CHUNK", &Choice::ic_chunk, filter ? std::vector<int64_t>{0} : kChunks,
        filter ? "backward-filter tiles its reduction with ROW_BLOCK; always 0"
               : "input channels per pass over a row block (0: all), so the pass's filter slab and input rows stay in "
@@ -234,12 +235,12 @@ std::vector<Constraint> constraints(const ConvProblem& problem) {
                                {&Choice::orient, &Choice::layout},
                                [](const Choice& c, const X&) { return c.layout == 0 || c.orient == 2; }));
   } else {
-    out.push_back(t.constraint("LAYOUT 1 (channel-blocked input) only with ORIENT 0 (channel vectors)",
+    out.push_back(t.constraint("LAYOUT 1 and 2 (channel-blocked input) only with ORIENT 0 (channel vectors)",
                                {&Choice::orient, &Choice::layout},
                                [](const Choice& c, const X&) { return c.layout == 0 || c.orient == 0; }));
   }
-  out.push_back(t.constraint("LAYOUT 1 (channel-blocked input) only where filter taps along a row read adjacent "
-                             "columns (dilation_w 1)",
+  out.push_back(t.constraint("LAYOUT 1 and 2 (channel-blocked input) only where filter taps along a row read "
+                             "adjacent columns (dilation_w 1)",
                              {&Choice::layout}, [sh](const Choice& c, const X&) {
                                return c.layout == 0 || sh.adjacent_taps;
                              }));
@@ -337,6 +338,16 @@ Config default_config(const ConvProblem& problem) {
   // Channel-blocked input for channel vectors when the input channels fill whole blocks well (not AlexNet's 3).
   const double ic_fill = static_cast<double>(sh.ic) / static_cast<double>(ceil_div(sh.ic, lanes) * lanes);
   if (c.orient == 0 && sh.adjacent_taps && ic_fill >= 0.75) c.layout = 1;
+  // Copied an image at a time by the thread computing on it (LAYOUT 2) when an image's copy is small beside L2 and
+  // every thread has images of its own to copy: one thread, fmnist2 backward-data 12.8 -> 12.1 ms, forward 12.4 ->
+  // 12.1, alex2 1-2%. Not ucla5x5 (one image of 53 MB: each thread would copy all of it).
+  const int64_t in_rows = problem.direction == Direction::Forward ? problem.h : problem.p();
+  const int64_t in_cols = problem.direction == Direction::Forward ? problem.w : problem.q();
+  const int64_t image_bytes = 4 * ceil_div(sh.ic, lanes) * lanes * (in_rows + problem.r) * (in_cols + problem.s);
+  if (c.layout == 1 && image_bytes <= (int64_t{1} << 20) &&
+      problem.n * problem.groups >= 2 * static_cast<int64_t>(ThreadPool::instance().size())) {
+    c.layout = 2;
+  }
   // Input channels per pass: all unless a pass's filter slab and the input rows of one output row outgrow about
   // half an L2 (ucla5x5: 256 channels x 5 rows x 228 columns plus a 256 x 25 x 32 slab is 2 MB).
   const int64_t block = c.orient == 0 ? c.vecs * lanes : sh.oc;

@@ -44,7 +44,8 @@ inline constexpr const char* kFamilyName = "cpu_blocked";
 //              outside channel blocks (input rows stay in cache). backward-filter: 0 = threads split the output
 //              tiles, 1 = threads split the reduction (each sums into its own copy, added at the end)
 //   layout     forward/backward-data with orient 0: the input copy, 0 = planar (padded NCHW), 1 = channel-
-//              blocked (a vector of input channels per pixel: nChw16c on AVX-512, nChw8c on AVX2). backward-filter
+//              blocked (a vector of input channels per pixel: nChw16c on AVX-512, nChw8c on AVX2), 2 = channel-
+//              blocked, an image at a time by the thread about to compute on it (a buffer that stays in L2). backward-filter
 //              with orient 2: 0 = x and dy copied whole up front, 1 = each reduction tile's rows copied right before
 //              its kernels (copies that stay in L2); other orients 0
 //   ic_chunk   forward/backward-data: input channels per pass over a row block (0 = all), so a pass's filter

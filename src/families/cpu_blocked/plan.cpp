@@ -107,33 +107,42 @@ void parallel_threads(unsigned threads, const std::function<void(unsigned, unsig
 
 void copy_channel_blocked(const ChannelBlocking& l, const float* src, float* dst, const KernelTable& kernels,
                           unsigned threads) {
+  const int64_t plane = l.out_rows * l.out_cols * l.block;
+  parallel_items(l.groups_of_images * l.blocks(), threads, [&](int64_t item, unsigned) {
+    copy_channel_block(l, src, item, dst + item * plane, kernels, false);
+  });
+}
+
+void copy_channel_block(const ChannelBlocking& l, const float* src, int64_t item, float* d, const KernelTable& kernels,
+                        bool transpose) {
   const int64_t blocks = l.blocks();
   const int64_t plane = l.out_rows * l.out_cols * l.block;
   const int64_t src_plane = l.rows * l.cols;
-  parallel_items(l.groups_of_images * blocks, threads, [&](int64_t item, unsigned) {
-    const int64_t cb = item % blocks;
-    const int64_t ng = item / blocks;  // image * groups + group
-    float* d = dst + item * plane;
-    const int64_t c0 = cb * l.block;
-    const int64_t count = std::min(l.block, l.per_group - c0);
-    const float* planes = src + (ng * l.per_group + c0) * src_plane;
-    // Each pixel's channels, a plane apart in the source, gathered into one interleaved run; zeros only where
-    // nothing is gathered (border rows and columns, channels past the group's), so no line is written twice.
-    const int64_t row_floats = l.out_cols * l.block;
-    std::fill(d, d + l.top * row_floats, 0.0f);
-    std::fill(d + (l.top + l.rows) * row_floats, d + plane, 0.0f);
-    for (int64_t r = 0; r < l.rows; ++r) {
-      float* out_row = d + (r + l.top) * row_floats;
-      std::fill(out_row, out_row + l.left * l.block, 0.0f);
-      std::fill(out_row + (l.left + l.cols) * l.block, out_row + row_floats, 0.0f);
-      float* row = out_row + l.left * l.block;
-      const float* in = planes + r * l.cols;
-      for (int64_t col = 0; col < l.cols; ++col) {
-        kernels.gather(in + col, src_plane, count, row + col * l.block);
-        if (count < l.block) std::fill(row + col * l.block + count, row + (col + 1) * l.block, 0.0f);
-      }
+  const int64_t cb = item % blocks;
+  const int64_t ng = item / blocks;  // image * groups + group
+  const int64_t c0 = cb * l.block;
+  const int64_t count = std::min(l.block, l.per_group - c0);
+  const float* planes = src + (ng * l.per_group + c0) * src_plane;
+  // Each pixel's channels, a plane apart in the source, gathered into one interleaved run; zeros only where
+  // nothing is gathered (border rows and columns, channels past the group's), so no line is written twice.
+  const int64_t row_floats = l.out_cols * l.block;
+  std::fill(d, d + l.top * row_floats, 0.0f);
+  std::fill(d + (l.top + l.rows) * row_floats, d + plane, 0.0f);
+  for (int64_t r = 0; r < l.rows; ++r) {
+    float* out_row = d + (r + l.top) * row_floats;
+    std::fill(out_row, out_row + l.left * l.block, 0.0f);
+    std::fill(out_row + (l.left + l.cols) * l.block, out_row + row_floats, 0.0f);
+    float* row = out_row + l.left * l.block;
+    const float* in = planes + r * l.cols;
+    if (transpose) {
+      kernels.interleave(in, src_plane, count, l.cols, row, l.block);
+      continue;
     }
-  });
+    for (int64_t col = 0; col < l.cols; ++col) {
+      kernels.gather(in + col, src_plane, count, row + col * l.block);
+      if (count < l.block) std::fill(row + col * l.block + count, row + (col + 1) * l.block, 0.0f);
+    }
+  }
 }
 
 std::pair<int64_t, int64_t> inside(int64_t begin, int64_t end, int64_t first, int64_t step, int64_t lo, int64_t hi) {

@@ -70,6 +70,11 @@ struct ChannelBlocking {
 };
 void copy_channel_blocked(const ChannelBlocking& layout, const float* src, float* dst, const KernelTable& kernels,
                           unsigned threads);
+// One (image x group, channel block) of that copy into dst (out_rows x out_cols x block floats), on the calling
+// thread; item = (image * groups + group) * blocks + block. `transpose`: each row's pixels interleaved by the
+// in-register transpose (KernelTable::interleave) rather than a vector gather per pixel.
+void copy_channel_block(const ChannelBlocking& layout, const float* src, int64_t item, float* dst,
+                        const KernelTable& kernels, bool transpose);
 
 // Peels mixed-radix digits off a work item's index, least significant first (Digits d(item); kw = d.next(S);
 // kh = d.next(R); ...; rest = d.rest()): how every strategy maps a flat item number to its loop coordinates.

@@ -90,7 +90,11 @@ class ViewStrategy final : public Strategy {
     // Channel-blocked input (LAYOUT 1, with channel vectors): a vector's worth of input channels per pixel, so a
     // reduction step's broadcasts come from one cache line per pixel and a filter row's taps x channels are one
     // contiguous run (the innermost loop).
-    blocked_in_ = !pixel_vectors_ && choice.layout == 1;
+    blocked_in_ = !pixel_vectors_ && choice.layout >= 1;
+    // LAYOUT 2: the same channel-blocked copy made an image at a time by the thread about to compute on it, into
+    // a buffer of its own that stays in L2 (the whole-tensor copy writes a padded tensor to memory and the kernels
+    // read it back).
+    per_image_ = blocked_in_ && choice.layout == 2;
     in_block_ = blocked_in_ ? lanes_ : 1;
     in_blocks_ = (ic_ + in_block_ - 1) / in_block_;
     if (blocked_in_) copy_input_ = true;
@@ -198,9 +202,10 @@ class ViewStrategy final : public Strategy {
     Carver carver(workspace);
     float* in = carve(carver);
     auto start = Clock::now();
-    if (blocked_in_) {
-      copy_channel_blocked({pb_.n * groups_, ic_, src_rows_, src_cols_, pad_top_, pad_left_, hi_, wi_, in_block_}, src,
-                           in, kt_, threads_);
+    if (per_image_) {
+      // copied inside compute(), an image at a time
+    } else if (blocked_in_) {
+      copy_channel_blocked(blocking(), src, in, kt_, threads_);
     } else if (copy_input_) {
       copy_padded(src, in);
     } else {
@@ -208,7 +213,7 @@ class ViewStrategy final : public Strategy {
     }
     times.input_ms = ms_since(start);
     start = Clock::now();
-    compute(in, packed, dst);
+    compute(src, in, packed, dst);
     times.compute_ms = ms_since(start);
     times.output_ms = 0;
   }
@@ -233,7 +238,9 @@ class ViewStrategy final : public Strategy {
     std::string phases = ph_h_.size() * ph_w_.size() > 1 ? fmt::format(", {} phases", ph_h_.size() * ph_w_.size())
                                                           : "";
     const std::string chunk = chunk_ > 0 && chunk_ < ic_ ? fmt::format(", {} input channels per pass", chunk_) : "";
-    const std::string layout = blocked_in_ ? fmt::format(", input in blocks of {} channels", in_block_) : "";
+    const std::string layout = blocked_in_ ? fmt::format(", input in blocks of {} channels{}", in_block_,
+                                                         per_image_ ? " (copied per image by each thread)" : "")
+                                           : "";
     return fmt::format("{}, {} block {}x{}{}{}{}, {} row(s) per item, {}", pixel_vectors_ ? "vectors over pixels" : "vectors over output channels",
                        pixel_vectors_ ? "pixels x channels" : "channels x pixels", nv_, nj_, phases, layout, chunk, row_block_,
                        copy_input_ ? fmt::format("input copied padded to {}x{}", hi_, wi_) : "input read in place");
@@ -248,7 +255,12 @@ class ViewStrategy final : public Strategy {
 
   float* carve(Carver& c) const {
     if (!copy_input_) return nullptr;
-    return c.floats(static_cast<size_t>(pb_.n * groups_ * image_floats() + slack()));
+    const int64_t images = per_image_ ? int64_t{threads_} : pb_.n * groups_;  // LAYOUT 2: one image per thread
+    return c.floats(static_cast<size_t>(images * image_floats() + slack()));
+  }
+
+  ChannelBlocking blocking() const {
+    return {pb_.n * groups_, ic_, src_rows_, src_cols_, pad_top_, pad_left_, hi_, wi_, in_block_};
   }
 
   void copy_padded(const float* src, float* in) const {
@@ -270,11 +282,15 @@ class ViewStrategy final : public Strategy {
   }
 
   // Work items: (image, group, phase, channel block, row block), channel blocks outside or inside row blocks.
-  void compute(const float* in, const float* packed, float* dst) const {
+  // LAYOUT 2: `in` holds one image's copy per thread, made from `src` when the thread's item is of another image
+  // than its last (items of an image are consecutive, so each thread copies an image about once).
+  void compute(const float* src, float* in, const float* packed, float* dst) const {
     const int64_t phases = static_cast<int64_t>(ph_h_.size() * ph_w_.size());
     const int64_t cb = pixel_vectors_ ? 1 : oc_blocks_;
     const int64_t items = pb_.n * groups_ * phases * cb * row_blocks_;
-    parallel_items(items, threads_, [&](int64_t item, unsigned) {
+    const ChannelBlocking layout = blocking();
+    std::vector<int64_t> copied(threads_, -1);  // the image (n * groups + g) in each thread's buffer
+    parallel_items(items, threads_, [&](int64_t item, unsigned thread) {
       Digits digits(item);
       int64_t ocb, rb;
       if (choice_.order == 0) {
@@ -288,7 +304,19 @@ class ViewStrategy final : public Strategy {
       const int64_t y0 = rb * row_block_;
       const int64_t y1 = std::min(h.count, y0 + row_block_);
       if (y0 >= y1 || w.count == 0) return;
-      const float* image_in = in + (n * groups_ + g) * image_floats();
+      const int64_t image = n * groups_ + g;
+      const float* image_in = in + image * image_floats();
+      if (per_image_) {
+        float* mine = in + int64_t{thread} * image_floats();
+        if (copied[thread] != image) {
+          // The transposing interleave (KernelTable::interleave), as the per-tile copies of backward-filter; a
+          // gather per pixel measured level here (fmnist2, one thread: 12.1 ms either way).
+          for (int64_t b = 0; b < in_blocks_; ++b)
+            copy_channel_block(layout, src, image * in_blocks_ + b, mine + b * hi_ * wi_ * in_block_, kt_, true);
+          copied[thread] = image;
+        }
+        image_in = mine;
+      }
       float* image_out = dst + (n * groups_ + g) * oc_ * out_rows_ * out_cols_;
       const float* slab = packed + slab_offsets_[static_cast<size_t>((g * phases) + phase)];
       if (h.taps == 0 || w.taps == 0) {
@@ -425,6 +453,7 @@ class ViewStrategy final : public Strategy {
   bool pixel_vectors_ = false;
   bool copy_input_ = true;
   bool blocked_in_ = false;
+  bool per_image_ = false;
   int64_t in_block_ = 1, in_blocks_ = 1;
   int64_t groups_ = 1, ic_ = 1, oc_ = 1;
   int64_t src_rows_ = 0, src_cols_ = 0, out_rows_ = 0, out_cols_ = 0;

@@ -61,6 +61,11 @@ class WinogradStrategy final : public Strategy {
                   lanes_};
     if (filter_) dy_layout_ = {pb.n * pb.groups, oc_, pb.p(), pb.q(), 0, 0, 4 * tiles_h_, 4 * tiles_w_, lanes_};
     threads_ = threads_for(pb);
+    // The channel-blocked copies made an image at a time, by the thread about to transform that image's tiles, into
+    // a buffer of its own that stays in L2 (as the direct form's LAYOUT 2), where every thread has images of its
+    // own: a copy of the whole tensor up front writes it to memory and the transforms read it back.
+    per_image_ = pb.n >= 2 * static_cast<int64_t>(threads_) &&
+                 4 * std::max(image_floats(in_layout_), filter_ ? image_floats(dy_layout_) : 0) <= (int64_t{1} << 20);
     Carver size(nullptr);
     carve(size);
     workspace_ = size.used();
@@ -115,15 +120,17 @@ class WinogradStrategy final : public Strategy {
     const Buffers b = carve(carver);
     auto start = Clock::now();
     const float* src = pb_.direction == Direction::BackwardData ? y : x;
-    copy_channel_blocked(in_layout_, src, b.in, kt_, threads_);
-    if (filter_) copy_channel_blocked(dy_layout_, y, b.dy, kt_, threads_);
+    if (!per_image_) {
+      copy_channel_blocked(in_layout_, src, b.in, kt_, threads_);
+      if (filter_) copy_channel_blocked(dy_layout_, y, b.dy, kt_, threads_);
+    }
     times.input_ms = ms_since(start);
     double transforms_ms = 0;
     start = Clock::now();
     for (int64_t g = 0; g < pb_.groups; ++g) {
       auto t0 = Clock::now();
-      transform_input(b.in, g, b.v);
-      if (filter_) transform_dy(b.dy, g, b.m);
+      transform_input(src, b.in, g, b.v);
+      if (filter_) transform_dy(y, b.dy, g, b.m);
       transforms_ms += ms_since(t0);
       if (filter_) {
         gemm_filter(b.v, b.m, b.du);
@@ -157,8 +164,9 @@ class WinogradStrategy final : public Strategy {
   }
 
   std::string describe() const override {
-    return fmt::format("Winograd F(4x4, 3x3), {} tiles, GEMM block {}x{} (output channels x tiles{})", tiles_, nv_, nj_,
-                       filter_ ? ", filter gradient: output channels x input channels" : "");
+    return fmt::format("Winograd F(4x4, 3x3), {} tiles, GEMM block {}x{} (output channels x tiles{}){}", tiles_, nv_,
+                       nj_, filter_ ? ", filter gradient: output channels x input channels" : "",
+                       per_image_ ? ", inputs copied per image by each thread" : "");
   }
 
  private:
@@ -172,8 +180,12 @@ class WinogradStrategy final : public Strategy {
 
   Buffers carve(Carver& c) const {
     Buffers b;
-    b.in = c.floats(static_cast<size_t>(in_layout_.floats()));
-    if (filter_) b.dy = c.floats(static_cast<size_t>(dy_layout_.floats()));
+    // Per image: one image's copy per thread.
+    const auto copy_floats = [&](const ChannelBlocking& l) {
+      return static_cast<size_t>(per_image_ ? int64_t{threads_} * image_floats(l) : l.floats());
+    };
+    b.in = c.floats(copy_floats(in_layout_));
+    if (filter_) b.dy = c.floats(copy_floats(dy_layout_));
     // Slack of a register block's width: a block's last vectors may read past the last tile's channels (lanes
     // that are never stored).
     const int64_t slack = int64_t{kMaxNv} * lanes_;
@@ -195,24 +207,50 @@ class WinogradStrategy final : public Strategy {
     return ((xi * (icp_ / lanes_) + cv) * tiles_ + t) * lanes_;
   }
 
-  // Tile t's first element in a channel-blocked copy of `rows` x `cols` (x lanes) planes, for channel block cb of
-  // `blocks` per (image, group): tiles run (image, tile row, tile column), 4 pixels apart.
-  const float* tile_source(const float* base, int64_t t, int64_t g, int64_t cb, int64_t blocks, int64_t rows,
-                           int64_t cols) const {
-    Digits digits(t);
-    const int64_t tw = digits.next(tiles_w_), th = digits.next(tiles_h_), n = digits.rest();
-    return base + (((n * pb_.groups + g) * blocks + cb) * rows * cols + 4 * th * cols + 4 * tw) * lanes_;
+  // Floats of one (image, group)'s channel-blocked copy.
+  static int64_t image_floats(const ChannelBlocking& l) { return l.blocks() * l.out_rows * l.out_cols * l.block; }
+
+  // Runs body(t, image_copy) for every tile t of group g, image_copy pointing at the first channel block of t's
+  // (image, group) in a channel-blocked copy of `l`: the whole copy, made up front by run() (one work item per
+  // tile), or, per image, this thread's copy of the image, made here right before its tiles (one item per image).
+  template <class Body>
+  void for_tiles(const float* src, float* copy, const ChannelBlocking& l, int64_t g, const Body& body) const {
+    const int64_t per_image = tiles_h_ * tiles_w_;
+    if (!per_image_) {
+      parallel_items(tiles_, threads_, [&](int64_t t, unsigned) {
+        body(t, copy + (t / per_image * pb_.groups + g) * image_floats(l));
+      });
+      return;
+    }
+    parallel_items(pb_.n, threads_, [&](int64_t n, unsigned thread) {
+      float* mine = copy + int64_t{thread} * image_floats(l);
+      const int64_t blocks = l.blocks(), plane = l.out_rows * l.out_cols * l.block;
+      for (int64_t cb = 0; cb < blocks; ++cb)
+        copy_channel_block(l, src, (n * pb_.groups + g) * blocks + cb, mine + cb * plane, kt_, true);
+      for (int64_t t = n * per_image; t < (n + 1) * per_image; ++t) body(t, mine);
+    });
   }
 
-  void transform_input(const float* in, int64_t g, float* v) const {
+  // Tile t's first element in its image's channel-blocked copy (`image`: the image's first channel block), for
+  // channel block cb of a copy with `rows` x `cols` planes: tiles run (image, tile row, tile column), 4 pixels apart.
+  const float* tile_source(const float* image, int64_t t, int64_t cb, int64_t rows, int64_t cols) const {
+    Digits digits(t);
+    const int64_t tw = digits.next(tiles_w_), th = digits.next(tiles_h_);
+    return image + (cb * rows * cols + 4 * th * cols + 4 * tw) * lanes_;
+  }
+
+  void transform_input(const float* src, float* in, int64_t g, float* v) const {
     const int64_t blocks = icp_ / lanes_;
-    parallel_items(tiles_ * blocks, threads_, [&](int64_t item, unsigned) {
-      const int64_t cb = item % blocks, t = item / blocks;
-      const float* src = tile_source(in, t, g, cb, blocks, in_layout_.out_rows, in_layout_.out_cols);
-      if (filter_) {
-        kt_.winograd.input(src, in_layout_.out_cols * lanes_, lanes_, v + v_filter_offset(t, 0, cb), v_filter_offset(0, 1, 0));
-      } else {
-        kt_.winograd.input(src, in_layout_.out_cols * lanes_, lanes_, v + tile_offset(t, icp_) + cb * lanes_, xi_stride(icp_));
+    for_tiles(src, in, in_layout_, g, [&](int64_t t, const float* image) {
+      for (int64_t cb = 0; cb < blocks; ++cb) {
+        const float* tile = tile_source(image, t, cb, in_layout_.out_rows, in_layout_.out_cols);
+        if (filter_) {
+          kt_.winograd.input(tile, in_layout_.out_cols * lanes_, lanes_, v + v_filter_offset(t, 0, cb),
+                             v_filter_offset(0, 1, 0));
+        } else {
+          kt_.winograd.input(tile, in_layout_.out_cols * lanes_, lanes_, v + tile_offset(t, icp_) + cb * lanes_,
+                             xi_stride(icp_));
+        }
       }
     });
   }
@@ -224,12 +262,13 @@ class WinogradStrategy final : public Strategy {
     return ((xi * oc_blocks_ + ob) * tiles_ + t) * block_ + in_block;
   }
 
-  void transform_dy(const float* dyb, int64_t g, float* z) const {
+  void transform_dy(const float* y, float* dyb, int64_t g, float* z) const {
     const int64_t blocks = ocp_ / lanes_;
-    parallel_items(tiles_ * blocks, threads_, [&](int64_t item, unsigned) {
-      const int64_t kb = item % blocks, t = item / blocks;
-      const float* src = tile_source(dyb, t, g, kb, blocks, dy_layout_.out_rows, dy_layout_.out_cols);
-      kt_.winograd.dy(src, dy_layout_.out_cols * lanes_, lanes_, z + z_offset(t, 0, kb), z_offset(0, 1, 0));
+    for_tiles(y, dyb, dy_layout_, g, [&](int64_t t, const float* image) {
+      for (int64_t kb = 0; kb < blocks; ++kb) {
+        const float* tile = tile_source(image, t, kb, dy_layout_.out_rows, dy_layout_.out_cols);
+        kt_.winograd.dy(tile, dy_layout_.out_cols * lanes_, lanes_, z + z_offset(t, 0, kb), z_offset(0, 1, 0));
+      }
     });
   }
 
@@ -344,6 +383,7 @@ class WinogradStrategy final : public Strategy {
   int64_t tiles_h_ = 1, tiles_w_ = 1, tiles_ = 1, tb_ = 1, tile_blocks_ = 1;
   ChannelBlocking in_layout_, dy_layout_;
   unsigned threads_ = 1;
+  bool per_image_ = false;
   size_t workspace_ = 0;
 };
 
