@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <limits>
+#include <set>
 
 #include "convtune/error.h"
 #include "src/core/install_paths.h"
@@ -91,9 +92,13 @@ std::optional<std::string> model_choice(const TuningDatabase& database, const De
     names.push_back(f->name());
     if (std::string why = f->untuned_poor_fit(Problem(problem)); !why.empty()) poor_fit[f->name()] = std::move(why);
   }
+  std::set<std::string> claims;
+  for (const KernelFamily* f : candidates)
+    if (!f->untuned_claim(Problem(problem)).empty()) claims.insert(f->name());
   std::string predicted;
   std::optional<std::string> chosen = cost_model_choice(
-      *model, names, problem, [&](const std::string& f) { return poor_fit.count(f) > 0; }, &predicted);
+      *model, names, problem, [&](const std::string& f) { return poor_fit.count(f) > 0; }, &predicted,
+      [&](const std::string& f) { return claims.count(f) > 0; });
   if (chosen) {
     *explanation += fmt::format("; family by the cost model fitted on {}: predicted {}", model->source(), predicted);
     for (const auto& [family, why] : poor_fit) *explanation += fmt::format("; {} passed over: {}", family, why);

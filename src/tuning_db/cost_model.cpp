@@ -194,7 +194,14 @@ std::optional<double> CostModel::predict_ms(std::string_view family, const ConvP
 std::optional<std::string> cost_model_choice(const CostModel& model, const std::vector<std::string>& families,
                                              const ConvProblem& problem,
                                              const std::function<bool(const std::string&)>& vetoed,
-                                             std::string* why) {
+                                             std::string* why, const std::function<bool(const std::string&)>& claimed) {
+  if (claimed) {
+    for (const std::string& family : families) {
+      if ((vetoed && vetoed(family)) || model.predict_ms(family, problem) || !claimed(family)) continue;
+      if (why) *why = fmt::format("{} claims the problem, which the model cannot predict for it", family);
+      return family;
+    }
+  }
   std::vector<std::pair<double, std::string>> predicted;
   for (const std::string& family : families) {
     if (vetoed && vetoed(family)) continue;
@@ -248,7 +255,8 @@ size_t CostModelCheck::within(double ratio) const {
 
 CostModelCheck leave_one_shape_out(const std::vector<CostSample>& samples,
                                    const std::function<bool(const std::string&, const ConvProblem&)>& vetoed,
-                                   const std::function<int(const std::string&)>& rank, double ridge) {
+                                   const std::function<int(const std::string&)>& rank, double ridge,
+                                   const std::function<bool(const std::string&, const ConvProblem&)>& claimed) {
   const std::vector<CostSample> unique = fastest_per_problem(samples);
   // Problems (in key order) and their measured families.
   std::map<std::string, std::vector<const CostSample*>> by_problem;
@@ -271,10 +279,22 @@ CostModelCheck leave_one_shape_out(const std::vector<CostSample>& samples,
     auto is_vetoed = [&](const std::string& f) { return vetoed && vetoed(f, problem); };
     // Every measured family a poor fit: a plan would take one not measured here, so the row cannot judge it.
     if (std::all_of(families.begin(), families.end(), is_vetoed)) continue;
-    std::optional<std::string> chosen = cost_model_choice(refit->second, families, problem, is_vetoed, nullptr);
+    auto is_claimed = [&](const std::string& f) { return claimed && claimed(f, problem); };
+    // Plans offer the families in rank order, so the first claimant wins there too.
+    std::stable_sort(families.begin(), families.end(),
+                     [&](const std::string& a, const std::string& b) { return rank(a) < rank(b); });
+    std::optional<std::string> chosen =
+        cost_model_choice(refit->second, families, problem, is_vetoed, nullptr, is_claimed);
+    const bool modelled = chosen.has_value();
+    // Where the model predicts nothing, plans take the first claimant (not a poor fit) ahead of the rank order.
+    if (!chosen) {
+      const auto claimant = std::find_if(families.begin(), families.end(),
+                                         [&](const std::string& f) { return !is_vetoed(f) && is_claimed(f); });
+      if (claimant != families.end()) chosen = *claimant;
+    }
     CostModelCheckRow row;
     row.problem = problem;
-    row.modelled = chosen.has_value();
+    row.modelled = modelled;
     if (!chosen) {
       // The plans' rules: the first family in rank order that is not a poor fit, else the first.
       std::vector<std::string> ordered = families;

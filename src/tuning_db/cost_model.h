@@ -87,9 +87,12 @@ std::shared_ptr<const CostModel> cost_model_for(const TuningDatabase& database, 
 // The family a plan without a near tuned entry takes by the model: among `families` (names, in the plans' rank
 // order) those `vetoed` does not refuse and the model predicts, the fastest predicted. nullopt when the model
 // predicts none of them. `why` gets the predictions, fastest first ("winograd 0.41 ms, implicit_gemm 0.80 ms").
+// `claimed` (optional): a family that claims the problem (KernelFamily::untuned_claim) but that the model cannot
+// predict, too few samples of its own, goes ahead of the predictions: the claim is measured knowledge the data lacks.
 std::optional<std::string> cost_model_choice(const CostModel& model, const std::vector<std::string>& families,
                                              const ConvProblem& problem,
-                                             const std::function<bool(const std::string&)>& vetoed, std::string* why);
+                                             const std::function<bool(const std::string&)>& vetoed, std::string* why,
+                                             const std::function<bool(const std::string&)>& claimed = {});
 
 // Leave-one-shape-out validation: for each shape (a problem in all its directions) the model is refitted without
 // it, and each of its problems on which two or more families were measured is one row: the family the model picks
@@ -111,10 +114,13 @@ struct CostModelCheck {
 // `vetoed` is the plans' poor-fit rule; where the model predicts none of a problem's families, `rank` (the plans'
 // untuned order, lower first) picks among those not vetoed, as a plan would. Problems whose measured families are all
 // vetoed are left out: a plan would take a family the samples did not measure.
+// `claimed` (optional) applies the families' claims as plans do: ahead of the model where it predicts the claimant
+// not, ahead of the rank order where it predicts nothing.
 CostModelCheck leave_one_shape_out(const std::vector<CostSample>& samples,
                                    const std::function<bool(const std::string&, const ConvProblem&)>& vetoed,
                                    const std::function<int(const std::string&)>& rank,
-                                   double ridge = kCostModelRidge);
+                                   double ridge = kCostModelRidge,
+                                   const std::function<bool(const std::string&, const ConvProblem&)>& claimed = {});
 
 // The samples a database's entries give for one device fingerprint (every entry of that hardware, stale ones too).
 std::vector<CostSample> cost_samples(const std::vector<ListedEntry>& entries,

@@ -123,9 +123,11 @@ TEST(CostModel, UntunedPlansOnHopperTakeTheFamiliesTheIssueMeasuredFaster) {
 // fp32 refuses Winograd's alpha-8 tiles, 5x5 winograd entries in fp32 are F(2x2,5x5) and slower; one pick (fmnist2
 // backward-filter: winograd 8.71 ms where implicit_gemm took 6.75) ran at 0.78 of the best.
 TEST(CostModel, LeaveOneShapeOutOnTheShippedH200Entries) {
-  const CostModelCheck check = leave_one_shape_out(shipped_h200_samples(), poor_fit, [](const std::string& f) {
-    return kernel_family(f).untuned_rank();
-  });
+  const CostModelCheck check = leave_one_shape_out(
+      shipped_h200_samples(), poor_fit, [](const std::string& f) { return kernel_family(f).untuned_rank(); },
+      kCostModelRidge, [](const std::string& f, const ConvProblem& p) {
+        return !kernel_family(f).untuned_claim(Problem(p)).empty();
+      });
   ASSERT_GE(check.rows.size(), 40u);
   EXPECT_LE(check.unpredicted(), 6u);
   EXPECT_GE(check.best_picked(), check.rows.size() - 3);

@@ -44,6 +44,16 @@ TEST(UntunedChoice, WinogradClaimsNothingWhereItLost) {
   EXPECT_EQ(untuned("N=32,C=48,H=35,W=35,K=64,R=5,pad=2,dir=fwd").family().name(), "winograd");
 }
 
+TEST(UntunedChoice, WinogradTcClaimsTheSameLayersInTensorCoreModes) {
+  for (const char* math : {"tf32", "3xtf32"}) {
+    const PlanDescriptor plan = untuned(std::string("N=32,C=512,H=7,W=7,K=512,R=3,pad=1,dir=fwd,math=") + math);
+    EXPECT_EQ(plan.family().name(), "winograd_tc") << math << ": " << plan.explanation();
+    EXPECT_NE(untuned(std::string("N=7,C=19,H=37,W=23,K=29,R=3,pad=1,dir=fwd,math=") + math).family().name(),
+              "winograd_tc")
+        << math;
+  }
+}
+
 TEST(UntunedChoice, ShortBackwardFilterReductionsIntoFewOutputsLeaveImplicitGemm) {
   // A ResNet stem at N=1 (9,408 outputs, 12,544 long), a prime-sized layer, a 1x1 projection: direct_tiled won.
   for (const char* text : {"N=1,C=3,H=224,W=224,K=64,R=7,stride=2,pad=3,dir=bwd-filter",

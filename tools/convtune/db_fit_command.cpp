@@ -31,6 +31,14 @@ bool poor_fit(const std::string& family, const ConvProblem& problem) {
   return false;
 }
 
+// A family's claim on a problem (ahead of the model where it cannot predict the family, of the rank order where it
+// predicts nothing).
+bool claims(const std::string& family, const ConvProblem& problem) {
+  for (const auto& f : kernel_families())
+    if (f->name() == family) return !f->untuned_claim(Problem(problem)).empty();
+  return false;
+}
+
 int untuned_rank(const std::string& family) {
   for (const auto& f : kernel_families())
     if (f->name() == family) return f->untuned_rank();
@@ -49,7 +57,7 @@ void print_device(const std::string& name, const std::vector<CostSample>& sample
   std::cout << fmt::format("  {:<16} {:<12} {:>8} {:>16}\n", "family", "types", "problems", "rms error (x)");
   for (const CostModel::FamilyFit& f : model.fits())
     std::cout << fmt::format("  {:<16} {:<12} {:>8} {:>16.2f}\n", f.family, f.types, f.samples, std::exp(f.rms_log_error));
-  const CostModelCheck check = leave_one_shape_out(samples, poor_fit, untuned_rank, opt.ridge);
+  const CostModelCheck check = leave_one_shape_out(samples, poor_fit, untuned_rank, opt.ridge, claims);
   if (check.rows.empty()) {
     std::cout << "  leave-one-shape-out: no problem has two or more families measured\n\n";
     return;

@@ -49,21 +49,12 @@ class WinogradFamily final : public FamilyBase {
     return unsupported_shape_reason(generic.conv(), epilogue, device);
   }
 
-  // Measured on the H200 with no tuning data (docs/PERFORMANCE.md, "layers never seen"): on 3x3 layers with at
-  // least 32 channels a group in and out, winograd's default ran 1.3-3.7x faster than the best other family's in
-  // every direction (N=1 to 32, 7x7 to 128x128 images); on 5x5 layers with at least 48, 1.1-1.7x, but for
-  // backward-filter only where C x K per group reaches 4,096 (48 x 64 ran 0.31 ms against implicit_gemm's 0.22).
-  // Below 32 channels (19, 8) it lost. FP32 math only: in tf32 the tensor-core families compete.
+  // Wide 3x3 and 5x5 layers (wide_layer_claim), in FP32 math: in tf32 and 3xtf32 winograd_tc's tensor cores claim
+  // them.
   std::string untuned_claim(const Problem& generic) const override {
     const ConvProblem& pb = generic.conv();
     if (pb.math != MathMode::FP32 && pb.math != MathMode::FP32Fast) return {};
-    const int64_t channels = std::min(pb.c_per_group(), pb.k_per_group());
-    const bool wide_3x3 = pb.r == 3 && channels >= 32;
-    const bool wide_5x5 = pb.r == 5 && channels >= 48 &&
-                          (pb.direction != Direction::BackwardFilter || pb.c_per_group() * pb.k_per_group() >= 4096);
-    if (!wide_3x3 && !wide_5x5) return {};
-    return fmt::format("a {}x{} stride-1 layer with {} channels a group: the transforms save 2-4x the multiplies", pb.r,
-                       pb.s, channels);
+    return wide_layer_claim(pb);
   }
 
   std::vector<Parameter> parameters(const Problem&) const override { return table().parameters(); }

@@ -62,6 +62,10 @@ std::string unsupported_shape_reason(const ConvProblem& pb, const Epilogue& epil
 
 // Depthwise and few-channel layers make the GEMM a sliver: the transforms' memory traffic then dominates.
 std::string poor_fit(const ConvProblem& pb);
+// The layers where Winograd, untuned, is expected to beat the families ranked before it (a reason; empty
+// elsewhere): 3x3 with at least 32 channels a group in and out, 5x5 with at least 48 (backward-filter: C x K per
+// group at least 4,096). Each family adds the math modes it claims them in.
+std::string wide_layer_claim(const ConvProblem& pb);
 
 // The tile side a plan without tuning takes: F(4x4, 3x3) for 3x3 filters (alpha 6: 4x fewer multiplications than
 // direct, errors still near FP32's) and F(2x2) for larger ones; F(2x2) also where a 4x4 tile would be mostly padding
