@@ -7,6 +7,7 @@
 
 #include <chrono>
 #include <filesystem>
+#include <set>
 
 #include "convtune/tuning.h"
 #include "tests/support/opencl_device.h"
@@ -101,4 +102,41 @@ TEST(Tuner, KeepsItsBudgetOverSeveralTasks) {
   EXPECT_GT(tuned, 0u);
   std::cout << fmt::format("tuner: {} of {} tasks measured in {:.1f} s (budget {} s)\n", tuned, results.size(), seconds,
                            options.budget_seconds);
+}
+
+// Today's plan is measured for every problem before any other family's default: a budget too short for all
+// defaults still leaves every problem an exact entry no slower than its plan, so the new entries of the others
+// (which refit the cost model) cannot move it to a slower family.
+TEST(Tuner, MeasuresEveryProblemsPlanBeforeOtherDefaults) {
+  Device* device = opencl_device();
+  if (!device) GTEST_SKIP() << "no OpenCL device runs kernels here (PoCL missing)";
+  const DeviceInfo& info = device->info();
+  std::vector<std::pair<std::string, Problem>> problems;
+  for (const char* text : {"N=2,C=8,H=12,K=8,R=3,pad=1", "N=2,C=16,H=10,K=8,R=3,pad=1", "N=1,C=4,H=16,K=8,R=5,pad=2"})
+    problems.emplace_back(text, parse_problem(text));
+  const std::filesystem::path file = temp_db("baselines_first");
+  std::filesystem::remove(file);
+  TuningDatabase db(file);
+  TuneOptions options;
+  options.budget_seconds = 60;
+  options.max_candidates = 1;
+  options.repeats = 1;
+  options.save = false;
+  std::vector<std::string> order;  // the problem of each measured candidate, in order
+  TuneCallbacks callbacks;
+  callbacks.trial_done = [&](const TuneTaskResult& r, const TuneTrial&, size_t) {
+    order.push_back(r.task.problem.to_string());
+  };
+  const auto results = tune(*device, make_tune_tasks(info, problems), db, options, callbacks);
+  ASSERT_GE(order.size(), problems.size());
+  std::set<std::string> first(order.begin(), order.begin() + static_cast<long>(problems.size()));
+  EXPECT_EQ(first.size(), problems.size()) << "the first measurements cover every problem once";
+  // And every problem's plan now comes from an exact entry.
+  for (const auto& [name, problem] : problems) {
+    PlanRequest request;
+    request.problem = problem;
+    request.tuning = &db;
+    EXPECT_EQ(PlanDescriptor::create(info, request).tier(), ConfigTier::Exact) << name;
+  }
+  std::filesystem::remove(file);
 }
