@@ -194,13 +194,13 @@ std::optional<Params> gpu_default(const ConvProblem& problem, const DeviceInfo& 
   int64_t tm = pick_tile(gemm.m, {128, 64, 32, 16}), tn = pick_tile(gemm.n, {128, 64, 32, 16});
   const Direction dir = problem.direction;
   const int64_t sms = std::max(1, device.compute_units);
-  // Fewer tiles than multiprocessors leave some idle: halve the longer side (down to 64) until the tiles cover
-  // them. Backward-filter's split fills the device instead, unless the reduction is too short to split (under
+  // Fewer tiles than half the multiprocessors leave most idle: halve the longer side (down to 64) until they cover
+  // half (a 0.76 wave of 128x128 tiles on a batch-16 VGG layer keeps them: not measured worse). Backward-filter's split fills the device instead, unless the reduction is too short to split (under
   // 1,024: two slices of 512). Measured on the H200 (docs/PERFORMANCE.md, "layers never seen"): N=1 1x1 layers
   // (1024 x 784 x 512) ran implicit_gemm's 128x128 default at 0.089-0.10 ms in every direction, im2col_gemm's 64x64
   // at 0.055-0.069; a 1x1 layer of 512 x 1568 x 2048 0.30 ms against 0.20.
   if (dir != Direction::BackwardFilter || gemm.reduction < 1024) {
-    while ((tm > 64 || tn > 64) && ceil_div(gemm.m, tm) * ceil_div(gemm.n, tn) * problem.groups < sms) {
+    while ((tm > 64 || tn > 64) && 2 * ceil_div(gemm.m, tm) * ceil_div(gemm.n, tn) * problem.groups < sms) {
       (tm >= tn ? tm : tn) /= 2;
     }
   }
@@ -344,7 +344,19 @@ class ImplicitGemmFamily final : public KernelFamily {
   Config carry_config(const Config& tuned, const Problem& tuned_problem, const Problem& generic,
                       const DeviceInfo& device) const override {
     const ConvProblem& problem = generic.conv();
-    if (problem.direction != Direction::BackwardFilter || tuned_problem == generic) return tuned;
+    if (tuned_problem == generic) return tuned;
+    // A tile larger than this problem's default takes (the default fits its tiles to the GEMM and to the
+    // multiprocessors) leaves most of it idle: the default serves instead. Measured on the H200 (docs/PERFORMANCE.md,
+    // "layers never seen"): a 128x128 backward-filter tile carried to a 64-channel 5x5 layer ran 0.44 ms where the
+    // default (64 rows) took 0.22.
+    if (device.is_gpu) {
+      const Config fresh = default_config(generic, device);
+      for (const char* name : {"TILE_M", "TILE_N"}) {
+        const auto t = tuned.find(name), f = fresh.find(name);
+        if (t != tuned.end() && f != fresh.end() && t->second > f->second) return fresh;
+      }
+    }
+    if (problem.direction != Direction::BackwardFilter) return tuned;
     const ParameterTable<Params>& table = parameter_table(problem);
     Params p;
     try {

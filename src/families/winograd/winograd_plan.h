@@ -138,6 +138,14 @@ class FamilyBase : public KernelFamily {
   Config carry_config(const Config& tuned, const Problem&, const Problem& problem, const DeviceInfo& device) const override {
     Config carried = tuned;
     const Config fresh = default_config(problem, device);
+    // A GEMM tile larger than this problem's default takes (the default sizes its tile to the GEMM) leaves most of
+    // it idle: the default serves instead. Measured on the H200 (docs/PERFORMANCE.md, "layers never seen"): 128x128
+    // tiles carried from larger layers ran 0.225 ms on a 64-channel U-Net layer, 0.21 on a 48-channel 5x5 layer and
+    // 0.086 on a batch-1 layer, where the defaults took 0.150, 0.163 and 0.070.
+    for (const char* name : {"TILE_M", "TILE_N"}) {
+      const auto t = tuned.find(name), f = fresh.find(name);
+      if (t != tuned.end() && f != fresh.end() && t->second > f->second) return fresh;
+    }
     for (const char* name : {"BATCH_CHUNK", "SPLIT"}) carried[name] = fresh.at(name);
     return carried;
   }
