@@ -121,7 +121,9 @@ TEST(CostModel, UntunedPlansOnHopperTakeTheFamiliesTheIssueMeasuredFaster) {
 // more families were measured, the refitted model picked the measured best on 41 and every pick ran within 90% of
 // the best's tuned speed. The bounds leave room for retuned entries, not for a model that stopped learning. Since
 // fp32 refuses Winograd's alpha-8 tiles, 5x5 winograd entries in fp32 are F(2x2,5x5) and slower; one pick (fmnist2
-// backward-filter: winograd 8.71 ms where implicit_gemm took 6.75) ran at 0.78 of the best.
+// backward-filter: winograd 8.71 ms where implicit_gemm took 6.75) ran at 0.78 of the best. The rows the model
+// leaves to the rules are the C=1 Fashion-MNIST layer's, outside the others' range once held out: nine since its
+// tf32 and 3xtf32 problems have two families measured too (the rules picked the best family on all nine).
 TEST(CostModel, LeaveOneShapeOutOnTheShippedH200Entries) {
   const CostModelCheck check = leave_one_shape_out(
       shipped_h200_samples(), poor_fit, [](const std::string& f) { return kernel_family(f).untuned_rank(); },
@@ -129,7 +131,7 @@ TEST(CostModel, LeaveOneShapeOutOnTheShippedH200Entries) {
         return !kernel_family(f).untuned_claim(Problem(p)).empty();
       });
   ASSERT_GE(check.rows.size(), 40u);
-  EXPECT_LE(check.unpredicted(), 6u);
+  EXPECT_LE(check.unpredicted(), 9u);
   EXPECT_GE(check.best_picked(), check.rows.size() - 3);
   size_t below_90 = 0;
   for (const CostModelCheckRow& row : check.rows) {
