@@ -93,7 +93,8 @@ for k in sorted(set(before) | set(after)):
     if rb: before_ratios.append(rb)
     if ra: after_ratios.append(ra)
     ab = a['ms'] / b['ms'] if a and b else None
-    if ab is not None and ab > 1.05: slower.append((k, ab))
+    same = a and b and a['algorithm'].rsplit(' (', 1)[0] == b['algorithm'].rsplit(' (', 1)[0]
+    if ab is not None and ab > 1.05: slower.append((k, ab, same))
     f = lambda x, p=3: f"{x:.{p}f}" if x is not None else '-'
     print(f"{k[0]:10} {k[1]:10} {fam(u):14} {f(u and u['ms'], 4):>8} {f(qu, 2):>7}{'*' if qu is not None and qu < 0.9 else ' '} {fam(b):14} {tier(b):17} {f(b and b['ms'], 4):>8} {(best[1] if best else '-'):14} "
           f"{f(best and best[0], 4):>8} {f(q, 2):>11}{'*' if q is not None and q < 0.9 else ' '} {f(c, 4):>8} {f(rb, 2):>8} "
@@ -104,6 +105,8 @@ print(f"convtune/cuDNN before the tune: geomean {gm(before_ratios):.3f} over {le
       f"worst {max(before_ratios, default=float('nan')):.2f}, above 1.5x: {sum(r > 1.5 for r in before_ratios)}")
 print(f"convtune/cuDNN after the tune:  geomean {gm(after_ratios):.3f} over {len(after_ratios)} rows, "
       f"worst {max(after_ratios, default=float('nan')):.2f}, above 1.5x: {sum(r > 1.5 for r in after_ratios)}")
-print(f"rows more than 5% slower after the tune: {len(slower)}" + ''.join(f"\n  {k[0]} {k[1]} {r:.3f}" for k, r in slower))
+print(f"rows more than 5% slower after the tune: {len(slower)}, {sum(not s for _, _, s in slower)} of them on another "
+      "configuration" + ''.join(f"\n  {k[0]} {k[1]} {r:.3f}" + (" (the same configuration: timing spread)" if s else "")
+                                 for k, r, s in slower))
 PY
 fi
