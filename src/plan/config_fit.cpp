@@ -8,6 +8,7 @@
 #include <limits>
 
 #include "convtune/plan.h"
+#include "src/tuning_db/shape_distance.h"
 
 namespace convtune {
 
@@ -88,8 +89,12 @@ std::optional<FittedConfig> fit_config(const KernelFamily& family, const Config&
 std::optional<FittedConfig> carry_config(const KernelFamily& family, const Config& tuned,
                                          const Problem& tuned_problem, const Problem& problem,
                                          const DeviceInfo& device) {
-  std::optional<FittedConfig> fitted =
-      fit_config(family, family.carry_config(tuned, tuned_problem, problem, device), problem, device);
+  // An entry of this very shape (in a mode that serves this one) runs as it was tuned: only a nearest shape's
+  // configuration is carried. Before this check winograd's exact entries ran with the default's chunk and slices,
+  // not their own (a tuned 0.884 ms configuration ran at 1.57 ms once its tile was replaced as well).
+  const Config carried = same_shape(tuned_problem, problem) ? tuned
+                                                             : family.carry_config(tuned, tuned_problem, problem, device);
+  std::optional<FittedConfig> fitted = fit_config(family, carried, problem, device);
   // Described against what was tuned: the rescaling and the repair are one change to the user.
   if (fitted) fitted->changes = describe_changes(tuned, fitted->config);
   return fitted;

@@ -122,3 +122,29 @@ TEST(CarryConfig, OtherDirectionsKeepTheirSplit) {
   const Config direct_default = direct.default_config(kAlex5, gpu);
   EXPECT_EQ(direct.carry_config(direct_default, kAlex5, kSmallerBatch, gpu), direct_default);
 }
+
+// An entry of the very shape asked runs as tuned: winograd's chunk, slices and tiles and implicit_gemm's split are
+// carried (recomputed) only to other shapes. Exact winograd entries used to run with the default's chunk.
+TEST(CarryConfig, AnExactShapeRunsAsTuned) {
+  const DeviceInfo gpu = test::described_hopper();
+  const KernelFamily& winograd = kernel_family("winograd");
+  const Problem alex3 = Problem(parse_problem("N=128,C=192,H=13,W=13,K=384,R=3,S=3,pad=1"));
+  Config tuned = winograd.default_config(alex3, gpu);
+  tuned["BATCH_CHUNK"] = tuned.at("BATCH_CHUNK") == 32 ? 64 : 32;
+  ASSERT_EQ(config_problem(winograd, tuned, alex3, gpu), "");
+  auto exact = carry_config(winograd, tuned, alex3, alex3, gpu);
+  ASSERT_TRUE(exact);
+  EXPECT_EQ(exact->config, tuned);
+  // An fp32 entry serves a tf32 plan of the same shape as tuned, too.
+  exact = carry_config(winograd, tuned, alex3, alex3.with_math(MathMode::TF32), gpu);
+  ASSERT_TRUE(exact);
+  EXPECT_EQ(exact->config, tuned);
+  // Another batch gets the default's chunk.
+  const Problem half = Problem(parse_problem("N=64,C=192,H=13,W=13,K=384,R=3,S=3,pad=1"));
+  const auto carried = carry_config(winograd, tuned, alex3, half, gpu);
+  ASSERT_TRUE(carried);
+  EXPECT_EQ(carried->config.at("BATCH_CHUNK"), winograd.default_config(half, gpu).at("BATCH_CHUNK"));
+  const auto split = carry_config(implicit_gemm(), kAlex5BackwardFilter, kAlex5, kAlex5, gpu);
+  ASSERT_TRUE(split);
+  EXPECT_EQ(split->config, kAlex5BackwardFilter);
+}
