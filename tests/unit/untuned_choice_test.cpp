@@ -62,11 +62,21 @@ TEST(UntunedChoice, ShortBackwardFilterReductionsIntoFewOutputsLeaveImplicitGemm
     const PlanDescriptor plan = untuned(text);
     EXPECT_EQ(plan.family().name(), "direct_tiled") << text << ": " << plan.explanation();
   }
-  // The same stem at N=32 (401,408 long) and a C=1 stride-2 layer (65,536) ran implicit_gemm fastest.
-  for (const char* text : {"N=32,C=3,H=224,W=224,K=64,R=7,stride=2,pad=3,dir=bwd-filter",
-                           "N=64,C=1,H=64,W=64,K=32,R=3,stride=2,pad=1,dir=bwd-filter"}) {
-    EXPECT_EQ(untuned(text).family().name(), "implicit_gemm") << text;
+  // The same stem at N=32 (401,408 long) ran implicit_gemm fastest.
+  EXPECT_EQ(untuned("N=32,C=3,H=224,W=224,K=64,R=7,stride=2,pad=3,dir=bwd-filter").family().name(), "implicit_gemm");
+}
+
+TEST(UntunedChoice, DepthwiseClaimsBackwardFilterWithOneInputChannel) {
+  for (const char* text : {"N=10000,C=1,H=28,W=28,K=32,R=5,pad=2,dir=bwd-filter",
+                           "N=64,C=1,H=64,W=64,K=32,R=3,stride=2,pad=1,dir=bwd-filter",
+                           "N=64,C=1,H=28,W=28,K=6,R=5,pad=2,dir=bwd-filter"}) {
+    const PlanDescriptor plan = untuned(text);
+    EXPECT_EQ(plan.family().name(), "depthwise") << text << ": " << plan.explanation();
   }
+  // Not forward (direct_tiled and implicit_gemm won there), not tf32, not C=3.
+  EXPECT_NE(untuned("N=128,C=1,H=32,W=32,K=16,R=5,pad=2,dir=fwd").family().name(), "depthwise");
+  EXPECT_NE(untuned("N=10000,C=1,H=28,W=28,K=32,R=5,pad=2,dir=bwd-filter,math=tf32").family().name(), "depthwise");
+  EXPECT_NE(untuned("N=1,C=3,H=224,W=224,K=64,R=7,stride=2,pad=3,dir=bwd-filter").family().name(), "depthwise");
 }
 
 TEST(UntunedChoice, StridedBackwardDataKeepsDirectTiledOnlyForSmallFiltersAndFewChannels) {
