@@ -195,8 +195,8 @@ std::optional<Params> gpu_default(const ConvProblem& problem, const DeviceInfo& 
   const Direction dir = problem.direction;
   const int64_t sms = std::max(1, device.compute_units);
   // Fewer tiles than half the multiprocessors leave most idle: halve the longer side (down to 64) until they cover
-  // half (a 0.76 wave of 128x128 tiles on a batch-16 VGG layer keeps them: not measured worse). Backward-filter's split fills the device instead, unless the reduction is too short to split (under
-  // 1,024: two slices of 512). Measured on the H200 (docs/PERFORMANCE.md, "layers never seen"): N=1 1x1 layers
+  // half (a 0.76 wave of 128x128 tiles on a batch-16 VGG layer keeps them: not measured worse). Backward-filter's
+  // split fills the device instead, unless the reduction is too short to split (under 1,024: two slices of 512). Measured on the H200 (docs/PERFORMANCE.md, "layers never seen"): N=1 1x1 layers
   // (1024 x 784 x 512) ran implicit_gemm's 128x128 default at 0.089-0.10 ms in every direction, im2col_gemm's 64x64
   // at 0.055-0.069; a 1x1 layer of 512 x 1568 x 2048 0.30 ms against 0.20.
   if (dir != Direction::BackwardFilter || gemm.reduction < 1024) {
