@@ -308,6 +308,22 @@ TEST(ImplicitGemm, GpuDefaultsForTheBenchmarkLayers) {
   EXPECT_EQ(chosen["cuda alex4 bwd-filter"], "128x128x16 a1 s32");
   EXPECT_EQ(chosen["opencl alex2 bwd-filter"], "64x128x8 a1 s64");
 
+  // Layers where the tiles fill under a wave (docs/PERFORMANCE.md, "untuned misses"): backward-filter of a 3x3
+  // stride-2 layer on 128x64 tiles in 64 slices of 392; a small 7x5 stride-2 forward in 4 slices; Inception's 7x1
+  // backward-data in 3; 1x1 backward-data on 64x128 tiles, never split.
+  const std::map<std::string, std::pair<std::string, std::string>> short_waves = {
+      {"s2a bwd-filter", {"N=32,C=64,H=56,W=56,K=128,R=3,S=3,stride=2,pad=1,dir=bwd-filter", "128x64x8 a1 s64"}},
+      {"odd75 fwd", {"N=8,C=16,H=15,W=13,K=24,R=7,S=5,stride=2,pad=1", "32x64x8 a1 s4"}},
+      {"inc_7x1 bwd-data", {"N=32,C=128,H=17,W=17,K=192,R=7,S=1,pad=3x0,dir=bwd-data", "128x64x8 a1 s3"}},
+      {"pw bwd-data", {"N=32,C=256,H=14,W=14,K=512,R=1,S=1,dir=bwd-data", "64x128x8 a1 s1"}},
+      {"stem fwd", {"N=1,C=3,H=224,W=224,K=64,R=7,S=7,stride=2,pad=3", "64x128x8 a0 s1"}}};
+  for (const auto& [name, layer] : short_waves) {
+    const ConvProblem pb = parse_problem(layer.first);
+    const Config c = family().default_config(pb, cuda);
+    EXPECT_EQ(brief(c), layer.second) << name;
+    EXPECT_EQ(config_problem(family(), c, pb, cuda), "") << name;
+  }
+
   // Without asynchronous copies (another vendor's GPU), the register-staged 128x64 tiles.
   DeviceInfo other = opencl;
   other.vendor = "Advanced Micro Devices, Inc.";

@@ -121,6 +121,16 @@ class Spatial final : public DepthwiseVariant {
       // 32 work-items along a row (local staging kept): 0.045 against 0.059 ms with the shape above. On 7x7 to
       // 28x28 images that shape lost (0.022 against 0.013 ms at 7x7), so they keep the one above.
       c.tile_h = 4, c.threads_w = 32, c.threads_h = 2;
+    } else if (device.is_gpu && cols_ > 8 && cols_ <= 16) {
+      // Backward-data into 9-16 columns: two columns per work-item, eight along a row. On the H200 (docs/
+      // PERFORMANCE.md, "untuned misses") 14x14 layers took 0.0200 ms (3x3, C=512) and 0.0170 (5x5, C=240) against
+      // 0.0231 and 0.0177 with four columns; on 28x28 that shape lost (0.034 against 0.032).
+      c.tile_w = 2, c.threads_w = 8;
+      if (pb_.c >= 8) c.threads_c = 8;  // as measured: 256 work-items
+    } else if (device.is_gpu && cols_ <= 8) {
+      // Backward-data into 8 columns or fewer: the window straight from the caches, 0.0120 ms against 0.0150 staged
+      // on the 7x7 C=1024 layer (H200): a work-group's window there is mostly halo.
+      c.use_local = 0;
     }
     fit_extent(c.tile_w, c.threads_w, cols_);
     fit_extent(c.tile_h, c.threads_h, rows_);

@@ -172,10 +172,35 @@ Params make_params(int64_t tm, int64_t tn, int64_t tk, int64_t async, int64_t ma
 // On the H200 this split was the best or within 1.5% of it on all eight benchmark layers (docs/PERFORMANCE.md);
 // the former cap of 64 left fmnist1 at 12.6 ms where 512 slices take 1.61, alex1 at 0.93 where 128 take 0.68.
 // Larger splits would leave the last slice empty on fmnist1 (980,000 tiles do not divide evenly), so 512 stays.
+//
+// Where 512-element slices of a reduction of at least 8,192 still leave under two waves, slices go down to 256
+// elements: on the H200 (docs/
+// PERFORMANCE.md, "untuned misses") three 3x3 stride-2 and grouped layers with reductions of 25,088 ran 1.2-1.4x
+// faster at 64 slices than at the 16-32 the 512 floor allowed (s2a 0.138 against 0.194 ms, with the tile below).
 int64_t backward_filter_split(int64_t reduction, int64_t tiles, int64_t resident) {
   int64_t split = 1;
-  while (split < 512 && reduction / (split * 2) >= 512 && tiles * split * 2 <= 24 * resident) split *= 2;
+  while (split < 512 && tiles * split * 2 <= 24 * resident &&
+         (reduction / (split * 2) >= 512 ||
+          (reduction >= 8192 && reduction / (split * 2) >= 256 && tiles * split < 2 * resident))) {
+    split *= 2;
+  }
   return split;
+}
+
+// Forward and backward-data's split where the tiles fill less than a wave: the largest of `max_split` slices that
+// keeps the work-groups within about one wave and each slice at least 80 reduction elements (ten steps of 8; a
+// bound not measured at its edge: a ResNet stem at N=1, 147 long, stays unsplit), else 1. 1x1 filters
+// keep 1: there every split measured slower. Measured on the H200 (docs/PERFORMANCE.md, "untuned misses"): a small
+// 7x5 stride-2 forward (5 tiles, reduction 560) 0.025 ms at 4 slices against 0.059 unsplit; backward-data of
+// Inception's 1x7 and 7x1 (145 tiles of 128x64) 0.102 and 0.140 at 3 against 0.118 and 0.178, a prime-sized layer
+// 0.020 against 0.034; the 1x1 layers (N=1 at 104 tiles, 196 tiles) 1-5% slower at 2 or 3, up to 22%.
+int64_t short_wave_split(const ConvProblem& problem, int64_t reduction, int64_t tiles, int64_t resident,
+                         int64_t max_split) {
+  if (problem.r * problem.s == 1) return 1;
+  for (int64_t split = max_split; split > 1; --split) {
+    if (tiles * split * 20 <= resident * 23 && reduction / split >= 80) return split;
+  }
+  return 1;
 }
 
 // GPU default, from the H200 measurements through CUDA and NVIDIA OpenCL (docs/PERFORMANCE.md):
@@ -206,7 +231,19 @@ std::optional<Params> gpu_default(const ConvProblem& problem, const DeviceInfo& 
   }
   Params c;
   int64_t per_sm = 1;  // work-groups a multiprocessor holds, as measured (registers decide)
-  if (tm == 128 && tn == 128 && async && dir != Direction::BackwardData) {
+  // Backward-filter whose split 128x128 tiles make under four work-groups a multiprocessor (one fits): 128x64 tiles,
+  // three a multiprocessor. On the H200 (docs/PERFORMANCE.md, "untuned misses") two 3x3 stride-2 layers of 5 and 9
+  // such tiles (160 and 288 work-groups) ran 1.15-1.24x faster so at the same 32 slices (0.157 against 0.194 ms,
+  // 0.257 against 0.295), 1.40x and 1.23x at 64; AlexNet's (54 tiles, 1,728 work-groups) keep 128x128.
+  const int64_t square_tiles = ceil_div(gemm.m, 128) * ceil_div(gemm.n, 128) * problem.groups;
+  const bool few_filter_tiles = dir == Direction::BackwardFilter && tm == 128 && tn == 128 &&
+                                square_tiles * backward_filter_split(gemm.reduction, square_tiles, sms) < 4 * sms;
+  // Backward-data of 1x1 layers: 64x128 tiles where 128x64 ones would serve; on the H200 two ResNet-style 1x1 layers
+  // ran 12-16% faster (0.066 against 0.076 ms, 0.102 against 0.122), a third level.
+  const bool pointwise_data = dir == Direction::BackwardData && problem.r * problem.s == 1 && tm == 128 && tn >= 64;
+  if (pointwise_data) {
+    c = make_params(64, 128, 8, async, 168), per_sm = 3;
+  } else if (tm == 128 && tn == 128 && async && dir != Direction::BackwardData && !few_filter_tiles) {
     c = make_params(128, 128, 16, 1, 0);  // about 170 registers: one work-group of 256 a multiprocessor
   } else if (tm == 128 && tn >= 64) {
     c = make_params(128, 64, 8, async, 168), per_sm = 3;  // staged: 26 TFLOP/s through NVIDIA OpenCL, async 35
@@ -223,15 +260,21 @@ std::optional<Params> gpu_default(const ConvProblem& problem, const DeviceInfo& 
   int64_t split = 1;
   if (dir == Direction::BackwardFilter) {
     split = backward_filter_split(gemm.reduction, tiles, sms * per_sm);
-  } else if (gemm.reduction / 3 >= 16 * c.tile_k) {
-    const bool forward_tail = dir == Direction::Forward && device.backend == BackendKind::Cuda && c.tile_n == 128 &&
-                              c.tile_m == 128 && waves >= 2 && waves < 3;
-    const bool backward_data_tail = dir == Direction::BackwardData && c.tile_m == 64 && waves < 2;
-    if (forward_tail || backward_data_tail) split = 3;
+  } else {
+    if (gemm.reduction / 3 >= 16 * c.tile_k) {
+      const bool forward_tail = dir == Direction::Forward && device.backend == BackendKind::Cuda &&
+                                c.tile_n == 128 && c.tile_m == 128 && waves >= 2 && waves < 3;
+      const bool backward_data_tail = dir == Direction::BackwardData && c.tile_m == 64 && waves < 2 && !pointwise_data;
+      if (forward_tail || backward_data_tail) split = 3;
+    }
+    if (split == 1) {
+      split = short_wave_split(problem, gemm.reduction, tiles, sms * per_sm, dir == Direction::Forward ? 4 : 3);
+    }
   }
-  // A split that leaves the last slice empty gives way to the next smaller one of the same kind.
+  // A split that leaves the last slice empty gives way to the next smaller one of the same kind (powers of two for
+  // backward-filter, whose table holds only those).
   Params with_split = c;
-  for (; split > 1; split = split == 3 ? 1 : split / 2) {
+  for (; split > 1; split = dir == Direction::BackwardFilter ? split / 2 : split - 1) {
     with_split.split_k = split;
     if (valid(with_split, problem, device)) return with_split;
   }
@@ -292,9 +335,12 @@ class ImplicitGemmFamily final : public KernelFamily {
   // - strided backward-data gathers through the zero-inserted gradient, so most of each tile's loads are masked:
   //   3x3 stride 2 at 0.53 and 1.71 ms where im2col_gemm took 0.18 and 0.48, a 7x5 stride-2 layer 0.076 against
   //   0.013;
-  // - grouped layers with fewer than 16 channels a group (in and out) leave most of each tile idle: depthwise 3x3
-  //   forward (groups = C = 256) at 0.293 ms where direct_tiled took 0.030; 8 a group (ResNeXt style) forward and
-  //   backward-data at 0.036 ms where direct_tiled took 0.026, while 32 a group ran within 10% of the tuned best;
+  // - grouped layers with fewer than 16 channels a group (in and out; forward 16 too) leave most of each tile idle:
+  //   depthwise 3x3 forward (groups = C = 256) at 0.293 ms where direct_tiled took 0.030; 8 a group (ResNeXt style)
+  //   forward and backward-data at 0.036 ms where direct_tiled took 0.026, 16 a group forward 0.118 against 0.099,
+  //   while 32 a group ran within 10% of the tuned best. Not backward-filter: its split-K fills the device whatever
+  //   the group's width, and on five layers of 8-16 channels a group (reductions of 6,272 to 100,352) it ran level
+  //   with direct_tiled or up to 1.6x faster (ResNeXt's 56x56 stage 1.15 against 1.44 ms);
   // - backward-filter over a short N*P*Q reduction into few outputs cannot be split to fill the device (a slice
   //   keeps at least 512 elements): two small odd-shaped layers (reductions of 288 and 1,680, 13,440 and 525
   //   outputs) at 0.033 and 0.050 ms where direct_tiled took 0.012 and 0.019; under 10,000 outputs a reduction up
@@ -312,9 +358,9 @@ class ImplicitGemmFamily final : public KernelFamily {
       return fmt::format("backward-data with stride {}x{} masks most of each tile's gathers", problem.stride.h,
                          problem.stride.w);
     }
-    if (problem.groups > 1) {
+    if (problem.groups > 1 && dir != Direction::BackwardFilter) {
       const int64_t rows = dir == Direction::BackwardData ? problem.c_per_group() : problem.k_per_group();
-      if (rows < 16) {
+      if (rows < 16 || (dir == Direction::Forward && rows == 16)) {
         return fmt::format("{} with {}/groups={} leaves most of each GEMM tile idle", to_string(dir),
                            dir == Direction::BackwardData ? "C" : "K", rows);
       }
