@@ -142,10 +142,17 @@ class FamilyBase : public KernelFamily {
     // it idle: the default serves instead. Measured on the H200 (docs/PERFORMANCE.md, "layers never seen"): 128x128
     // tiles carried from larger layers ran 0.225 ms on a 64-channel U-Net layer, 0.21 on a 48-channel 5x5 layer and
     // 0.086 on a batch-1 layer, where the defaults took 0.150, 0.163 and 0.070.
+    // A tile of a quarter of the default's area or less was fitted to the other problem's GEMM (alex3's 192 input
+    // channels took 32x64 tiles) and leaves this one's reuse unused: alex3's backward-data entry ran 0.631 ms on the
+    // same layer with 256 channels, where the default's 128x128 took 0.547 (H200, docs/PERFORMANCE.md).
+    int64_t tuned_area = 1, fresh_area = 1;
     for (const char* name : {"TILE_M", "TILE_N"}) {
       const auto t = tuned.find(name), f = fresh.find(name);
-      if (t != tuned.end() && f != fresh.end() && t->second > f->second) return fresh;
+      if (t == tuned.end() || f == fresh.end()) continue;
+      if (t->second > f->second) return fresh;
+      tuned_area *= t->second, fresh_area *= f->second;
     }
+    if (4 * tuned_area <= fresh_area) return fresh;
     for (const char* name : {"BATCH_CHUNK", "SPLIT"}) carried[name] = fresh.at(name);
     return carried;
   }
