@@ -266,7 +266,14 @@ std::vector<TuneTaskResult> tune(Device& device, const std::vector<TuneTask>& al
                                               *task.default_ms / best_default);
         continue;
       }
-      task.weight = current * headroom;
+      // A family whose default trails the problem's best default needs a gain of that ratio just to matter, which
+      // tuning rarely finds: its share shrinks with the cube of the ratio (1.35x behind: 0.41 of the leader's share;
+      // 2x: 0.125). The 2-minute AlexNet tune gave implicit_gemm 22 candidates on alex2 forward where winograd's
+      // default was 1.35x faster and got 25; the 15-minute one found winograd 15% faster (docs/PERFORMANCE.md).
+      const double behind = task.default_ms && *task.default_ms > 0 && best_default > 0
+                                ? std::min(1.0, best_default / *task.default_ms)
+                                : 1.0;
+      task.weight = current * headroom * behind * behind * behind;
     }
   }
   // The fastest verified configuration of a task goes into the database (and is saved when asked), unless its

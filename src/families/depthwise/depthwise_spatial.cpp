@@ -101,6 +101,7 @@ class Spatial final : public DepthwiseVariant {
   // work-group (up to 128 work-items) with channels. The all-ones configuration when nothing fits.
   Config default_config(const DeviceInfo& device) const override {
     SpatialParams c;
+    bool grow_channels = true;  // small images fill the work-group with channels, unless measured otherwise
     c.tile_m = forward_ && pb_.k_per_group() % 2 == 0 ? 2 : 1;
     c.tile_h = 2, c.tile_w = device.is_gpu ? 4 : 1, c.threads_w = device.is_gpu ? 16 : 32, c.threads_h = 4;
     c.threads_c = 1;
@@ -122,11 +123,12 @@ class Spatial final : public DepthwiseVariant {
       // 28x28 images that shape lost (0.022 against 0.013 ms at 7x7), so they keep the one above.
       c.tile_h = 4, c.threads_w = 32, c.threads_h = 2;
     } else if (device.is_gpu && cols_ > 8 && cols_ <= 16) {
-      // Backward-data into 9-16 columns: two columns per work-item, eight along a row. On the H200 (docs/
-      // PERFORMANCE.md, "untuned misses") 14x14 layers took 0.0200 ms (3x3, C=512) and 0.0170 (5x5, C=240) against
-      // 0.0231 and 0.0177 with four columns; on 28x28 that shape lost (0.034 against 0.032).
-      c.tile_w = 2, c.threads_w = 8;
-      if (pb_.c >= 8) c.threads_c = 8;  // as measured: 256 work-items
+      // Backward-data into 9-16 columns: 8 rows x 2 columns per work-item, 8 x 2 work-items on 2 channels (32).
+      // On the H200 (docs/PERFORMANCE.md, "untuned misses", two sweeps) 14x14 layers took 0.0191 ms (3x3, C=512)
+      // and 0.0161 (5x5, C=240) against 0.0231 and 0.0177 with the shape above and 0.0200-0.0211 and 0.0170-0.0190
+      // with 2 x 2 outputs; on 28x28 and 112x112 the taller tile lost.
+      c.tile_h = 8, c.tile_w = 2, c.threads_w = 8, c.threads_h = 2, c.threads_c = 2;
+      grow_channels = false;
     } else if (device.is_gpu && cols_ <= 8) {
       // Backward-data into 8 columns or fewer: the window straight from the caches, 0.0120 ms against 0.0150 staged
       // on the 7x7 C=1024 layer (H200): a work-group's window there is mostly halo.
@@ -135,7 +137,8 @@ class Spatial final : public DepthwiseVariant {
     fit_extent(c.tile_w, c.threads_w, cols_);
     fit_extent(c.tile_h, c.threads_h, rows_);
     const int64_t units = forward_ ? pb_.c * ceil_div(pb_.k_per_group(), c.tile_m) : pb_.c;
-    while (c.threads_w * c.threads_h * c.threads_c < 128 && c.threads_c < 64 && c.threads_c * 2 <= pow2_ceil(units))
+    while (grow_channels && c.threads_w * c.threads_h * c.threads_c < 128 && c.threads_c < 64 &&
+           c.threads_c * 2 <= pow2_ceil(units))
       c.threads_c *= 2;
     while (static_cast<size_t>(c.threads_w * c.threads_h * c.threads_c) > device.max_work_group_size) {
       int64_t* largest = &c.threads_c;
