@@ -78,6 +78,14 @@ class WinogradFamily final : public FamilyBase {
     return list;
   }
 
+  // The GEMM tile of forward and backward-data on GPUs (see default_config).
+  static gemm::TileParams wide_gpu_tiles() {
+    gemm::TileParams t = gemm::large_gpu_tiles();
+    t.tile_m = 64, t.tile_n = 128, t.threads_m = 16, t.threads_n = 8;
+    t.local_padding = 0, t.prefetch = 0;
+    return t;
+  }
+
   Config default_config(const Problem& generic, const DeviceInfo& device) const override {
     const ConvProblem& pb = generic.conv();
     Params p;
@@ -92,7 +100,6 @@ class WinogradFamily final : public FamilyBase {
     }
     p.batch_chunk = largest_chunk(pb, p.m_tile, p.split, cap);
     while (p.split > 1 && layout(pb, p.m_tile, p.batch_chunk, 1).tiles < p.split) p.split /= 2;
-    p.transform_threads = device.max_work_group_size >= 128 ? 128 : 64;
     Config config;
     const Layout l = layout(pb, p.m_tile, p.batch_chunk, p.split);
     std::vector<gemm::TileParams> candidates = gemm::preferred_tiles(device.is_gpu);
@@ -100,6 +107,16 @@ class WinogradFamily final : public FamilyBase {
     // measured yet; against 128x128 tiles with TILE_K 32 and scalar reads (the default before) the gemm family's
     // 4096^3 product was 10% faster.
     if (device.is_gpu && l.gemm_m >= 128 && l.gemm_n >= 128 * 16) candidates.insert(candidates.begin(), gemm::large_gpu_tiles());
+    // Forward and backward-data on a GPU: 64x128 tiles on 16x8 work-items (4x16 register tiles), no local padding
+    // or prefetch, transforms in work-groups of 256. A 15-minute AlexNet tune found it for alex2 forward; on the H200
+    // (docs/PERFORMANCE.md, "winograd's default tile") it was the fastest of five shapes on all ten forward and
+    // backward-data rows of alex2-alex5 and u3 (3x3 and 5x5, GEMM rows 64-384), 1-25% faster than the setup above
+    // (alex3 backward-data 0.420 against 0.525 ms, alex2 forward 1.042 against 1.195); the same tile with padding
+    // and prefetch lost to it by 8-14%. Backward-filter's GEMMs (K x C per tile position) were not measured: they
+    // keep the setup above.
+    const bool wide = device.is_gpu && pb.direction != Direction::BackwardFilter && l.gemm_m >= 64 &&
+                      l.gemm_n >= 128 * 16 && device.max_work_group_size >= 256;
+    if (wide) candidates.insert(candidates.begin(), wide_gpu_tiles());
     for (const gemm::TileParams& tiles : candidates) {
       // CPUs (PoCL) run a work-group's threads one after another between barriers: large groups only cost there.
       if (!device.is_gpu && tiles.threads() > 64) continue;
@@ -111,6 +128,9 @@ class WinogradFamily final : public FamilyBase {
           break;
         }
       }
+      p.transform_threads = wide && tiles.tile_m == 64 && tiles.tile_n == 128 && tiles.threads_n == 8 ? 256
+                            : device.max_work_group_size >= 128                                       ? 128
+                                                                                                      : 64;
       config = table().write(p);
       if (config_problem(*this, config, generic, device).empty()) break;
     }
