@@ -272,6 +272,12 @@ class WinogradStrategy final : public Strategy {
     });
   }
 
+  static int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+  // Prefetches [p, p + floats) into L2, a line at a time.
+  static void prefetch(const float* p, int64_t floats) {
+    for (int64_t i = 0; i < floats; i += 16) __builtin_prefetch(p + i, 0, 2);
+  }
+
   // Widest compiled block width not above n.
   int fit(int n) const {
     while (n > 1 && kt_.bcast[nv_ - 1][n - 1] == nullptr) --n;
@@ -292,7 +298,17 @@ class WinogradStrategy final : public Strategy {
       a.o_v = lanes_, a.o_lane = 1, a.o_j = ocp_;
       a.valid = std::min(block_, oc_ - ob * block_);
       a.stream = true;
+      // Prefetched into L2 while this item runs: the next item's slab of U (this thread's next item but at the
+      // ends of the pool's batches; read from memory once per run), a share beside each tile block, and where
+      // the next item starts the next xi, V's panels of that xi, each beside the same tile block. The first call
+      // of an item otherwise waited on its slab (alex3 forward, one thread: 13.4 -> 12.5 ms).
+      const bool more = item + 1 < kXi * oc_blocks_;
+      const float* next_u = u + (item + 1) * icp_ * block_;
+      const int64_t share = ceil_div(icp_ * block_, tile_blocks_);
+      const bool next_xi = ob + 1 == oc_blocks_ && xi + 1 < kXi;
       for (int64_t tb = 0; tb < tile_blocks_; ++tb) {
+        if (more) prefetch(next_u + tb * share, std::min(share, icp_ * block_ - tb * share));
+        if (next_xi) prefetch(v + (tb * kXi + xi + 1) * tb_ * icp_, tb_ * icp_);
         int64_t t0 = 0;
         for (int width : tb + 1 == tile_blocks_ ? tail : full) {
           a.b = v + (tb * kXi + xi) * tb_ * icp_ + t0 * icp_;
