@@ -46,9 +46,14 @@ class WinogradStrategy final : public Strategy {
     tiles_h_ = (out_rows_ + 3) / 4;
     tiles_w_ = (out_cols_ + 3) / 4;
     tiles_ = pb.n * tiles_h_ * tiles_w_;
-    // Forward and backward-data: tiles in blocks of tb_ (the GEMM's block width); V and M are laid out [tile block]
-    // [xi][tile][channel], so one tile's 36 transformed vectors land within one block's slab (L2) rather than 36
-    // places a whole transformed tensor apart, and one GEMM call's operand is one contiguous [tile][channel] panel.
+    // Forward and backward-data: tiles in blocks of tb_ (the GEMM's block width). M is laid out [tile block][xi]
+    // [tile][channel], so one tile's 36 vectors lie within one block's slab rather than 36 places a whole tensor
+    // apart, and V [tile][xi][channel], so a tile's 36 transformed vectors (all its channels) are one contiguous
+    // run of 36 x icp floats: the input transform's streaming stores then fill one region per tile instead of 36
+    // lines tb_ x icp floats apart, and the GEMM reads its panel's tiles 36 x icp floats apart (one thread: alex3
+    // backward-data 13.4-13.6 -> 12.9 ms, alex4 forward 17.1-17.2 -> 16.5-16.6; the other rows level or a little
+    // faster). Streaming stores to many lines far apart measured 13 GB/s on this machine's one core, to a few
+    // streams 23 GB/s.
     tb_ = filter_ ? 1 : nj_;
     tile_blocks_ = (tiles_ + tb_ - 1) / tb_;
     icp_ = (ic_ + lanes_ - 1) / lanes_ * lanes_;
@@ -173,7 +178,7 @@ class WinogradStrategy final : public Strategy {
   struct Buffers {
     float* in = nullptr;  // channel-blocked padded input (x, or dy for backward-data)
     float* dy = nullptr;  // backward-filter: channel-blocked dy
-    float* v = nullptr;   // V[tile block][xi][tile][ic]; backward-filter: V[xi][ic vector][tile][lanes]
+    float* v = nullptr;   // V[tile][xi][ic]; backward-filter: V[xi][ic vector][tile][lanes]
     float* m = nullptr;   // M[tile block][xi][tile][oc]; backward-filter: Z[xi][oc block][tile][block]
     float* du = nullptr;  // backward-filter: dU[ic][oc vector][xi][lanes]
   };
@@ -189,7 +194,7 @@ class WinogradStrategy final : public Strategy {
     // Slack of a register block's width: a block's last vectors may read past the last tile's channels (lanes
     // that are never stored).
     const int64_t slack = int64_t{kMaxNv} * lanes_;
-    b.v = c.floats(static_cast<size_t>((filter_ ? tiles_ : tile_blocks_ * tb_) * kXi * icp_ + slack));
+    b.v = c.floats(static_cast<size_t>(tiles_ * kXi * icp_ + slack));
     b.m = c.floats(static_cast<size_t>((filter_ ? tiles_ * oc_blocks_ * block_ : tile_blocks_ * tb_ * ocp_) * kXi + slack));
     if (filter_) b.du = c.floats(static_cast<size_t>(icp_ * ocp_ * kXi + int64_t{kMaxNv} * lanes_ * kXi));
     return b;
@@ -248,8 +253,7 @@ class WinogradStrategy final : public Strategy {
           kt_.winograd.input(tile, in_layout_.out_cols * lanes_, lanes_, v + v_filter_offset(t, 0, cb),
                              v_filter_offset(0, 1, 0));
         } else {
-          kt_.winograd.input(tile, in_layout_.out_cols * lanes_, lanes_, v + tile_offset(t, icp_) + cb * lanes_,
-                             xi_stride(icp_));
+          kt_.winograd.input(tile, in_layout_.out_cols * lanes_, lanes_, v + t * kXi * icp_ + cb * lanes_, icp_);
         }
       }
     });
@@ -293,7 +297,7 @@ class WinogradStrategy final : public Strategy {
       const int64_t xi = item / oc_blocks_, ob = item % oc_blocks_;
       BcastArgs a;
       a.a = u + (xi * oc_blocks_ + ob) * icp_ * block_;
-      a.b_j = icp_;
+      a.b_j = kXi * icp_;
       a.n2 = icp_, a.a2 = block_, a.b2 = 1;
       a.o_v = lanes_, a.o_lane = 1, a.o_j = ocp_;
       a.valid = std::min(block_, oc_ - ob * block_);
@@ -308,10 +312,12 @@ class WinogradStrategy final : public Strategy {
       const bool next_xi = ob + 1 == oc_blocks_ && xi + 1 < kXi;
       for (int64_t tb = 0; tb < tile_blocks_; ++tb) {
         if (more) prefetch(next_u + tb * share, std::min(share, icp_ * block_ - tb * share));
-        if (next_xi) prefetch(v + (tb * kXi + xi + 1) * tb_ * icp_, tb_ * icp_);
+        if (next_xi) {
+          for (int64_t t = tb * tb_; t < std::min(tiles_, (tb + 1) * tb_); ++t) prefetch(v + (t * kXi + xi + 1) * icp_, icp_);
+        }
         int64_t t0 = 0;
         for (int width : tb + 1 == tile_blocks_ ? tail : full) {
-          a.b = v + (tb * kXi + xi) * tb_ * icp_ + t0 * icp_;
+          a.b = v + ((tb * tb_ + t0) * kXi + xi) * icp_;
           a.out = m + (tb * kXi + xi) * tb_ * ocp_ + t0 * ocp_ + ob * block_;
           kt_.bcast[nv_ - 1][width - 1](a);
           t0 += width;
