@@ -364,8 +364,8 @@ HWY_INLINE void Transform2D(D d, T transform, Load load, Store store) {
   }
 }
 
-// The WinogradFns entry points (see microkernels.h). Transformed domains are written with streaming stores: they
-// are consumed by a later phase, after more data than the caches hold has gone by.
+// The WinogradFns entry points (see microkernels.h). The input and dy transforms write to a small staging buffer
+// with ordinary stores; the caller streams it out (StreamRun) a few lines per destination at a time.
 void WinogradWeights(const float* src, float* dst, int64_t stride) {
   const D d;
   const int64_t lanes = static_cast<int64_t>(hn::Lanes(d));
@@ -378,7 +378,7 @@ void WinogradInput(const float* src, int64_t row, int64_t col, float* dst, int64
   const D d;
   Transform2D<6, 6>(
       d, InputTransform, [&](int i, int j) { return hn::LoadU(d, src + i * row + j * col); },
-      [&](int i, int j, V v) { hn::Stream(v, d, dst + (i * 6 + j) * stride); });
+      [&](int i, int j, V v) { hn::StoreU(v, d, dst + (i * 6 + j) * stride); });
 }
 
 void WinogradOutput(const float* src, int64_t stride, float* out) {
@@ -393,7 +393,7 @@ void WinogradDy(const float* src, int64_t row, int64_t col, float* dst, int64_t 
   const D d;
   Transform2D<4, 6>(
       d, GradientTransform, [&](int i, int j) { return hn::LoadU(d, src + i * row + j * col); },
-      [&](int i, int j, V v) { hn::Stream(v, d, dst + (i * 6 + j) * stride); });
+      [&](int i, int j, V v) { hn::StoreU(v, d, dst + (i * 6 + j) * stride); });
 }
 
 void WinogradFilter(const float* src, int64_t stride, float* out) {
@@ -402,6 +402,13 @@ void WinogradFilter(const float* src, int64_t stride, float* out) {
   Transform2D<6, 3>(
       d, FilterTransform, [&](int i, int j) { return hn::LoadU(d, src + (i * 6 + j) * stride); },
       [&](int i, int j, V v) { hn::StoreU(v, d, out + (i * 3 + j) * lanes); });
+}
+
+// dst[i] = src[i] for i in [0, count) (count a whole number of vectors, dst vector-aligned), with streaming stores.
+void StreamRun(const float* HWY_RESTRICT src, float* HWY_RESTRICT dst, int64_t count) {
+  const D d;
+  const int64_t lanes = static_cast<int64_t>(hn::Lanes(d));
+  for (int64_t i = 0; i < count; i += lanes) hn::Stream(hn::LoadU(d, src + i), d, dst + i);
 }
 
 // Column counts compiled: every count up to 8, then the widths that cover common rows (13, 14, 27 = 14 + 13,
@@ -547,6 +554,7 @@ void Interleave(const float* HWY_RESTRICT src, int64_t plane, int64_t channels, 
 void FillTable(KernelTable& t) {
   t.gather = &Gather;
   t.interleave = &Interleave;
+  t.stream_run = &StreamRun;
   t.winograd = {&WinogradWeights, &WinogradInput, &WinogradOutput, &WinogradDy, &WinogradFilter};
   t.lanes = static_cast<int>(hn::Lanes(D()));
   AddBcast<1>(t);

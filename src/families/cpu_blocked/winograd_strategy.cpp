@@ -215,15 +215,18 @@ class WinogradStrategy final : public Strategy {
   // Floats of one (image, group)'s channel-blocked copy.
   static int64_t image_floats(const ChannelBlocking& l) { return l.blocks() * l.out_rows * l.out_cols * l.block; }
 
-  // Runs body(t, image_copy) for every tile t of group g, image_copy pointing at the first channel block of t's
-  // (image, group) in a channel-blocked copy of `l`: the whole copy, made up front by run() (one work item per
-  // tile), or, per image, this thread's copy of the image, made here right before its tiles (one item per image).
+  // Runs body(t0, t1, image_copy) for runs [t0, t1) of up to `run` consecutive tiles of one image, covering every
+  // tile of group g, image_copy pointing at the first channel block of the run's (image, group) in a
+  // channel-blocked copy of `l`: the whole copy, made up front by run() (one work item per run), or, per image,
+  // this thread's copy of the image, made here right before its tiles (one item per image).
   template <class Body>
-  void for_tiles(const float* src, float* copy, const ChannelBlocking& l, int64_t g, const Body& body) const {
-    const int64_t per_image = tiles_h_ * tiles_w_;
+  void for_tiles(const float* src, float* copy, const ChannelBlocking& l, int64_t g, int64_t run,
+                 const Body& body) const {
+    const int64_t per_image = tiles_h_ * tiles_w_, runs = (per_image + run - 1) / run;
     if (!per_image_) {
-      parallel_items(tiles_, threads_, [&](int64_t t, unsigned) {
-        body(t, copy + (t / per_image * pb_.groups + g) * image_floats(l));
+      parallel_items(pb_.n * runs, threads_, [&](int64_t item, unsigned) {
+        const int64_t n = item / runs, t0 = n * per_image + item % runs * run;
+        body(t0, std::min(t0 + run, (n + 1) * per_image), copy + (n * pb_.groups + g) * image_floats(l));
       });
       return;
     }
@@ -232,7 +235,8 @@ class WinogradStrategy final : public Strategy {
       const int64_t blocks = l.blocks(), plane = l.out_rows * l.out_cols * l.block;
       for (int64_t cb = 0; cb < blocks; ++cb)
         copy_channel_block(l, src, (n * pb_.groups + g) * blocks + cb, mine + cb * plane, kt_, true);
-      for (int64_t t = n * per_image; t < (n + 1) * per_image; ++t) body(t, mine);
+      for (int64_t t0 = n * per_image; t0 < (n + 1) * per_image; t0 += run)
+        body(t0, std::min(t0 + run, (n + 1) * per_image), mine);
     });
   }
 
@@ -244,17 +248,37 @@ class WinogradStrategy final : public Strategy {
     return image + (cb * rows * cols + 4 * th * cols + 4 * tw) * lanes_;
   }
 
+  // Vectors staged per destination run: 256 bytes (4 lines of AVX-512 vectors), and the staging buffer's floats
+  // (36 runs of up to 4 tiles x an output-channel block of 4 AVX-512 vectors).
+  int64_t stage_vectors() const { return std::max<int64_t>(1, 64 / lanes_); }
+  static constexpr int64_t kStageFloats = kXi * 256;
+
+  // Forward and backward-data: a tile's channel blocks in groups of stage_vectors(), transformed into a staging
+  // buffer [xi][block in group][lanes] and streamed out as one run per xi (V[tile][xi][channel]). Backward-filter:
+  // groups of consecutive tiles (V[xi][channel vector][tile][lanes]), one run per xi.
   void transform_input(const float* src, float* in, int64_t g, float* v) const {
-    const int64_t blocks = icp_ / lanes_;
-    for_tiles(src, in, in_layout_, g, [&](int64_t t, const float* image) {
-      for (int64_t cb = 0; cb < blocks; ++cb) {
-        const float* tile = tile_source(image, t, cb, in_layout_.out_rows, in_layout_.out_cols);
-        if (filter_) {
-          kt_.winograd.input(tile, in_layout_.out_cols * lanes_, lanes_, v + v_filter_offset(t, 0, cb),
-                             v_filter_offset(0, 1, 0));
-        } else {
-          kt_.winograd.input(tile, in_layout_.out_cols * lanes_, lanes_, v + t * kXi * icp_ + cb * lanes_, icp_);
+    const int64_t blocks = icp_ / lanes_, group = stage_vectors();
+    const int64_t row = in_layout_.out_cols * lanes_, rows = in_layout_.out_rows, cols = in_layout_.out_cols;
+    for_tiles(src, in, in_layout_, g, filter_ ? group : 1, [&](int64_t t0, int64_t t1, const float* image) {
+      alignas(64) float stage[kStageFloats];
+      if (filter_) {
+        const int64_t count = t1 - t0;
+        for (int64_t cb = 0; cb < blocks; ++cb) {
+          for (int64_t t = t0; t < t1; ++t)
+            kt_.winograd.input(tile_source(image, t, cb, rows, cols), row, lanes_, stage + (t - t0) * lanes_,
+                               count * lanes_);
+          for (int64_t xi = 0; xi < kXi; ++xi)
+            kt_.stream_run(stage + xi * count * lanes_, v + v_filter_offset(t0, xi, cb), count * lanes_);
         }
+        return;
+      }
+      for (int64_t cb0 = 0; cb0 < blocks; cb0 += group) {
+        const int64_t count = std::min(group, blocks - cb0);
+        for (int64_t cb = cb0; cb < cb0 + count; ++cb)
+          kt_.winograd.input(tile_source(image, t0, cb, rows, cols), row, lanes_, stage + (cb - cb0) * lanes_,
+                             count * lanes_);
+        for (int64_t xi = 0; xi < kXi; ++xi)
+          kt_.stream_run(stage + xi * count * lanes_, v + (t0 * kXi + xi) * icp_ + cb0 * lanes_, count * lanes_);
       }
     });
   }
@@ -268,10 +292,22 @@ class WinogradStrategy final : public Strategy {
 
   void transform_dy(const float* y, float* dyb, int64_t g, float* z) const {
     const int64_t blocks = ocp_ / lanes_;
-    for_tiles(y, dyb, dy_layout_, g, [&](int64_t t, const float* image) {
-      for (int64_t kb = 0; kb < blocks; ++kb) {
-        const float* tile = tile_source(image, t, kb, dy_layout_.out_rows, dy_layout_.out_cols);
-        kt_.winograd.dy(tile, dy_layout_.out_cols * lanes_, lanes_, z + z_offset(t, 0, kb), z_offset(0, 1, 0));
+    // Groups of consecutive tiles, an output-channel block at a time: staged [xi][tile][block], one run per xi.
+    const int64_t row = dy_layout_.out_cols * lanes_, rows = dy_layout_.out_rows, cols = dy_layout_.out_cols;
+    const int64_t per_block = block_ / lanes_;
+    for_tiles(y, dyb, dy_layout_, g, stage_vectors(), [&](int64_t t0, int64_t t1, const float* image) {
+      alignas(64) float stage[kStageFloats];
+      const int64_t count = t1 - t0;
+      for (int64_t ob = 0; ob < oc_blocks_; ++ob) {
+        const int64_t used = std::min(per_block, blocks - ob * per_block);
+        // A last block's vectors past the output channels: streamed out as zeros, never read into results.
+        if (used < per_block) std::fill(stage, stage + kXi * count * block_, 0.0f);
+        for (int64_t t = t0; t < t1; ++t)
+          for (int64_t i = 0; i < used; ++i)
+            kt_.winograd.dy(tile_source(image, t, ob * per_block + i, rows, cols), row, lanes_,
+                            stage + (t - t0) * block_ + i * lanes_, count * block_);
+        for (int64_t xi = 0; xi < kXi; ++xi)
+          kt_.stream_run(stage + xi * count * block_, z + z_offset(t0, xi, ob * per_block), count * block_);
       }
     });
   }
