@@ -180,7 +180,7 @@ class WinogradStrategy final : public Strategy {
     float* dy = nullptr;  // backward-filter: channel-blocked dy
     float* v = nullptr;   // V[tile][xi][ic]; backward-filter: V[xi][ic vector][tile][lanes]
     float* m = nullptr;   // M[tile block][xi][tile][oc]; backward-filter: Z[xi][oc block][tile][block]
-    float* du = nullptr;  // backward-filter: dU[ic][oc vector][xi][lanes]
+    float* du = nullptr;  // backward-filter: dU[ic][xi][oc]
   };
 
   Buffers carve(Carver& c) const {
@@ -363,23 +363,24 @@ class WinogradStrategy final : public Strategy {
   }
 
   // dU[xi][ic][oc] = sum over tiles of V[xi][tile][ic] Z[xi][tile][oc]: vectors of output channels, input
-  // channels broadcast, the whole reduction over tiles in registers. Stored [ic][oc vector][xi][lanes], so the
-  // final transform reads each (ic, oc vector)'s 36 vectors contiguously (a [xi][ic][oc] tensor put them a whole
-  // slice, hundreds of KB, apart: a cache and TLB miss each). Whole blocks are written with streaming stores: a
+  // channels broadcast, the whole reduction over tiles in registers. Stored [ic][xi][oc], so the final transform
+  // reads each (ic, oc vector)'s 36 vectors within one ic's slab of 36 x ocp floats (a [xi][ic][oc] tensor put
+  // them a whole slice, hundreds of KB, apart: a cache and TLB miss each), and a block's stores are runs of VECS
+  // adjacent lines per input channel (an [ic][oc vector][xi][lanes] layout wrote single lines 36 vectors apart:
+  // alex3 and alex5 backward-filter 2-3% slower, one thread). Whole blocks are written with streaming stores: a
   // block's vectors land tens of KB apart and dU (alex3: 10.6 MB) outgrows L2 before the transform reads it, so
   // ordinary stores paid a read for ownership per line (alex3 and alex4, one thread: GEMMs 13.1 -> 11.3 ms and
   // 20.1 -> 15.4 ms). Splitting the reduction into L1-sized chunks of tiles measured slower still (12.4 and
   // 16.9 ms without streaming): a later chunk reads the block back.
   void gemm_filter(const float* v, const float* z, float* du) const {
     const int64_t cvs = icp_ / lanes_;
-    const int64_t vectors = ocp_ / lanes_;
     parallel_items(kXi * oc_blocks_ * cvs, threads_, [&](int64_t item, unsigned) {
       const int64_t cv = item % cvs, ob = (item / cvs) % oc_blocks_, xi = item / (cvs * oc_blocks_);
       BcastArgs a;
       a.a = z + ((xi * oc_blocks_ + ob) * tiles_) * block_;
       a.b_j = 1;
       a.n2 = tiles_, a.a2 = block_, a.b2 = lanes_;
-      a.o_v = kXi * lanes_, a.o_lane = 1, a.o_j = vectors * kXi * lanes_;
+      a.o_v = lanes_, a.o_lane = 1, a.o_j = kXi * ocp_;
       a.valid = std::min(block_, oc_ - ob * block_);
       a.stream = true;
       // Columns: this vector's input channels, in blocks of COLS (the rest in the widest compiled width).
@@ -387,7 +388,7 @@ class WinogradStrategy final : public Strategy {
       for (int64_t c = cv * lanes_; c < c_end;) {
         const int width = fit(static_cast<int>(std::min<int64_t>(nj_, c_end - c)));
         a.b = v + v_filter_offset(0, xi, cv) + (c - cv * lanes_);
-        a.out = du + ((c * vectors + ob * nv_) * kXi + xi) * lanes_;
+        a.out = du + (c * kXi + xi) * ocp_ + ob * block_;
         kt_.bcast[nv_ - 1][width - 1](a);
         c += width;
       }
@@ -421,7 +422,7 @@ class WinogradStrategy final : public Strategy {
     parallel_items(ic_ * vectors, threads_, [&](int64_t item, unsigned) {
       const int64_t kv = item % vectors, c = item / vectors;
       float out[9 * 16];  // [3 x 3 taps][lanes]
-      kt_.winograd.filter(du + (c * vectors + kv) * kXi * lanes_, lanes_, out);
+      kt_.winograd.filter(du + c * kXi * ocp_ + kv * lanes_, ocp_, out);
       const int64_t k0 = kv * lanes_;
       const int64_t count = std::min(lanes_, oc_ - k0);
       for (int64_t l = 0; l < count; ++l) {
