@@ -419,8 +419,11 @@ class WinogradStrategy final : public Strategy {
   // dW[k][c] = G^T dU[.][c][k] G per (input channel, vector of output channels).
   void filter_gradient(const float* du, int64_t g, float* w) const {
     const int64_t vectors = ocp_ / lanes_;
+    // The next input channel's slab of dU (read from memory: the GEMM streamed it out), a share per item.
+    const int64_t slab = kXi * ocp_, share = ceil_div(slab, vectors);
     parallel_items(ic_ * vectors, threads_, [&](int64_t item, unsigned) {
       const int64_t kv = item % vectors, c = item / vectors;
+      if (c + 1 < ic_) prefetch(du + (c + 1) * slab + kv * share, std::min(share, slab - kv * share));
       float out[9 * 16];  // [3 x 3 taps][lanes]
       kt_.winograd.filter(du + c * kXi * ocp_ + kv * lanes_, ocp_, out);
       const int64_t k0 = kv * lanes_;
