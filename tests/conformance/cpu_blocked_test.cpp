@@ -47,6 +47,11 @@ std::vector<conformance::Case> cases() {
       {"5x5-threaded-stride2-C24-K32", "N=4,C=24,H=20,W=20,K=32,R=5,stride=2,pad=2"},
       // Threaded with images enough for each thread to copy its own (LAYOUT 2, Winograd's per-image copies).
       {"3x3-threaded-N4-C24-K20", "N=4,C=24,H=12,W=12,K=20,R=3,pad=1"},
+      // Backward-filter's whole-plane dots (ORIENT 1, LAYOUT 1: stride_h 1): one input channel as fmnist1 (its
+      // default there, threaded), and column strides and dilations the per-column x copies take element by
+      // element, with padding on one side only.
+      {"5x5-C1-K32-pad2-threaded", "N=8,C=1,H=20,W=20,K=32,R=5,pad=2"},
+      {"3x5-C2-K10-stride_w2-dilation_w2", "N=2,C=2,H=9,W=17,K=10,R=3,S=5,stride_h=1,stride_w=2,pad_h=1,pad_w=3,dilation_h=1,dilation_w=2"},
   };
   for (const auto& [name, text] : wide) out.push_back({name, parse_problem(text)});
   return out;
@@ -139,13 +144,15 @@ TEST(CpuBlocked, DefaultAndSampledConfigurationsOnEveryIsa) {
   for (cb::Isa isa : cb::available_isas()) {
     ForcedIsa forced(isa);
     // The default, and one sampled configuration of each orientation and input layout of the direct form
-    // (backward-filter has three orientations, the third with whole or per-tile copies; forward and backward-data
+    // (backward-filter has three orientations, the second with row dots or whole-plane dots, the third with whole
+    // or per-tile copies; forward and backward-data
     // two, the pixel one only at unit stride, and three layouts, the third copied per image by each thread) and of
     // Winograd (3x3, stride 1, dilation 1 cases; elsewhere any configuration).
     std::vector<conformance::Target> targets = {{"cpu/cpu_blocked", &cpu_device(), default_plan}};
     const std::vector<Config> kinds = {{{"ALGO", 0}, {"ORIENT", 0}, {"LAYOUT", 0}}, {{"ALGO", 0}, {"ORIENT", 0}, {"LAYOUT", 1}},
                                        {{"ALGO", 0}, {"ORIENT", 0}, {"LAYOUT", 2}},
-                                       {{"ALGO", 0}, {"ORIENT", 1}}, {{"ALGO", 0}, {"ORIENT", 2}, {"LAYOUT", 0}},
+                                       {{"ALGO", 0}, {"ORIENT", 1}, {"LAYOUT", 0}}, {{"ALGO", 0}, {"ORIENT", 1}, {"LAYOUT", 1}},
+                                       {{"ALGO", 0}, {"ORIENT", 2}, {"LAYOUT", 0}},
                                        {{"ALGO", 0}, {"ORIENT", 2}, {"LAYOUT", 1}}, {{"ALGO", 1}}};
     for (size_t k = 0; k < kinds.size(); ++k)
       targets.push_back({"cpu/cpu_blocked-" + to_string(kinds[k]), &cpu_device(),

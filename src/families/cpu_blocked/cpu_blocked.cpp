@@ -119,6 +119,39 @@ std::pair<int64_t, int64_t> best_bcast_block(int64_t vector_extent, int64_t colu
   return best;
 }
 
+// Whole-plane dots (backward-filter ORIENT 1, LAYOUT 1): the compiled ni x nj dot block with the fewest cycles
+// over `oc` output channels x `taps` filter columns by a model of one vector step: FMA-bound (2 a cycle),
+// load-bound (ni + nj unaligned loads, about 0.7 cycle each) or latency-bound (4 cycles: each accumulator is
+// updated once a step); ties go to the block with fewer loads in all. fmnist1 (32 x 5): 4 x 5 (1.04 ms against
+// 8 x 3 + 8 x 2's 1.10); 64 x 3: 8 x 3.
+std::pair<int64_t, int64_t> best_plane_block(int64_t oc, int64_t taps) {
+  const KernelTable& kt = kernels();
+  std::pair<int64_t, int64_t> best{1, 1};
+  double best_cycles = 0, best_loads = 0;
+  for (int64_t ni = 1; ni <= std::min<int64_t>(oc, detail::kMaxDotRows); ++ni) {
+    for (int64_t nj = 1; nj <= std::min<int64_t>(taps, detail::kMaxDotColumns); ++nj) {
+      if (!kt.dot[ni - 1][nj - 1]) continue;
+      double cycles = 0, loads = 0;
+      for (int64_t t = 0; t < taps;) {
+        int64_t w = std::min(nj, taps - t);
+        while (w > 1 && !kt.dot[ni - 1][w - 1]) --w;
+        for (int64_t k = 0; k < oc;) {
+          int64_t h = std::min(ni, oc - k);
+          while (h > 1 && !kt.dot[h - 1][w - 1]) --h;
+          cycles += std::max({static_cast<double>(h * w) / 2.0, 0.7 * static_cast<double>(h + w), 4.0});
+          loads += static_cast<double>(h + w);
+          k += h;
+        }
+        t += w;
+      }
+      if (best_cycles == 0 || cycles < best_cycles - 1e-9 || (cycles < best_cycles + 1e-9 && loads < best_loads)) {
+        best = {ni, nj}, best_cycles = cycles, best_loads = loads;
+      }
+    }
+  }
+  return best;
+}
+
 }  // namespace
 
 // Winograd F(4x4, 3x3) applies: 3x3 filters, stride 1, dilation 1 (backward-data: padding at most 2, so dy's
@@ -153,7 +186,9 @@ ParameterTable<Choice> parameter_table(const ConvProblem& problem) {
               : "0: channel blocks outside row blocks; 1: row blocks outside channel blocks"},
       {"LAYOUT", &Choice::layout, filter ? std::vector<int64_t>{0, 1} : std::vector<int64_t>{0, 1, 2},
        filter ? "ORIENT 2: 0 copies x (padded) and dy (channel-interleaved) whole before the kernels; 1 copies each "
-                "reduction tile's rows right before its kernels read them (the copies stay in L2). Other ORIENTs: 0"
+                "reduction tile's rows right before its kernels read them (the copies stay in L2). ORIENT 1: 0 dots "
+                "along output rows over x copied whole; 1 dots over whole output planes (stride_h 1): each "
+                "reduction tile's x copied once per filter column, dy read in place. ORIENT 0: 0"
               : "input copy for channel vectors: 0 planar (padded NCHW), 1 channel-blocked (a vector of input "
                 "channels per pixel, nChw16c on AVX-512), 2 channel-blocked an image at a time by the thread about to "
                 "compute on it (a buffer per thread that stays in L2)"},
@@ -210,12 +245,14 @@ std::vector<Constraint> constraints(const ConvProblem& problem) {
       }));
   out.push_back(t.constraint(
       "COLS at most the columns there are (pixels of a row, output channels, or filter taps along a row)",
-      {&Choice::algo, &Choice::orient, &Choice::cols}, [sh, filter, problem, lanes](const Choice& c, const X&) {
+      {&Choice::algo, &Choice::orient, &Choice::layout, &Choice::cols},
+      [sh, filter, problem, lanes](const Choice& c, const X&) {
         // Winograd backward-filter: columns are input channels within one vector of them.
         if (c.algo == 1) return filter ? c.cols <= std::min(sh.ic, lanes) : true;
         if (filter) {
+          // Dots: taps of one stride class, or (whole planes, LAYOUT 1) any taps along the row.
           return c.orient == 0   ? c.cols <= sh.oc
-                 : c.orient == 1 ? c.cols <= taps_per_class(problem)
+                 : c.orient == 1 ? c.cols <= (c.layout == 1 ? problem.s : taps_per_class(problem))
                                  : c.cols <= problem.s;
         }
         return c.cols <= (c.orient == 0 ? sh.row : sh.oc);
@@ -230,10 +267,16 @@ std::vector<Constraint> constraints(const ConvProblem& problem) {
                                                       c.order == 0 && c.row_block == 0);
                              }));
   if (filter) {
-    out.push_back(t.constraint("backward-filter: LAYOUT 1 (copies per reduction tile) only with ORIENT 2 (vectors "
-                               "over output channels)",
+    out.push_back(t.constraint("backward-filter: LAYOUT 1 (copies per reduction tile) only with ORIENT 1 (dots, "
+                               "then over whole planes) or 2 (vectors over output channels)",
                                {&Choice::orient, &Choice::layout},
-                               [](const Choice& c, const X&) { return c.layout == 0 || c.orient == 2; }));
+                               [](const Choice& c, const X&) { return c.layout == 0 || c.orient != 0; }));
+    const bool unit_row_stride = problem.stride.h == 1;
+    out.push_back(t.constraint("backward-filter: ORIENT 1 with LAYOUT 1 (dots over whole planes) only at stride_h 1 "
+                               "(consecutive output rows read consecutive input rows)",
+                               {&Choice::orient, &Choice::layout}, [unit_row_stride](const Choice& c, const X&) {
+                                 return c.orient != 1 || c.layout == 0 || unit_row_stride;
+                               }));
   } else {
     out.push_back(t.constraint("LAYOUT 1 and 2 (channel-blocked input) only with ORIENT 0 (channel vectors)",
                                {&Choice::orient, &Choice::layout},
@@ -291,6 +334,31 @@ Config default_config(const ConvProblem& problem) {
       int64_t nj = std::min<int64_t>(taps_per_class(problem), regs >= 32 ? 5 : 4);
       while (nj > 1 && !dot_compiled(kernels(), ni, nj)) --nj;
       c.orient = 1, c.vecs = ni, c.cols = nj;
+    }
+    // Dots over whole output planes (stride_h 1) instead, where a block's dy planes and the x copies of a tile of
+    // a few rows fit about an L1: dy read in place, no interleave, runs along whole planes. fmnist1 (one thread):
+    // 1.37-1.40 ms with vectors over output channels and dy interleaved per tile, 1.04 with plane dots; a 3x3
+    // layer with 3 input channels (CIFAR's first) 4.2 -> 2.0 ms against the row dots. Not where dy is cheap beside
+    // the FMAs and vectors over output channels fill (3 input channels, 5x5 on 32x32: level; 64x64: 5.3 -> 7.5 ms).
+    const auto plane = best_plane_block(sh.oc, problem.s);
+    const auto plane_bytes = [&](int64_t rows) {
+      return 4 * (problem.c * problem.s * (rows + (problem.r - 1) * problem.dilation.h) * problem.q() +
+                  plane.first * rows * problem.q());
+    };
+    if (problem.stride.h == 1 && (c.orient == 1 || dy_bytes_per_flop >= 0.1) && plane_bytes(1) <= (96 << 10)) {
+      c.orient = 1, c.layout = 1, c.vecs = plane.first, c.cols = plane.second;
+      // Whole images when one fits, else the most rows (a power of two) that do.
+      int64_t rb = 0;
+      if (plane_bytes(sh.rows) > (96 << 10)) {
+        rb = 1;
+        while (rb * 2 < sh.rows && plane_bytes(rb * 2) <= (96 << 10) && rb < 32) rb *= 2;
+      }
+      c.row_block = rb;
+      // Threads split the reduction (each its own tiles and copies, no barrier per tile) when every thread has
+      // two tiles or more.
+      const int64_t tiles = problem.n * (rb == 0 ? 1 : ceil_div(sh.rows, rb));
+      c.order = tiles >= 2 * static_cast<int64_t>(ThreadPool::instance().size()) ? 1 : 0;
+      return parameter_table(problem).write(c);
     }
     // Threads split the output tiles when there are plenty; else the reduction.
     const int64_t orient = c.orient;

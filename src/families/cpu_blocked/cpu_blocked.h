@@ -47,7 +47,9 @@ inline constexpr const char* kFamilyName = "cpu_blocked";
 //              blocked (a vector of input channels per pixel: nChw16c on AVX-512, nChw8c on AVX2), 2 = channel-
 //              blocked, an image at a time by the thread about to compute on it (a buffer that stays in L2). backward-filter
 //              with orient 2: 0 = x and dy copied whole up front, 1 = each reduction tile's rows copied right before
-//              its kernels (copies that stay in L2); other orients 0
+//              its kernels (copies that stay in L2); with orient 1: 0 = dots along output rows over x copied whole,
+//              1 = dots over whole output planes (stride_h 1): each tile's x copied once per filter column kw (rows
+//              Q wide, so a tap's reads over consecutive output rows are one run), dy read in place; orient 0: 0
 //   ic_chunk   forward/backward-data: input channels per pass over a row block (0 = all), so a pass's filter
 //              slab and input rows stay in L2; later passes add to the outputs. backward-filter: 0
 struct Choice {

@@ -2,7 +2,11 @@
 // register blocks that stay in registers over a whole reduction tile (images x rows). Three forms (ORIENT):
 //   0 vectors of input channels (x copied channel-interleaved and padded), dy broadcast: many input channels;
 //   1 dot products along output rows (x copied padded and split into stride phases so rows are contiguous),
-//     lanes summed at the end: few channels on both sides;
+//     lanes summed at the end: few channels on both sides. LAYOUT 1 (stride_h 1): dot products over whole output
+//     planes instead, dy read in place and each reduction tile's x copied once per filter column with rows Q wide,
+//     so a tap's reads over consecutive output rows are one run as dy's are; lane sums kept as vectors until the
+//     end (fmnist1, one input channel: 1.39 -> 1.04 ms, where vectors over output channels paid for
+//     interleaving its 10 MB of dy);
 //   2 vectors of output channels (dy copied channel-interleaved), x broadcast along a row of filter taps: few
 //     input channels, many output channels (AlexNet's first layer). LAYOUT 1 copies only each reduction tile's
 //     rows of x and dy, right before the tile's kernels read them, into buffers that stay in L2, instead of both
@@ -13,6 +17,7 @@
 #include <chrono>
 #include <cstring>
 #include <numeric>
+#include <tuple>
 
 #include "convtune/error.h"
 #include "src/core/parallel_for.h"
@@ -30,6 +35,9 @@ double ms_since(Clock::time_point start) {
 // Bytes of operands one reduction tile may touch: about half of a core's L2 (2 MiB on the developer machines;
 // smaller L2s only cost some reuse), so x and dy rows of a tile are read from cache by every output tile.
 constexpr int64_t kTileBytes = 1 << 20;
+// Whole-plane dots (ORIENT 1, LAYOUT 1): bytes of x copies and dy planes one reduction tile's block reads, about
+// half of a 48 KiB L1d.
+constexpr int64_t kPlaneTileBytes = 24 << 10;
 
 enum class Mode { ChannelVectors = 0, Dots = 1, KernelVectors = 2 };
 
@@ -57,6 +65,8 @@ class FilterStrategy final : public Strategy {
         ws_ = (wi_ + phases_ - 1) / phases_;
         row_floats_ = phases_ * ws_;
         tap_period_ = pb.stride.w / std::gcd(pb.stride.w, pb.dilation.w);
+        // LAYOUT 1: whole-plane dots (stride_h 1, the constraints see to it).
+        planes_ = per_tile_ = choice.layout == 1;
         break;
       case Mode::ChannelVectors:
         nv_ = static_cast<int>(std::min<int64_t>(choice.vecs, (cg_ + lanes_ - 1) / lanes_));
@@ -77,6 +87,12 @@ class FilterStrategy final : public Strategy {
     if (choice.row_block > 0 && choice.row_block < p_) {
       rows_per_tile_ = choice.row_block;
       images_per_tile_ = 1;
+    } else if (planes_) {
+      // Whole-plane dots: a tile's x copy (every filter column's shift) and a block's dy planes within about
+      // half of L1, so the dy planes a block of output channels reads stay there for every tap block.
+      rows_per_tile_ = p_;
+      const int64_t plane_bytes = static_cast<int64_t>(sizeof(float)) * (pb.c * pb.s * hi_ * q_ + ni_ * p_ * q_);
+      images_per_tile_ = std::clamp<int64_t>(kPlaneTileBytes / std::max<int64_t>(plane_bytes, 1), 1, pb.n);
     } else {
       rows_per_tile_ = p_;
       images_per_tile_ = std::clamp<int64_t>(kTileBytes / std::max<int64_t>(image_bytes, 1), 1, pb.n);
@@ -164,7 +180,7 @@ class FilterStrategy final : public Strategy {
                                                      : "vectors over output channels, channels x taps";
     return fmt::format("{} block {}x{}, reduction tiles of {} image(s) x {} row(s){}, threads split the {}", form,
                        mode_ == Mode::Dots ? ni_ : nv_, nj_, images_per_tile_, rows_per_tile_,
-                       per_tile_ ? " copied per tile" : "",
+                       planes_ ? ", whole planes (x copied per tap column)" : per_tile_ ? " copied per tile" : "",
                        split_reduction_ ? "reduction (private sums)" : "output tiles");
   }
 
@@ -196,13 +212,19 @@ class FilterStrategy final : public Strategy {
   }
 
   // Floats of one tile's copies (per_tile_): x rows of every channel, dy rows of every channel block.
-  int64_t tile_x_floats() const { return images_per_tile_ * pb_.c * x_rows_ * wi_; }
-  int64_t tile_dy_floats() const { return images_per_tile_ * pb_.groups * blocks_ * rows_per_tile_ * q_ * block_; }
+  // Whole-plane dots: x rows Q wide, one copy per filter column (kw), dy read in place.
+  int64_t tile_x_floats() const {
+    return planes_ ? images_per_tile_ * pb_.c * pb_.s * x_rows_ * q_ : images_per_tile_ * pb_.c * x_rows_ * wi_;
+  }
+  int64_t tile_dy_floats() const {
+    return planes_ ? 0 : images_per_tile_ * pb_.groups * blocks_ * rows_per_tile_ * q_ * block_;
+  }
 
   // Copies reduction tile `tile`'s x rows (zero padded) and dy rows (channel-interleaved) into `xs` and `dys`,
   // items [part, ...) of every `parts`-th (threads share one tile's copy), and returns the tile's view.
   TileView copy_tile(const float* x, const float* y, int64_t tile, float* xs, float* dys, int64_t part,
                      int64_t parts) const {
+    if (planes_) return copy_tile_planes(x, y, tile, xs, part, parts);
     const Range r = range_of(tile);
     TileView v;
     v.x = xs, v.x_plane = x_rows_ * wi_, v.x_image = pb_.c * v.x_plane, v.x_row0 = r.oh0 * pb_.stride.h;
@@ -238,6 +260,64 @@ class FilterStrategy final : public Strategy {
     return v;
   }
 
+  // Whole-plane dots: for each image, channel and filter column kw, the tile's padded x rows with column q holding
+  // padded column q * stride_w + kw * dilation_w (rows Q wide), so that with stride_h 1 filter tap (kh, kw) reads
+  // output row oh's pixels at row oh + kh * dilation_h of copy kw: consecutive output rows are one contiguous run,
+  // as dy's rows are in its NCHW planes (read in place). x_plane: floats per channel (S copies).
+  TileView copy_tile_planes(const float* x, const float* y, int64_t tile, float* xs, int64_t part,
+                            int64_t parts) const {
+    const Range r = range_of(tile);
+    TileView v;
+    const int64_t copy_floats = x_rows_ * q_;
+    v.x = xs, v.x_plane = pb_.s * copy_floats, v.x_image = pb_.c * v.x_plane, v.x_row0 = r.oh0;
+    v.dy = y, v.dy_image = pb_.k * p_ * q_, v.dy_block = p_ * q_;
+    const int64_t rows = std::min(x_rows_, hi_ - v.x_row0);
+    const int64_t items = r.images * pb_.c * pb_.s;
+    for (int64_t item = part; item < items; item += parts) {
+      Digits digits(item);
+      const int64_t kw = digits.next(pb_.s), c = digits.next(pb_.c), i = digits.rest();
+      const float* src = x + ((r.n0 + i) * pb_.c + c) * pb_.h * pb_.w;
+      float* d = xs + i * v.x_image + c * v.x_plane + kw * copy_floats;
+      // Output column q reads input column q * stride_w + shift; with unit stride the real ones are [lo, hi).
+      const int64_t shift = kw * pb_.dilation.w - pad_left_;
+      const int64_t lo = std::clamp<int64_t>(-shift, 0, q_), hi = std::clamp<int64_t>(pb_.w - shift, lo, q_);
+      for (int64_t j = 0; j < rows; ++j) {
+        float* row = d + j * q_;
+        const int64_t in_row = v.x_row0 + j - pad_top_;
+        if (in_row < 0 || in_row >= pb_.h) {
+          fill_zero(row, q_);
+          continue;
+        }
+        const float* in = src + in_row * pb_.w;
+        if (pb_.stride.w == 1) {
+          fill_zero(row, lo);
+          copy_run(row + lo, in + lo + shift, hi - lo);
+          fill_zero(row + hi, q_ - hi);
+          continue;
+        }
+        for (int64_t col = 0; col < q_; ++col) {
+          const int64_t at = col * pb_.stride.w + shift;
+          row[col] = at >= 0 && at < pb_.w ? in[at] : 0.0f;
+        }
+      }
+    }
+    return v;
+  }
+
+  // Short runs (a row of 28 floats) copied and zeroed in fixed-size pieces the compiler inlines as vector moves,
+  // not library calls: three calls per row cost as much as the row.
+  static void copy_run(float* dst, const float* src, int64_t n) {
+    for (; n >= 16; n -= 16, dst += 16, src += 16) std::memcpy(dst, src, 16 * sizeof(float));
+    if (n >= 8) std::memcpy(dst, src, 8 * sizeof(float)), n -= 8, dst += 8, src += 8;
+    if (n >= 4) std::memcpy(dst, src, 4 * sizeof(float)), n -= 4, dst += 4, src += 4;
+    for (; n > 0; --n) *dst++ = *src++;
+  }
+  static void fill_zero(float* dst, int64_t n) {
+    static constexpr float kZeros[16] = {};
+    for (; n >= 16; n -= 16, dst += 16) std::memcpy(dst, kZeros, sizeof(kZeros));
+    for (; n > 0; --n) *dst++ = 0.0f;
+  }
+
   // LAYOUT 1: every reduction tile copied right before its kernels run. Threads splitting the reduction copy
   // their own tiles; threads splitting the output tiles share one copy per tile, made by all of them first.
   void run_per_tile(const float* x, const float* y, float* w, const Buffers& b, StageTimes& times) const {
@@ -255,7 +335,7 @@ class FilterStrategy final : public Strategy {
         float* dys = b.dy + t * tile_dy_floats();
         for (int64_t tile = begin; tile < end; ++tile) {
           const TileView v = copy_tile(x, y, tile, xs, dys, 0, 1);
-          for (int64_t o = 0; o < output_tiles(); ++o) kernel_tile(v, result, range_of(tile), o, tile > begin);
+          tile_kernels(v, result, range_of(tile), 0, output_tiles(), tile > begin);
         }
       });
     } else {
@@ -267,7 +347,7 @@ class FilterStrategy final : public Strategy {
         });
         parallel_threads(threads_, [&](unsigned t, unsigned nt) {
           const int64_t begin = output_tiles() * t / nt, end = output_tiles() * (t + 1) / nt;
-          for (int64_t o = begin; o < end; ++o) kernel_tile(v, b.results, range_of(tile), o, tile > 0);
+          tile_kernels(v, b.results, range_of(tile), begin, end, tile > 0);
         });
       }
     }
@@ -278,8 +358,10 @@ class FilterStrategy final : public Strategy {
     times.output_ms = ms_since(out_start);
   }
 
-  // Floats of one result copy: dW itself (dots) or its channel-blocked form [group][block][other channel][R][S][lanes].
+  // Floats of one result copy: dW itself (dots), a vector of lane sums per dW element (whole-plane dots), or its
+  // channel-blocked form [group][block][other channel][R][S][lanes].
   int64_t result_floats() const {
+    if (planes_) return pb_.w_elements() * lanes_;
     if (mode_ == Mode::Dots) return pb_.w_elements();
     return pb_.groups * blocks_ * (mode_ == Mode::ChannelVectors ? kg_ : cg_) * pb_.r * pb_.s * block_;
   }
@@ -347,12 +429,13 @@ class FilterStrategy final : public Strategy {
   }
 
   // Output tiles: channel vectors (group, channel block, output-channel block of COLS, kh, kw); dots (group,
-  // output-channel block of VECS, channel, kh, tap class, tap block); kernel vectors (group, output-channel
-  // block, channel, kh, block of COLS taps kw).
+  // output-channel block of VECS, channel, kh, tap class, tap block; whole-plane dots: block of COLS taps kw);
+  // kernel vectors (group, output-channel block, channel, kh, block of COLS taps kw).
   int64_t output_tiles() const {
     switch (mode_) {
       case Mode::ChannelVectors: return pb_.groups * blocks_ * ceil_div(kg_, nj_) * pb_.r * pb_.s;
-      case Mode::Dots: return pb_.groups * ceil_div(kg_, ni_) * cg_ * pb_.r * tap_blocks();
+      case Mode::Dots:
+        return pb_.groups * ceil_div(kg_, ni_) * cg_ * pb_.r * (planes_ ? ceil_div(pb_.s, nj_) : tap_blocks());
       case Mode::KernelVectors: return pb_.groups * blocks_ * cg_ * pb_.r * ceil_div(pb_.s, nj_);
     }
     return 0;
@@ -506,9 +589,92 @@ class FilterStrategy final : public Strategy {
     }
   }
 
+  // Output tiles [begin, end)'s kernels on a per-tile copy (LAYOUT 1).
+  void tile_kernels(const TileView& v, float* result, const Range& r, int64_t begin, int64_t end,
+                    bool accumulate) const {
+    if (planes_) {
+      plane_tiles(v, result, r, begin, end, accumulate);
+      return;
+    }
+    for (int64_t o = begin; o < end; ++o) kernel_tile(v, result, r, o, accumulate);
+  }
+
+  // Whole-plane dots: dW[k][c][kh][kw] over the tile's images and real output rows, as one run of (rows x Q)
+  // pixels per tap: the tap block's columns kw are x copies x_plane / S apart, the block's output channels dy
+  // planes P x Q apart. Output tiles [begin, end) in order (tap block fastest, then kh, c, output-channel block,
+  // group), their digits stepped rather than divided out per tile: a block's call is a few hundred cycles.
+  void plane_tiles(const TileView& v, float* result, const Range& r, int64_t begin, int64_t end,
+                   bool accumulate) const {
+    const int64_t tap_blocks = ceil_div(pb_.s, nj_), k_blocks = ceil_div(kg_, ni_);
+    const int64_t copy_floats = x_rows_ * q_;
+    Digits digits(begin);
+    int64_t tb = digits.next(tap_blocks), kh = digits.next(pb_.r), c = digits.next(cg_);
+    int64_t kb = digits.next(k_blocks), g = digits.rest();
+    DotArgs a;
+    a.a_i = v.dy_block;
+    a.b_j = copy_floats;
+    a.n0 = r.images, a.a0 = v.dy_image, a.b0 = v.x_image;
+    a.o_i = cg_ * pb_.r * pb_.s * lanes_, a.o_j = lanes_;
+    a.accumulate = accumulate;
+    a.vectors = true;
+    a.align = true;
+    // The calls that read one block of dy planes (every tap of every channel), and the share of the next block's
+    // planes each prefetches (the planes after a block's are the next block's, or the next image's first).
+    const int64_t calls = cg_ * pb_.r * tap_blocks;
+    const int64_t share = ceil_div(ni_ * v.dy_block, calls);
+    auto [oh0, oh1] = real_rows(r, kh);
+    for (int64_t o = begin; o < end; ++o) {
+      const int64_t kw0 = tb * nj_, taps = std::min<int64_t>(nj_, pb_.s - kw0);
+      const int64_t k0 = kb * ni_, ks = std::min<int64_t>(ni_, kg_ - k0);
+      const int64_t call = (c * pb_.r + kh) * tap_blocks + tb;
+      a.len = std::max<int64_t>(oh1 - oh0, 0) * q_;
+      const float* b =
+          v.x + (g * cg_ + c) * v.x_plane + kw0 * copy_floats + (oh0 + kh * pb_.dilation.h - v.x_row0) * q_;
+      for (int64_t t = 0; t < taps;) {
+        const int use_j = fit(static_cast<int>(std::min<int64_t>(taps - t, nj_)));
+        for (int64_t k = k0; k < k0 + ks;) {
+          int use_i = static_cast<int>(std::min<int64_t>(k0 + ks - k, ni_));
+          while (use_i > 1 && kt_.dot[use_i - 1][use_j - 1] == nullptr) --use_i;
+          const float* planes = v.dy + r.n0 * v.dy_image + (g * kg_ + k) * v.dy_block;
+          a.a = planes + oh0 * q_;
+          a.prefetch = planes + use_i * v.dy_block + call * share;
+          a.b = b + t * copy_floats;
+          a.out = result + ((((g * kg_ + k) * cg_ + c) * pb_.r + kh) * pb_.s + kw0 + t) * lanes_;
+          kt_.dot[use_i - 1][use_j - 1](a);
+          k += use_i;
+        }
+        t += use_j;
+      }
+      if (++tb < tap_blocks) continue;
+      tb = 0;
+      if (++kh == pb_.r) {
+        kh = 0;
+        if (++c == cg_) {
+          c = 0;
+          if (++kb == k_blocks) kb = 0, ++g;
+        }
+      }
+      std::tie(oh0, oh1) = real_rows(r, kh);
+    }
+  }
+
   // Adds the per-thread copies (when threads split the reduction) and writes KCRS dW.
   void finish(const float* results, unsigned copies, float* w) const {
     const int64_t rs = pb_.r * pb_.s;
+    if (planes_) {
+      // Every copy's lanes of each element.
+      const int64_t count = pb_.w_elements(), stride = count * lanes_;
+      parallel_items((count + 1023) / 1024, threads_, [&](int64_t chunk, unsigned) {
+        const int64_t end = std::min(count, (chunk + 1) * 1024);
+        for (int64_t i = chunk * 1024; i < end; ++i) {
+          float sum = 0;
+          for (unsigned t = 0; t < copies; ++t)
+            for (int64_t l = 0; l < lanes_; ++l) sum += results[t * stride + i * lanes_ + l];
+          w[i] = sum;
+        }
+      });
+      return;
+    }
     if (mode_ == Mode::Dots) {
       if (!split_reduction_) return;  // written in place
       const int64_t count = pb_.w_elements();
@@ -556,6 +722,7 @@ class FilterStrategy final : public Strategy {
   unsigned threads_ = 1;
   bool split_reduction_ = false;
   bool per_tile_ = false;  // LAYOUT 1 (kernel vectors): x and dy copied per reduction tile
+  bool planes_ = false;    // LAYOUT 1 (dots): whole-plane dots over per-tile x copies, dy in place
   int64_t x_rows_ = 0;     // padded x rows a tile's copy holds
   size_t workspace_ = 0;
 };

@@ -198,8 +198,6 @@ void Dot(const DotArgs& p) {
 #pragma GCC unroll 32
     for (int j = 0; j < NJ; ++j) acc[i][j] = hn::Zero(d);
   }
-  const int64_t full = p.len / lanes * lanes;
-  const auto tail = hn::FirstN(d, static_cast<size_t>(p.len - full));
   const float* a0 = p.a;
   const float* b0 = p.b;
   for (int64_t i0 = 0; i0 < p.n0; ++i0, a0 += p.a0, b0 += p.b0) {
@@ -207,7 +205,31 @@ void Dot(const DotArgs& p) {
     const float* b = b0;
     for (int64_t i1 = 0; i1 < p.n1; ++i1, a += p.a1, b += p.b1) {
       int64_t x = 0;
+#if HWY_ARCH_X86 && (HWY_TARGET <= HWY_AVX3 || HWY_TARGET == HWY_AVX2)
+      // A head of lanes below the next vector boundary of A's row 0, loaded masked from that boundary's
+      // vector (x86's masked loads do not touch the masked lanes), so the run's other loads of A are aligned
+      // when the rows are a whole number of vectors apart.
+      const int64_t skew = static_cast<int64_t>(reinterpret_cast<uintptr_t>(a) / sizeof(float)) % lanes;
+      if (p.align && skew > 0 && p.len > 0) {
+        const int64_t head = std::min(lanes - skew, p.len);
+        const auto m = hn::AndNot(hn::FirstN(d, static_cast<size_t>(skew)),
+                                  hn::FirstN(d, static_cast<size_t>(skew + head)));
+        V bv[NJ];
+#pragma GCC unroll 32
+        for (int j = 0; j < NJ; ++j) bv[j] = hn::MaskedLoad(m, d, b + j * p.b_j - skew);
+#pragma GCC unroll 32
+        for (int i = 0; i < NI; ++i) {
+          const V av = hn::MaskedLoad(m, d, a + i * p.a_i - skew);
+#pragma GCC unroll 32
+          for (int j = 0; j < NJ; ++j) acc[i][j] = hn::MulAdd(av, bv[j], acc[i][j]);
+        }
+        x = head;
+      }
+#endif
+      const int64_t full = x + (p.len - x) / lanes * lanes;
+      const auto tail = hn::FirstN(d, static_cast<size_t>(p.len - full));
       for (; x < full; x += lanes) {
+        if (p.prefetch) __builtin_prefetch(p.prefetch + x, 0, 2);
         V bv[NJ];
 #pragma GCC unroll 32
         for (int j = 0; j < NJ; ++j) {
@@ -235,6 +257,17 @@ void Dot(const DotArgs& p) {
         }
       }
     }
+  }
+  if (p.vectors) {
+#pragma GCC unroll 32
+    for (int i = 0; i < NI; ++i) {
+#pragma GCC unroll 32
+      for (int j = 0; j < NJ; ++j) {
+        float* out = p.out + i * p.o_i + j * p.o_j;
+        hn::StoreU(p.accumulate ? hn::Add(acc[i][j], hn::LoadU(d, out)) : acc[i][j], d, out);
+      }
+    }
+    return;
   }
 #pragma GCC unroll 32
   for (int i = 0; i < NI; ++i) {
@@ -331,8 +364,8 @@ HWY_INLINE void Transform2D(D d, T transform, Load load, Store store) {
   }
 }
 
-// The WinogradFns entry points (see microkernels.h). Transformed domains are written with streaming stores: they
-// are consumed by a later phase, after more data than the caches hold has gone by.
+// The WinogradFns entry points (see microkernels.h). The input and dy transforms write to a small staging buffer
+// with ordinary stores; the caller streams it out (StreamRun) a few lines per destination at a time.
 void WinogradWeights(const float* src, float* dst, int64_t stride) {
   const D d;
   const int64_t lanes = static_cast<int64_t>(hn::Lanes(d));
@@ -345,7 +378,7 @@ void WinogradInput(const float* src, int64_t row, int64_t col, float* dst, int64
   const D d;
   Transform2D<6, 6>(
       d, InputTransform, [&](int i, int j) { return hn::LoadU(d, src + i * row + j * col); },
-      [&](int i, int j, V v) { hn::Stream(v, d, dst + (i * 6 + j) * stride); });
+      [&](int i, int j, V v) { hn::StoreU(v, d, dst + (i * 6 + j) * stride); });
 }
 
 void WinogradOutput(const float* src, int64_t stride, float* out) {
@@ -360,7 +393,7 @@ void WinogradDy(const float* src, int64_t row, int64_t col, float* dst, int64_t 
   const D d;
   Transform2D<4, 6>(
       d, GradientTransform, [&](int i, int j) { return hn::LoadU(d, src + i * row + j * col); },
-      [&](int i, int j, V v) { hn::Stream(v, d, dst + (i * 6 + j) * stride); });
+      [&](int i, int j, V v) { hn::StoreU(v, d, dst + (i * 6 + j) * stride); });
 }
 
 void WinogradFilter(const float* src, int64_t stride, float* out) {
@@ -369,6 +402,13 @@ void WinogradFilter(const float* src, int64_t stride, float* out) {
   Transform2D<6, 3>(
       d, FilterTransform, [&](int i, int j) { return hn::LoadU(d, src + (i * 6 + j) * stride); },
       [&](int i, int j, V v) { hn::StoreU(v, d, out + (i * 3 + j) * lanes); });
+}
+
+// dst[i] = src[i] for i in [0, count) (count a whole number of vectors, dst vector-aligned), with streaming stores.
+void StreamRun(const float* HWY_RESTRICT src, float* HWY_RESTRICT dst, int64_t count) {
+  const D d;
+  const int64_t lanes = static_cast<int64_t>(hn::Lanes(d));
+  for (int64_t i = 0; i < count; i += lanes) hn::Stream(hn::LoadU(d, src + i), d, dst + i);
 }
 
 // Column counts compiled: every count up to 8, then the widths that cover common rows (13, 14, 27 = 14 + 13,
@@ -514,6 +554,7 @@ void Interleave(const float* HWY_RESTRICT src, int64_t plane, int64_t channels, 
 void FillTable(KernelTable& t) {
   t.gather = &Gather;
   t.interleave = &Interleave;
+  t.stream_run = &StreamRun;
   t.winograd = {&WinogradWeights, &WinogradInput, &WinogradOutput, &WinogradDy, &WinogradFilter};
   t.lanes = static_cast<int>(hn::Lanes(D()));
   AddBcast<1>(t);

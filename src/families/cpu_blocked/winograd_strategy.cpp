@@ -46,9 +46,14 @@ class WinogradStrategy final : public Strategy {
     tiles_h_ = (out_rows_ + 3) / 4;
     tiles_w_ = (out_cols_ + 3) / 4;
     tiles_ = pb.n * tiles_h_ * tiles_w_;
-    // Forward and backward-data: tiles in blocks of tb_ (the GEMM's block width); V and M are laid out [tile block]
-    // [xi][tile][channel], so one tile's 36 transformed vectors land within one block's slab (L2) rather than 36
-    // places a whole transformed tensor apart, and one GEMM call's operand is one contiguous [tile][channel] panel.
+    // Forward and backward-data: tiles in blocks of tb_ (the GEMM's block width). M is laid out [tile block][xi]
+    // [tile][channel], so one tile's 36 vectors lie within one block's slab rather than 36 places a whole tensor
+    // apart, and V [tile][xi][channel], so a tile's 36 transformed vectors (all its channels) are one contiguous
+    // run of 36 x icp floats: the input transform's streaming stores then fill one region per tile instead of 36
+    // lines tb_ x icp floats apart, and the GEMM reads its panel's tiles 36 x icp floats apart (one thread: alex3
+    // backward-data 13.4-13.6 -> 12.9 ms, alex4 forward 17.1-17.2 -> 16.5-16.6; the other rows level or a little
+    // faster). Streaming stores to many lines far apart measured 13 GB/s on this machine's one core, to a few
+    // streams 23 GB/s.
     tb_ = filter_ ? 1 : nj_;
     tile_blocks_ = (tiles_ + tb_ - 1) / tb_;
     icp_ = (ic_ + lanes_ - 1) / lanes_ * lanes_;
@@ -173,9 +178,9 @@ class WinogradStrategy final : public Strategy {
   struct Buffers {
     float* in = nullptr;  // channel-blocked padded input (x, or dy for backward-data)
     float* dy = nullptr;  // backward-filter: channel-blocked dy
-    float* v = nullptr;   // V[tile block][xi][tile][ic]; backward-filter: V[xi][ic vector][tile][lanes]
+    float* v = nullptr;   // V[tile][xi][ic]; backward-filter: V[xi][ic vector][tile][lanes]
     float* m = nullptr;   // M[tile block][xi][tile][oc]; backward-filter: Z[xi][oc block][tile][block]
-    float* du = nullptr;  // backward-filter: dU[ic][oc vector][xi][lanes]
+    float* du = nullptr;  // backward-filter: dU[ic][xi][oc]
   };
 
   Buffers carve(Carver& c) const {
@@ -189,7 +194,7 @@ class WinogradStrategy final : public Strategy {
     // Slack of a register block's width: a block's last vectors may read past the last tile's channels (lanes
     // that are never stored).
     const int64_t slack = int64_t{kMaxNv} * lanes_;
-    b.v = c.floats(static_cast<size_t>((filter_ ? tiles_ : tile_blocks_ * tb_) * kXi * icp_ + slack));
+    b.v = c.floats(static_cast<size_t>(tiles_ * kXi * icp_ + slack));
     b.m = c.floats(static_cast<size_t>((filter_ ? tiles_ * oc_blocks_ * block_ : tile_blocks_ * tb_ * ocp_) * kXi + slack));
     if (filter_) b.du = c.floats(static_cast<size_t>(icp_ * ocp_ * kXi + int64_t{kMaxNv} * lanes_ * kXi));
     return b;
@@ -210,15 +215,18 @@ class WinogradStrategy final : public Strategy {
   // Floats of one (image, group)'s channel-blocked copy.
   static int64_t image_floats(const ChannelBlocking& l) { return l.blocks() * l.out_rows * l.out_cols * l.block; }
 
-  // Runs body(t, image_copy) for every tile t of group g, image_copy pointing at the first channel block of t's
-  // (image, group) in a channel-blocked copy of `l`: the whole copy, made up front by run() (one work item per
-  // tile), or, per image, this thread's copy of the image, made here right before its tiles (one item per image).
+  // Runs body(t0, t1, image_copy) for runs [t0, t1) of up to `run` consecutive tiles of one image, covering every
+  // tile of group g, image_copy pointing at the first channel block of the run's (image, group) in a
+  // channel-blocked copy of `l`: the whole copy, made up front by run() (one work item per run), or, per image,
+  // this thread's copy of the image, made here right before its tiles (one item per image).
   template <class Body>
-  void for_tiles(const float* src, float* copy, const ChannelBlocking& l, int64_t g, const Body& body) const {
-    const int64_t per_image = tiles_h_ * tiles_w_;
+  void for_tiles(const float* src, float* copy, const ChannelBlocking& l, int64_t g, int64_t run,
+                 const Body& body) const {
+    const int64_t per_image = tiles_h_ * tiles_w_, runs = (per_image + run - 1) / run;
     if (!per_image_) {
-      parallel_items(tiles_, threads_, [&](int64_t t, unsigned) {
-        body(t, copy + (t / per_image * pb_.groups + g) * image_floats(l));
+      parallel_items(pb_.n * runs, threads_, [&](int64_t item, unsigned) {
+        const int64_t n = item / runs, t0 = n * per_image + item % runs * run;
+        body(t0, std::min(t0 + run, (n + 1) * per_image), copy + (n * pb_.groups + g) * image_floats(l));
       });
       return;
     }
@@ -227,7 +235,8 @@ class WinogradStrategy final : public Strategy {
       const int64_t blocks = l.blocks(), plane = l.out_rows * l.out_cols * l.block;
       for (int64_t cb = 0; cb < blocks; ++cb)
         copy_channel_block(l, src, (n * pb_.groups + g) * blocks + cb, mine + cb * plane, kt_, true);
-      for (int64_t t = n * per_image; t < (n + 1) * per_image; ++t) body(t, mine);
+      for (int64_t t0 = n * per_image; t0 < (n + 1) * per_image; t0 += run)
+        body(t0, std::min(t0 + run, (n + 1) * per_image), mine);
     });
   }
 
@@ -239,18 +248,37 @@ class WinogradStrategy final : public Strategy {
     return image + (cb * rows * cols + 4 * th * cols + 4 * tw) * lanes_;
   }
 
+  // Vectors staged per destination run: 256 bytes (4 lines of AVX-512 vectors), and the staging buffer's floats
+  // (36 runs of up to 4 tiles x an output-channel block of 4 AVX-512 vectors).
+  int64_t stage_vectors() const { return std::max<int64_t>(1, 64 / lanes_); }
+  static constexpr int64_t kStageFloats = kXi * 256;
+
+  // Forward and backward-data: a tile's channel blocks in groups of stage_vectors(), transformed into a staging
+  // buffer [xi][block in group][lanes] and streamed out as one run per xi (V[tile][xi][channel]). Backward-filter:
+  // groups of consecutive tiles (V[xi][channel vector][tile][lanes]), one run per xi.
   void transform_input(const float* src, float* in, int64_t g, float* v) const {
-    const int64_t blocks = icp_ / lanes_;
-    for_tiles(src, in, in_layout_, g, [&](int64_t t, const float* image) {
-      for (int64_t cb = 0; cb < blocks; ++cb) {
-        const float* tile = tile_source(image, t, cb, in_layout_.out_rows, in_layout_.out_cols);
-        if (filter_) {
-          kt_.winograd.input(tile, in_layout_.out_cols * lanes_, lanes_, v + v_filter_offset(t, 0, cb),
-                             v_filter_offset(0, 1, 0));
-        } else {
-          kt_.winograd.input(tile, in_layout_.out_cols * lanes_, lanes_, v + tile_offset(t, icp_) + cb * lanes_,
-                             xi_stride(icp_));
+    const int64_t blocks = icp_ / lanes_, group = stage_vectors();
+    const int64_t row = in_layout_.out_cols * lanes_, rows = in_layout_.out_rows, cols = in_layout_.out_cols;
+    for_tiles(src, in, in_layout_, g, filter_ ? group : 1, [&](int64_t t0, int64_t t1, const float* image) {
+      alignas(64) float stage[kStageFloats];
+      if (filter_) {
+        const int64_t count = t1 - t0;
+        for (int64_t cb = 0; cb < blocks; ++cb) {
+          for (int64_t t = t0; t < t1; ++t)
+            kt_.winograd.input(tile_source(image, t, cb, rows, cols), row, lanes_, stage + (t - t0) * lanes_,
+                               count * lanes_);
+          for (int64_t xi = 0; xi < kXi; ++xi)
+            kt_.stream_run(stage + xi * count * lanes_, v + v_filter_offset(t0, xi, cb), count * lanes_);
         }
+        return;
+      }
+      for (int64_t cb0 = 0; cb0 < blocks; cb0 += group) {
+        const int64_t count = std::min(group, blocks - cb0);
+        for (int64_t cb = cb0; cb < cb0 + count; ++cb)
+          kt_.winograd.input(tile_source(image, t0, cb, rows, cols), row, lanes_, stage + (cb - cb0) * lanes_,
+                             count * lanes_);
+        for (int64_t xi = 0; xi < kXi; ++xi)
+          kt_.stream_run(stage + xi * count * lanes_, v + (t0 * kXi + xi) * icp_ + cb0 * lanes_, count * lanes_);
       }
     });
   }
@@ -264,12 +292,30 @@ class WinogradStrategy final : public Strategy {
 
   void transform_dy(const float* y, float* dyb, int64_t g, float* z) const {
     const int64_t blocks = ocp_ / lanes_;
-    for_tiles(y, dyb, dy_layout_, g, [&](int64_t t, const float* image) {
-      for (int64_t kb = 0; kb < blocks; ++kb) {
-        const float* tile = tile_source(image, t, kb, dy_layout_.out_rows, dy_layout_.out_cols);
-        kt_.winograd.dy(tile, dy_layout_.out_cols * lanes_, lanes_, z + z_offset(t, 0, kb), z_offset(0, 1, 0));
+    // Groups of consecutive tiles, an output-channel block at a time: staged [xi][tile][block], one run per xi.
+    const int64_t row = dy_layout_.out_cols * lanes_, rows = dy_layout_.out_rows, cols = dy_layout_.out_cols;
+    const int64_t per_block = block_ / lanes_;
+    for_tiles(y, dyb, dy_layout_, g, stage_vectors(), [&](int64_t t0, int64_t t1, const float* image) {
+      alignas(64) float stage[kStageFloats];
+      const int64_t count = t1 - t0;
+      for (int64_t ob = 0; ob < oc_blocks_; ++ob) {
+        const int64_t used = std::min(per_block, blocks - ob * per_block);
+        // A last block's vectors past the output channels: streamed out as zeros, never read into results.
+        if (used < per_block) std::fill(stage, stage + kXi * count * block_, 0.0f);
+        for (int64_t t = t0; t < t1; ++t)
+          for (int64_t i = 0; i < used; ++i)
+            kt_.winograd.dy(tile_source(image, t, ob * per_block + i, rows, cols), row, lanes_,
+                            stage + (t - t0) * block_ + i * lanes_, count * block_);
+        for (int64_t xi = 0; xi < kXi; ++xi)
+          kt_.stream_run(stage + xi * count * block_, z + z_offset(t0, xi, ob * per_block), count * block_);
       }
     });
+  }
+
+  static int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+  // Prefetches [p, p + floats) into L2, a line at a time.
+  static void prefetch(const float* p, int64_t floats) {
+    for (int64_t i = 0; i < floats; i += 16) __builtin_prefetch(p + i, 0, 2);
   }
 
   // Widest compiled block width not above n.
@@ -287,15 +333,27 @@ class WinogradStrategy final : public Strategy {
       const int64_t xi = item / oc_blocks_, ob = item % oc_blocks_;
       BcastArgs a;
       a.a = u + (xi * oc_blocks_ + ob) * icp_ * block_;
-      a.b_j = icp_;
+      a.b_j = kXi * icp_;
       a.n2 = icp_, a.a2 = block_, a.b2 = 1;
       a.o_v = lanes_, a.o_lane = 1, a.o_j = ocp_;
       a.valid = std::min(block_, oc_ - ob * block_);
       a.stream = true;
+      // Prefetched into L2 while this item runs: the next item's slab of U (this thread's next item but at the
+      // ends of the pool's batches; read from memory once per run), a share beside each tile block, and where
+      // the next item starts the next xi, V's panels of that xi, each beside the same tile block. The first call
+      // of an item otherwise waited on its slab (alex3 forward, one thread: 13.4 -> 12.5 ms).
+      const bool more = item + 1 < kXi * oc_blocks_;
+      const float* next_u = u + (item + 1) * icp_ * block_;
+      const int64_t share = ceil_div(icp_ * block_, tile_blocks_);
+      const bool next_xi = ob + 1 == oc_blocks_ && xi + 1 < kXi;
       for (int64_t tb = 0; tb < tile_blocks_; ++tb) {
+        if (more) prefetch(next_u + tb * share, std::min(share, icp_ * block_ - tb * share));
+        if (next_xi) {
+          for (int64_t t = tb * tb_; t < std::min(tiles_, (tb + 1) * tb_); ++t) prefetch(v + (t * kXi + xi + 1) * icp_, icp_);
+        }
         int64_t t0 = 0;
         for (int width : tb + 1 == tile_blocks_ ? tail : full) {
-          a.b = v + (tb * kXi + xi) * tb_ * icp_ + t0 * icp_;
+          a.b = v + ((tb * tb_ + t0) * kXi + xi) * icp_;
           a.out = m + (tb * kXi + xi) * tb_ * ocp_ + t0 * ocp_ + ob * block_;
           kt_.bcast[nv_ - 1][width - 1](a);
           t0 += width;
@@ -305,23 +363,24 @@ class WinogradStrategy final : public Strategy {
   }
 
   // dU[xi][ic][oc] = sum over tiles of V[xi][tile][ic] Z[xi][tile][oc]: vectors of output channels, input
-  // channels broadcast, the whole reduction over tiles in registers. Stored [ic][oc vector][xi][lanes], so the
-  // final transform reads each (ic, oc vector)'s 36 vectors contiguously (a [xi][ic][oc] tensor put them a whole
-  // slice, hundreds of KB, apart: a cache and TLB miss each). Whole blocks are written with streaming stores: a
+  // channels broadcast, the whole reduction over tiles in registers. Stored [ic][xi][oc], so the final transform
+  // reads each (ic, oc vector)'s 36 vectors within one ic's slab of 36 x ocp floats (a [xi][ic][oc] tensor put
+  // them a whole slice, hundreds of KB, apart: a cache and TLB miss each), and a block's stores are runs of VECS
+  // adjacent lines per input channel (an [ic][oc vector][xi][lanes] layout wrote single lines 36 vectors apart:
+  // alex3 and alex5 backward-filter 2-3% slower, one thread). Whole blocks are written with streaming stores: a
   // block's vectors land tens of KB apart and dU (alex3: 10.6 MB) outgrows L2 before the transform reads it, so
   // ordinary stores paid a read for ownership per line (alex3 and alex4, one thread: GEMMs 13.1 -> 11.3 ms and
   // 20.1 -> 15.4 ms). Splitting the reduction into L1-sized chunks of tiles measured slower still (12.4 and
   // 16.9 ms without streaming): a later chunk reads the block back.
   void gemm_filter(const float* v, const float* z, float* du) const {
     const int64_t cvs = icp_ / lanes_;
-    const int64_t vectors = ocp_ / lanes_;
     parallel_items(kXi * oc_blocks_ * cvs, threads_, [&](int64_t item, unsigned) {
       const int64_t cv = item % cvs, ob = (item / cvs) % oc_blocks_, xi = item / (cvs * oc_blocks_);
       BcastArgs a;
       a.a = z + ((xi * oc_blocks_ + ob) * tiles_) * block_;
       a.b_j = 1;
       a.n2 = tiles_, a.a2 = block_, a.b2 = lanes_;
-      a.o_v = kXi * lanes_, a.o_lane = 1, a.o_j = vectors * kXi * lanes_;
+      a.o_v = lanes_, a.o_lane = 1, a.o_j = kXi * ocp_;
       a.valid = std::min(block_, oc_ - ob * block_);
       a.stream = true;
       // Columns: this vector's input channels, in blocks of COLS (the rest in the widest compiled width).
@@ -329,7 +388,7 @@ class WinogradStrategy final : public Strategy {
       for (int64_t c = cv * lanes_; c < c_end;) {
         const int width = fit(static_cast<int>(std::min<int64_t>(nj_, c_end - c)));
         a.b = v + v_filter_offset(0, xi, cv) + (c - cv * lanes_);
-        a.out = du + ((c * vectors + ob * nv_) * kXi + xi) * lanes_;
+        a.out = du + (c * kXi + xi) * ocp_ + ob * block_;
         kt_.bcast[nv_ - 1][width - 1](a);
         c += width;
       }
@@ -360,10 +419,13 @@ class WinogradStrategy final : public Strategy {
   // dW[k][c] = G^T dU[.][c][k] G per (input channel, vector of output channels).
   void filter_gradient(const float* du, int64_t g, float* w) const {
     const int64_t vectors = ocp_ / lanes_;
+    // The next input channel's slab of dU (read from memory: the GEMM streamed it out), a share per item.
+    const int64_t slab = kXi * ocp_, share = ceil_div(slab, vectors);
     parallel_items(ic_ * vectors, threads_, [&](int64_t item, unsigned) {
       const int64_t kv = item % vectors, c = item / vectors;
+      if (c + 1 < ic_) prefetch(du + (c + 1) * slab + kv * share, std::min(share, slab - kv * share));
       float out[9 * 16];  // [3 x 3 taps][lanes]
-      kt_.winograd.filter(du + (c * vectors + kv) * kXi * lanes_, lanes_, out);
+      kt_.winograd.filter(du + c * kXi * ocp_ + kv * lanes_, ocp_, out);
       const int64_t k0 = kv * lanes_;
       const int64_t count = std::min(lanes_, oc_ - k0);
       for (int64_t l = 0; l < count; ++l) {
