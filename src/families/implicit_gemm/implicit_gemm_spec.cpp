@@ -267,7 +267,9 @@ std::optional<Params> gpu_default(const ConvProblem& problem, const DeviceInfo& 
       const bool backward_data_tail = dir == Direction::BackwardData && c.tile_m == 64 && waves < 2 && !pointwise_data;
       if (forward_tail || backward_data_tail) split = 3;
     }
-    if (split == 1) {
+    // Forward only with tiles for under half the multiprocessors (measured: 5 tiles); backward-data wherever the
+    // tiles fill under a wave of resident work-groups (measured: 94-145 tiles).
+    if (split == 1 && (dir == Direction::BackwardData || 2 * tiles < sms)) {
       split = short_wave_split(problem, gemm.reduction, tiles, sms * per_sm, dir == Direction::Forward ? 4 : 3);
     }
   }
