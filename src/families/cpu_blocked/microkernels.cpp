@@ -99,7 +99,7 @@ HWY_INLINE const float* Column(const char* b, int j, int64_t s1, int64_t s3, int
 // The reduction of the broadcast kernel. kB: the column stride b_j when known at compile time (1: adjacent pixels
 // or packed channels; the vector width: channel-blocked pixels), so broadcasts address constant offsets; 0: a
 // runtime stride.
-template <int NV, int NJ, int kB>
+template <int NV, int NJ, int kB, bool kPrefetch = false>
 HWY_INLINE void BcastReduce(const BcastArgs& p, V (&acc)[NV][NJ]) {
   const D d;
   const int64_t lanes = static_cast<int64_t>(hn::Lanes(d));
@@ -114,6 +114,7 @@ HWY_INLINE void BcastReduce(const BcastArgs& p, V (&acc)[NV][NJ]) {
       const float* a = a1;
       const float* b = b1;
       for (int64_t i2 = 0; i2 < p.n2; ++i2, a += p.a2, b += p.b2) {
+        if constexpr (kPrefetch) __builtin_prefetch(p.prefetch + i2 * p.prefetch_step, 0, 2);
         V av[NV];
 #pragma GCC unroll 32
         for (int v = 0; v < NV; ++v) av[v] = hn::LoadU(d, a + v * lanes);
@@ -143,7 +144,9 @@ void Bcast(const BcastArgs& p) {
 #pragma GCC unroll 32
     for (int j = 0; j < NJ; ++j) acc[v][j] = hn::Zero(d);
   }
-  if (p.b_j == 1) {
+  if (p.b_j == 1 && p.prefetch != nullptr) {
+    BcastReduce<NV, NJ, 1, true>(p, acc);
+  } else if (p.b_j == 1) {
     BcastReduce<NV, NJ, 1>(p, acc);
   } else if (kLanes > 1 && p.b_j == kLanes) {
     BcastReduce<NV, NJ, kLanes>(p, acc);

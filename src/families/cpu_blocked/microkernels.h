@@ -31,6 +31,11 @@ struct BcastArgs {
   // Whole vectors (o_lane 1, every lane valid, outputs aligned to a vector) written with streaming stores, for
   // results read back only after more data than the caches hold has gone by: no read for ownership per line.
   bool stream = false;
+  // When set (with b_j 1 and one reduction level, n0 = n1 = 1), prefetch + i2 * prefetch_step is prefetched into
+  // L2 at every reduction step i2: data later calls read from memory, a line a step, so the stream stays steady
+  // instead of arriving as a burst of misses (Winograd backward-filter: the next xi's operands).
+  const float* prefetch = nullptr;
+  int64_t prefetch_step = 0;
 };
 
 // Dot kernel: acc[i][j] += A_i[x] * B_j[x] over runs x in [0, len) (vectors of Lanes, a masked tail), summed over

@@ -374,6 +374,17 @@ class WinogradStrategy final : public Strategy {
   // 16.9 ms without streaming): a later chunk reads the block back.
   void gemm_filter(const float* v, const float* z, float* du) const {
     const int64_t cvs = icp_ / lanes_;
+    // Kernel calls per item (a full vector of input channels), and the next xi's Z and V slices (read from memory:
+    // the transforms streamed them out) spread over this xi's calls, a few floats of them prefetched into L2 per
+    // reduction step inside the kernel. With every xi's operands in L2 the GEMM ran at 91-92% of the FMA loop,
+    // reading each xi's from memory 73-75% (stand-alone, alex3-5's shapes, one thread); the hardware prefetchers
+    // start each panel's stream too late, and prefetches in a burst beside each item stall on fill buffers (the
+    // fifth pass's attempts measured level). In the kernel: 82-88%.
+    int64_t calls = 0;
+    for (int64_t c = 0; c < std::min<int64_t>(ic_, lanes_); ++calls)
+      c += fit(static_cast<int>(std::min<int64_t>(nj_, std::min<int64_t>(ic_, lanes_) - c)));
+    const int64_t z_slice = oc_blocks_ * tiles_ * block_, v_slice = icp_ * tiles_;
+    const int64_t step = std::max<int64_t>(1, ceil_div(z_slice + v_slice, oc_blocks_ * cvs * calls * tiles_));
     parallel_items(kXi * oc_blocks_ * cvs, threads_, [&](int64_t item, unsigned) {
       const int64_t cv = item % cvs, ob = (item / cvs) % oc_blocks_, xi = item / (cvs * oc_blocks_);
       BcastArgs a;
@@ -385,8 +396,13 @@ class WinogradStrategy final : public Strategy {
       a.stream = true;
       // Columns: this vector's input channels, in blocks of COLS (the rest in the widest compiled width).
       const int64_t c_end = std::min(ic_, (cv + 1) * lanes_);
-      for (int64_t c = cv * lanes_; c < c_end;) {
+      int64_t call = (item % (oc_blocks_ * cvs)) * calls;
+      for (int64_t c = cv * lanes_; c < c_end; ++call) {
         const int width = fit(static_cast<int>(std::min<int64_t>(nj_, c_end - c)));
+        const int64_t ahead = call * tiles_ * step;
+        a.prefetch = nullptr, a.prefetch_step = step;
+        if (xi + 1 < kXi && ahead < z_slice) a.prefetch = z + (xi + 1) * z_slice + ahead;
+        if (xi + 1 < kXi && ahead >= z_slice && ahead < z_slice + v_slice) a.prefetch = v + (xi + 1) * v_slice + ahead - z_slice;
         a.b = v + v_filter_offset(0, xi, cv) + (c - cv * lanes_);
         a.out = du + (c * kXi + xi) * ocp_ + ob * block_;
         kt_.bcast[nv_ - 1][width - 1](a);
