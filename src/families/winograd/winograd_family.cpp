@@ -117,7 +117,8 @@ class WinogradFamily final : public FamilyBase {
     const bool wide = device.is_gpu && pb.direction != Direction::BackwardFilter && l.gemm_m >= 64 &&
                       l.gemm_n >= 128 * 16 && device.max_work_group_size >= 256;
     if (wide) candidates.insert(candidates.begin(), wide_gpu_tiles());
-    for (const gemm::TileParams& tiles : candidates) {
+    for (size_t i = 0; i < candidates.size(); ++i) {
+      const gemm::TileParams& tiles = candidates[i];
       // CPUs (PoCL) run a work-group's threads one after another between barriers: large groups only cost there.
       if (!device.is_gpu && tiles.threads() > 64) continue;
       static_cast<gemm::TileParams&>(p) = tiles;
@@ -128,9 +129,8 @@ class WinogradFamily final : public FamilyBase {
           break;
         }
       }
-      p.transform_threads = wide && tiles.tile_m == 64 && tiles.tile_n == 128 && tiles.threads_n == 8 ? 256
-                            : device.max_work_group_size >= 128                                       ? 128
-                                                                                                      : 64;
+      // The wide setup (first when chosen) was measured with transforms in work-groups of 256.
+      p.transform_threads = wide && i == 0 ? 256 : device.max_work_group_size >= 128 ? 128 : 64;
       config = table().write(p);
       if (config_problem(*this, config, generic, device).empty()) break;
     }
