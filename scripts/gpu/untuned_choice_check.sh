@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# The untuned family choice on the GPU (issue 15): for the layers of unseen_shapes.txt and untuned_shapes.txt, all
-# directions, the built-in rank rules (no tuning data), the cost model (the shipped H200 entries less those of these
+# The untuned family choice on the GPU (issue 15): for the layers of AlexNet, the seeds (bench/suites), unseen_shapes.txt
+# and untuned_shapes.txt, all directions, the built-in rank rules (no tuning data), the cost model (the shipped H200 entries less those of these
 # very layers, so every row is untuned: the nearest tier where a tuned shape is near, else the model), and what a
 # tune then finds. Binaries in .carry/bin (scripts/gpu/pack.sh).
 #   STAGES="untuned" (rules and model benches, ~3 min), STAGES="tune" (TUNE_BUDGET, default 8m, into
@@ -17,11 +17,12 @@ mkdir -p "$OUT/empty" "$OUT/shipped-less-layers"
 export LD_LIBRARY_PATH=$BIN${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 export CONVTUNE_SUITE_DIR=$PWD/bench/suites CONVTUNE_CACHE_DIR=/tmp/convtune-cache
 LAYERS=$OUT/layers.txt
-grep -hvE '^\s*(#|$)' scripts/gpu/unseen_shapes.txt scripts/gpu/untuned_shapes.txt | sed 's/#.*//' >"$LAYERS"
+grep -hvE '^\s*(#|$)' bench/suites/alexnet.txt bench/suites/seeds.txt scripts/gpu/unseen_shapes.txt \
+  scripts/gpu/untuned_shapes.txt | sed 's/#.*//' >"$LAYERS"
 has() { [[ " $STAGES " == *" $1 "* ]]; }
 bench() {  # LABEL SHIPPED_DIR USER_DB: the plan's own choice on every layer and direction
   CONVTUNE_SHIPPED_TUNING_DIR=$2 CONVTUNE_TUNING_DB=$3 timeout 540 "$BIN/convtune" bench --suite "$LAYERS" \
-    --device cuda:0 --direction all --repeats 10 --out "$OUT/$1.json" >"$OUT/$1.log" 2>&1
+    --device cuda:0 --direction all --repeats ${REPEATS:-30} --out "$OUT/$1.json" >"$OUT/$1.log" 2>&1
   echo "bench $1: exit $?"
 }
 if has untuned; then
