@@ -115,13 +115,15 @@ class KernelFamily {
   virtual std::vector<Constraint> constraints(const Problem& problem) const = 0;
   // A configuration that is valid for the problem and device and reasonably fast without tuning.
   virtual Config default_config(const Problem& problem, const DeviceInfo& device) const = 0;
-  // Why this family, untuned, is expected to run the problem far slower than another family would (empty when
-  // it is not): a plan without tuning data then takes the next family that supports the problem.
-  virtual std::string untuned_poor_fit(const Problem& /*problem*/) const { return {}; }
-  // Why this family, untuned, is expected to run the problem several times faster than the families ranked before
-  // it (empty when it is not): where no cost model answers, a plan tries the claiming families first (in rank
-  // order, poor fits left out), then the rank order.
-  virtual std::string untuned_claim(const Problem& /*problem*/) const { return {}; }
+  // Why this family, untuned, is expected to run the problem far slower than another family would on this device
+  // (empty when it is not): a plan without tuning data then takes the next family that supports the problem. The
+  // device matters where measurement split by it (depthwise backward-data loses to direct_tiled on an H200's wide
+  // images and wins on PoCL).
+  virtual std::string untuned_poor_fit(const Problem& /*problem*/, const DeviceInfo& /*device*/) const { return {}; }
+  // Why this family, untuned, is expected to run the problem several times faster on this device than the families
+  // ranked before it (empty when it is not): where no cost model answers, a plan tries the claiming families first
+  // (in rank order, poor fits left out), then the rank order.
+  virtual std::string untuned_claim(const Problem& /*problem*/, const DeviceInfo& /*device*/) const { return {}; }
   // A configuration tuned for `tuned_problem`, carried to `problem` (a nearest tuned shape's): parameters that
   // decompose the problem rather than shape the kernel may be recomputed for the new shape. Validity is not this
   // function's concern (fit_config in convtune/plan.h repairs that). Default: unchanged.

@@ -90,11 +90,11 @@ std::optional<std::string> model_choice(const TuningDatabase& database, const De
   std::map<std::string, std::string> poor_fit;
   for (const KernelFamily* f : candidates) {
     names.push_back(f->name());
-    if (std::string why = f->untuned_poor_fit(Problem(problem)); !why.empty()) poor_fit[f->name()] = std::move(why);
+    if (std::string why = f->untuned_poor_fit(Problem(problem), info); !why.empty()) poor_fit[f->name()] = std::move(why);
   }
   std::set<std::string> claims;
   for (const KernelFamily* f : candidates)
-    if (!f->untuned_claim(Problem(problem)).empty()) claims.insert(f->name());
+    if (!f->untuned_claim(Problem(problem), info).empty()) claims.insert(f->name());
   std::string predicted;
   std::optional<std::string> chosen = cost_model_choice(
       *model, names, problem, [&](const std::string& f) { return poor_fit.count(f) > 0; }, &predicted,
@@ -135,8 +135,8 @@ DefaultChoice choose_default(const PlanRequest& request, const DeviceInfo& info,
     } else if (free_choice) {
       const KernelFamily* claimed = nullptr;
       for (const KernelFamily* f : candidates) {
-        const std::string claim = f->untuned_claim(request.problem);
-        if (!claim.empty() && f->untuned_poor_fit(request.problem).empty()) {
+        const std::string claim = f->untuned_claim(request.problem, info);
+        if (!claim.empty() && f->untuned_poor_fit(request.problem, info).empty()) {
           claimed = chosen = f;
           how = fmt::format("; {} ahead of the rank order: {}", f->name(), claim);
           break;
@@ -145,7 +145,7 @@ DefaultChoice choose_default(const PlanRequest& request, const DeviceInfo& info,
       std::string passed_over;
       for (const KernelFamily* f : candidates) {
         if (claimed) break;
-        const std::string why = f->untuned_poor_fit(request.problem);
+        const std::string why = f->untuned_poor_fit(request.problem, info);
         if (why.empty()) {
           chosen = f;
           how = passed_over;

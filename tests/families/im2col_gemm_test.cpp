@@ -11,6 +11,7 @@
 #include "src/conformance/conformance.h"
 #include "tests/support/plan_check.h"
 #include "src/families/im2col_gemm/im2col_gemm_spec.h"
+#include "tests/support/hopper_device.h"
 #include "tests/support/opencl_device.h"
 
 using namespace convtune;
@@ -136,6 +137,30 @@ TEST(Im2colGemm, DefaultConfigurationIsValidOnSmallAndGpuDeviceLimits) {
       }
     }
   }
+}
+
+// Backward-data on a GPU takes 128-row tiles where they pad the C/groups*R*S rows at most 8% beyond 64-row tiles
+// and still fill a wave (measured on the H200: docs/measurements/im2col_backward_data_sweep_h200.txt); other
+// layers, directions and PoCL keep 64x64.
+TEST(Im2colGemm, GpuBackwardDataDefaultTakesTallTilesWhereTheyPadLittle) {
+  const DeviceInfo hopper = test::described_hopper();
+  auto tile_m = [&](const char* text, Direction d, const DeviceInfo& device) {
+    const ConvProblem pb = parse_problem(text).with_direction(d);
+    const Config config = family().default_config(pb, device);
+    EXPECT_EQ(config_problem(family(), config, pb, device), "") << text;
+    return config.at("TILE_M");
+  };
+  const char* alex1 = "N=128,C=3,H=224,K=64,R=11,stride=4,pad=2";  // 363 rows: 384 either way
+  const char* s2b = "N=32,C=256,H=28,K=512,R=3,stride=2,pad=1";   // 2304 rows
+  const char* s2a = "N=32,C=64,H=56,K=128,R=3,stride=2,pad=1";    // 576 rows: 640 against 576
+  const char* c3s2 = "N=32,C=3,H=224,K=64,R=7,stride=2,pad=3";    // 147 rows: 256 against 192
+  EXPECT_EQ(tile_m(alex1, Direction::BackwardData, hopper), 128);
+  EXPECT_EQ(tile_m(s2b, Direction::BackwardData, hopper), 128);
+  EXPECT_EQ(tile_m(s2a, Direction::BackwardData, hopper), 64);
+  EXPECT_EQ(tile_m(c3s2, Direction::BackwardData, hopper), 64);
+  EXPECT_EQ(tile_m(alex1, Direction::Forward, hopper), 64);
+  EXPECT_EQ(tile_m("N=2,C=3,H=24,K=8,R=11,stride=4,pad=2", Direction::BackwardData, hopper), 64);  // under a wave
+  if (Device* pocl = opencl_device()) EXPECT_EQ(tile_m(alex1, Direction::BackwardData, pocl->info()), 64);
 }
 
 TEST(Im2colGemm, EpiloguesAndOtherPrecisionsAreDeclined) {

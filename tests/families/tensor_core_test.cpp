@@ -308,7 +308,7 @@ TEST(TensorCoreFamilies, PlansChooseTensorCoresByMathModeWithValidDefaults) {
     // A GEMM thinner than one MMA tile (C=1 or 3 in backward-data) goes to the FP32 families, which compute the
     // tensor-core modes too.
     const KernelFamily& tc_family = kernel_family(base.is_conv() ? "implicit_gemm_tc" : "gemm_tc");
-    const bool thin = !tc_family.untuned_poor_fit(base).empty();
+    const bool thin = !tc_family.untuned_poor_fit(base, hopper).empty();
     thin_problems += thin;
     for (MathMode math : {MathMode::FP32, MathMode::TF32, MathMode::TF32x3}) {
       PlanRequest request;

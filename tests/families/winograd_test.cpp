@@ -251,3 +251,31 @@ TEST(Winograd, DefaultsAreValidOnSmallAndLargeDevices) {
     }
   }
 }
+
+// On a GPU, backward-data over at most 40 channels a group takes 32-row GEMM tiles (docs/PERFORMANCE.md: 1.02-1.47x
+// faster on six such layers of the H200), and 5x5 forward and backward-data are claimed from 32 channels; elsewhere,
+// and on CPU devices (PoCL), the 64-row tiles and the claim from 48 channels stay.
+TEST(Winograd, NarrowBackwardDataTilesAndFiveByFiveClaimOnGpus) {
+  DeviceInfo gpu = described_device();
+  gpu.is_gpu = true, gpu.compute_units = 132;
+  const DeviceInfo cpu = described_device();
+  const ConvProblem conv2 = parse_problem("N=10000,C=32,H=14,W=14,K=64,R=5,S=5,pad=2");  // Fashion-MNIST's conv2
+  auto tile_m = [](const ConvProblem& pb, const DeviceInfo& device) {
+    const Config config = family().default_config(pb, device);
+    EXPECT_EQ(config_problem(family(), config, pb, device), "") << pb.to_string();
+    return config.at("TILE_M");
+  };
+  EXPECT_EQ(tile_m(conv2.with_direction(Direction::BackwardData), gpu), 32);
+  // CPUs keep work-groups of at most 64 work-items (32x32 tiles) in every direction.
+  EXPECT_EQ(tile_m(conv2.with_direction(Direction::BackwardData), cpu), tile_m(conv2, cpu));
+  EXPECT_EQ(tile_m(conv2.with_direction(Direction::Forward), gpu), 64);
+  EXPECT_EQ(tile_m(parse_problem("N=32,C=64,H=28,K=64,R=3,pad=1,dir=bwd-data"), gpu), 64);
+  for (Direction d : {Direction::Forward, Direction::BackwardData}) {
+    EXPECT_NE(family().untuned_claim(conv2.with_direction(d), gpu), "");
+    EXPECT_EQ(family().untuned_claim(conv2.with_direction(d), cpu), "");
+  }
+  EXPECT_EQ(family().untuned_claim(conv2.with_direction(Direction::BackwardFilter), gpu), "");
+  ConvProblem tf32 = conv2;
+  tf32.math = MathMode::TF32;
+  EXPECT_EQ(kernel_family("winograd_tc").untuned_claim(tf32, gpu), "");
+}

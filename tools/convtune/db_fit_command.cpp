@@ -23,19 +23,30 @@ struct FitOptions {
   bool rows = false;
 };
 
-// The plans' own rules: a family known to suit the problem badly is never picked untuned; without a prediction
-// the rank order decides.
-bool poor_fit(const std::string& family, const ConvProblem& problem) {
+// The plans' own rules: a family known to suit the problem badly on the device is never picked untuned; without a
+// prediction the rank order decides.
+bool poor_fit(const std::string& family, const ConvProblem& problem, const DeviceInfo& device) {
   for (const auto& f : kernel_families())
-    if (f->name() == family) return !f->untuned_poor_fit(Problem(problem)).empty();
+    if (f->name() == family) return !f->untuned_poor_fit(Problem(problem), device).empty();
   return false;
+}
+
+// What the poor-fit rules read of the device the entries were measured on (the device itself may be absent): its
+// backend and whether it is a GPU. OpenCL on a CPU reports the CPU's vendor ("GenuineIntel", "AuthenticAMD").
+DeviceInfo entries_device(const TuningDevice& d) {
+  DeviceInfo info;
+  info.backend = d.backend == "cuda" ? BackendKind::Cuda : d.backend == "opencl" ? BackendKind::OpenCL : BackendKind::Cpu;
+  info.name = d.name, info.vendor = d.vendor, info.architecture = d.architecture;
+  info.is_gpu = info.backend == BackendKind::Cuda ||
+                (info.backend == BackendKind::OpenCL && d.vendor != "GenuineIntel" && d.vendor != "AuthenticAMD");
+  return info;
 }
 
 // A family's claim on a problem (ahead of the model where it cannot predict the family, of the rank order where it
 // predicts nothing).
-bool claims(const std::string& family, const ConvProblem& problem) {
+bool claims(const std::string& family, const ConvProblem& problem, const DeviceInfo& device) {
   for (const auto& f : kernel_families())
-    if (f->name() == family) return !f->untuned_claim(Problem(problem)).empty();
+    if (f->name() == family) return !f->untuned_claim(Problem(problem), device).empty();
   return false;
 }
 
@@ -45,7 +56,8 @@ int untuned_rank(const std::string& family) {
   return 1000;
 }
 
-void print_device(const std::string& name, const std::vector<CostSample>& samples, const FitOptions& opt) {
+void print_device(const std::string& name, const DeviceInfo& device, const std::vector<CostSample>& samples,
+                  const FitOptions& opt) {
   const CostModel model = CostModel::fit(samples, opt.ridge);
   std::cout << fmt::format("{}: {} measured (family, problem) pairs, ridge {:g}\n", name, model.sample_count(), opt.ridge);
   if (model.empty()) {
@@ -57,7 +69,9 @@ void print_device(const std::string& name, const std::vector<CostSample>& sample
   std::cout << fmt::format("  {:<16} {:<12} {:>8} {:>16}\n", "family", "types", "problems", "rms error (x)");
   for (const CostModel::FamilyFit& f : model.fits())
     std::cout << fmt::format("  {:<16} {:<12} {:>8} {:>16.2f}\n", f.family, f.types, f.samples, std::exp(f.rms_log_error));
-  const CostModelCheck check = leave_one_shape_out(samples, poor_fit, untuned_rank, opt.ridge, claims);
+  const CostModelCheck check = leave_one_shape_out(
+      samples, [&](const std::string& f, const ConvProblem& p) { return poor_fit(f, p, device); }, untuned_rank,
+      opt.ridge, [&](const std::string& f, const ConvProblem& p) { return claims(f, p, device); });
   if (check.rows.empty()) {
     std::cout << "  leave-one-shape-out: no problem has two or more families measured\n\n";
     return;
@@ -105,18 +119,18 @@ void add_db_fit_command(CLI::App& db) {
     if (!database.user_file_error().empty()) std::cerr << "db: warning: " << database.user_file_error() << "\n";
     const std::vector<ListedEntry> entries = database.list();
     // One model per device fingerprint (plans take every driver of the same hardware; stale entries count).
-    std::map<std::string, std::string> devices;  // fingerprint -> name
+    std::map<std::string, TuningDevice> devices;  // by fingerprint
     for (const ListedEntry& l : entries) {
       if (!l.entry.problem.is_conv()) continue;
       const TuningDevice& d = l.entry.device;
       if (opt->device.empty() || d.name.find(opt->device) != std::string::npos ||
           d.fingerprint.find(opt->device) != std::string::npos)
-        devices.emplace(d.fingerprint, d.name);
+        devices.emplace(d.fingerprint, d);
     }
     if (devices.empty()) std::cout << "no convolution entries" << (opt->device.empty() ? "" : " for that device") << "\n";
-    for (const auto& [fingerprint, name] : devices) {
+    for (const auto& [fingerprint, device] : devices) {
       const std::string fp = fingerprint;
-      print_device(fmt::format("{} ({})", name, fingerprint),
+      print_device(fmt::format("{} ({})", device.name, fingerprint), entries_device(device),
                    cost_samples(entries, [&fp](const TuningEntry& e) { return e.device.fingerprint == fp; }), *opt);
     }
   });

@@ -33,7 +33,7 @@ class CpuReferenceFamily final : public CpuFamily {
   std::vector<Parameter> parameters(const Problem&) const override { return {}; }
   std::vector<Constraint> constraints(const Problem&) const override { return {}; }
   Config default_config(const Problem&, const DeviceInfo&) const override { return {}; }
-  std::string untuned_poor_fit(const Problem&) const override {
+  std::string untuned_poor_fit(const Problem&, const DeviceInfo&) const override {
     return "the float64 reference is an oracle, many times slower than cpu_direct";
   }
   KernelRecipe recipe(const Problem& problem, const Epilogue&, const Config& config, const DeviceInfo&) const override {

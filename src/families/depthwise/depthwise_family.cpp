@@ -28,7 +28,7 @@ class DepthwiseFamily final : public KernelFamily {
   // backward-filter"): Fashion-MNIST's conv1 (N=10000, 32 filters 5x5) 1.20 ms against implicit_gemm's tuned 1.60
   // and cuDNN's 1.39; three small C=1 layers 0.015-0.024 ms against 0.043-0.081. FP32 math only: in tf32
   // implicit_gemm_tc took 0.54 ms on conv1.
-  std::string untuned_claim(const Problem& generic) const override {
+  std::string untuned_claim(const Problem& generic, const DeviceInfo&) const override {
     const ConvProblem& problem = generic.conv();
     if (problem.math != MathMode::FP32 && problem.math != MathMode::FP32Fast) return {};
     if (problem.direction != Direction::BackwardFilter || problem.c != 1 || problem.groups != 1) return {};
@@ -57,10 +57,13 @@ class DepthwiseFamily final : public KernelFamily {
 
   // One input channel in all (C = groups = 1) is an ordinary convolution with K filters, which the GEMM-shaped
   // families tile well forward and backward-data; backward-filter is this family's (untuned_claim).
-  std::string untuned_poor_fit(const Problem& generic) const override {
+  std::string untuned_poor_fit(const Problem& generic, const DeviceInfo& device) const override {
     const ConvProblem& problem = generic.conv();
-    if (problem.groups == 1 && untuned_claim(generic).empty())
+    if (problem.groups == 1 && untuned_claim(generic, device).empty())
       return "a single-channel layer is an ordinary convolution (K/groups rows to tile)";
+    if (depthwise::direct_tiled_backward_data(problem, device))
+      return fmt::format("on a GPU, direct_tiled computes stride-1 depthwise backward-data on {} columns faster",
+                         problem.w);
     return {};
   }
 

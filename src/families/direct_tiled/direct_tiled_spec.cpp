@@ -62,8 +62,9 @@ class DirectTiledFamily final : public KernelFamily {
   // against im2col_gemm's default, 0.130 vs 0.013 ms (7x5 stride 2), 0.228 vs 0.184 and 0.95 (tuned) vs 0.48
   // (3x3 stride 2), 1.71 vs 0.51 (C=3 7x7 stride 2), 8.40 vs 0.94 (C=3 11x11 stride 4); it won only on two layers
   // of under 0.02 ms, by less than 10%.
-  std::string untuned_poor_fit(const Problem& generic) const override {
+  std::string untuned_poor_fit(const Problem& generic, const DeviceInfo& device) const override {
     const ConvProblem& problem = generic.conv();
+    if (depthwise::direct_tiled_backward_data(problem, device)) return {};  // the depthwise family gives way here
     // Except 3x3 and smaller filters over at most 32 input channels, where it won on the layers never seen
     // (docs/PERFORMANCE.md): C=3 at N=256 0.050 ms against im2col_gemm's 0.071, C=32 on a 208x208 image 0.335
     // against 0.414 (C=64 lost, 0.228 against 0.184).

@@ -350,7 +350,7 @@ class ImplicitGemmFamily final : public KernelFamily {
   //   direct_tiled's 0.040, a prime-sized layer (4,959 and 5,957) 0.080 against 0.019, a 1x1 projection (4,608 and
   //   50,176) 0.090 against 0.072; at N=32 the same stem (401,408 long) and a C=1 stride-2 layer (65,536) ran
   //   implicit_gemm fastest.
-  std::string untuned_poor_fit(const Problem& generic) const override {
+  std::string untuned_poor_fit(const Problem& generic, const DeviceInfo&) const override {
     const ConvProblem& problem = generic.conv();
     const Direction dir = problem.direction;
     if (dir == Direction::BackwardData && problem.c_per_group() < 8) {

@@ -66,7 +66,7 @@ class ImplicitGemmTcFamily final : public KernelFamily {
   // on the H200, alex1's backward-data (C=3, M=3) ran 135x slower than cuDNN on this family's default. Strided
   // backward-data gathers through the zero-inserted gradient as implicit_gemm's does (see its rule): alex1's
   // (stride 4) took 108-165 ms tuned where direct_tiled took 11 and im2col_gemm 1.4.
-  std::string untuned_poor_fit(const Problem& generic) const override {
+  std::string untuned_poor_fit(const Problem& generic, const DeviceInfo&) const override {
     const ConvProblem& problem = generic.conv();
     if (problem.direction == Direction::BackwardData && (problem.stride.h > 1 || problem.stride.w > 1)) {
       return fmt::format("backward-data with stride {}x{} masks most of each tile's gathers", problem.stride.h,

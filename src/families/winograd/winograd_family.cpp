@@ -51,10 +51,10 @@ class WinogradFamily final : public FamilyBase {
 
   // Wide 3x3 and 5x5 layers (wide_layer_claim), in FP32 math: in tf32 and 3xtf32 winograd_tc's tensor cores claim
   // them.
-  std::string untuned_claim(const Problem& generic) const override {
+  std::string untuned_claim(const Problem& generic, const DeviceInfo& device) const override {
     const ConvProblem& pb = generic.conv();
     if (pb.math != MathMode::FP32 && pb.math != MathMode::FP32Fast) return {};
-    return wide_layer_claim(pb);
+    return wide_layer_claim(pb, device.is_gpu);
   }
 
   std::vector<Parameter> parameters(const Problem&) const override { return table().parameters(); }
@@ -117,6 +117,17 @@ class WinogradFamily final : public FamilyBase {
     const bool wide = device.is_gpu && pb.direction != Direction::BackwardFilter && l.gemm_m >= 64 &&
                       l.gemm_n >= 128 * 16 && device.max_work_group_size >= 256;
     if (wide) candidates.insert(candidates.begin(), wide_gpu_tiles());
+    // Backward-data over at most 40 input channels a group on a GPU: 32x64 tiles on 8x16 work-items (4x4 register
+    // tiles) instead of 64-row tiles half idle. On the H200 (scripts/gpu/sweeps/winograd_narrow_backward_data.txt,
+    // docs/PERFORMANCE.md) it was the fastest of six setups or within 6% of it on six layers of 24-40 channels (3x3
+    // and 5x5, N=32 to 10,000), 1.02-1.47x faster than the 64x64 setup: Fashion-MNIST's conv2 5.57 against 7.85 ms,
+    // a 32->64 5x5 layer 0.285 against 0.399, a 24->96 3x3 layer 0.073 against 0.097. Forward (rows: K) was not
+    // measured.
+    if (device.is_gpu && pb.direction == Direction::BackwardData && l.gemm_m <= 40) {
+      gemm::TileParams narrow = candidates.front();
+      narrow.tile_m = 32, narrow.threads_m = 8;
+      candidates.insert(candidates.begin(), narrow);
+    }
     for (size_t i = 0; i < candidates.size(); ++i) {
       const gemm::TileParams& tiles = candidates[i];
       // CPUs (PoCL) run a work-group's threads one after another between barriers: large groups only cost there.

@@ -64,8 +64,9 @@ std::string unsupported_shape_reason(const ConvProblem& pb, const Epilogue& epil
 std::string poor_fit(const ConvProblem& pb);
 // The layers where Winograd, untuned, is expected to beat the families ranked before it (a reason; empty
 // elsewhere): 3x3 with at least 32 channels a group in and out, 5x5 with at least 48 (backward-filter: C x K per
-// group at least 4,096). Each family adds the math modes it claims them in.
-std::string wide_layer_claim(const ConvProblem& pb);
+// group at least 4,096), or 32 in forward and backward-data where `narrow_5x5` (winograd's FP32 kernels on a GPU,
+// where that was measured). Each family adds the math modes it claims them in.
+std::string wide_layer_claim(const ConvProblem& pb, bool narrow_5x5);
 
 // The tile side a plan without tuning takes: F(4x4, 3x3) for 3x3 filters (alpha 6: 4x fewer multiplications than
 // direct, errors still near FP32's) and F(2x2) for larger ones; F(2x2) also where a 4x4 tile would be mostly padding
@@ -131,7 +132,9 @@ std::vector<LaunchStep> steps(const ConvProblem& pb, const Epilogue& epilogue, c
 class FamilyBase : public KernelFamily {
  public:
   Problem::Kind problem_kind() const override { return Problem::Kind::Convolution; }
-  std::string untuned_poor_fit(const Problem& problem) const override { return poor_fit(problem.conv()); }
+  std::string untuned_poor_fit(const Problem& problem, const DeviceInfo&) const override {
+    return poor_fit(problem.conv());
+  }
   double error_factor(const Problem& problem, const Config& config) const override {
     return config_error_factor(problem.conv(), config);
   }
@@ -142,9 +145,11 @@ class FamilyBase : public KernelFamily {
     // it idle: the default serves instead. Measured on the H200 (docs/PERFORMANCE.md, "layers never seen"): 128x128
     // tiles carried from larger layers ran 0.225 ms on a 64-channel U-Net layer, 0.21 on a 48-channel 5x5 layer and
     // 0.086 on a batch-1 layer, where the defaults took 0.150, 0.163 and 0.070.
-    // A tile of a quarter of the default's area or less was fitted to the other problem's GEMM (alex3's 192 input
-    // channels took 32x64 tiles) and leaves this one's reuse unused: alex3's backward-data entry ran 0.631 ms on the
-    // same layer with 256 channels, where the default's 128x128 took 0.547 (H200, docs/PERFORMANCE.md).
+    // A tile of smaller area was fitted to the other problem's GEMM and leaves this one's reuse unused: alex3's
+    // backward-data entry (32x64) ran 0.631 ms on the same layer with 256 channels, where the default's 128x128 took
+    // 0.547; 64x64 tiles carried from N=32-64 layers (whose GEMMs are too short for the default's 64x128) ran alex3-5
+    // and a 384->256 layer at N=64 forward and backward-data 12-17% slower than the default (alex4 backward-data
+    // 0.615 against 0.526 ms; H200, docs/PERFORMANCE.md, "the untuned choice on AlexNet and the seeds").
     int64_t tuned_area = 1, fresh_area = 1;
     for (const char* name : {"TILE_M", "TILE_N"}) {
       const auto t = tuned.find(name), f = fresh.find(name);
@@ -152,7 +157,7 @@ class FamilyBase : public KernelFamily {
       if (t->second > f->second) return fresh;
       tuned_area *= t->second, fresh_area *= f->second;
     }
-    if (4 * tuned_area <= fresh_area) return fresh;
+    if (tuned_area < fresh_area) return fresh;
     for (const char* name : {"BATCH_CHUNK", "SPLIT"}) carried[name] = fresh.at(name);
     return carried;
   }
