@@ -63,51 +63,9 @@ if has after; then
   stamp "bench after: exit $?"
 fi
 if has recheck; then
-  # Each changed row's two configurations, each its own process (bench --family --config on empty data), in ABAB
-  # order; $OUT/recheck.txt holds after/before per round and the median.
-  python3 - "$OUT" "$LAYERS" "$BIN/convtune" "$DEVICE" "$MATH" "${ROUNDS:-3}" <<'PY' | tee "$OUT/recheck.txt"
-import json, os, re, statistics, subprocess, sys
-out, layers, binary, device, math_mode, rounds = sys.argv[1:7]
-problems = dict(line.split()[:2] for line in open(layers) if line.split())
-def rows(label):
-    path = os.path.join(out, label + '.json')
-    return {(r['layer'], r['direction']): r for r in json.load(open(path))['rows'] if r.get('ms')} if os.path.exists(path) else {}
-def split(algorithm):  # "family[K=V,...] (tier)" -> (family, "K=V,...")
-    m = re.match(r'([^\[ ]+)(?:\[([^\]]*)\])?', algorithm)
-    return m.group(1), m.group(2) or ''
-before, after = rows('before'), rows('after')
-env = dict(os.environ, CONVTUNE_SHIPPED_TUNING_DIR=os.path.join(out, 'empty'),
-           CONVTUNE_TUNING_DB=os.path.join(out, 'none.json'))
-def time(layer, direction, family, config, n):
-    path = os.path.join(out, f'recheck-{n}.json')
-    cmd = [binary, 'bench', '--layer', problems[layer], '--device', device, '--direction', direction, '--math',
-           math_mode, '--family', family, '--repeats', '30', '--out', path]
-    if config: cmd += ['--config', config]
-    r = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=120)
-    try:
-        return json.load(open(path))['rows'][0]['ms']
-    except (OSError, ValueError, IndexError, KeyError):
-        print(f"  {layer} {direction} {family}[{config}]: no time (exit {r.returncode}: {r.stderr.strip()[-150:]})")
-        return None
-changed = [k for k in sorted(set(before) & set(after))
-           if split(before[k]['algorithm']) != split(after[k]['algorithm'])]
-print(f"rows whose configuration the tune changed: {len(changed)} of {len(set(before) & set(after))}")
-worst, n = [], 0
-for k in changed:
-    b, a = split(before[k]['algorithm']), split(after[k]['algorithm'])
-    ratios = []
-    for _ in range(int(rounds)):
-        n += 1; tb = time(*k, *b, n)
-        n += 1; ta = time(*k, *a, n)
-        if tb and ta: ratios.append(ta / tb)
-    med = statistics.median(ratios) if ratios else None
-    if med: worst.append((med, k))
-    print(f"{k[0]:10} {k[1]:10} {b[0]:13} -> {a[0]:13} after/before by round: "
-          f"{' '.join(f'{r:.3f}' for r in ratios)}  median {med:.3f}" if med else f"{k[0]} {k[1]}: not timed")
-slower = [(m, k) for m, k in worst if m > 1.05]
-print(f"changed rows more than 5% slower after the tune (median of {rounds} alternating rounds): {len(slower)}"
-      + ''.join(f"\n  {k[0]} {k[1]} {m:.3f}" for m, k in sorted(slower, reverse=True)))
-PY
+  # Each changed row's two configurations in ABAB order (scripts/gpu/alternate_retime.py); $OUT/recheck.txt.
+  python3 scripts/gpu/alternate_retime.py "$OUT" "$LAYERS" "$BIN/convtune" "$DEVICE" "$MATH" "${ROUNDS:-3}" before after \
+    | tee "$OUT/recheck.txt"
 fi
 if has summary; then
   python3 - "$OUT" $FAMILIES <<'PY' | tee "$OUT/summary.txt"

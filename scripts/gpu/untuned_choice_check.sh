@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
-# The untuned family choice on the GPU (issue 15): for the layers of AlexNet, the seeds (bench/suites), unseen_shapes.txt
-# and untuned_shapes.txt, all directions, the built-in rank rules (no tuning data), the cost model (the shipped H200 entries less those of these
-# very layers, so every row is untuned: the nearest tier where a tuned shape is near, else the model), and what a
+# The untuned family choice on the GPU (issue 15): for the layers of AlexNet, the seeds (bench/suites),
+# unseen_shapes.txt and untuned_shapes.txt, all directions, the built-in rank rules (no tuning data), the cost model
+# (the shipped H200 entries less those of these very layers, so every row is untuned: the nearest tier where a tuned shape is near, else the model), and what a
 # tune then finds. Binaries in .carry/bin (scripts/gpu/pack.sh).
 #   STAGES="untuned" (rules and model benches, ~3 min), STAGES="tune" (TUNE_BUDGET, default 8m, into
 #   $OUT/tuned-db.json; carry it back and pass TUNED_DB_IN to go on in another call), STAGES="tuned" (bench on the tuned
-#   database, then the table): OUT=dir STAGES="untuned tune tuned" scripts/gpu/untuned_choice_check.sh
+#   database, then the table), STAGES="recheck" (rows below 0.90 re-timed alternately, scripts/gpu/alternate_retime.py):
+#   OUT=dir STAGES="untuned tune tuned recheck" scripts/gpu/untuned_choice_check.sh
 # Prints per layer and direction: the rules' family and ms, the untuned plan's family, tier and ms, the tuned ms,
 # and tuned/untuned (the issue asks >= 0.90 on every row); $OUT/summary.txt holds the table.
 set -uo pipefail
@@ -77,4 +78,11 @@ for k in sorted(set(rules) | set(untuned) | set(tuned)):
           f"{(f'{ratio:.2f}' if ratio else '-'):>13}{'  < 0.90' if ratio is not None and ratio < 0.9 else ''}")
 print(f"rows with the untuned choice below 90% of the tuned speed: {low}")
 PY
+fi
+if has recheck; then
+  # Rows below 0.90 in the benches: tuned and untuned configurations re-timed alternately (ROUNDS rounds, default
+  # 3), since 12-20 us kernels drift 10-25% between two benches minutes apart (the same configuration read 0.0124 and
+  # 0.0156 ms); rows whose two configurations are the same are the same kernel. $OUT/recheck.txt.
+  python3 scripts/gpu/alternate_retime.py "$OUT" "$LAYERS" "$BIN/convtune" cuda:0 fp32 "${ROUNDS:-3}" tuned untuned \
+    1.111 1.111 | tee "$OUT/recheck.txt"
 fi
