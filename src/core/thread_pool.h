@@ -32,7 +32,8 @@ class ThreadPool {
   // Calls body(t, participants) once for each t in [0, participants), participants = min(threads, size()),
   // the caller running t = 0. Returns when all calls have returned; rethrows the first exception one threw.
   // A call made while the pool is busy (from inside a body, or from another thread at the same time) runs all
-  // participants' bodies on the calling thread instead: nested loops never deadlock.
+  // participants' bodies on the calling thread instead: nested loops never deadlock. Participants that no worker
+  // has started by the time the caller's own call returns run on the caller too (each exactly once either way).
   void run(unsigned threads, const std::function<void(unsigned, unsigned)>& body);
 
  private:
@@ -47,6 +48,7 @@ class ThreadPool {
   unsigned participants_ = 0;
   std::atomic<uint64_t> generation_{0};  // bumped per job; workers compare it to the last one they ran
   std::atomic<unsigned> pending_{0};     // worker calls of the current job not finished yet
+  std::vector<bool> claimed_;            // per worker: its participant of the current job taken (guarded by mutex_)
   bool stop_ = false;
   std::exception_ptr error_;
 };

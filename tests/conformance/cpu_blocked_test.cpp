@@ -191,6 +191,38 @@ TEST(CpuBlocked, EveryValidConfigurationOfOneProblemIsRight) {
   EXPECT_GT(configurations, 100);
 }
 
+TEST(CpuBlocked, PlanarInputCopiedPerRowBlockIsRight) {
+  // Planar input (LAYOUT 0) whose whole padded copy would outgrow L2 is copied a row block at a time by each
+  // thread (ORDER 1, or pixel vectors); the standard cases are too small to take that path. Forward strided and
+  // at stride 1 (pixel vectors too), backward-data at stride 1 with input-channel passes (IC_CHUNK), row blocks
+  // that divide the rows and that leave a short last block.
+  struct Trial {
+    const char* problem;
+    Direction direction;
+    const char* config;
+  };
+  const std::vector<Trial> trials = {
+      {"N=2,C=3,H=300,W=300,K=8,R=5,stride=2,pad=2", Direction::Forward, "ORIENT=0,VECS=1,COLS=14,ROW_BLOCK=16,ORDER=1"},
+      {"N=2,C=3,H=300,W=300,K=8,R=5,stride=2,pad=2", Direction::Forward, "ORIENT=0,VECS=1,COLS=5,ROW_BLOCK=32,ORDER=1"},
+      {"N=2,C=3,H=300,W=300,K=8,R=3,pad=1", Direction::Forward, "ORIENT=1,VECS=2,COLS=8,ROW_BLOCK=8,ORDER=0"},
+      {"N=2,C=3,H=300,W=300,K=8,R=3,pad=1", Direction::Forward, "ORIENT=0,VECS=1,COLS=12,ROW_BLOCK=16,ORDER=1"},
+      {"N=2,C=4,H=180,W=180,K=20,R=3,pad=1", Direction::BackwardData,
+       "ORIENT=0,VECS=1,COLS=8,ROW_BLOCK=16,ORDER=1,IC_CHUNK=16"},
+      {"N=2,C=4,H=180,W=180,K=20,R=3,pad=1", Direction::BackwardData, "ORIENT=1,VECS=3,COLS=4,ROW_BLOCK=32,ORDER=1"},
+  };
+  for (const Trial& t : trials) {
+    const ConvProblem pb = parse_problem(t.problem).with_direction(t.direction);
+    Config config = cb::default_config(pb);
+    config["ALGO"] = 0, config["LAYOUT"] = 0, config["IC_CHUNK"] = 0;
+    for (const auto& [name, value] : parse_config(t.config)) config[name] = value;
+    const cb::Convolution conv(pb, config);
+    EXPECT_NE(conv.describe().find("rows per item by each thread"), std::string::npos) << conv.describe();
+    harness::Workload workload(cpu_device(), pb, 5);
+    const auto r = testing_support::check_plan_on(workload, "cpu_blocked", config);
+    EXPECT_TRUE(r.passed) << pb.to_string() << " " << to_string(config) << ": " << r.message;
+  }
+}
+
 TEST(CpuBlocked, DefaultsAreValidForEveryCase) {
   // The default must satisfy the family's own constraints wherever the family computes, or an untuned plan fails.
   for (const auto& c : cases()) {

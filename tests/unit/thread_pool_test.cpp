@@ -74,3 +74,32 @@ TEST(ThreadPool, TinyLoopsCostMicrosecondsNotThreadStarts) {
   std::sort(us.begin(), us.end());
   EXPECT_LT(us[us.size() / 2], 1000.0);
 }
+
+TEST(ThreadPool, LateWorkersParticipantsRunExactlyOnce) {
+  // Participants a worker has not started when the caller's own call returns run on the caller: the workers here
+  // are asleep (past their spin) at each job's start, so many of their participants are taken by the caller and
+  // the rest by the workers. Each must run once, whichever thread takes it, and the job must see all of them.
+  ThreadPool pool(3);
+  for (int r = 0; r < 200; ++r) {
+    if (r % 4 == 0) std::this_thread::sleep_for(std::chrono::microseconds(500));
+    std::vector<std::atomic<int>> seen(pool.size());
+    pool.run(pool.size(), [&](unsigned t, unsigned n) {
+      ASSERT_EQ(n, pool.size());
+      seen[t]++;
+      if (t != 0 && r % 2 == 1) std::this_thread::sleep_for(std::chrono::microseconds(20));
+    });
+    for (unsigned t = 0; t < pool.size(); ++t) ASSERT_EQ(seen[t].load(), 1) << "round " << r << " participant " << t;
+  }
+}
+
+TEST(ThreadPool, LateParticipantsExceptionReachesTheCaller) {
+  ThreadPool pool(1);
+  std::this_thread::sleep_for(std::chrono::milliseconds(1));  // the worker asleep: the caller likely runs t = 1
+  EXPECT_THROW(pool.run(2, [](unsigned t, unsigned) {
+                 if (t == 1) throw std::runtime_error("1");
+               }),
+               std::runtime_error);
+  std::atomic<int> n{0};
+  pool.run(2, [&](unsigned, unsigned) { n++; });
+  EXPECT_EQ(n.load(), 2);
+}

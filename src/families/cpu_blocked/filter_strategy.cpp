@@ -281,6 +281,26 @@ class FilterStrategy final : public Strategy {
       // Output column q reads input column q * stride_w + shift; with unit stride the real ones are [lo, hi).
       const int64_t shift = kw * pb_.dilation.w - pad_left_;
       const int64_t lo = std::clamp<int64_t>(-shift, 0, q_), hi = std::clamp<int64_t>(pb_.w - shift, lo, q_);
+      if (pb_.stride.w == 1 && q_ == pb_.w) {
+        // Rows as wide as the input's ("same" padding): the copy is the image's real rows shifted by `shift`
+        // floats as one run, then the columns that wrapped into the next or previous row zeroed. Row by row
+        // (three short pieces each) it took about 17% of fmnist1's one-thread samples beside the dots' 40%.
+        const int64_t j0 = std::clamp<int64_t>(pad_top_ - v.x_row0, 0, rows);
+        const int64_t j1 = std::clamp<int64_t>(pb_.h + pad_top_ - v.x_row0, j0, rows);
+        fill_zero(d, j0 * q_);
+        fill_zero(d + j1 * q_, (rows - j1) * q_);
+        const int64_t n = (j1 - j0) * q_;
+        const float* s0 = src + (v.x_row0 + j0 - pad_top_) * pb_.w;
+        float* d0 = d + j0 * q_;
+        // Reads stay within the real rows: d0[t] = s0[t + shift] for t + shift in [0, n).
+        const int64_t from = std::max<int64_t>(0, -shift), to = n - std::max<int64_t>(0, shift);
+        if (to > from) copy_run(d0 + from, s0 + from + shift, to - from);
+        for (int64_t j = 0; j < j1 - j0; ++j) {
+          for (int64_t col = 0; col < lo; ++col) d0[j * q_ + col] = 0.0f;
+          for (int64_t col = hi; col < q_; ++col) d0[j * q_ + col] = 0.0f;
+        }
+        continue;
+      }
       for (int64_t j = 0; j < rows; ++j) {
         float* row = d + j * q_;
         const int64_t in_row = v.x_row0 + j - pad_top_;

@@ -124,6 +124,20 @@ class ViewStrategy final : public Strategy {
     row_blocks_ = (rows_max_ + row_block_ - 1) / row_block_;
     chunk_ = choice.ic_chunk;
     threads_ = threads_for(pb);
+    // Planar input copied a row block at a time (the padded rows one item reads, every channel) by the thread
+    // about to compute on it, into a buffer of its own that stays in L2, where the whole padded copy would not fit
+    // L2 and items of the same rows follow each other (ORDER 1, or one channel block). The whole copy writes the
+    // padded tensor to memory and the kernels read it back: alex1 forward (16 x 3 x 228 x 228 floats, 10 MB) spent
+    // 1.3 ms of its 17.3 (one thread) on it; two threads copying at once halved it only to 0.65-0.9 ms. One phase
+    // per axis, and only where a row block's rows overlap the next block's by little (alex1, 16 rows: 71 rows
+    // copied per 64 advanced).
+    if (copy_input_ && !blocked_in_ && ph_h_.size() == 1 && ph_w_.size() == 1 && row_blocks_ > 1 &&
+        (choice.order == 1 || pixel_vectors_ || oc_blocks_ == 1)) {
+      const AxisPhase& h = ph_h_[0];
+      block_rows_ = (row_block_ - 1) * h.ins + (h.taps - 1) * h.step + 1;
+      const double whole_bytes = 4.0 * static_cast<double>(pb.n * groups_ * image_floats());
+      per_rows_ = whole_bytes > 2e6 && block_rows_ * 4 <= row_block_ * h.ins * 5 && block_rows_ < hi_;
+    }
     Carver size(nullptr);
     carve(size);
     workspace_ = size.used();
@@ -202,8 +216,8 @@ class ViewStrategy final : public Strategy {
     Carver carver(workspace);
     float* in = carve(carver);
     auto start = Clock::now();
-    if (per_image_) {
-      // copied inside compute(), an image at a time
+    if (per_image_ || per_rows_) {
+      // copied inside compute(), an image or a row block at a time
     } else if (blocked_in_) {
       copy_channel_blocked(blocking(), src, in, kt_, threads_);
     } else if (copy_input_) {
@@ -240,6 +254,7 @@ class ViewStrategy final : public Strategy {
     const std::string chunk = chunk_ > 0 && chunk_ < ic_ ? fmt::format(", {} input channels per pass", chunk_) : "";
     const std::string layout = blocked_in_ ? fmt::format(", input in blocks of {} channels{}", in_block_,
                                                          per_image_ ? " (copied per image by each thread)" : "")
+                               : per_rows_ ? fmt::format(", input copied {} rows per item by each thread", block_rows_)
                                            : "";
     return fmt::format("{}, {} block {}x{}{}{}{}, {} row(s) per item, {}", pixel_vectors_ ? "vectors over pixels" : "vectors over output channels",
                        pixel_vectors_ ? "pixels x channels" : "channels x pixels", nv_, nj_, phases, layout, chunk, row_block_,
@@ -252,9 +267,12 @@ class ViewStrategy final : public Strategy {
 
   // Floats of one (image, group)'s input copy.
   int64_t image_floats() const { return in_blocks_ * in_block_ * hi_ * wi_; }
+  // Floats of one thread's row-block copy (per_rows_), slack for pixel vectors' reads past a row's end included.
+  int64_t rows_floats() const { return ic_ * block_rows_ * wi_ + slack(); }
 
   float* carve(Carver& c) const {
     if (!copy_input_) return nullptr;
+    if (per_rows_) return c.floats(static_cast<size_t>(int64_t{threads_} * rows_floats()));
     const int64_t images = per_image_ ? int64_t{threads_} : pb_.n * groups_;  // LAYOUT 2: one image per thread
     return c.floats(static_cast<size_t>(images * image_floats() + slack()));
   }
@@ -281,6 +299,29 @@ class ViewStrategy final : public Strategy {
     std::memset(in + planes * plane, 0, static_cast<size_t>(slack()) * sizeof(float));
   }
 
+  // per_rows_: padded rows [row0, row0 + block_rows_) of every channel of one (image, group) (`src` at its first
+  // channel) into `d`, planes block_rows_ x wi_; rows past the padded input's end (the last block) and the slack
+  // after the last plane zeroed, as the whole copy has them (pixel vectors read lanes past a row's end).
+  void copy_rows(const float* src, int64_t row0, float* d) const {
+    const int64_t rows = std::min(block_rows_, hi_ - row0);
+    for (int64_t c = 0; c < ic_; ++c) {
+      const float* s = src + c * src_rows_ * src_cols_;
+      float* plane = d + c * block_rows_ * wi_;
+      for (int64_t j = 0; j < block_rows_; ++j) {
+        float* row = plane + j * wi_;
+        const int64_t r = row0 + j - pad_top_;
+        if (j >= rows || r < 0 || r >= src_rows_) {
+          std::memset(row, 0, static_cast<size_t>(wi_) * sizeof(float));
+          continue;
+        }
+        std::memset(row, 0, static_cast<size_t>(pad_left_) * sizeof(float));
+        std::memcpy(row + pad_left_, s + r * src_cols_, static_cast<size_t>(src_cols_) * sizeof(float));
+        std::memset(row + pad_left_ + src_cols_, 0, static_cast<size_t>(pad_right_) * sizeof(float));
+      }
+    }
+    std::memset(d + ic_ * block_rows_ * wi_, 0, static_cast<size_t>(slack()) * sizeof(float));
+  }
+
   // Work items: (image, group, phase, channel block, row block), channel blocks outside or inside row blocks.
   // LAYOUT 2: `in` holds one image's copy per thread, made from `src` when the thread's item is of another image
   // than its last (items of an image are consecutive, so each thread copies an image about once).
@@ -289,7 +330,7 @@ class ViewStrategy final : public Strategy {
     const int64_t cb = pixel_vectors_ ? 1 : oc_blocks_;
     const int64_t items = pb_.n * groups_ * phases * cb * row_blocks_;
     const ChannelBlocking layout = blocking();
-    std::vector<int64_t> copied(threads_, -1);  // the image (n * groups + g) in each thread's buffer
+    std::vector<int64_t> copied(threads_, -1);  // the image (n * groups + g) or row block in each thread's buffer
     parallel_items(items, threads_, [&](int64_t item, unsigned thread) {
       Digits digits(item);
       int64_t ocb, rb;
@@ -317,6 +358,19 @@ class ViewStrategy final : public Strategy {
         }
         image_in = mine;
       }
+      // Where the kernels read: channel planes `plane` floats apart, padded row r at row r - row0.
+      int64_t plane = hi_ * wi_, row0 = 0;
+      if (per_rows_) {
+        float* mine = in + int64_t{thread} * rows_floats();
+        row0 = y0 * h.ins + h.off;
+        plane = block_rows_ * wi_;
+        const int64_t key = image * row_blocks_ + rb;
+        if (copied[thread] != key) {
+          copy_rows(src + image * ic_ * src_rows_ * src_cols_, row0, mine);
+          copied[thread] = key;
+        }
+        image_in = mine;
+      }
       float* image_out = dst + (n * groups_ + g) * oc_ * out_rows_ * out_cols_;
       const float* slab = packed + slab_offsets_[static_cast<size_t>((g * phases) + phase)];
       if (h.taps == 0 || w.taps == 0) {
@@ -324,9 +378,10 @@ class ViewStrategy final : public Strategy {
         return;
       }
       if (pixel_vectors_) {
-        pixel_rows(image_in, slab, image_out, h, w, y0, y1);
+        pixel_rows(image_in, plane, row0, slab, image_out, h, w, y0, y1);
       } else {
-        channel_rows(image_in, slab + ocb * in_blocks_ * in_block_ * h.taps * w.taps * block_, image_out, h, w, y0, y1, ocb);
+        channel_rows(image_in, plane, row0, slab + ocb * in_blocks_ * in_block_ * h.taps * w.taps * block_, image_out,
+                     h, w, y0, y1, ocb);
       }
     });
   }
@@ -360,8 +415,9 @@ class ViewStrategy final : public Strategy {
   // ORIENT 0: acc[output-channel vector][pixel] += packed weights x broadcast input pixel. Planar input: steps
   // (channel, th, tw); channel-blocked input: (channel block, th, tw x channel in block), the last a contiguous
   // run of the input row and of the packed filter.
-  void channel_rows(const float* in, const float* weights, float* out, const AxisPhase& h, const AxisPhase& w,
-                    int64_t y0, int64_t y1, int64_t ocb) const {
+  // `in`: channel planes `plane` floats apart, holding padded rows from row0 on.
+  void channel_rows(const float* in, int64_t plane, int64_t row0, const float* weights, float* out, const AxisPhase& h,
+                    const AxisPhase& w, int64_t y0, int64_t y1, int64_t ocb) const {
     const int64_t plane_out = out_rows_ * out_cols_;
     const int64_t cb = in_block_;
     const auto widths = split_columns(w.count, nj_, [&](int n) { return kt_.bcast[nv_ - 1][n - 1] != nullptr; });
@@ -369,7 +425,7 @@ class ViewStrategy final : public Strategy {
       BcastArgs row;
       row.b_j = w.ins * cb;
       const int64_t blocks = (channels + cb - 1) / cb;
-      row.n0 = blocks, row.a0 = h.taps * w.taps * cb * block_, row.b0 = hi_ * wi_ * cb;
+      row.n0 = blocks, row.a0 = h.taps * w.taps * cb * block_, row.b0 = plane * cb;
       row.a1 = w.taps * cb * block_, row.b1 = h.step * wi_ * cb;
       if (blocked_in_) {
         row.n2 = w.taps * cb, row.a2 = block_, row.b2 = 1;  // w.step == 1 (the constraint): taps x channels contiguous
@@ -386,7 +442,7 @@ class ViewStrategy final : public Strategy {
         a.n1 = t1 - t0;
         a.a = weights + c0 * h.taps * w.taps * block_ + t0 * row.a1;
         normalize(a);
-        const float* in_row = in + c0 * hi_ * wi_ + ((yy * h.ins + h.off + t0 * h.step) * wi_ + w.off) * cb;
+        const float* in_row = in + c0 * plane + ((yy * h.ins + h.off + t0 * h.step - row0) * wi_ + w.off) * cb;
         float* out_row = out + ocb * block_ * plane_out + (h.out_start + yy * h.out_step) * out_cols_ + w.out_start;
         int64_t x0 = 0;
         for (int width : widths) {
@@ -400,8 +456,8 @@ class ViewStrategy final : public Strategy {
   }
 
   // ORIENT 1: acc[pixel vector][output channel] += input row vectors x broadcast weight (unit input stride).
-  void pixel_rows(const float* in, const float* weights, float* out, const AxisPhase& h, const AxisPhase& w,
-                  int64_t y0, int64_t y1) const {
+  void pixel_rows(const float* in, int64_t plane, int64_t row0, const float* weights, float* out, const AxisPhase& h,
+                  const AxisPhase& w, int64_t y0, int64_t y1) const {
     const int64_t plane_out = out_rows_ * out_cols_;
     const int64_t span = int64_t{nv_} * lanes_;
     const auto widths = [&](int nv) {
@@ -413,12 +469,12 @@ class ViewStrategy final : public Strategy {
     chunked([&](int64_t c0, int64_t channels) {
       BcastArgs row;
       row.b_j = 1;
-      row.n0 = channels, row.a0 = hi_ * wi_, row.b0 = h.taps * w.taps * oc_;
+      row.n0 = channels, row.a0 = plane, row.b0 = h.taps * w.taps * oc_;
       row.a1 = h.step * wi_, row.b1 = w.taps * oc_;
       row.n2 = w.taps, row.a2 = w.step, row.b2 = oc_;
       row.o_v = lanes_ * w.out_step, row.o_lane = w.out_step, row.o_j = plane_out;
       row.accumulate = c0 > 0;
-      const float* in_c = in + c0 * hi_ * wi_;
+      const float* in_c = in + c0 * plane;
       const float* weights_c = weights + c0 * h.taps * w.taps * oc_;
       for (int64_t x0 = 0; x0 < w.count; x0 += span) {
         const bool tail = x0 + span > w.count;
@@ -431,7 +487,7 @@ class ViewStrategy final : public Strategy {
           a.n1 = t1 - t0;
           normalize(a);
           a.valid = std::min<int64_t>(int64_t{nv} * lanes_, w.count - x0);
-          a.a = in_c + (yy * h.ins + h.off + t0 * h.step) * wi_ + w.off + x0;
+          a.a = in_c + (yy * h.ins + h.off + t0 * h.step - row0) * wi_ + w.off + x0;
           float* out_px = out + (h.out_start + yy * h.out_step) * out_cols_ + w.out_start + x0 * w.out_step;
           int64_t o0 = 0;
           for (int width : split) {
@@ -454,6 +510,8 @@ class ViewStrategy final : public Strategy {
   bool copy_input_ = true;
   bool blocked_in_ = false;
   bool per_image_ = false;
+  bool per_rows_ = false;     // planar input copied a row block at a time by each thread (LAYOUT 0, see the constructor)
+  int64_t block_rows_ = 0;    // padded input rows one row block reads (per_rows_)
   int64_t in_block_ = 1, in_blocks_ = 1;
   int64_t groups_ = 1, ic_ = 1, oc_ = 1;
   int64_t src_rows_ = 0, src_cols_ = 0, out_rows_ = 0, out_cols_ = 0;
