@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <vector>
 
 #include "convtune/error.h"
 #include "src/families/cpu_blocked/plan.h"
@@ -383,10 +384,20 @@ class WinogradStrategy final : public Strategy {
     int64_t calls = 0;
     for (int64_t c = 0; c < std::min<int64_t>(ic_, lanes_); ++calls)
       c += fit(static_cast<int>(std::min<int64_t>(nj_, std::min<int64_t>(ic_, lanes_) - c)));
+    // Each thread covers the whole of the next slices over its own calls of the xi (a step `threads` times as wide,
+    // counted by the thread's own calls): items are handed out dynamically, so either thread may run any of the
+    // next xi's items, and a prefetch lands in the L2 of the core that issued it.
     const int64_t z_slice = oc_blocks_ * tiles_ * block_, v_slice = icp_ * tiles_;
-    const int64_t step = std::max<int64_t>(1, ceil_div(z_slice + v_slice, oc_blocks_ * cvs * calls * tiles_));
-    parallel_items(kXi * oc_blocks_ * cvs, threads_, [&](int64_t item, unsigned) {
+    const int64_t per_thread = std::max<int64_t>(1, oc_blocks_ * cvs * calls / threads_);
+    const int64_t step = std::max<int64_t>(1, ceil_div(z_slice + v_slice, per_thread * tiles_));
+    struct alignas(64) Progress {
+      int64_t xi = -1, calls = 0;  // this thread's calls so far in xi
+    };
+    std::vector<Progress> progress(threads_);
+    parallel_items(kXi * oc_blocks_ * cvs, threads_, [&](int64_t item, unsigned thread) {
       const int64_t cv = item % cvs, ob = (item / cvs) % oc_blocks_, xi = item / (cvs * oc_blocks_);
+      Progress& mine = progress[thread];
+      if (mine.xi != xi) mine.xi = xi, mine.calls = 0;
       BcastArgs a;
       a.a = z + ((xi * oc_blocks_ + ob) * tiles_) * block_;
       a.b_j = 1;
@@ -396,8 +407,8 @@ class WinogradStrategy final : public Strategy {
       a.stream = true;
       // Columns: this vector's input channels, in blocks of COLS (the rest in the widest compiled width).
       const int64_t c_end = std::min(ic_, (cv + 1) * lanes_);
-      int64_t call = (item % (oc_blocks_ * cvs)) * calls;
-      for (int64_t c = cv * lanes_; c < c_end; ++call) {
+      for (int64_t c = cv * lanes_; c < c_end;) {
+        const int64_t call = mine.calls++;
         const int width = fit(static_cast<int>(std::min<int64_t>(nj_, c_end - c)));
         const int64_t ahead = call * tiles_ * step;
         a.prefetch = nullptr, a.prefetch_step = step;
