@@ -296,8 +296,9 @@ TEST(CpuBlocked, PackedWeightsGiveTheSameResultAndStagesAreTimed) {
 TEST(CpuBlocked, PlanRepacksWeightsChangedInPlace) {
   // A plan keeps its packed weights between runs while their bytes are unchanged; weights changed in the same
   // buffer (a training step), at the start or only at the very end, must be packed again. Direct and Winograd
-  // (which caches its filter transform) in forward and backward-data.
-  for (const char* text : {"N=2,C=24,H=10,K=40,R=3,pad=1", "N=2,C=40,H=12,K=36,R=3,pad=1"}) {
+  // (which caches its filter transform) in forward and backward-data. The third problem's weights (147,456 floats)
+  // are large enough for the compare to be split over the thread pool in pieces.
+  for (const char* text : {"N=2,C=24,H=10,K=40,R=3,pad=1", "N=2,C=40,H=12,K=36,R=3,pad=1", "N=1,C=256,H=4,K=64,R=3,pad=1"}) {
     for (Direction d : {Direction::Forward, Direction::BackwardData}) {
       const ConvProblem pb = parse_problem(text).with_direction(d);
       for (int64_t algo : {0, 1}) {
@@ -325,6 +326,8 @@ TEST(CpuBlocked, PlanRepacksWeightsChangedInPlace) {
         check("same weights again");
         w.back() += 0.5f;  // only the last weight changes
         check("last weight changed in place");
+        w[w.size() / 2] -= 0.5f;  // only a middle weight changes
+        check("middle weight changed in place");
         for (float& v : w) v = -v;
         check("every weight changed in place");
       }

@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <vector>
 
 #include "convtune/error.h"
 #include "src/families/cpu_blocked/plan.h"
@@ -329,8 +330,22 @@ class WinogradStrategy final : public Strategy {
     const int64_t last = tiles_ - (tile_blocks_ - 1) * tb_;
     const auto full = split_columns(tb_, nj_, [&](int n) { return kt_.bcast[nv_ - 1][n - 1] != nullptr; });
     const auto tail = split_columns(last, nj_, [&](int n) { return kt_.bcast[nv_ - 1][n - 1] != nullptr; });
-    parallel_items(kXi * oc_blocks_, threads_, [&](int64_t item, unsigned) {
+    // With two threads or more, every thread needs all of the next xi's V panels in its own L2 (each item reads
+    // every tile), so each covers them over its own items of the xi, a share of the tiles per item, instead of the
+    // xi's last item prefetching them all into one core's L2.
+    struct alignas(64) Progress {
+      int64_t xi = -1, items = 0;  // this thread's items so far in xi
+    };
+    std::vector<Progress> progress(threads_);
+    const int64_t per_thread = std::max<int64_t>(1, oc_blocks_ / threads_);
+    const int64_t tile_share = ceil_div(tiles_, per_thread);
+    parallel_items(kXi * oc_blocks_, threads_, [&](int64_t item, unsigned thread) {
       const int64_t xi = item / oc_blocks_, ob = item % oc_blocks_;
+      Progress& mine = progress[thread];
+      if (mine.xi != xi) mine.xi = xi, mine.items = 0;
+      const int64_t k = mine.items++;
+      // This item's tiles of the next xi's V (threads > 1): [p0, p1), a part of them beside each tile block.
+      const int64_t p0 = std::min(tiles_, k * tile_share), p1 = std::min(tiles_, p0 + tile_share);
       BcastArgs a;
       a.a = u + (xi * oc_blocks_ + ob) * icp_ * block_;
       a.b_j = kXi * icp_;
@@ -345,11 +360,16 @@ class WinogradStrategy final : public Strategy {
       const bool more = item + 1 < kXi * oc_blocks_;
       const float* next_u = u + (item + 1) * icp_ * block_;
       const int64_t share = ceil_div(icp_ * block_, tile_blocks_);
-      const bool next_xi = ob + 1 == oc_blocks_ && xi + 1 < kXi;
+      const bool next_xi = threads_ == 1 && ob + 1 == oc_blocks_ && xi + 1 < kXi;
+      const bool share_xi = threads_ > 1 && xi + 1 < kXi;
       for (int64_t tb = 0; tb < tile_blocks_; ++tb) {
         if (more) prefetch(next_u + tb * share, std::min(share, icp_ * block_ - tb * share));
         if (next_xi) {
           for (int64_t t = tb * tb_; t < std::min(tiles_, (tb + 1) * tb_); ++t) prefetch(v + (t * kXi + xi + 1) * icp_, icp_);
+        }
+        if (share_xi) {
+          const int64_t t1 = p0 + (p1 - p0) * (tb + 1) / tile_blocks_;
+          for (int64_t t = p0 + (p1 - p0) * tb / tile_blocks_; t < t1; ++t) prefetch(v + (t * kXi + xi + 1) * icp_, icp_);
         }
         int64_t t0 = 0;
         for (int width : tb + 1 == tile_blocks_ ? tail : full) {
@@ -383,10 +403,20 @@ class WinogradStrategy final : public Strategy {
     int64_t calls = 0;
     for (int64_t c = 0; c < std::min<int64_t>(ic_, lanes_); ++calls)
       c += fit(static_cast<int>(std::min<int64_t>(nj_, std::min<int64_t>(ic_, lanes_) - c)));
+    // Each thread covers the whole of the next slices over its own calls of the xi (a step `threads` times as wide,
+    // counted by the thread's own calls): items are handed out dynamically, so either thread may run any of the
+    // next xi's items, and a prefetch lands in the L2 of the core that issued it.
     const int64_t z_slice = oc_blocks_ * tiles_ * block_, v_slice = icp_ * tiles_;
-    const int64_t step = std::max<int64_t>(1, ceil_div(z_slice + v_slice, oc_blocks_ * cvs * calls * tiles_));
-    parallel_items(kXi * oc_blocks_ * cvs, threads_, [&](int64_t item, unsigned) {
+    const int64_t per_thread = std::max<int64_t>(1, oc_blocks_ * cvs * calls / threads_);
+    const int64_t step = std::max<int64_t>(1, ceil_div(z_slice + v_slice, per_thread * tiles_));
+    struct alignas(64) Progress {
+      int64_t xi = -1, calls = 0;  // this thread's calls so far in xi
+    };
+    std::vector<Progress> progress(threads_);
+    parallel_items(kXi * oc_blocks_ * cvs, threads_, [&](int64_t item, unsigned thread) {
       const int64_t cv = item % cvs, ob = (item / cvs) % oc_blocks_, xi = item / (cvs * oc_blocks_);
+      Progress& mine = progress[thread];
+      if (mine.xi != xi) mine.xi = xi, mine.calls = 0;
       BcastArgs a;
       a.a = z + ((xi * oc_blocks_ + ob) * tiles_) * block_;
       a.b_j = 1;
@@ -396,8 +426,8 @@ class WinogradStrategy final : public Strategy {
       a.stream = true;
       // Columns: this vector's input channels, in blocks of COLS (the rest in the widest compiled width).
       const int64_t c_end = std::min(ic_, (cv + 1) * lanes_);
-      int64_t call = (item % (oc_blocks_ * cvs)) * calls;
-      for (int64_t c = cv * lanes_; c < c_end; ++call) {
+      for (int64_t c = cv * lanes_; c < c_end;) {
+        const int64_t call = mine.calls++;
         const int width = fit(static_cast<int>(std::min<int64_t>(nj_, c_end - c)));
         const int64_t ahead = call * tiles_ * step;
         a.prefetch = nullptr, a.prefetch_step = step;
@@ -411,42 +441,64 @@ class WinogradStrategy final : public Strategy {
     });
   }
 
-  // y = A^T M A per (tile, vector of output channels), written to NCHW with the tile's edge clipped.
+  // y = A^T M A per (tile, vector of output channels), written to NCHW with the tile's edge clipped. Work items
+  // are (image, run of channel vectors), each covering whole channel planes of one image, tiles in the outer loop:
+  // items of consecutive tiles (as before) put the two threads' current items in the same image, and with 13 x 13
+  // planes and 4 x 4 tiles the rows where one thread's tiles meet the other's share cache lines in every channel
+  // plane, written by both cores at once: the phase's CPU time summed over two threads was 2.5-2.7 ms on alex3
+  // forward against 1.85 ms on one thread. By image: 1.56 ms, the phase's wall time 1.27-1.37 -> 0.79 ms (alex4
+  // and alex5, both directions, 0.82-1.33 -> 0.53-0.90 ms).
   void transform_output(const float* m, int64_t g, float* out) const {
-    const int64_t vectors = ocp_ / lanes_;
-    parallel_items(tiles_ * vectors, threads_, [&](int64_t item, unsigned) {
-      const int64_t ov = item % vectors, t = item / vectors;
-      Digits digits(t);
-      const int64_t tw = digits.next(tiles_w_), th = digits.next(tiles_h_), n = digits.rest();
-      float tile[16 * 16];  // [4 x 4 pixels][lanes], lanes <= 16
-      kt_.winograd.output(m + tile_offset(t, ocp_) + ov * lanes_, xi_stride(ocp_), tile);
-      const int64_t o0 = ov * lanes_;
-      const int64_t count = std::min(lanes_, oc_ - o0);
-      const int64_t rows = std::min<int64_t>(4, out_rows_ - 4 * th), cols = std::min<int64_t>(4, out_cols_ - 4 * tw);
-      for (int64_t l = 0; l < count; ++l) {
-        float* plane = out + ((n * pb_.groups + g) * oc_ + o0 + l) * out_rows_ * out_cols_;
-        for (int64_t r = 0; r < rows; ++r)
-          for (int64_t c = 0; c < cols; ++c)
-            plane[(4 * th + r) * out_cols_ + 4 * tw + c] = tile[(r * 4 + c) * lanes_ + l];
+    const int64_t vectors = ocp_ / lanes_, per_image = tiles_h_ * tiles_w_;
+    // Runs of channel vectors: enough items for 4 per thread where there are few images.
+    const int64_t runs = std::min(vectors, ceil_div(4 * int64_t{threads_}, pb_.n));
+    const int64_t run = ceil_div(vectors, runs);
+    parallel_items(pb_.n * runs, threads_, [&](int64_t item, unsigned) {
+      const int64_t n = item / runs, v0 = item % runs * run, v1 = std::min(vectors, v0 + run);
+      for (int64_t t = n * per_image; t < (n + 1) * per_image; ++t) {
+        Digits digits(t);
+        const int64_t tw = digits.next(tiles_w_), th = digits.next(tiles_h_);
+        const int64_t rows = std::min<int64_t>(4, out_rows_ - 4 * th), cols = std::min<int64_t>(4, out_cols_ - 4 * tw);
+        for (int64_t ov = v0; ov < v1; ++ov) {
+          float tile[16 * 16];  // [4 x 4 pixels][lanes], lanes <= 16
+          kt_.winograd.output(m + tile_offset(t, ocp_) + ov * lanes_, xi_stride(ocp_), tile);
+          const int64_t o0 = ov * lanes_;
+          const int64_t count = std::min(lanes_, oc_ - o0);
+          for (int64_t l = 0; l < count; ++l) {
+            float* plane = out + ((n * pb_.groups + g) * oc_ + o0 + l) * out_rows_ * out_cols_;
+            for (int64_t r = 0; r < rows; ++r)
+              for (int64_t c = 0; c < cols; ++c)
+                plane[(4 * th + r) * out_cols_ + 4 * tw + c] = tile[(r * 4 + c) * lanes_ + l];
+          }
+        }
       }
     });
   }
 
-  // dW[k][c] = G^T dU[.][c][k] G per (input channel, vector of output channels).
+  // dW[k][c] = G^T dU[.][c][k] G per (input channel, vector of output channels). Threads take blocks of 16 input
+  // channels: each output channel k's 16 x 9 floats of a block are 9 whole cache lines of dW (where ic is a
+  // multiple of 16), so two threads never write the same line at once. Items of single input channels (9 floats,
+  // 36 bytes) put the threads' current items side by side, sharing a line in every one of the oc rows (as in
+  // transform_output): alex3's transform took 1.55 ms of CPU time over two threads against 1.24 on one, by blocks
+  // 1.24-1.28 (wall 0.78-0.80 -> 0.66-0.68 ms; alex4 0.92-0.96 -> 0.87-0.91, alex5 0.64 -> 0.57).
   void filter_gradient(const float* du, int64_t g, float* w) const {
     const int64_t vectors = ocp_ / lanes_;
     // The next input channel's slab of dU (read from memory: the GEMM streamed it out), a share per item.
     const int64_t slab = kXi * ocp_, share = ceil_div(slab, vectors);
-    parallel_items(ic_ * vectors, threads_, [&](int64_t item, unsigned) {
-      const int64_t kv = item % vectors, c = item / vectors;
-      if (c + 1 < ic_) prefetch(du + (c + 1) * slab + kv * share, std::min(share, slab - kv * share));
-      float out[9 * 16];  // [3 x 3 taps][lanes]
-      kt_.winograd.filter(du + c * kXi * ocp_ + kv * lanes_, ocp_, out);
-      const int64_t k0 = kv * lanes_;
-      const int64_t count = std::min(lanes_, oc_ - k0);
-      for (int64_t l = 0; l < count; ++l) {
-        float* dst = w + ((g * oc_ + k0 + l) * ic_ + c) * 9;
-        for (int64_t t = 0; t < 9; ++t) dst[t] = out[t * lanes_ + l];
+    constexpr int64_t kBlock = 16;
+    parallel_items(ceil_div(ic_, kBlock), threads_, [&](int64_t block, unsigned) {
+      const int64_t end = std::min(ic_, (block + 1) * kBlock) * vectors;
+      for (int64_t item = block * kBlock * vectors; item < end; ++item) {
+        const int64_t kv = item % vectors, c = item / vectors;
+        if (c + 1 < ic_) prefetch(du + (c + 1) * slab + kv * share, std::min(share, slab - kv * share));
+        float out[9 * 16];  // [3 x 3 taps][lanes]
+        kt_.winograd.filter(du + c * kXi * ocp_ + kv * lanes_, ocp_, out);
+        const int64_t k0 = kv * lanes_;
+        const int64_t count = std::min(lanes_, oc_ - k0);
+        for (int64_t l = 0; l < count; ++l) {
+          float* dst = w + ((g * oc_ + k0 + l) * ic_ + c) * 9;
+          for (int64_t t = 0; t < 9; ++t) dst[t] = out[t * lanes_ + l];
+        }
       }
     });
   }
