@@ -9,6 +9,7 @@
 #include <ctime>
 #include <filesystem>
 #include <iostream>
+#include <thread>
 #include <vector>
 
 #include "convtune/backend.h"
@@ -368,6 +369,12 @@ void run_bench(const BenchOptions& opt, bool algorithm_given) {
         skip_row(impl.algorithm(), fmt::format("FAILED: {}", e.what()));
         continue;
       }
+      // oneDNN's OpenMP workers spin for 7-11 ms of CPU after each of its calls (libgomp's wait policy): timed
+      // right after the previous row's oneDNN runs, convtune's threads shared a core with them (alex1 forward read
+      // 1.28 of oneDNN's time so, 1.07-1.10 on idle cores; docs/PERFORMANCE.md, cpu_blocked seventh pass). Each
+      // library is measured alone: convtune's runs wait for those workers to go idle.
+      if (against && std::find(opt.against.begin(), opt.against.end(), "onednn") != opt.against.end())
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
       const std::vector<double> samples = time_each_run(impl, *workload, opt.warmup, opt.repeats);
       ++ran;
       const double median_ms = median_of(samples);
