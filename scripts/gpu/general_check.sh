@@ -20,7 +20,7 @@ BIN=${BIN:-.carry/bin}
 OUT=${OUT:-/tmp/convtune-out}
 STAGES=${STAGES:-rules before defaults tune after summary}
 MATH=${MATH:-fp32}
-LAYERS_FILE=${LAYERS_FILE:-scripts/gpu/general_shapes.txt}
+LAYERS_FILE=${LAYERS_FILE:-scripts/gpu/general_shapes.txt}  # or several files, space-separated
 FAMILIES=${FAMILIES:-implicit_gemm im2col_gemm direct_tiled winograd depthwise}
 DEVICE=${DEVICE:-cuda:0} AGAINST=${AGAINST:-cudnn}  # other values only to try the script on a CPU machine
 export AGAINST
@@ -29,7 +29,7 @@ export LD_LIBRARY_PATH=$BIN${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 export CONVTUNE_SUITE_DIR=$PWD/bench/suites CONVTUNE_CACHE_DIR=${CONVTUNE_CACHE_DIR:-/tmp/convtune-cache}
 export CONVTUNE_SHIPPED_TUNING_DIR=${CONVTUNE_SHIPPED_TUNING_DIR:-$PWD/tuning}  # the tree's, as an install has them
 LAYERS=$OUT/layers.txt
-grep -hvE '^\s*(#|$)' "$LAYERS_FILE" | sed 's/#.*//' >"$LAYERS"
+grep -hvE '^\s*(#|$)' $LAYERS_FILE | sed 's/#.*//' >"$LAYERS"
 has() { [[ " $STAGES " == *" $1 "* ]]; }
 stamp() { echo "[$(date +%T)] $*"; }
 if has rules; then
