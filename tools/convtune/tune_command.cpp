@@ -176,10 +176,6 @@ void run_tune(const TuneCommandOptions& opt) {
   }
   Device& device = *devices.front();
   const DeviceInfo& info = device.info();
-  if (info.backend == BackendKind::Cpu && opt.family == "all") {
-    // The CPU backend's paths have nothing worth searching yet (THREADS only): say so rather than spend the budget.
-    std::cerr << "tune: the CPU backend's families have no tunable kernels (THREADS only); tuning them anyway\n";
-  }
 
   // The database first: a damaged one stops the run before any time is spent, and is never overwritten.
   const std::filesystem::path db_path =
