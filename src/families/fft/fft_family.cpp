@@ -1,0 +1,206 @@
+// The fft family: FFT tiling for stride-1 convolutions of any filter up to 31x31 (square or not), all three
+// directions: the real 2-D DFT of T x T tiles (direct DFTs in local memory), per frequency bin one real GEMM of twice
+// the channels on the gemm kernel (complex products as 2x2 real blocks), the inverse DFT. Parameters, constraints,
+// defaults and launches; the kernels are kernels/fft/fft.cl, the layout and launches fft_plan.cpp.
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "convtune/plan.h"
+#include "src/families/families.h"
+#include "src/families/fft/fft_plan.h"
+#include "src/families/gemm/gemm_tiles.h"
+
+namespace convtune {
+
+namespace {
+
+using namespace fft;
+
+struct Params : gemm::TileParams {
+  int64_t size = 0, transform_tiles = 0, batch_chunk = 0, split = 0;
+};
+
+const ParameterTable<Params>& table() {
+  static const ParameterTable<Params> t = [] {
+    std::vector<ParameterTable<Params>::Field> fields;
+    fields.push_back({"FFT_SIZE", &Params::size, kSizes,
+                      "side T of the transformed tiles: (T - R + 1) x (T - S + 1) outputs each; larger tiles do fewer "
+                      "multiplications per output in the GEMMs and more in the transforms"});
+    fields.push_back({"TRANSFORM_TILES", &Params::transform_tiles, {1, 2, 4, 8, 16, 32},
+                      "tiles per transform work-group (of TRANSFORM_TILES x T work-items)"});
+    fields.push_back({"BATCH_CHUNK", &Params::batch_chunk, kBatchChunks,
+                      "images whose transformed tiles the workspace holds per step"});
+    fields.push_back({"SPLIT", &Params::split, {1, 2, 4, 8, 16, 32, 64},
+                      "backward-filter: slices of the tiles reduced by separate work-groups (fills the device when K x "
+                      "C is small)"});
+    gemm::add_tile_fields<Params>(fields);
+    return ParameterTable<Params>(std::move(fields));
+  }();
+  return t;
+}
+
+// Local memory of one transform work-group: the first stage's T x (T/2 + 1) complex values per tile.
+uint64_t transform_local_bytes(const Params& p) {
+  return static_cast<uint64_t>(2 * p.transform_tiles * bins(p.size)) * sizeof(float);
+}
+
+class FftFamily final : public KernelFamily {
+ public:
+  std::string name() const override { return "fft"; }
+  std::string description() const override {
+    return "FFT tiling for stride-1 filters up to 31x31: real DFTs of T x T tiles (T 8-32), per frequency bin a "
+           "GEMM of the complex products as real 2x2 blocks on the gemm kernel, inverse DFT; all directions";
+  }
+  Problem::Kind problem_kind() const override { return Problem::Kind::Convolution; }
+  // After winograd: where both serve, winograd's default is measured first.
+  int untuned_rank() const override { return 45; }
+
+  std::string unsupported_reason(const Problem& generic, const Epilogue& epilogue,
+                                 const DeviceInfo& device) const override {
+    if (!generic.is_conv()) return "computes convolutions, not matrix products";
+    if (!device.can_run_kernels) return fmt::format("needs a device that compiles kernels: {}", device.cannot_run_reason);
+    if (std::string why = fp32_only_reason(name(), generic); !why.empty()) return why;
+    return unsupported_shape_reason(generic.conv(), epilogue, device);
+  }
+
+  std::string untuned_poor_fit(const Problem& problem, const DeviceInfo&) const override {
+    return poor_fit(problem.conv());
+  }
+
+  std::vector<Parameter> parameters(const Problem&) const override { return table().parameters(); }
+
+  std::vector<Constraint> constraints(const Problem& generic) const override {
+    using X = ConstraintContext;
+    const ConvProblem pb = generic.conv();
+    const ParameterTable<Params>& t = table();
+    const int64_t cover = covering_size(pb);
+    std::vector<Constraint> list = {
+        t.constraint("at least 2 outputs a tile side (FFT_SIZE - filter side + 1)", {&Params::size},
+                     [pb](const Params& p, const X&) { return p.size - std::max(pb.r, pb.s) + 1 >= 2; }),
+        t.constraint(fmt::format("FFT_SIZE at most {} (one tile covers the output; larger ones only pad)", cover),
+                     {&Params::size}, [cover](const Params& p, const X&) { return p.size <= cover; }),
+        t.constraint("slices x groups x bins within the CUDA grid limit (GEMM axis 2)", {&Params::size, &Params::split},
+                     [pb](const Params& p, const X&) {
+                       const int64_t slices = pb.direction == Direction::BackwardFilter ? p.split : 1;
+                       return slices * pb.groups * bins(p.size) <= gemm::kMaxGridAxis;
+                     }),
+        t.constraint("batch chunk at most the batch", {&Params::batch_chunk},
+                     [pb](const Params& p, const X&) { return p.batch_chunk <= pb.n; }),
+        t.constraint("at most 4096 batch chunks (launch steps)", {&Params::batch_chunk},
+                     [pb](const Params& p, const X&) { return ceil_div(pb.n, p.batch_chunk) <= kMaxChunks; }),
+        t.constraint("SPLIT above 1 only for backward-filter", {&Params::split},
+                     [pb](const Params& p, const X&) { return p.split == 1 || pb.direction == Direction::BackwardFilter; }),
+        t.constraint("SPLIT at most the tiles of a chunk", {&Params::size, &Params::batch_chunk, &Params::split},
+                     [pb](const Params& p, const X&) { return p.split <= layout(pb, p.size, p.batch_chunk, 1).tiles; }),
+        t.constraint("workspace within the workspace limit", {&Params::size, &Params::batch_chunk, &Params::split},
+                     [pb](const Params& p, const X& x) {
+                       return workspace_bytes(pb, p.size, p.batch_chunk, p.split) <= workspace_limit(x.device);
+                     }),
+        t.constraint("transform work-group (TRANSFORM_TILES x FFT_SIZE) within the device limit",
+                     {&Params::size, &Params::transform_tiles}, [](const Params& p, const X& x) {
+                       return static_cast<size_t>(p.transform_tiles * p.size) <= x.device.max_work_group_size;
+                     }),
+        t.constraint("transform local memory within the device limit and 48 KiB", {&Params::size, &Params::transform_tiles},
+                     [](const Params& p, const X& x) {
+                       const uint64_t bytes = transform_local_bytes(p);
+                       return bytes <= x.device.local_memory_bytes && bytes <= gemm::kPortableLocalBytes;
+                     }),
+    };
+    const int64_t rows = 2 * (pb.direction == Direction::BackwardData ? pb.c_per_group() : pb.k_per_group());
+    for (Constraint& c : gemm::tile_constraints(t, rows, [](int64_t) { return true; })) list.push_back(std::move(c));
+    list.push_back(t.constraint("VECTOR_WIDTH above 1 only where the GEMM's U or V rows are multiples of it",
+                                {&Params::size, &Params::batch_chunk, &Params::split, &Params::vector_width},
+                                [pb](const Params& p, const X&) {
+                                  const Layout l = layout(pb, p.size, p.batch_chunk, p.split);
+                                  return a_vectorizes(l, p.vector_width) || b_vectorizes(pb, l, p.vector_width);
+                                }));
+    return list;
+  }
+
+  Config default_config(const Problem& generic, const DeviceInfo& device) const override {
+    const ConvProblem& pb = generic.conv();
+    Params p;
+    p.size = default_size(pb);
+    // Transform work-groups of up to 256 work-items on GPUs, 64 on CPUs (PoCL runs a work-group's items one
+    // after another between barriers), as many tiles as fit.
+    const int64_t max_threads = std::min<int64_t>(static_cast<int64_t>(device.max_work_group_size), device.is_gpu ? 256 : 64);
+    p.transform_tiles = 1;
+    for (int64_t tiles : {32, 16, 8, 4, 2}) {
+      Params q = p;
+      q.transform_tiles = tiles;
+      if (tiles * p.size <= max_threads && transform_local_bytes(q) <= std::min<uint64_t>(device.local_memory_bytes, gemm::kPortableLocalBytes)) {
+        p.transform_tiles = tiles;
+        break;
+      }
+    }
+    const uint64_t cap = workspace_limit(device);
+    p.split = 1;
+    if (pb.direction == Direction::BackwardFilter) {
+      // As winograd: enough slices for about 4 work-groups per multiprocessor-sized share of a large GPU.
+      const int64_t groups_per_slice = pb.groups * bins(p.size) * ceil_div(2 * pb.k_per_group(), 64) *
+                                       ceil_div(2 * pb.c_per_group(), 64);
+      while (p.split < 64 && groups_per_slice * p.split < 512) p.split *= 2;
+    }
+    p.batch_chunk = largest_chunk(pb, p.size, p.split, cap);
+    while (p.split > 1 && layout(pb, p.size, p.batch_chunk, 1).tiles < p.split) p.split /= 2;
+    const Layout l = layout(pb, p.size, p.batch_chunk, p.split);
+    std::vector<gemm::TileParams> candidates = gemm::preferred_tiles(device.is_gpu);
+    if (device.is_gpu && l.gemm_m >= 128 && l.gemm_n >= 128 * 16) candidates.insert(candidates.begin(), gemm::large_gpu_tiles());
+    Config config;
+    for (const gemm::TileParams& tiles : candidates) {
+      if (!device.is_gpu && tiles.threads() > 64) continue;
+      static_cast<gemm::TileParams&>(p) = tiles;
+      for (int64_t width : {4, 2, 1}) {
+        if (a_vectorizes(l, width) || b_vectorizes(pb, l, width)) {
+          p.vector_width = width;
+          break;
+        }
+      }
+      config = table().write(p);
+      if (config_problem(*this, config, generic, device).empty()) break;
+    }
+    return config;  // the smallest setup when none fits: Plan::create then names the failing constraint
+  }
+
+  // A carried entry keeps the tile size and the GEMM tiles (they shape the kernels) and takes the new problem's
+  // chunk and slices; a size beyond what covers the new output gives way to the default's.
+  Config carry_config(const Config& tuned, const Problem&, const Problem& problem, const DeviceInfo& device) const override {
+    const Config fresh = default_config(problem, device);
+    Config carried = tuned;
+    if (tuned.at("FFT_SIZE") > covering_size(problem.conv())) return fresh;
+    for (const char* name : {"BATCH_CHUNK", "SPLIT"}) carried[name] = fresh.at(name);
+    return carried;
+  }
+
+  KernelRecipe recipe(const Problem& generic, const Epilogue& epilogue, const Config& config,
+                      const DeviceInfo& device) const override {
+    const ConvProblem& pb = generic.conv();
+    const Params p = table().read(config);
+    const Layout l = layout(pb, p.size, p.batch_chunk, p.split);
+    KernelRecipe recipe;
+    recipe.source.file = "fft/fft.cl";
+    recipe.source.defines = layout_defines(pb, epilogue, l, p.transform_tiles);
+    table().add_defines(p, recipe.source.defines);
+    auto& d = recipe.source.defines;
+    d.erase("FFT_SIZE");  // the kernels read FFT_T
+    d["DFT_UNROLL"] = device.is_gpu ? "1" : "0";
+    d["A_VECTOR"] = std::to_string(a_vectorizes(l, p.vector_width) ? p.vector_width : 1);
+    d["B_VECTOR"] = std::to_string(b_vectorizes(pb, l, p.vector_width) ? p.vector_width : 1);
+    recipe.workspace_bytes = l.total * sizeof(float);
+    const int64_t layers = (pb.direction == Direction::BackwardFilter ? p.split : 1) * pb.groups * bins(p.size);
+    const LaunchGeometry gemm_geometry = gemm::launch_geometry(l.gemm_m, l.gemm_n, layers, p);
+    const ArgSource workspace = ArgSource::workspace();
+    recipe.steps = steps(pb, epilogue, l, p.batch_chunk, p.split, p.transform_tiles,
+                         [&](const ArgSource& first, const ArgSource& count) -> LaunchStep {
+                           return {"gemm", {workspace, workspace, workspace, first, count}, gemm_geometry};
+                         });
+    return recipe;
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<KernelFamily> families::make_fft() { return std::make_unique<FftFamily>(); }
+
+}  // namespace convtune

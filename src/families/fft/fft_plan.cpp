@@ -1,0 +1,228 @@
+// The host side of FFT tiling: see fft_plan.h.
+#include "src/families/fft/fft_plan.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <numbers>
+
+#include "src/families/gemm/gemm_tiles.h"
+
+namespace convtune::fft {
+
+namespace {
+
+constexpr size_t kWorkspaceAlignFloats = 64;  // V and M start on 256-byte boundaries: vector loads stay aligned
+constexpr int64_t kMaxFilterSide = 31;         // the largest size, 32, keeps two outputs a side
+
+size_t align(uint64_t floats) {
+  return static_cast<size_t>((floats + kWorkspaceAlignFloats - 1) / kWorkspaceAlignFloats * kWorkspaceAlignFloats);
+}
+
+}  // namespace
+
+int64_t covered_side(const ConvProblem& pb) {
+  const bool to_x = pb.direction == Direction::BackwardData;
+  return std::max(to_x ? pb.h : pb.p(), to_x ? pb.w : pb.q());
+}
+
+Layout layout(const ConvProblem& pb, int64_t size, int64_t chunk, int64_t split) {
+  Layout l;
+  l.size = size;
+  l.tile_h = size - pb.r + 1, l.tile_w = size - pb.s + 1;
+  const bool to_x = pb.direction == Direction::BackwardData;
+  l.tiles_y = ceil_div(to_x ? pb.h : pb.p(), l.tile_h);
+  l.tiles_x = ceil_div(to_x ? pb.w : pb.q(), l.tile_w);
+  const int64_t s = pb.direction == Direction::BackwardFilter ? split : 1;
+  l.tiles = ceil_div(chunk * l.tiles_y * l.tiles_x, s) * s;
+  const uint64_t places = static_cast<uint64_t>(pb.groups * bins(size));
+  const int64_t cg = pb.c_per_group(), kg = pb.k_per_group();
+  uint64_t u = 0, v = 0, m = 0;
+  switch (pb.direction) {
+    case Direction::Forward:
+    case Direction::BackwardData: {
+      const int64_t in = to_x ? kg : cg, out = to_x ? cg : kg;
+      l.gemm_m = 2 * out, l.gemm_n = l.tiles, l.gemm_k = 2 * in;
+      u = places * static_cast<uint64_t>(4 * out * in);
+      v = places * static_cast<uint64_t>(2 * in * l.tiles);
+      m = places * static_cast<uint64_t>(2 * out * l.tiles);
+      break;
+    }
+    case Direction::BackwardFilter:
+      l.gemm_m = 2 * kg, l.gemm_n = 2 * cg, l.gemm_k = l.tiles / s;
+      u = places * static_cast<uint64_t>(2 * kg * l.tiles);
+      v = places * static_cast<uint64_t>(2 * cg * l.tiles);
+      m = places * static_cast<uint64_t>(4 * kg * cg * s);
+      break;
+  }
+  l.v_offset = align(u);
+  l.m_offset = l.v_offset + align(v);
+  l.total = l.m_offset + m;
+  return l;
+}
+
+uint64_t workspace_bytes(const ConvProblem& pb, int64_t size, int64_t chunk, int64_t split) {
+  return layout(pb, size, chunk, split).total * sizeof(float);
+}
+
+int64_t smallest_size(const ConvProblem& pb) {
+  for (int64_t size : kSizes)
+    if (size - std::max(pb.r, pb.s) + 1 >= 2) return size;
+  return kSizes.back();
+}
+
+int64_t covering_size(const ConvProblem& pb) {
+  for (int64_t size : kSizes)
+    if (size - std::max(pb.r, pb.s) + 1 >= 2 && size - std::max(pb.r, pb.s) + 1 >= covered_side(pb)) return size;
+  return kSizes.back();
+}
+
+bool a_vectorizes(const Layout& l, int64_t width) { return l.gemm_k % width == 0; }
+bool b_vectorizes(const ConvProblem& pb, const Layout& l, int64_t width) {
+  return (pb.direction == Direction::BackwardFilter ? l.gemm_k : l.tiles) % width == 0;
+}
+
+std::string unsupported_shape_reason(const ConvProblem& pb, const Epilogue& epilogue, const DeviceInfo& device) {
+  if (epilogue.pool > 1) return "a fused max-pool is not implemented (bias and ReLU are)";
+  if (epilogue.any() && pb.direction != Direction::Forward) return "epilogues apply to the forward direction only";
+  if (pb.stride.h != 1 || pb.stride.w != 1) return fmt::format("needs stride 1, not {}x{}", pb.stride.h, pb.stride.w);
+  if (pb.dilation.h != 1 || pb.dilation.w != 1)
+    return fmt::format("needs dilation 1, not {}x{}", pb.dilation.h, pb.dilation.w);
+  if (std::max(pb.r, pb.s) > kMaxFilterSide)
+    return fmt::format("a {}x{} filter: at most {} taps a side (tiles of {} keep two outputs)", pb.r, pb.s,
+                       kMaxFilterSide, kSizes.back());
+  const int64_t smallest = smallest_size(pb);
+  if (pb.groups * bins(smallest) > gemm::kMaxGridAxis)
+    return fmt::format("groups={} x {} bins exceeds {} (CUDA grid axis 2)", pb.groups, bins(smallest), gemm::kMaxGridAxis);
+  if (workspace_bytes(pb, smallest, 1, 1) > workspace_limit(device)) {
+    return fmt::format("the transformed tiles of one image ({} bytes) exceed the workspace limit of {} bytes",
+                       workspace_bytes(pb, smallest, 1, 1), workspace_limit(device));
+  }
+  const int64_t chunk = largest_chunk(pb, smallest, 1, workspace_limit(device));
+  if (ceil_div(pb.n, chunk) > kMaxChunks) {
+    return fmt::format("N={} needs more than {} chunks of at most {} images (three launch steps each)", pb.n,
+                       kMaxChunks, chunk);
+  }
+  return {};
+}
+
+std::string poor_fit(const ConvProblem& pb) {
+  if (pb.r * pb.s == 1) return "a 1x1 filter: the frequency domain saves nothing";
+  if (std::min(pb.c_per_group(), pb.k_per_group()) < 16)
+    return fmt::format("{} channels per group: the transforms' traffic outweighs the GEMM",
+                       std::min(pb.c_per_group(), pb.k_per_group()));
+  return {};
+}
+
+int64_t default_size(const ConvProblem& pb) {
+  const bool to_x = pb.direction == Direction::BackwardData;
+  const int64_t in = to_x ? pb.k_per_group() : pb.c_per_group(), out = to_x ? pb.c_per_group() : pb.k_per_group();
+  const int64_t cover = covering_size(pb);
+  int64_t best = smallest_size(pb);
+  double best_cost = std::numeric_limits<double>::max();
+  for (int64_t size : kSizes) {
+    if (size < smallest_size(pb) || size > cover) continue;
+    const Layout l = layout(pb, size, 1, 1);
+    // Per tile and bin: 4 in x out multiplications in the GEMM; each input channel's direct DFTs about 6 T per bin,
+    // each output channel's inverse about as many.
+    const double cost = static_cast<double>(l.tiles_y * l.tiles_x * bins(size)) *
+                        (4.0 * static_cast<double>(in * out) + 6.0 * static_cast<double>(size * (in + out)));
+    if (cost < best_cost) best_cost = cost, best = size;
+  }
+  return best;
+}
+
+int64_t largest_chunk(const ConvProblem& pb, int64_t size, int64_t split, uint64_t cap) {
+  int64_t chunk = 1;
+  for (int64_t c : kBatchChunks)
+    if (c <= pb.n && workspace_bytes(pb, size, c, split) <= cap) chunk = c;
+  return chunk;
+}
+
+std::string twiddles(int64_t size, bool sine) {
+  std::string list;
+  for (int64_t k = 0; k < size; ++k) {
+    const double angle = 2.0 * std::numbers::pi * static_cast<double>(k) / static_cast<double>(size);
+    double value = sine ? std::sin(angle) : std::cos(angle);
+    // Exact where the value is: 0 and +-1 at multiples of a quarter turn (sin(pi) is 1.2e-16 in double).
+    if (std::abs(value) < 1e-12) value = 0.0;
+    if (std::abs(std::abs(value) - 1.0) < 1e-12) value = value > 0 ? 1.0 : -1.0;
+    // Scientific notation is always a float literal with the suffix ("1f" would not be).
+    list += fmt::format("{}{:.9e}f", k == 0 ? "" : ",", static_cast<float>(value));  // defines hold no spaces
+  }
+  return list;
+}
+
+std::map<std::string, std::string> layout_defines(const ConvProblem& pb, const Epilogue& epilogue, const Layout& l,
+                                                  int64_t transform_tiles) {
+  std::map<std::string, std::string> d = problem_defines(pb);
+  auto s = [](int64_t v) { return std::to_string(v); };
+  d["FFT_T"] = s(l.size);
+  d["FFT_H2"] = s(l.size / 2 + 1);
+  d["TILE_OH"] = s(l.tile_h);
+  d["TILE_OW"] = s(l.tile_w);
+  d["TILES_Y"] = s(l.tiles_y);
+  d["TILES_X"] = s(l.tiles_x);
+  d["TRANSFORM_TILES"] = s(transform_tiles);
+  d["V_OFFSET"] = s(static_cast<int64_t>(l.v_offset));
+  d["M_OFFSET"] = s(static_cast<int64_t>(l.m_offset));
+  d["FFT_COS"] = twiddles(l.size, false);
+  d["FFT_SIN"] = twiddles(l.size, true);
+  d["HAS_BIAS"] = epilogue.bias ? "1" : "0";  // bias and ReLU fused into the forward output transform
+  d["HAS_RELU"] = epilogue.relu ? "1" : "0";
+  return d;
+}
+
+std::vector<LaunchStep> steps(const ConvProblem& pb, const Epilogue& epilogue, const Layout& l, int64_t batch_chunk,
+                              int64_t split, int64_t transform_tiles, const GemmStep& gemm) {
+  constexpr int x = 0, w = 1, y = 2;  // Problem::operand order
+  auto op = ArgSource::of_operand;
+  const ArgSource workspace = ArgSource::workspace();
+  const int64_t threads = transform_tiles * l.size;
+  // The tile transforms: work-groups of transform_tiles tiles x T lanes.
+  auto tiled = [&](int64_t items) {
+    LaunchGeometry g;
+    g.global[0] = static_cast<size_t>(ceil_div(items, transform_tiles) * threads);
+    g.local[0] = static_cast<size_t>(threads);
+    return g;
+  };
+  // The filter transforms: a thread per channel pair, in work-groups of the same size.
+  auto flat = [&](int64_t items) {
+    LaunchGeometry g;
+    g.global[0] = static_cast<size_t>(ceil_div(items, threads) * threads);
+    g.local[0] = static_cast<size_t>(threads);
+    return g;
+  };
+  const int64_t cg = pb.c_per_group(), kg = pb.k_per_group();
+  std::vector<LaunchStep> list;
+  if (pb.direction != Direction::BackwardFilter) {
+    const bool forward = pb.direction == Direction::Forward;
+    const int64_t in = forward ? cg : kg, out = forward ? kg : cg;
+    const int in_operand = forward ? x : y, out_operand = forward ? y : x;
+    list.push_back({"fft_filter_transform", {op(w), workspace}, flat(pb.groups * out * in)});
+    for (int64_t image0 = 0; image0 < pb.n; image0 += batch_chunk) {
+      const ArgSource first = ArgSource::fixed(static_cast<int32_t>(image0));
+      const ArgSource count = ArgSource::fixed(static_cast<int32_t>(std::min(batch_chunk, pb.n - image0)));
+      list.push_back({"fft_input_transform", {op(in_operand), workspace, first, count}, tiled(pb.groups * in * l.tiles)});
+      list.push_back(gemm(first, count));
+      std::vector<ArgSource> output_args = {workspace, op(out_operand), first, count};
+      if (epilogue.bias) output_args.push_back(op(kBiasOperand));
+      list.push_back({"fft_output_transform", output_args, tiled(pb.groups * out * l.tiles)});
+    }
+  } else {
+    list.push_back({"fft_zero", {workspace}, flat(split * pb.groups * bins(l.size) * 4 * kg * cg)});
+    for (int64_t image0 = 0; image0 < pb.n; image0 += batch_chunk) {
+      const ArgSource first = ArgSource::fixed(static_cast<int32_t>(image0));
+      const ArgSource count = ArgSource::fixed(static_cast<int32_t>(std::min(batch_chunk, pb.n - image0)));
+      list.push_back({"fft_gradient_transform", {op(y), workspace, first, count}, tiled(pb.groups * kg * l.tiles)});
+      list.push_back({"fft_input_transform", {op(x), workspace, first, count}, tiled(pb.groups * cg * l.tiles)});
+      list.push_back(gemm(first, count));
+    }
+    list.push_back({"fft_filter_output_transform", {workspace, op(w)}, flat(pb.groups * kg * cg)});
+  }
+  return list;
+}
+
+}  // namespace convtune::fft

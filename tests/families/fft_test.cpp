@@ -1,0 +1,171 @@
+// fft: the twiddle tables, support, the size the plan takes untuned, then every direction on PoCL against the float64
+// reference: every tile size with 3x3 and 5x5 filters, rectangular and 7x7 filters, odd sizes, padding beyond the
+// filter, groups, a chunked batch with a short last chunk, backward-filter slices, the fused bias and ReLU; the
+// measured error beside the FP32 tolerance the family is held to.
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "convtune/plan.h"
+#include "src/families/fft/fft_plan.h"
+#include "src/harness/implementation.h"
+#include "tests/support/epilogue_check.h"
+#include "tests/support/opencl_device.h"
+#include "tests/support/plan_check.h"
+
+using namespace convtune;
+using namespace convtune::testing_support;
+
+namespace {
+
+constexpr Direction kDirections[] = {Direction::Forward, Direction::BackwardData, Direction::BackwardFilter};
+
+const KernelFamily& family() { return kernel_family("fft"); }
+
+DeviceInfo described_device() {
+  DeviceInfo device;
+  device.backend = BackendKind::OpenCL;
+  device.name = "a device for this test";
+  device.can_run_kernels = true;
+  device.max_work_group_size = 1024;
+  device.local_memory_bytes = 48 * 1024;
+  device.global_memory_bytes = uint64_t{8} << 30;
+  return device;
+}
+
+Config config_with(const ConvProblem& pb, const DeviceInfo& device, const Config& changes) {
+  Config config = family().default_config(pb, device);
+  for (const auto& [name, value] : changes) config[name] = value;
+  return config;
+}
+
+}  // namespace
+
+TEST(FftTwiddles, ExactAtQuarterTurnsAndNoSpaces) {
+  EXPECT_EQ(fft::twiddles(4, false), "1.000000000e+00f,0.000000000e+00f,-1.000000000e+00f,0.000000000e+00f");
+  EXPECT_EQ(fft::twiddles(4, true), "0.000000000e+00f,1.000000000e+00f,0.000000000e+00f,-1.000000000e+00f");
+  EXPECT_EQ(fft::twiddles(12, true).find(' '), std::string::npos);
+}
+
+TEST(Fft, SupportNamesWhatIsMissing) {
+  const DeviceInfo device = described_device();
+  EXPECT_NE(family().unsupported_reason(parse_problem("N=1,C=8,H=9,W=9,K=8,R=3,stride=2,pad=1"), {}, device).find("stride 1"),
+            std::string::npos);
+  EXPECT_NE(family().unsupported_reason(parse_problem("N=1,C=8,H=9,W=9,K=8,R=3,dilation=2,pad=2"), {}, device).find("dilation 1"),
+            std::string::npos);
+  EXPECT_NE(family().unsupported_reason(parse_problem("N=1,C=8,H=40,W=40,K=8,R=32"), {}, device).find("at most 31"),
+            std::string::npos);
+  // Any filter shape up to 31 taps a side: rectangular, 1x1 (a poor fit, but computed), 7x7.
+  for (const char* ok : {"N=1,C=8,H=9,W=9,K=8,R=5,pad=2", "N=1,C=8,H=17,W=17,K=8,R=1,S=7,pad_w=3",
+                         "N=1,C=8,H=9,W=9,K=8,R=1", "N=1,C=8,H=12,W=12,K=8,R=7,pad=3"})
+    EXPECT_EQ(family().unsupported_reason(parse_problem(ok), {}, device), "") << ok;
+  EXPECT_NE(family().untuned_poor_fit(parse_problem("N=1,C=8,H=9,W=9,K=8,R=1"), device).find("1x1"), std::string::npos);
+}
+
+// The untuned size: the fewest estimated operations among the sizes that cover the output at most once; never a
+// size whose tile is mostly padding.
+TEST(Fft, DefaultSizeCoversTheOutput) {
+  const DeviceInfo device = described_device();
+  const ConvProblem alex3 = parse_problem("N=128,C=384,H=13,W=13,K=384,R=3,pad=1");
+  EXPECT_LE(family().default_config(alex3, device).at("FFT_SIZE"), 16);
+  const ConvProblem small = parse_problem("N=8,C=64,H=7,W=7,K=64,R=3,pad=1");
+  EXPECT_EQ(family().default_config(small, device).at("FFT_SIZE"), 10);  // 8 outputs a side cover 7
+  Config too_large = family().default_config(small, device);
+  too_large["FFT_SIZE"] = 16;
+  EXPECT_NE(config_problem(family(), too_large, small, device).find("one tile covers the output"), std::string::npos);
+}
+
+// Every direction and tile size against the float64 reference in full, each error printed beside the FP32
+// tolerance it is held to (factor 1: the DFTs' rounding grows with log T, not with the filter's size).
+TEST(Fft, EveryDirectionAndSizeMatchesTheReference) {
+  Device* device = test::opencl_device();
+  if (!device) GTEST_SKIP() << "no OpenCL device runs kernels here";
+  struct Case {
+    std::string problem;
+    std::vector<int64_t> sizes;
+  };
+  const std::vector<Case> cases = {
+      {"N=2,C=16,H=11,W=9,K=12,R=3,pad=1", {8, 12}},        // odd sizes: partial tiles on both sides
+      {"N=3,C=8,H=8,W=8,K=8,R=3,pad=0", {8}},               // no padding, outputs 6x6: one tile
+      {"N=1,C=6,H=7,W=10,K=4,R=3,pad=2", {10}},             // padding beyond the filter's half
+      {"N=2,C=8,H=27,W=27,K=8,R=5,pad=2", {8, 20, 32}},     // 5x5 (alex2's image), the largest size
+      {"N=1,C=4,H=12,W=12,K=4,R=7,pad=3", {14}},            // 7x7
+      {"N=2,C=8,H=15,W=12,K=8,R=1,S=7,pad_w=3", {10}},      // 1x7, inception-style
+      {"N=2,C=8,H=6,W=6,K=12,R=3,pad=1,groups=4", {8}},     // groups
+      {"N=1,C=256,H=14,W=14,K=8,R=3,pad=1", {16}},          // a long reduction
+  };
+  uint64_t seed = 31;
+  for (const Case& c : cases) {
+    for (Direction direction : kDirections) {
+      for (int64_t size : c.sizes) {
+        const ConvProblem pb = parse_problem(c.problem).with_direction(direction);
+        // Two images a chunk where there are two; two slices for backward-filter where there are two tiles.
+        const int64_t chunk = pb.n >= 2 ? 2 : 1;
+        const bool slices = direction == Direction::BackwardFilter && fft::layout(pb, size, chunk, 1).tiles >= 2;
+        const Config config = config_with(pb, device->info(),
+                                          {{"FFT_SIZE", size}, {"SPLIT", slices ? 2 : 1}, {"VECTOR_WIDTH", 1},
+                                           {"BATCH_CHUNK", chunk}});
+        SCOPED_TRACE(fmt::format("{} [{}]", pb.to_string(), to_string(config)));
+        ASSERT_EQ(config_problem(family(), config, pb, device->info()), "");
+        const harness::Check check = testing_support::check_plan(*device, pb, "fft", config, ++seed);
+        EXPECT_TRUE(check.passed) << check.message;
+        std::cout << fmt::format("fft FFT_SIZE={:<2} {:<10} {:<40} rel L2 {:.2e} = {:.3f}x the FP32 tolerance\n", size,
+                                 to_string(direction), parse_problem(c.problem).to_string().substr(0, 40),
+                                 check.rel_l2_error, check.rel_l2_error / harness::tolerance(pb));
+      }
+    }
+  }
+}
+
+TEST(Fft, ChunkedBatchAndBackwardFilterSlices) {
+  Device* device = test::opencl_device();
+  if (!device) GTEST_SKIP() << "no OpenCL device runs kernels here";
+  // N=5 in chunks of 2 (2 + 2 + 1), 1 x 2 tiles an image; backward-filter sums the chunks into 2 slices of M (2
+  // tiles each); vector loads of width 2.
+  const std::string problem = "N=5,C=8,H=5,W=8,K=6,R=3,pad=1";
+  uint64_t seed = 71;
+  for (Direction direction : kDirections) {
+    const ConvProblem pb = parse_problem(problem).with_direction(direction);
+    Config changes = {{"FFT_SIZE", 8}, {"BATCH_CHUNK", 2}, {"VECTOR_WIDTH", 2}, {"TRANSFORM_TILES", 4}};
+    changes["SPLIT"] = direction == Direction::BackwardFilter ? 2 : 1;
+    const Config config = config_with(pb, device->info(), changes);
+    SCOPED_TRACE(fmt::format("{} [{}]", pb.to_string(), to_string(config)));
+    ASSERT_EQ(config_problem(family(), config, pb, device->info()), "");
+    const KernelRecipe recipe = family().recipe(pb, {}, config, device->info());
+    int gemms = 0;
+    for (const LaunchStep& step : recipe.steps) gemms += step.kernel == "gemm";
+    EXPECT_EQ(gemms, 3);
+    const harness::Check check = testing_support::check_plan(*device, pb, "fft", config, ++seed);
+    EXPECT_TRUE(check.passed) << check.message;
+  }
+}
+
+// Bias and ReLU fused into the forward output transform, over a 3x3 and a 5x5 filter with groups and a partial last
+// tile; pooling and other directions are refused.
+TEST(Fft, ForwardBiasAndReluAreFusedIntoTheOutputTransform) {
+  Device* device = test::opencl_device();
+  if (!device) GTEST_SKIP() << "no OpenCL device runs kernels here";
+  const Epilogue bias_relu{true, true, 1};
+  uint64_t seed = 91;
+  for (const char* text : {"N=2,C=6,H=9,W=7,K=8,R=3,pad=1,groups=2", "N=2,C=4,H=10,W=9,K=6,R=5,pad=2"}) {
+    const ConvProblem pb = parse_problem(text);
+    const Config config = family().default_config(pb, device->info());
+    SCOPED_TRACE(fmt::format("{} [{}]", pb.to_string(), to_string(config)));
+    ASSERT_EQ(family().unsupported_reason(pb, bias_relu, device->info()), "");
+    const auto x = random_values(static_cast<size_t>(pb.x_elements()), ++seed);
+    const auto w = random_values(static_cast<size_t>(pb.w_elements()), ++seed);
+    const auto bias = random_values(static_cast<size_t>(pb.k), ++seed);
+    for (const Epilogue& epilogue : {bias_relu, Epilogue{true, false, 1}}) {
+      const auto want = host_forward(pb, epilogue, x, w, bias);
+      const auto got = device_forward(*device, "fft", pb, epilogue, config, x, w, bias, static_cast<int64_t>(want.size()));
+      EXPECT_LE(relative_max_error(got, want), 1e-5) << to_string(epilogue);
+    }
+  }
+  const ConvProblem pb = parse_problem("N=1,C=4,H=8,W=8,K=4,R=3,pad=1");
+  EXPECT_NE(family().unsupported_reason(pb, {true, true, 2}, device->info()).find("max-pool"), std::string::npos);
+  EXPECT_NE(family().unsupported_reason(pb.with_direction(Direction::BackwardData), bias_relu, device->info())
+                .find("forward direction only"),
+            std::string::npos);
+}
