@@ -18,8 +18,12 @@ namespace {
 using namespace fft;
 
 struct Params : gemm::TileParams {
-  int64_t size = 0, transform_tiles = 0, batch_chunk = 0, split = 0;
+  int64_t size = 0, gauss = 0, transform_tiles = 0, batch_chunk = 0, split = 0;
 };
+
+Layout layout_of(const ConvProblem& pb, const Params& p, int64_t split) {
+  return layout(pb, p.size, p.batch_chunk, split, p.gauss != 0);
+}
 
 const ParameterTable<Params>& table() {
   static const ParameterTable<Params> t = [] {
@@ -27,6 +31,9 @@ const ParameterTable<Params>& table() {
     fields.push_back({"FFT_SIZE", &Params::size, kSizes,
                       "side T of the transformed tiles: (T - R + 1) x (T - S + 1) outputs each; larger tiles do fewer "
                       "multiplications per output in the GEMMs and more in the transforms"});
+    fields.push_back({"GAUSS", &Params::gauss, {0, 1},
+                      "1: three real GEMMs a bin on planes of the channels' size (Gauss's complex product, 3/4 of the "
+                      "multiplications); 0: one GEMM of twice the channels on 2x2 real blocks"});
     fields.push_back({"TRANSFORM_TILES", &Params::transform_tiles, {1, 2, 4, 8, 16, 32},
                       "tiles per transform work-group (of TRANSFORM_TILES x T work-items)"});
     fields.push_back({"BATCH_CHUNK", &Params::batch_chunk, kBatchChunks,
@@ -80,10 +87,10 @@ class FftFamily final : public KernelFamily {
                      [pb](const Params& p, const X&) { return p.size - std::max(pb.r, pb.s) + 1 >= 2; }),
         t.constraint(fmt::format("FFT_SIZE at most {} (one tile covers the output; larger ones only pad)", cover),
                      {&Params::size}, [cover](const Params& p, const X&) { return p.size <= cover; }),
-        t.constraint("slices x groups x bins within the CUDA grid limit (GEMM axis 2)", {&Params::size, &Params::split},
-                     [pb](const Params& p, const X&) {
+        t.constraint("slices x groups x bins (x 3 with GAUSS) within the CUDA grid limit (GEMM axis 2)",
+                     {&Params::size, &Params::split, &Params::gauss}, [pb](const Params& p, const X&) {
                        const int64_t slices = pb.direction == Direction::BackwardFilter ? p.split : 1;
-                       return slices * pb.groups * bins(p.size) <= gemm::kMaxGridAxis;
+                       return slices * pb.groups * bins(p.size) * (p.gauss ? 3 : 1) <= gemm::kMaxGridAxis;
                      }),
         t.constraint("batch chunk at most the batch", {&Params::batch_chunk},
                      [pb](const Params& p, const X&) { return p.batch_chunk <= pb.n; }),
@@ -93,9 +100,10 @@ class FftFamily final : public KernelFamily {
                      [pb](const Params& p, const X&) { return p.split == 1 || pb.direction == Direction::BackwardFilter; }),
         t.constraint("SPLIT at most the tiles of a chunk", {&Params::size, &Params::batch_chunk, &Params::split},
                      [pb](const Params& p, const X&) { return p.split <= layout(pb, p.size, p.batch_chunk, 1).tiles; }),
-        t.constraint("workspace within the workspace limit", {&Params::size, &Params::batch_chunk, &Params::split},
+        t.constraint("workspace within the workspace limit",
+                     {&Params::size, &Params::batch_chunk, &Params::split, &Params::gauss},
                      [pb](const Params& p, const X& x) {
-                       return workspace_bytes(pb, p.size, p.batch_chunk, p.split) <= workspace_limit(x.device);
+                       return layout_of(pb, p, p.split).total * sizeof(float) <= workspace_limit(x.device);
                      }),
         t.constraint("transform work-group (TRANSFORM_TILES x FFT_SIZE) within the device limit",
                      {&Params::size, &Params::transform_tiles}, [](const Params& p, const X& x) {
@@ -107,12 +115,12 @@ class FftFamily final : public KernelFamily {
                        return bytes <= x.device.local_memory_bytes && bytes <= gemm::kPortableLocalBytes;
                      }),
     };
-    const int64_t rows = 2 * (pb.direction == Direction::BackwardData ? pb.c_per_group() : pb.k_per_group());
+    const int64_t rows = 2 * (pb.direction == Direction::BackwardData ? pb.c_per_group() : pb.k_per_group());  // at most
     for (Constraint& c : gemm::tile_constraints(t, rows, [](int64_t) { return true; })) list.push_back(std::move(c));
     list.push_back(t.constraint("VECTOR_WIDTH above 1 only where the GEMM's U or V rows are multiples of it",
-                                {&Params::size, &Params::batch_chunk, &Params::split, &Params::vector_width},
+                                {&Params::size, &Params::batch_chunk, &Params::split, &Params::gauss, &Params::vector_width},
                                 [pb](const Params& p, const X&) {
-                                  const Layout l = layout(pb, p.size, p.batch_chunk, p.split);
+                                  const Layout l = layout_of(pb, p, p.split);
                                   return a_vectorizes(l, p.vector_width) || b_vectorizes(pb, l, p.vector_width);
                                 }));
     return list;
@@ -122,6 +130,8 @@ class FftFamily final : public KernelFamily {
     const ConvProblem& pb = generic.conv();
     Params p;
     p.size = default_size(pb);
+    // Gauss's product: measured on the H200 (docs/PERFORMANCE.md, "FFT tiling"), see the GPU run's table.
+    p.gauss = 1;
     // Transform work-groups of up to 256 work-items on GPUs, 64 on CPUs (PoCL runs a work-group's items one
     // after another between barriers), as many tiles as fit.
     const int64_t max_threads = std::min<int64_t>(static_cast<int64_t>(device.max_work_group_size), device.is_gpu ? 256 : 64);
@@ -142,9 +152,9 @@ class FftFamily final : public KernelFamily {
                                        ceil_div(2 * pb.c_per_group(), 64);
       while (p.split < 64 && groups_per_slice * p.split < 512) p.split *= 2;
     }
-    p.batch_chunk = largest_chunk(pb, p.size, p.split, cap);
+    p.batch_chunk = largest_chunk(pb, p.size, p.split, cap, p.gauss != 0);
     while (p.split > 1 && layout(pb, p.size, p.batch_chunk, 1).tiles < p.split) p.split /= 2;
-    const Layout l = layout(pb, p.size, p.batch_chunk, p.split);
+    const Layout l = layout_of(pb, p, p.split);
     std::vector<gemm::TileParams> candidates = gemm::preferred_tiles(device.is_gpu);
     if (device.is_gpu && l.gemm_m >= 128 && l.gemm_n >= 128 * 16) candidates.insert(candidates.begin(), gemm::large_gpu_tiles());
     Config config;
@@ -177,7 +187,7 @@ class FftFamily final : public KernelFamily {
                       const DeviceInfo& device) const override {
     const ConvProblem& pb = generic.conv();
     const Params p = table().read(config);
-    const Layout l = layout(pb, p.size, p.batch_chunk, p.split);
+    const Layout l = layout_of(pb, p, p.split);
     KernelRecipe recipe;
     recipe.source.file = "fft/fft.cl";
     recipe.source.defines = layout_defines(pb, epilogue, l, p.transform_tiles);
@@ -185,10 +195,11 @@ class FftFamily final : public KernelFamily {
     auto& d = recipe.source.defines;
     d.erase("FFT_SIZE");  // the kernels read FFT_T
     d["DFT_UNROLL"] = device.is_gpu ? "1" : "0";
+    d["FFT_CHUNKS"] = std::to_string(ceil_div(pb.n, p.batch_chunk));  // one: backward-filter's GEMM writes M
     d["A_VECTOR"] = std::to_string(a_vectorizes(l, p.vector_width) ? p.vector_width : 1);
     d["B_VECTOR"] = std::to_string(b_vectorizes(pb, l, p.vector_width) ? p.vector_width : 1);
     recipe.workspace_bytes = l.total * sizeof(float);
-    const int64_t layers = (pb.direction == Direction::BackwardFilter ? p.split : 1) * pb.groups * bins(p.size);
+    const int64_t layers = (pb.direction == Direction::BackwardFilter ? p.split : 1) * pb.groups * bins(p.size) * l.gemms;
     const LaunchGeometry gemm_geometry = gemm::launch_geometry(l.gemm_m, l.gemm_n, layers, p);
     const ArgSource workspace = ArgSource::workspace();
     recipe.steps = steps(pb, epilogue, l, p.batch_chunk, p.split, p.transform_tiles,

@@ -28,9 +28,10 @@ int64_t covered_side(const ConvProblem& pb) {
   return std::max(to_x ? pb.h : pb.p(), to_x ? pb.w : pb.q());
 }
 
-Layout layout(const ConvProblem& pb, int64_t size, int64_t chunk, int64_t split) {
+Layout layout(const ConvProblem& pb, int64_t size, int64_t chunk, int64_t split, bool gauss) {
   Layout l;
   l.size = size;
+  l.gauss = gauss, l.gemms = gauss ? 3 : 1;
   l.tile_h = size - pb.r + 1, l.tile_w = size - pb.s + 1;
   const bool to_x = pb.direction == Direction::BackwardData;
   l.tiles_y = ceil_div(to_x ? pb.h : pb.p(), l.tile_h);
@@ -43,19 +44,23 @@ Layout layout(const ConvProblem& pb, int64_t size, int64_t chunk, int64_t split)
   switch (pb.direction) {
     case Direction::Forward:
     case Direction::BackwardData: {
+      // U: the 2x2 blocks (2 out x 2 in), or Gauss's three planes; V and M: re, im (and Gauss's third) planes.
       const int64_t in = to_x ? kg : cg, out = to_x ? cg : kg;
-      l.gemm_m = 2 * out, l.gemm_n = l.tiles, l.gemm_k = 2 * in;
-      u = places * static_cast<uint64_t>(4 * out * in);
-      v = places * static_cast<uint64_t>(2 * in * l.tiles);
-      m = places * static_cast<uint64_t>(2 * out * l.tiles);
+      const int64_t planes = gauss ? 3 : 2;
+      l.gemm_m = gauss ? out : 2 * out, l.gemm_n = l.tiles, l.gemm_k = gauss ? in : 2 * in;
+      u = places * static_cast<uint64_t>((gauss ? 3 : 4) * out * in);
+      v = places * static_cast<uint64_t>(planes * in * l.tiles);
+      m = places * static_cast<uint64_t>(planes * out * l.tiles);
       break;
     }
-    case Direction::BackwardFilter:
-      l.gemm_m = 2 * kg, l.gemm_n = 2 * cg, l.gemm_k = l.tiles / s;
-      u = places * static_cast<uint64_t>(2 * kg * l.tiles);
-      v = places * static_cast<uint64_t>(2 * cg * l.tiles);
-      m = places * static_cast<uint64_t>(4 * kg * cg * s);
+    case Direction::BackwardFilter: {
+      const int64_t planes = gauss ? 3 : 2;
+      l.gemm_m = gauss ? kg : 2 * kg, l.gemm_n = gauss ? cg : 2 * cg, l.gemm_k = l.tiles / s;
+      u = places * static_cast<uint64_t>(planes * kg * l.tiles);
+      v = places * static_cast<uint64_t>(planes * cg * l.tiles);
+      m = places * static_cast<uint64_t>((gauss ? 3 : 4) * kg * cg * s);
       break;
+    }
   }
   l.v_offset = align(u);
   l.m_offset = l.v_offset + align(v);
@@ -63,8 +68,8 @@ Layout layout(const ConvProblem& pb, int64_t size, int64_t chunk, int64_t split)
   return l;
 }
 
-uint64_t workspace_bytes(const ConvProblem& pb, int64_t size, int64_t chunk, int64_t split) {
-  return layout(pb, size, chunk, split).total * sizeof(float);
+uint64_t workspace_bytes(const ConvProblem& pb, int64_t size, int64_t chunk, int64_t split, bool gauss) {
+  return layout(pb, size, chunk, split, gauss).total * sizeof(float);
 }
 
 int64_t smallest_size(const ConvProblem& pb) {
@@ -134,10 +139,10 @@ int64_t default_size(const ConvProblem& pb) {
   return best;
 }
 
-int64_t largest_chunk(const ConvProblem& pb, int64_t size, int64_t split, uint64_t cap) {
+int64_t largest_chunk(const ConvProblem& pb, int64_t size, int64_t split, uint64_t cap, bool gauss) {
   int64_t chunk = 1;
   for (int64_t c : kBatchChunks)
-    if (c <= pb.n && workspace_bytes(pb, size, c, split) <= cap) chunk = c;
+    if (c <= pb.n && workspace_bytes(pb, size, c, split, gauss) <= cap) chunk = c;
   return chunk;
 }
 
@@ -201,7 +206,7 @@ std::vector<LaunchStep> steps(const ConvProblem& pb, const Epilogue& epilogue, c
     const bool forward = pb.direction == Direction::Forward;
     const int64_t in = forward ? cg : kg, out = forward ? kg : cg;
     const int in_operand = forward ? x : y, out_operand = forward ? y : x;
-    list.push_back({"fft_filter_transform", {op(w), workspace}, flat(pb.groups * out * in)});
+    list.push_back({"fft_filter_transform", {op(w), workspace}, flat(pb.groups * out * in * (l.size / 2 + 1))});
     for (int64_t image0 = 0; image0 < pb.n; image0 += batch_chunk) {
       const ArgSource first = ArgSource::fixed(static_cast<int32_t>(image0));
       const ArgSource count = ArgSource::fixed(static_cast<int32_t>(std::min(batch_chunk, pb.n - image0)));
@@ -212,7 +217,9 @@ std::vector<LaunchStep> steps(const ConvProblem& pb, const Epilogue& epilogue, c
       list.push_back({"fft_output_transform", output_args, tiled(pb.groups * out * l.tiles)});
     }
   } else {
-    list.push_back({"fft_zero", {workspace}, flat(split * pb.groups * bins(l.size) * 4 * kg * cg)});
+    // Several chunks add into M, which starts at zero; a single chunk's GEMM writes it (FFT_CHUNKS in the kernels).
+    if (batch_chunk < pb.n)
+      list.push_back({"fft_zero", {workspace}, flat(split * pb.groups * bins(l.size) * (l.gauss ? 3 : 4) * kg * cg)});
     for (int64_t image0 = 0; image0 < pb.n; image0 += batch_chunk) {
       const ArgSource first = ArgSource::fixed(static_cast<int32_t>(image0));
       const ArgSource count = ArgSource::fixed(static_cast<int32_t>(std::min(batch_chunk, pb.n - image0)));

@@ -27,13 +27,15 @@ inline int64_t bins(int64_t size) { return size * (size / 2 + 1); }
 
 struct Layout {
   int64_t size = 0, tile_h = 0, tile_w = 0;      // T, outputs per tile (T - R + 1, T - S + 1)
+  bool gauss = false;                            // three real GEMMs a bin (Gauss's product) instead of one of 2x2
+  int64_t gemms = 1;                             // real GEMMs a group and bin: 3 with gauss
   int64_t tiles_y = 0, tiles_x = 0, tiles = 0;  // tiles: per channel and chunk, whole slices
   int64_t gemm_m = 0, gemm_n = 0, gemm_k = 0;   // one bin's real GEMM
   size_t v_offset = 0, m_offset = 0, total = 0;  // floats
 };
 
-Layout layout(const ConvProblem& pb, int64_t size, int64_t chunk, int64_t split);
-uint64_t workspace_bytes(const ConvProblem& pb, int64_t size, int64_t chunk, int64_t split);
+Layout layout(const ConvProblem& pb, int64_t size, int64_t chunk, int64_t split, bool gauss = false);
+uint64_t workspace_bytes(const ConvProblem& pb, int64_t size, int64_t chunk, int64_t split, bool gauss = false);
 
 // The output side the tiles cover: P x Q (forward, backward-filter) or H x W (backward-data).
 int64_t covered_side(const ConvProblem& pb);
@@ -57,7 +59,7 @@ std::string poor_fit(const ConvProblem& pb);
 // The size a plan without tuning takes: the fewest estimated operations (the bins' GEMMs and the direct DFTs
 // around them) over the sizes that cover the output at most once.
 int64_t default_size(const ConvProblem& pb);
-int64_t largest_chunk(const ConvProblem& pb, int64_t size, int64_t split, uint64_t cap);
+int64_t largest_chunk(const ConvProblem& pb, int64_t size, int64_t split, uint64_t cap, bool gauss = false);
 
 // cos(2 pi k / T) and sin(2 pi k / T), k < T, as float literals, exact zeros and ones where the value is (the
 // kernels drop multiplications by zero at compile time).

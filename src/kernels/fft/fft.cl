@@ -6,6 +6,9 @@
 //     [[Wr, -Wi], [Wi, Wr]] (2 OUT x 2 IN) times [Xr; Xi] (2 IN x tiles) = [Yr; Yi];
 //   backward-filter: per bin [DYr; DYi] (2K x tiles) times [Xr; Xi]^T (tiles x 2C); the filter output transform
 //     forms X conj(DY) = (rr + ii) + i (ri - ir) from the four blocks and inverts it.
+// With GAUSS, three real GEMMs per bin instead (Gauss's product, 3/4 of the multiplications, on planes of the
+// channels' own size): forward and backward-data Wr Xr, Wi Xi, (Wr + Wi)(Xr + Xi) give Yr = P0 - P1 and Yi = P2 - P0
+// - P1; backward-filter DYr Xr, DYi Xi, (DYr - DYi)(Xr + Xi) give Re = P0 + P1 and Im = P2 - P0 + P1.
 // Host side: src/families/fft/fft_plan.cpp (layout, twiddles FFT_COS/FFT_SIN, launches).
 #include "common/compat.h"
 
@@ -39,6 +42,11 @@
 #define FFT_SIN 0.f, 0.70710678f, 1.f, 0.70710678f, 0.f, -0.70710678f, -1.f, -0.70710678f
 #endif
 
+#ifndef GAUSS
+#define GAUSS 0
+#endif
+// Planes of a transformed operand: re and im, and with GAUSS their sum (x) or difference (dy) for Gauss's product.
+#define PLANES (GAUSS ? 3 : 2)
 #ifndef SPLIT
 #define SPLIT 1  // backward-filter: slices of the tiles whose GEMMs run side by side (each its own copy of M)
 #endif
@@ -83,11 +91,58 @@
 #define PADW PAD_W
 #endif
 
+// The column DFTs split by RADIX (4 where T allows, else 2), Cooley-Tukey's first step: RADIX sub-DFTs of length
+// SUB = T / RADIX over the inputs y = RADIX j + r, then X[u] = sum_r e^{SGN 2 pi i r u / T} S_r[u mod SUB]. On T = 32
+// that is 1,536 FMAs a column against 4,096 for the direct sum (measured on the H200: the direct output transform of
+// alex2 took as long as its GEMM).
+#if FFT_T % 4 == 0
+#define RADIX 4
+#else
+#define RADIX 2
+#endif
+#define SUB (FFT_T / RADIX)
+
+// X[u] = sum_{y < IN_LEN} (ar + i ai)[y] e^{SGN 2 pi i u y / T} for u < OUT_LEN, each handed to STORE(u, re, im) as
+// it is formed; SGN is -1 (forward) or 1 (inverse). kCos and kSin must be in scope.
+#define CDFT(IN_LEN, ar, ai, OUT_LEN, SGN, STORE)                                                    \
+  do {                                                                                               \
+    float sr_[RADIX][SUB], si_[RADIX][SUB];                                                          \
+    DFT_LOOP                                                                                         \
+    for (int r_ = 0; r_ < RADIX; ++r_)                                                               \
+      DFT_LOOP                                                                                       \
+      for (int k_ = 0; k_ < SUB; ++k_) {                                                             \
+        float re_ = 0.0f, im_ = 0.0f; /* (a + i b)(cos + SGN i sin) */                               \
+        DFT_LOOP                                                                                     \
+        for (int j_ = 0; j_ < SUB; ++j_) {                                                           \
+          const int y_ = RADIX * j_ + r_;                                                            \
+          if (y_ < (IN_LEN)) {                                                                       \
+            TW_FMA(kCos, RADIX * j_ * k_, (ar)[y_], re_);                                            \
+            TW_FMA(kSin, RADIX * j_ * k_, -(SGN) * (ai)[y_], re_);                                   \
+            TW_FMA(kCos, RADIX * j_ * k_, (ai)[y_], im_);                                            \
+            TW_FMA(kSin, RADIX * j_ * k_, (SGN) * (ar)[y_], im_);                                    \
+          }                                                                                          \
+        }                                                                                            \
+        sr_[r_][k_] = re_, si_[r_][k_] = im_;                                                        \
+      }                                                                                              \
+    DFT_LOOP                                                                                         \
+    for (int u_ = 0; u_ < (OUT_LEN); ++u_) {                                                         \
+      float re_ = 0.0f, im_ = 0.0f;                                                                  \
+      DFT_LOOP                                                                                       \
+      for (int r_ = 0; r_ < RADIX; ++r_) {                                                           \
+        TW_FMA(kCos, r_ * u_, sr_[r_][u_ % SUB], re_);                                               \
+        TW_FMA(kSin, r_ * u_, -(SGN) * si_[r_][u_ % SUB], re_);                                      \
+        TW_FMA(kCos, r_ * u_, si_[r_][u_ % SUB], im_);                                               \
+        TW_FMA(kSin, r_ * u_, (SGN) * sr_[r_][u_ % SUB], im_);                                       \
+      }                                                                                              \
+      STORE(u_, re_, im_);                                                                           \
+    }                                                                                                \
+  } while (0)
+
 // The forward 2-D DFT of one tile per (tl) column of the work-group, into `out` (re at out[bin * BIN_STRIDE], im
-// IM_OFFSET further). The tile is plane[(y0 + y) * plane_w + x0 + x] for y < ROWS, x < COLS, zero outside the plane
+// IM_OFFSET further, and with GAUSS re + THIRD * im IM_OFFSET further again). The tile is plane[(y0 + y) * plane_w + x0 + x] for y < ROWS, x < COLS, zero outside the plane
 // and beyond ROWS x COLS (all of it when !load); stored when `store`. lane: the thread's row (first stage) and
 // column bin (second). Every thread of the work-group must reach it (barrier).
-#define FFT_FORWARD_TILE(ROWS, COLS, plane, plane_h, plane_w, y0, x0, load, store, out, BIN_STRIDE, IM_OFFSET)      \
+#define FFT_FORWARD_TILE(ROWS, COLS, plane, plane_h, plane_w, y0, x0, load, store, out, BIN_STRIDE, IM_OFFSET, THIRD) \
   do {                                                                                                            \
     const float kCos[FFT_T] = {FFT_COS};                                                                          \
     const float kSin[FFT_T] = {FFT_SIN};                                                                          \
@@ -114,26 +169,25 @@
     }                                                                                                             \
     BARRIER();                                                                                                    \
     if (lane < FFT_H2 && (store)) {                                                                               \
+      GLOBAL float* out_ = (out);                                                                                 \
+      const long bin_stride_ = (BIN_STRIDE), im_offset_ = (IM_OFFSET);                                           \
+      const float third_ = (THIRD);                                                                               \
       float ar_[ROWS], ai_[ROWS];                                                                                 \
       DFT_LOOP                                                                                               \
       for (int y = 0; y < (ROWS); ++y) {                                                                          \
         ar_[y] = s_re[(y * FFT_H2 + lane) * TG + tl];                                                             \
         ai_[y] = s_im[(y * FFT_H2 + lane) * TG + tl];                                                             \
       }                                                                                                           \
-      DFT_LOOP                                                                                               \
-      for (int u = 0; u < FFT_T; ++u) {                                                                           \
-        float re_ = 0.0f, im_ = 0.0f; /* (ar + i ai)(cos - i sin) */                                              \
-        DFT_LOOP                                                                                             \
-        for (int y = 0; y < (ROWS); ++y) {                                                                        \
-          TW_FMA(kCos, u * y, ar_[y], re_);                                                                       \
-          TW_FMA(kSin, u * y, ai_[y], re_);                                                                       \
-          TW_FMA(kCos, u * y, ai_[y], im_);                                                                       \
-          TW_FMA(kSin, u * y, -ar_[y], im_);                                                                      \
-        }                                                                                                         \
-        (out)[(long)(u * FFT_H2 + lane) * (BIN_STRIDE)] = re_;                                                    \
-        (out)[(long)(u * FFT_H2 + lane) * (BIN_STRIDE) + (IM_OFFSET)] = im_;                                      \
-      }                                                                                                           \
+      CDFT(ROWS, ar_, ai_, FFT_T, -1, FFT_STORE_BIN);                                                             \
     }                                                                                                             \
+  } while (0)
+
+// FFT_FORWARD_TILE's store of bin (u, lane).
+#define FFT_STORE_BIN(u, re, im)                                                          \
+  do {                                                                                    \
+    out_[(long)((u) * FFT_H2 + lane) * bin_stride_] = (re);                               \
+    out_[(long)((u) * FFT_H2 + lane) * bin_stride_ + im_offset_] = (im);                  \
+    if (GAUSS) out_[(long)((u) * FFT_H2 + lane) * bin_stride_ + 2 * im_offset_] = FMA(third_, (im), (re)); \
   } while (0)
 
 // The transform kernels' work-group: TG tiles x FFT_T lanes, tile fastest (coalesced stores over the tiles).
@@ -142,8 +196,9 @@
   const int lane = LOCAL_ID(0) / TG;                   \
   const long item = GROUP_ID(0) * TG + tl;             \
   const bool item_in = item < (long)(ITEMS);           \
-  LOCAL_ARRAY float s_re[FFT_T * FFT_H2 * TG];         \
-  LOCAL_ARRAY float s_im[FFT_T * FFT_H2 * TG]
+  LOCAL_ARRAY float s_buf[2 * FFT_T * FFT_H2 * TG];   \
+  LOCAL float* s_re = s_buf;                           \
+  LOCAL float* s_im = s_buf + FFT_T * FFT_H2 * TG
 
 // ---- V[g][bin][re/im][ch][t] = DFT of every (group, channel, tile of the chunk); padding and images past the
 // chunk's count read as zero (backward-filter sums over every tile, so they must be numbers).
@@ -155,10 +210,10 @@ KERNEL void fft_input_transform(GLOBAL const float* RESTRICT in, GLOBAL float* R
   const int n = t / (TILES_Y * TILES_X), ty = (t / TILES_X) % TILES_Y, tx = t % TILES_X;
   const bool image_inside = item_in && n < count;
   GLOBAL const float* plane = in + ((long)(image0 + (image_inside ? n : 0)) * IN_TOTAL + (long)g * IN_CH + ch) * IN_H * IN_W;
-  GLOBAL float* dst = workspace + V_OFFSET + (long)g * BINS * 2 * IN_CH * TILES + (long)ch * TILES + t;
+  GLOBAL float* dst = workspace + V_OFFSET + (long)g * BINS * PLANES * IN_CH * TILES + (long)ch * TILES + t;
   // Tiles past the chunk's images are transformed as zeros (written, since backward-filter reads them).
   FFT_FORWARD_TILE(FFT_T, FFT_T, plane, IN_H, IN_W, ty * TILE_OH - PADH, tx * TILE_OW - PADW, image_inside, item_in,
-                   dst, 2L * IN_CH * TILES, (long)IN_CH * TILES);
+                   dst, (long)PLANES * IN_CH * TILES, (long)IN_CH * TILES, 1.0f);
 }
 
 #if DIRECTION != 2
@@ -180,73 +235,89 @@ KERNEL void fft_input_transform(GLOBAL const float* RESTRICT in, GLOBAL float* R
 #endif
 
 // ---- U[g][bin] = [[Wr, -Wi], [Wi, Wr]] (2 OUT_CH x 2 IN_CH) with W' = conj(DFT(w zero-padded to T x T)), for
-// every (group, output channel, input channel). Runs once a call over K x C threads: the loop over v stays rolled.
+// every (column bin v, group, output channel, input channel): a thread per column of bins, channel pairs fastest.
 KERNEL void fft_filter_transform(GLOBAL const float* RESTRICT w, GLOBAL float* RESTRICT workspace) {
   const long id = GLOBAL_ID(0);
-  if (id >= (long)GROUPS * OUT_CH * IN_CH) return;
-  const int ic = (int)(id % IN_CH), oc = (int)((id / IN_CH) % OUT_CH), g = (int)(id / ((long)IN_CH * OUT_CH));
+  const long pairs = (long)GROUPS * OUT_CH * IN_CH;
+  if (id >= pairs * FFT_H2) return;
+  const int v = (int)(id / pairs);
+  const int ic = (int)(id % IN_CH), oc = (int)((id / IN_CH) % OUT_CH), g = (int)((id % pairs) / ((long)IN_CH * OUT_CH));
   const float kCos[FFT_T] = {FFT_COS};
   const float kSin[FFT_T] = {FFT_SIN};
-  float taps[R][S];
+  float rr[R], ri[R];  // sum_j w[i][j] e^{+2 pi i v j / T}
   DFT_LOOP
-  for (int i = 0; i < R; ++i)
+  for (int i = 0; i < R; ++i) {
+    float re = 0.0f, im = 0.0f;
     DFT_LOOP
-    for (int j = 0; j < S; ++j) taps[i][j] = w[FILTER_TAP(g, oc, ic, i, j)];
+    for (int j = 0; j < S; ++j) {
+      const float tap = w[FILTER_TAP(g, oc, ic, i, j)];
+      const int k = (v * j) % FFT_T;
+      re = FMA(kCos[k], tap, re);
+      im = FMA(kSin[k], tap, im);
+    }
+    rr[i] = re, ri[i] = im;
+  }
+#if GAUSS
+  const long plane_size = (long)OUT_CH * IN_CH;  // U[g][bin][plane][oc][ic]: Wr, Wi, Wr + Wi
+  GLOBAL float* u0 = workspace + (long)g * BINS * 3 * plane_size + (long)oc * IN_CH + ic;
+#else
   const long row = 2L * IN_CH;  // U's row pitch
   GLOBAL float* u0 = workspace + (long)g * BINS * 2 * OUT_CH * row + (long)oc * row + ic;
-  PRAGMA_NO_UNROLL
-  for (int v = 0; v < FFT_H2; ++v) {
-    float rr[R], ri[R];  // sum_j w[i][j] e^{+2 pi i v j / T}
+#endif
+  DFT_LOOP
+  for (int u = 0; u < FFT_T; ++u) {
+    float re = 0.0f, im = 0.0f;  // sum_i (rr + i ri)(cos + i sin)
     DFT_LOOP
     for (int i = 0; i < R; ++i) {
-      float re = 0.0f, im = 0.0f;
-      DFT_LOOP
-      for (int j = 0; j < S; ++j) {
-        const int k = (v * j) % FFT_T;
-        re = FMA(kCos[k], taps[i][j], re);
-        im = FMA(kSin[k], taps[i][j], im);
-      }
-      rr[i] = re, ri[i] = im;
+      TW_FMA(kCos, u * i, rr[i], re);
+      TW_FMA(kSin, u * i, -ri[i], re);
+      TW_FMA(kCos, u * i, ri[i], im);
+      TW_FMA(kSin, u * i, rr[i], im);
     }
-    DFT_LOOP
-    for (int u = 0; u < FFT_T; ++u) {
-      float re = 0.0f, im = 0.0f;  // sum_i (rr + i ri)(cos + i sin)
-      DFT_LOOP
-      for (int i = 0; i < R; ++i) {
-        TW_FMA(kCos, u * i, rr[i], re);
-        TW_FMA(kSin, u * i, -ri[i], re);
-        TW_FMA(kCos, u * i, ri[i], im);
-        TW_FMA(kSin, u * i, rr[i], im);
-      }
-      GLOBAL float* dst = u0 + (long)(u * FFT_H2 + v) * 2 * OUT_CH * row;
-      dst[0] = re;
-      dst[IN_CH] = -im;
-      dst[OUT_CH * row] = im;
-      dst[OUT_CH * row + IN_CH] = re;
-    }
+#if GAUSS
+    GLOBAL float* dst = u0 + (long)(u * FFT_H2 + v) * 3 * plane_size;
+    dst[0] = re;
+    dst[plane_size] = im;
+    dst[2 * plane_size] = re + im;
+#else
+    GLOBAL float* dst = u0 + (long)(u * FFT_H2 + v) * 2 * OUT_CH * row;
+    dst[0] = re;
+    dst[IN_CH] = -im;
+    dst[OUT_CH * row] = im;
+    dst[OUT_CH * row + IN_CH] = re;
+#endif
   }
 }
 
 // ---- M = U V: per group and bin, (2 OUT_CH x 2 IN_CH) times (2 IN_CH x TILES), one batched GEMM (work-group axis
 // 2 runs over groups x bins). A, B and C are all the workspace, at the offsets of U, V and M.
+// With GAUSS: (OUT_CH x IN_CH) times (IN_CH x TILES) per group, bin and plane (axis 2 runs over all three).
+#if GAUSS
+#define GEMM_M OUT_CH
+#define GEMM_K IN_CH
+#define A_BASE ((long)group * OUT_CH * IN_CH)
+#define B_BASE (V_OFFSET + (long)group * IN_CH * TILES)
+#define C_BASE (M_OFFSET + (long)group * OUT_CH * TILES)
+#else
 #define GEMM_M (2 * OUT_CH)
-#define GEMM_N TILES
 #define GEMM_K (2 * IN_CH)
+#define A_BASE ((long)group * 4 * OUT_CH * IN_CH)
+#define B_BASE (V_OFFSET + (long)group * 2 * IN_CH * TILES)
+#define C_BASE (M_OFFSET + (long)group * 2 * OUT_CH * TILES)
+#endif
+#define GEMM_N TILES
 #define A_TRANS 0
 #define B_TRANS 0
 #define ACCUMULATE 0
-#define A_LD (2 * IN_CH)
+#define A_LD GEMM_K
 #define A_SEG 0
 #define A_SEG_STRIDE 0
-#define A_BASE ((long)group * 4 * OUT_CH * IN_CH)
 #define B_LD TILES
 #define B_SEG 0
 #define B_SEG_STRIDE 0
-#define B_BASE (V_OFFSET + (long)group * 2 * IN_CH * TILES)
 #define C_LD TILES
 #define C_SEG 0
 #define C_SEG_STRIDE 0
-#define C_BASE (M_OFFSET + (long)group * 2 * OUT_CH * TILES)
 
 // The forward epilogue, fused into the output transform: bias per output channel and ReLU.
 #ifndef HAS_BIAS
@@ -255,6 +326,13 @@ KERNEL void fft_filter_transform(GLOBAL const float* RESTRICT w, GLOBAL float* R
 #ifndef HAS_RELU
 #define HAS_RELU 0
 #endif
+
+// fft_output_transform's store of the first stage's row a, column bin lane.
+#define FFT_STORE_COLUMN(a, re, im)                     \
+  do {                                                  \
+    s_re[((a) * FFT_H2 + lane) * TG + tl] = (re);       \
+    s_im[((a) * FFT_H2 + lane) * TG + tl] = (im);       \
+  } while (0)
 
 // ---- y = the first TILE_OH x TILE_OW of IDFT(M) for every (group, output channel, tile): columns (u -> a) in the
 // first stage, the half-spectrum rows (v -> b, Hermitian) in the second.
@@ -272,59 +350,69 @@ KERNEL void fft_output_transform(GLOBAL const float* RESTRICT workspace, GLOBAL 
   const int n = t / (TILES_Y * TILES_X), ty = (t / TILES_X) % TILES_Y, tx = t % TILES_X;
   const bool active = item_in && n < count;
   if (lane < FFT_H2 && active) {
-    GLOBAL const float* m = workspace + M_OFFSET + (long)g * BINS * 2 * OUT_CH * TILES + (long)oc * TILES + t;
-    const long bin_stride = 2L * OUT_CH * TILES, im_offset = (long)OUT_CH * TILES;
+    GLOBAL const float* m = workspace + M_OFFSET + (long)g * BINS * PLANES * OUT_CH * TILES + (long)oc * TILES + t;
+    const long bin_stride = (long)PLANES * OUT_CH * TILES, plane = (long)OUT_CH * TILES;
     float yr[FFT_T], yi[FFT_T];
     DFT_LOOP
     for (int u = 0; u < FFT_T; ++u) {
-      yr[u] = m[(long)(u * FFT_H2 + lane) * bin_stride];
-      yi[u] = m[(long)(u * FFT_H2 + lane) * bin_stride + im_offset];
+      GLOBAL const float* b = m + (long)(u * FFT_H2 + lane) * bin_stride;
+#if GAUSS
+      const float p0 = b[0], p1 = b[plane];
+      yr[u] = p0 - p1, yi[u] = b[2 * plane] - p0 - p1;
+#else
+      yr[u] = b[0], yi[u] = b[plane];
+#endif
     }
+    CDFT(FFT_T, yr, yi, TILE_OH, 1, FFT_STORE_COLUMN);
+  }
+  BARRIER();
+  // Second stage: each (tile, row a) thread forms its row of outputs into local memory (the first stage's values
+  // read first), and the work-group then writes every tile's rows with consecutive work-items on consecutive
+  // columns. Written straight from the row threads, a warp's stores went to 32 rows of 8 images each: the H200 took
+  // as long for this transform as for the GEMM on alex2.
+  const bool row_active = lane < TILE_OH && active;
+  float zr[FFT_H2], zi[FFT_H2];
+  if (row_active) {
     DFT_LOOP
-    for (int a = 0; a < TILE_OH; ++a) {
-      float re = 0.0f, im = 0.0f;  // sum_u (yr + i yi)(cos + i sin)
-      DFT_LOOP
-      for (int u = 0; u < FFT_T; ++u) {
-        TW_FMA(kCos, u * a, yr[u], re);
-        TW_FMA(kSin, u * a, -yi[u], re);
-        TW_FMA(kCos, u * a, yi[u], im);
-        TW_FMA(kSin, u * a, yr[u], im);
-      }
-      s_re[(a * FFT_H2 + lane) * TG + tl] = re;
-      s_im[(a * FFT_H2 + lane) * TG + tl] = im;
+    for (int v = 0; v < FFT_H2; ++v) {
+      // Bins 1 .. T/2-1 stand for their mirror images too (Hermitian): twice the weight; 0 and T/2 once.
+      const float weight = (v == 0 || 2 * v == FFT_T ? 1.0f : 2.0f) * INV_AREA;
+      zr[v] = weight * s_re[(lane * FFT_H2 + v) * TG + tl];
+      zi[v] = weight * s_im[(lane * FFT_H2 + v) * TG + tl];
     }
   }
   BARRIER();
-  if (lane >= TILE_OH || !active) return;
-  const int y = ty * TILE_OH + lane;
-  if (y >= OUT_H) return;
-  float zr[FFT_H2], zi[FFT_H2];
-  DFT_LOOP
-  for (int v = 0; v < FFT_H2; ++v) {
-    // Bins 1 .. T/2-1 stand for their mirror images too (Hermitian): twice the weight; 0 and T/2 once.
-    const float weight = (v == 0 || 2 * v == FFT_T ? 1.0f : 2.0f) * INV_AREA;
-    zr[v] = weight * s_re[(lane * FFT_H2 + v) * TG + tl];
-    zi[v] = weight * s_im[(lane * FFT_H2 + v) * TG + tl];
-  }
+  if (row_active) {
 #if HAS_BIAS
-  const float shift = bias[g * OUT_CH + oc];
+    const float shift = bias[g * OUT_CH + oc];
 #else
-  const float shift = 0.0f;
+    const float shift = 0.0f;
 #endif
-  GLOBAL float* row = out + ((long)(image0 + n) * OUT_TOTAL + (long)g * OUT_CH + oc) * OUT_H * OUT_W + (long)y * OUT_W;
-  DFT_LOOP
-  for (int b = 0; b < TILE_OW; ++b) {
-    const int x = tx * TILE_OW + b;
-    float sum = shift;  // Re sum_v z (cos + i sin)
+    LOCAL float* staged = s_buf + (tl * TILE_OH + lane) * TILE_OW;
     DFT_LOOP
-    for (int v = 0; v < FFT_H2; ++v) {
-      TW_FMA(kCos, v * b, zr[v], sum);
-      TW_FMA(kSin, v * b, -zi[v], sum);
-    }
+    for (int b = 0; b < TILE_OW; ++b) {
+      float sum = shift;  // Re sum_v z (cos + i sin)
+      DFT_LOOP
+      for (int v = 0; v < FFT_H2; ++v) {
+        TW_FMA(kCos, v * b, zr[v], sum);
+        TW_FMA(kSin, v * b, -zi[v], sum);
+      }
 #if HAS_RELU
-    sum = fmax(sum, 0.0f);
+      sum = fmax(sum, 0.0f);
 #endif
-    if (x < OUT_W) row[x] = sum;
+      staged[b] = sum;
+    }
+  }
+  BARRIER();
+  PRAGMA_NO_UNROLL
+  for (int i = LOCAL_ID(0); i < TG * TILE_OH * TILE_OW; i += TG * FFT_T) {
+    const int b = i % TILE_OW, a = (i / TILE_OW) % TILE_OH, tile = i / (TILE_OW * TILE_OH);
+    const long it2 = GROUP_ID(0) * TG + tile;
+    if (it2 >= (long)GROUPS * OUT_CH * TILES) continue;
+    const int t2 = (int)(it2 % TILES), oc2 = (int)((it2 / TILES) % OUT_CH), g2 = (int)(it2 / ((long)TILES * OUT_CH));
+    const int n2 = t2 / (TILES_Y * TILES_X), y = ((t2 / TILES_X) % TILES_Y) * TILE_OH + a, x = (t2 % TILES_X) * TILE_OW + b;
+    if (n2 < count && y < OUT_H && x < OUT_W)
+      out[((long)(image0 + n2) * OUT_TOTAL + (long)g2 * OUT_CH + oc2) * OUT_H * OUT_W + (long)y * OUT_W + x] = s_buf[i];
   }
 }
 
@@ -342,14 +430,19 @@ KERNEL void fft_gradient_transform(GLOBAL const float* RESTRICT dy, GLOBAL float
   const int n = t / (TILES_Y * TILES_X), ty = (t / TILES_X) % TILES_Y, tx = t % TILES_X;
   const bool image_inside = item_in && n < count;
   GLOBAL const float* plane = dy + ((long)(image0 + (image_inside ? n : 0)) * K + (long)g * K_PER_GROUP + k) * P * Q;
-  GLOBAL float* dst = workspace + (long)g * BINS * 2 * K_PER_GROUP * TILES + (long)k * TILES + t;
+  GLOBAL float* dst = workspace + (long)g * BINS * PLANES * K_PER_GROUP * TILES + (long)k * TILES + t;
   FFT_FORWARD_TILE(TILE_OH, TILE_OW, plane, P, Q, ty * TILE_OH, tx * TILE_OW, image_inside, item_in, dst,
-                   2L * K_PER_GROUP * TILES, (long)K_PER_GROUP * TILES);
+                   (long)PLANES * K_PER_GROUP * TILES, (long)K_PER_GROUP * TILES, -1.0f);
 }
 
-#define M_COPY ((long)GROUPS * BINS * 4 * K_PER_GROUP * C_PER_GROUP)  // floats of one slice's M
+#define M_BIN ((long)(GAUSS ? 3 : 4) * K_PER_GROUP * C_PER_GROUP)  // floats of one bin's M
+#define M_COPY ((long)GROUPS * BINS * M_BIN)                           // floats of one slice's M
 
-// ---- M is cleared once before the first chunk: every chunk's GEMM adds into it.
+#ifndef FFT_CHUNKS
+#define FFT_CHUNKS 1
+#endif
+// ---- M is cleared once before the first chunk where there are several: every chunk's GEMM adds into it (a single
+// chunk's GEMM writes M instead).
 KERNEL void fft_zero(GLOBAL float* RESTRICT workspace) {
   const long id = GLOBAL_ID(0);
   if (id < SPLIT * M_COPY) workspace[M_OFFSET + id] = 0.0f;
@@ -358,26 +451,33 @@ KERNEL void fft_zero(GLOBAL float* RESTRICT workspace) {
 // ---- M += U V^T: per slice, group and bin, (2K/groups x TILES/SPLIT) times (TILES/SPLIT x 2C/groups), the V
 // tiles stored channel-major (B_TRANS). Work-group axis 2 runs over slices x groups x bins; each slice adds into its
 // own copy of M, which the filter output transform sums.
-#define SLICE (group / (GROUPS * BINS))
-#define GROUP_BIN (group % (GROUPS * BINS))
+// With GAUSS: (K/groups x TILES/SPLIT) times (TILES/SPLIT x C/groups) per slice, group, bin and plane; axis 2's
+// index within a slice is then (group x bin) x 3 + plane, as the planes are stored.
+#define SLICE (group / (GROUPS * BINS * (GAUSS ? 3 : 1)))
+#define GROUP_BIN (group % (GROUPS * BINS * (GAUSS ? 3 : 1)))
+#if GAUSS
+#define GEMM_M K_PER_GROUP
+#define GEMM_N C_PER_GROUP
+#else
 #define GEMM_M (2 * K_PER_GROUP)
 #define GEMM_N (2 * C_PER_GROUP)
+#endif
 #define GEMM_K (TILES / SPLIT)
 #define A_TRANS 0
 #define B_TRANS 1
-#define ACCUMULATE 1
+#define ACCUMULATE (FFT_CHUNKS > 1)
 #define A_LD TILES
 #define A_SEG 0
 #define A_SEG_STRIDE 0
-#define A_BASE ((long)GROUP_BIN * 2 * K_PER_GROUP * TILES + (long)SLICE * GEMM_K)
+#define A_BASE ((long)GROUP_BIN * GEMM_M * TILES + (long)SLICE * GEMM_K)
 #define B_LD TILES
 #define B_SEG 0
 #define B_SEG_STRIDE 0
-#define B_BASE (V_OFFSET + (long)GROUP_BIN * 2 * C_PER_GROUP * TILES + (long)SLICE * GEMM_K)
-#define C_LD (2 * C_PER_GROUP)
+#define B_BASE (V_OFFSET + (long)GROUP_BIN * GEMM_N * TILES + (long)SLICE * GEMM_K)
+#define C_LD GEMM_N
 #define C_SEG 0
 #define C_SEG_STRIDE 0
-#define C_BASE (M_OFFSET + SLICE * M_COPY + (long)GROUP_BIN * 4 * K_PER_GROUP * C_PER_GROUP)
+#define C_BASE (M_OFFSET + SLICE * M_COPY + (long)GROUP_BIN * GEMM_M * GEMM_N)
 
 // ---- dw = the first R x S of IDFT(X conj(DY)) for every (group, k, c), the slices' M summed: X conj(DY) =
 // (rr + ii) + i (ri - ir) from the four blocks of M (rows DY re/im, columns X re/im).
@@ -388,9 +488,14 @@ KERNEL void fft_filter_output_transform(GLOBAL const float* RESTRICT workspace, 
   const int g = (int)(id / ((long)C_PER_GROUP * K_PER_GROUP));
   const float kCos[FFT_T] = {FFT_COS};
   const float kSin[FFT_T] = {FFT_SIN};
-  const long row = 2L * C_PER_GROUP;
-  GLOBAL const float* m = workspace + M_OFFSET + (long)g * BINS * 4 * K_PER_GROUP * C_PER_GROUP + (long)k * row + c;
-  const long bin_stride = 4L * K_PER_GROUP * C_PER_GROUP, im_rows = (long)K_PER_GROUP * row;
+#if GAUSS
+  const long plane = (long)K_PER_GROUP * C_PER_GROUP;  // M[g][bin][plane][k][c]
+  GLOBAL const float* m = workspace + M_OFFSET + (long)g * BINS * M_BIN + (long)k * C_PER_GROUP + c;
+#else
+  const long row = 2L * C_PER_GROUP;  // M[g][bin][re/im of dy][k][re/im of x][c]
+  GLOBAL const float* m = workspace + M_OFFSET + (long)g * BINS * M_BIN + (long)k * row + c;
+  const long im_rows = (long)K_PER_GROUP * row;
+#endif
   float taps[R][S];
   DFT_LOOP
   for (int i = 0; i < R; ++i)
@@ -401,13 +506,20 @@ KERNEL void fft_filter_output_transform(GLOBAL const float* RESTRICT workspace, 
     float cr[FFT_T], ci[FFT_T];
     DFT_LOOP
     for (int u = 0; u < FFT_T; ++u) {
-      GLOBAL const float* b = m + (long)(u * FFT_H2 + v) * bin_stride;
+      GLOBAL const float* b = m + (long)(u * FFT_H2 + v) * M_BIN;
+#if GAUSS
+      float p0 = 0.0f, p1 = 0.0f, p2 = 0.0f;
+      for (int slice = 0; slice < SPLIT; ++slice)
+        p0 += b[slice * M_COPY], p1 += b[slice * M_COPY + plane], p2 += b[slice * M_COPY + 2 * plane];
+      cr[u] = p0 + p1, ci[u] = p2 - p0 + p1;
+#else
       float rr = 0.0f, ri = 0.0f, ir = 0.0f, ii = 0.0f;
       for (int slice = 0; slice < SPLIT; ++slice) {
         rr += b[slice * M_COPY], ri += b[slice * M_COPY + C_PER_GROUP];
         ir += b[slice * M_COPY + im_rows], ii += b[slice * M_COPY + im_rows + C_PER_GROUP];
       }
       cr[u] = rr + ii, ci[u] = ri - ir;
+#endif
     }
     const float weight = (v == 0 || 2 * v == FFT_T ? 1.0f : 2.0f) * INV_AREA;
     DFT_LOOP
