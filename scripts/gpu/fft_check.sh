@@ -6,8 +6,10 @@
 #                built-in default and winograd's beside cuDNN FP32 (one bench each; JSON and tables under OUT);
 #   sizes        alex2 forward and backward-filter at each of SIZES (default 16 24 32), to see where the time goes;
 #   gemm         the batched GEMMs one fft forward step runs on alex2 (T 16 and 32), alone on the gemm family;
-#   tune         tune --family fft on LAYERS for TUNE_BUDGET (default 3m) into OUT/fft-db.json, then bench --family
-#                auto with it beside cuDNN.
+#   tune         tune --family fft on LAYERS for TUNE_BUDGET (default 3m) into OUT/fft-db.json (on top of the shipped
+#                tuning), then bench --family auto with it beside cuDNN;
+#   suite        the whole stride1 suite (every 3x3/5x5 stride-1 layer of AlexNet, the seeds, unseen_shapes.txt, VGG and
+#                ResNet), all directions, the plan's choice with OUT/fft-db.json and the shipped tuning, beside cuDNN.
 #   scripts/gpu/fft_check.sh OUTDIR
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -68,4 +70,8 @@ if has tune; then
     --budget "${TUNE_BUDGET:-3m}" --db "$CONVTUNE_TUNING_DB" >"$OUT/tune.txt" 2>&1
   echo "tune: exit $?"; grep -vE "^tune \[" "$OUT/tune.txt" | tail -5 | cut -c1-200
   bench tuned 200 --direction all --family auto
+fi
+if has suite; then
+  layer_args=()
+  bench suite 330 --direction all --family auto
 fi

@@ -1,5 +1,5 @@
 // The untuned choice where no tuning data answers (a GPU convtune ships nothing for): Winograd's claim on wide
-// 3x3/5x5 layers, the poor-fit rules and implicit_gemm's default covering the multiprocessors, each from a
+// 3x3 layers, fft's on wide 5x5 ones, the poor-fit rules and implicit_gemm's default covering the multiprocessors, each from a
 // measurement on layers never tuned (docs/PERFORMANCE.md, "layers never seen"). No GPU needed: a described Hopper.
 #include <gtest/gtest.h>
 
@@ -20,15 +20,31 @@ PlanDescriptor untuned(const std::string& text) {
   return PlanDescriptor::create(test::described_hopper(), request);
 }
 
-TEST(UntunedChoice, WinogradGoesFirstOnWideThreeAndFiveTapLayers) {
+TEST(UntunedChoice, WinogradGoesFirstOnWideThreeTapLayers) {
   for (const char* dir : {"fwd", "bwd-data", "bwd-filter"}) {
     for (const char* layer : {"N=32,C=512,H=7,W=7,K=512,R=3,pad=1", "N=1,C=256,H=56,W=56,K=256,R=3,pad=1",
-                              "N=4,C=128,H=128,W=128,K=64,R=3,pad=1", "N=32,C=96,H=27,W=27,K=256,R=5,pad=2,groups=2"}) {
+                              "N=4,C=128,H=128,W=128,K=64,R=3,pad=1"}) {
       const PlanDescriptor plan = untuned(std::string(layer) + ",dir=" + dir);
       EXPECT_EQ(plan.family().name(), "winograd") << layer << " " << dir << ": " << plan.explanation();
       EXPECT_NE(plan.explanation().find("winograd ahead of the rank order"), std::string::npos) << plan.explanation();
     }
   }
+}
+
+// 5x5 and larger filters over at least 32 channels a group go to FFT tiling on GPUs, in every direction; fewer
+// channels, PoCL-like CPUs and tensor-core math do not.
+TEST(UntunedChoice, FftGoesFirstOnWideFiveTapLayers) {
+  for (const char* dir : {"fwd", "bwd-data", "bwd-filter"}) {
+    for (const char* layer : {"N=32,C=96,H=27,W=27,K=256,R=5,pad=2,groups=2", "N=128,C=64,H=27,W=27,K=192,R=5,pad=2",
+                              "N=64,C=32,H=14,W=14,K=64,R=5,pad=2", "N=8,C=64,H=40,W=40,K=64,R=7,pad=3"}) {
+      const PlanDescriptor plan = untuned(std::string(layer) + ",dir=" + dir);
+      EXPECT_EQ(plan.family().name(), "fft") << layer << " " << dir << ": " << plan.explanation();
+      EXPECT_NE(plan.explanation().find("fft ahead of the rank order"), std::string::npos) << plan.explanation();
+    }
+  }
+  for (const char* text : {"N=32,C=16,H=27,W=27,K=64,R=5,pad=2,dir=fwd", "N=32,C=64,H=27,W=27,K=64,R=5,pad=2,math=tf32",
+                           "N=32,C=64,H=27,W=27,K=64,R=1,S=7,pad_w=3", "N=32,C=64,H=27,W=27,K=64,R=5,stride=2,pad=2"})
+    EXPECT_NE(untuned(text).family().name(), "fft") << text;
 }
 
 TEST(UntunedChoice, WinogradClaimsNothingWhereItLost) {
@@ -40,8 +56,8 @@ TEST(UntunedChoice, WinogradClaimsNothingWhereItLost) {
     const PlanDescriptor plan = untuned(text);
     EXPECT_NE(plan.family().name(), "winograd") << text << ": " << plan.explanation();
   }
-  // Its forward and backward-data still claim at 48 x 64.
-  EXPECT_EQ(untuned("N=32,C=48,H=35,W=35,K=64,R=5,pad=2,dir=fwd").family().name(), "winograd");
+  // A 5x5 layer of 48 x 64 channels is fft's in every direction.
+  EXPECT_EQ(untuned("N=32,C=48,H=35,W=35,K=64,R=5,pad=2,dir=fwd").family().name(), "fft");
 }
 
 TEST(UntunedChoice, WinogradTcClaimsTheSameLayersInTensorCoreModes) {
