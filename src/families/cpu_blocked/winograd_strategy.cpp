@@ -141,7 +141,7 @@ class WinogradStrategy final : public Strategy {
       if (filter_) {
         gemm_filter(b.v, b.m, b.du);
         t0 = Clock::now();
-        filter_gradient(b.du, g, w);
+        filter_gradient(b.du, g, w, b.stage);
         transforms_ms += ms_since(t0);
       } else {
         gemm_forward(b.v, packed + g * kXi * oc_blocks_ * icp_ * block_, b.m);
@@ -182,6 +182,7 @@ class WinogradStrategy final : public Strategy {
     float* v = nullptr;   // V[tile][xi][ic]; backward-filter: V[xi][ic vector][tile][lanes]
     float* m = nullptr;   // M[tile block][xi][tile][oc]; backward-filter: Z[xi][oc block][tile][block]
     float* du = nullptr;  // backward-filter: dU[ic][xi][oc]
+    float* stage = nullptr;  // backward-filter: per thread, the filter transform's staged block
   };
 
   Buffers carve(Carver& c) const {
@@ -198,6 +199,7 @@ class WinogradStrategy final : public Strategy {
     b.v = c.floats(static_cast<size_t>(tiles_ * kXi * icp_ + slack));
     b.m = c.floats(static_cast<size_t>((filter_ ? tiles_ * oc_blocks_ * block_ : tile_blocks_ * tb_ * ocp_) * kXi + slack));
     if (filter_) b.du = c.floats(static_cast<size_t>(icp_ * ocp_ * kXi + int64_t{kMaxNv} * lanes_ * kXi));
+    if (filter_) b.stage = c.floats(static_cast<size_t>(int64_t{threads_} * filter_stage_floats()));
     return b;
   }
 
@@ -481,26 +483,53 @@ class WinogradStrategy final : public Strategy {
   // 36 bytes) put the threads' current items side by side, sharing a line in every one of the oc rows (as in
   // transform_output): alex3's transform took 1.55 ms of CPU time over two threads against 1.24 on one, by blocks
   // 1.24-1.28 (wall 0.78-0.80 -> 0.66-0.68 ms; alex4 0.92-0.96 -> 0.87-0.91, alex5 0.64 -> 0.57).
-  void filter_gradient(const float* du, int64_t g, float* w) const {
+  void filter_gradient(const float* du, int64_t g, float* w, float* stage_base) const {
     const int64_t vectors = ocp_ / lanes_;
     // The next input channel's slab of dU (read from memory: the GEMM streamed it out), a share per item.
     const int64_t slab = kXi * ocp_, share = ceil_div(slab, vectors);
-    constexpr int64_t kBlock = 16;
-    parallel_items(ceil_div(ic_, kBlock), threads_, [&](int64_t block, unsigned) {
-      const int64_t end = std::min(ic_, (block + 1) * kBlock) * vectors;
-      for (int64_t item = block * kBlock * vectors; item < end; ++item) {
-        const int64_t kv = item % vectors, c = item / vectors;
-        if (c + 1 < ic_) prefetch(du + (c + 1) * slab + kv * share, std::min(share, slab - kv * share));
-        float out[9 * 16];  // [3 x 3 taps][lanes]
-        kt_.winograd.filter(du + c * kXi * ocp_ + kv * lanes_, ocp_, out);
-        const int64_t k0 = kv * lanes_;
-        const int64_t count = std::min(lanes_, oc_ - k0);
-        for (int64_t l = 0; l < count; ++l) {
-          float* dst = w + ((g * oc_ + k0 + l) * ic_ + c) * 9;
-          for (int64_t t = 0; t < 9; ++t) dst[t] = out[t * lanes_ + l];
+    parallel_items(ceil_div(ic_, kFilterBlock), threads_, [&](int64_t block, unsigned thread) {
+      // The block's results staged [oc vector][input channel][tap][lanes] (in L2), then per vector of output
+      // channels transposed in registers to [lane][input channel][tap], so each output channel's row of the
+      // block's 16 x 9 taps is written as whole vectors (was a scalar store per tap and lane: 40% of the
+      // transform's samples beside its wait for dU).
+      float* stage = stage_base + int64_t{thread} * filter_stage_floats();
+      const int64_t c0 = block * kFilterBlock, channels = std::min(ic_, c0 + kFilterBlock) - c0;
+      const int64_t row = channels * 9;
+      for (int64_t c = c0; c < c0 + channels; ++c) {
+        for (int64_t kv = 0; kv < vectors; ++kv) {
+          if (c + 1 < ic_) prefetch(du + (c + 1) * slab + kv * share, std::min(share, slab - kv * share));
+          kt_.winograd.filter(du + c * kXi * ocp_ + kv * lanes_, ocp_,
+                              stage + (kv * kFilterBlock + (c - c0)) * 9 * lanes_);
         }
       }
+      // Rows of `row` floats, padded to whole vectors for the transpose (lanes past a partial block's taps are
+      // never copied out).
+      const int64_t padded = ceil_div(row, lanes_) * lanes_;
+      float* rows = stage + vectors * kFilterBlock * 9 * lanes_;
+      for (int64_t kv = 0; kv < vectors; ++kv) {
+        const int64_t k0 = kv * lanes_, count = std::min(lanes_, oc_ - k0);
+        kt_.interleave(stage + kv * kFilterBlock * 9 * lanes_, lanes_, row, count, rows, padded);
+        for (int64_t l = 0; l < count; ++l) store_row(rows + l * padded, w + ((g * oc_ + k0 + l) * ic_ + c0) * 9, row);
+      }
     });
+  }
+
+  // dst[0, n) = src[0, n): the whole cache lines within dst streamed out (no read for ownership: dW, alex3 2.65
+  // MB, is written once and read by the caller later), the partial lines at its ends with ordinary stores.
+  void store_row(const float* src, float* dst, int64_t n) const {
+    const auto address = reinterpret_cast<uintptr_t>(dst);
+    const int64_t head = address % 4 != 0 || lanes_ == 1 ? n : std::min<int64_t>(n, ((64 - address % 64) % 64) / 4);
+    const int64_t body = (n - head) / 16 * 16;
+    std::memcpy(dst, src, static_cast<size_t>(head) * sizeof(float));
+    if (body > 0) kt_.stream_run(src + head, dst + head, body);
+    std::memcpy(dst + head + body, src + head + body, static_cast<size_t>(n - head - body) * sizeof(float));
+  }
+
+  // Input channels per filter-transform item (see filter_gradient).
+  static constexpr int64_t kFilterBlock = 16;
+  // A thread's staging floats for the filter transform: a block's results and one vector's transposed rows.
+  int64_t filter_stage_floats() const {
+    return (ocp_ / lanes_) * kFilterBlock * 9 * lanes_ + lanes_ * ceil_div(kFilterBlock * 9, lanes_) * lanes_;
   }
 
   ConvProblem pb_;
