@@ -332,22 +332,12 @@ class WinogradStrategy final : public Strategy {
     const int64_t last = tiles_ - (tile_blocks_ - 1) * tb_;
     const auto full = split_columns(tb_, nj_, [&](int n) { return kt_.bcast[nv_ - 1][n - 1] != nullptr; });
     const auto tail = split_columns(last, nj_, [&](int n) { return kt_.bcast[nv_ - 1][n - 1] != nullptr; });
-    // With two threads or more, every thread needs all of the next xi's V panels in its own L2 (each item reads
-    // every tile), so each covers them over its own items of the xi, a share of the tiles per item, instead of the
-    // xi's last item prefetching them all into one core's L2.
-    struct alignas(64) Progress {
-      int64_t xi = -1, items = 0;  // this thread's items so far in xi
-    };
-    std::vector<Progress> progress(threads_);
-    const int64_t per_thread = std::max<int64_t>(1, oc_blocks_ / threads_);
-    const int64_t tile_share = ceil_div(tiles_, per_thread);
-    parallel_items(kXi * oc_blocks_, threads_, [&](int64_t item, unsigned thread) {
+    // Threads take contiguous shares of the items (parallel_shares), so each runs whole xi as one thread does
+    // (but where its share starts or ends) and reads only its own xi's V panels, prefetching the next xi's beside
+    // its last item of the current one. Items handed out interleaved had every core read every xi's panels (each
+    // item reads all tiles), each thread prefetching a share of them beside each of its items.
+    parallel_shares(kXi * oc_blocks_, threads_, [&](int64_t item, unsigned) {
       const int64_t xi = item / oc_blocks_, ob = item % oc_blocks_;
-      Progress& mine = progress[thread];
-      if (mine.xi != xi) mine.xi = xi, mine.items = 0;
-      const int64_t k = mine.items++;
-      // This item's tiles of the next xi's V (threads > 1): [p0, p1), a part of them beside each tile block.
-      const int64_t p0 = std::min(tiles_, k * tile_share), p1 = std::min(tiles_, p0 + tile_share);
       BcastArgs a;
       a.a = u + (xi * oc_blocks_ + ob) * icp_ * block_;
       a.b_j = kXi * icp_;
@@ -362,16 +352,11 @@ class WinogradStrategy final : public Strategy {
       const bool more = item + 1 < kXi * oc_blocks_;
       const float* next_u = u + (item + 1) * icp_ * block_;
       const int64_t share = ceil_div(icp_ * block_, tile_blocks_);
-      const bool next_xi = threads_ == 1 && ob + 1 == oc_blocks_ && xi + 1 < kXi;
-      const bool share_xi = threads_ > 1 && xi + 1 < kXi;
+      const bool next_xi = ob + 1 == oc_blocks_ && xi + 1 < kXi;
       for (int64_t tb = 0; tb < tile_blocks_; ++tb) {
         if (more) prefetch(next_u + tb * share, std::min(share, icp_ * block_ - tb * share));
         if (next_xi) {
           for (int64_t t = tb * tb_; t < std::min(tiles_, (tb + 1) * tb_); ++t) prefetch(v + (t * kXi + xi + 1) * icp_, icp_);
-        }
-        if (share_xi) {
-          const int64_t t1 = p0 + (p1 - p0) * (tb + 1) / tile_blocks_;
-          for (int64_t t = p0 + (p1 - p0) * tb / tile_blocks_; t < t1; ++t) prefetch(v + (t * kXi + xi + 1) * icp_, icp_);
         }
         int64_t t0 = 0;
         for (int width : tb + 1 == tile_blocks_ ? tail : full) {
@@ -405,17 +390,18 @@ class WinogradStrategy final : public Strategy {
     int64_t calls = 0;
     for (int64_t c = 0; c < std::min<int64_t>(ic_, lanes_); ++calls)
       c += fit(static_cast<int>(std::min<int64_t>(nj_, std::min<int64_t>(ic_, lanes_) - c)));
-    // Each thread covers the whole of the next slices over its own calls of the xi (a step `threads` times as wide,
-    // counted by the thread's own calls): items are handed out dynamically, so either thread may run any of the
-    // next xi's items, and a prefetch lands in the L2 of the core that issued it.
+    // Threads take contiguous shares of the items (parallel_shares), so a thread runs whole xi (but where its
+    // share starts or ends, or it takes another's last items), and each covers the whole of the next slices over
+    // its own calls of the xi, counted by the thread's own calls: a prefetch lands in the L2 of the core that
+    // issued it. Items handed out interleaved had every core read all of every xi's Z and V slices.
     const int64_t z_slice = oc_blocks_ * tiles_ * block_, v_slice = icp_ * tiles_;
-    const int64_t per_thread = std::max<int64_t>(1, oc_blocks_ * cvs * calls / threads_);
+    const int64_t per_thread = std::max<int64_t>(1, oc_blocks_ * cvs * calls);
     const int64_t step = std::max<int64_t>(1, ceil_div(z_slice + v_slice, per_thread * tiles_));
     struct alignas(64) Progress {
       int64_t xi = -1, calls = 0;  // this thread's calls so far in xi
     };
     std::vector<Progress> progress(threads_);
-    parallel_items(kXi * oc_blocks_ * cvs, threads_, [&](int64_t item, unsigned thread) {
+    parallel_shares(kXi * oc_blocks_ * cvs, threads_, [&](int64_t item, unsigned thread) {
       const int64_t cv = item % cvs, ob = (item / cvs) % oc_blocks_, xi = item / (cvs * oc_blocks_);
       Progress& mine = progress[thread];
       if (mine.xi != xi) mine.xi = xi, mine.calls = 0;
