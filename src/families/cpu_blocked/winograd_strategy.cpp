@@ -218,7 +218,19 @@ class WinogradStrategy final : public Strategy {
   // Floats of one (image, group)'s channel-blocked copy.
   static int64_t image_floats(const ChannelBlocking& l) { return l.blocks() * l.out_rows * l.out_cols * l.block; }
 
-  // Runs body(t0, t1, image_copy) for runs [t0, t1) of up to `run` consecutive tiles of one image, covering every
+  // A range prefetched into L2 a step at a time, one step per tile transform (a vector of channels).
+  struct TilePrefetch {
+    const float* next = nullptr;
+    const float* end = nullptr;
+    int64_t step = 0;
+    void advance() {
+      if (next >= end) return;
+      const float* stop = std::min(end, next + step);
+      for (; next < stop; next += 16) __builtin_prefetch(next, 0, 2);
+    }
+  };
+
+  // Runs body(t0, t1, image_copy, ahead) for runs [t0, t1) of up to `run` consecutive tiles of one image, covering every
   // tile of group g, image_copy pointing at the first channel block of the run's (image, group) in a
   // channel-blocked copy of `l`: the whole copy, made up front by run() (one work item per run), or, per image,
   // this thread's copy of the image, made here right before its tiles (one item per image).
@@ -229,17 +241,29 @@ class WinogradStrategy final : public Strategy {
     if (!per_image_) {
       parallel_items(pb_.n * runs, threads_, [&](int64_t item, unsigned) {
         const int64_t n = item / runs, t0 = n * per_image + item % runs * run;
-        body(t0, std::min(t0 + run, (n + 1) * per_image), copy + (n * pb_.groups + g) * image_floats(l));
+        TilePrefetch none;
+        body(t0, std::min(t0 + run, (n + 1) * per_image), copy + (n * pb_.groups + g) * image_floats(l), none);
       });
       return;
     }
-    parallel_items(pb_.n, threads_, [&](int64_t n, unsigned thread) {
+    // Threads take contiguous shares of the images, so a thread's next image is usually n + 1: its NCHW source
+    // is prefetched into L2 while this image's tiles are transformed, a few lines per tile transform
+    // (TilePrefetch), instead of its copy waiting on 16 short plane streams from L3 or memory.
+    const int64_t source = l.per_group * l.rows * l.cols;
+    const int64_t calls = per_image * l.blocks();  // tile transforms per image (a vector of channels each)
+    parallel_shares(pb_.n, threads_, [&](int64_t n, unsigned thread) {
       float* mine = copy + int64_t{thread} * image_floats(l);
       const int64_t blocks = l.blocks(), plane = l.out_rows * l.out_cols * l.block;
       for (int64_t cb = 0; cb < blocks; ++cb)
         copy_channel_block(l, src, (n * pb_.groups + g) * blocks + cb, mine + cb * plane, kt_, true);
+      TilePrefetch ahead;
+      if (n + 1 < pb_.n) {
+        ahead.next = src + ((n + 1) * pb_.groups + g) * source;
+        ahead.end = ahead.next + source;
+        ahead.step = ceil_div(ceil_div(source, calls), 16) * 16;
+      }
       for (int64_t t0 = n * per_image; t0 < (n + 1) * per_image; t0 += run)
-        body(t0, std::min(t0 + run, (n + 1) * per_image), mine);
+        body(t0, std::min(t0 + run, (n + 1) * per_image), mine, ahead);
     });
   }
 
@@ -262,14 +286,16 @@ class WinogradStrategy final : public Strategy {
   void transform_input(const float* src, float* in, int64_t g, float* v) const {
     const int64_t blocks = icp_ / lanes_, group = stage_vectors();
     const int64_t row = in_layout_.out_cols * lanes_, rows = in_layout_.out_rows, cols = in_layout_.out_cols;
-    for_tiles(src, in, in_layout_, g, filter_ ? group : 1, [&](int64_t t0, int64_t t1, const float* image) {
+    for_tiles(src, in, in_layout_, g, filter_ ? group : 1, [&](int64_t t0, int64_t t1, const float* image, TilePrefetch& ahead) {
       alignas(64) float stage[kStageFloats];
       if (filter_) {
         const int64_t count = t1 - t0;
         for (int64_t cb = 0; cb < blocks; ++cb) {
-          for (int64_t t = t0; t < t1; ++t)
+          for (int64_t t = t0; t < t1; ++t) {
+            ahead.advance();
             kt_.winograd.input(tile_source(image, t, cb, rows, cols), row, lanes_, stage + (t - t0) * lanes_,
                                count * lanes_);
+          }
           for (int64_t xi = 0; xi < kXi; ++xi)
             kt_.stream_run(stage + xi * count * lanes_, v + v_filter_offset(t0, xi, cb), count * lanes_);
         }
@@ -277,9 +303,11 @@ class WinogradStrategy final : public Strategy {
       }
       for (int64_t cb0 = 0; cb0 < blocks; cb0 += group) {
         const int64_t count = std::min(group, blocks - cb0);
-        for (int64_t cb = cb0; cb < cb0 + count; ++cb)
+        for (int64_t cb = cb0; cb < cb0 + count; ++cb) {
+          ahead.advance();
           kt_.winograd.input(tile_source(image, t0, cb, rows, cols), row, lanes_, stage + (cb - cb0) * lanes_,
                              count * lanes_);
+        }
         for (int64_t xi = 0; xi < kXi; ++xi)
           kt_.stream_run(stage + xi * count * lanes_, v + (t0 * kXi + xi) * icp_ + cb0 * lanes_, count * lanes_);
       }
@@ -298,7 +326,7 @@ class WinogradStrategy final : public Strategy {
     // Groups of consecutive tiles, an output-channel block at a time: staged [xi][tile][block], one run per xi.
     const int64_t row = dy_layout_.out_cols * lanes_, rows = dy_layout_.out_rows, cols = dy_layout_.out_cols;
     const int64_t per_block = block_ / lanes_;
-    for_tiles(y, dyb, dy_layout_, g, stage_vectors(), [&](int64_t t0, int64_t t1, const float* image) {
+    for_tiles(y, dyb, dy_layout_, g, stage_vectors(), [&](int64_t t0, int64_t t1, const float* image, TilePrefetch& ahead) {
       alignas(64) float stage[kStageFloats];
       const int64_t count = t1 - t0;
       for (int64_t ob = 0; ob < oc_blocks_; ++ob) {
@@ -306,9 +334,11 @@ class WinogradStrategy final : public Strategy {
         // A last block's vectors past the output channels: streamed out as zeros, never read into results.
         if (used < per_block) std::fill(stage, stage + kXi * count * block_, 0.0f);
         for (int64_t t = t0; t < t1; ++t)
-          for (int64_t i = 0; i < used; ++i)
+          for (int64_t i = 0; i < used; ++i) {
+            ahead.advance();
             kt_.winograd.dy(tile_source(image, t, ob * per_block + i, rows, cols), row, lanes_,
                             stage + (t - t0) * block_ + i * lanes_, count * block_);
+          }
         for (int64_t xi = 0; xi < kXi; ++xi)
           kt_.stream_run(stage + xi * count * block_, z + z_offset(t0, xi, ob * per_block), count * block_);
       }
