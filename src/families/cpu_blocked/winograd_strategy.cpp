@@ -498,12 +498,15 @@ class WinogradStrategy final : public Strategy {
   // multiple of 16), so two threads never write the same line at once. Items of single input channels (9 floats,
   // 36 bytes) put the threads' current items side by side, sharing a line in every one of the oc rows (as in
   // transform_output): alex3's transform took 1.55 ms of CPU time over two threads against 1.24 on one, by blocks
-  // 1.24-1.28 (wall 0.78-0.80 -> 0.66-0.68 ms; alex4 0.92-0.96 -> 0.87-0.91, alex5 0.64 -> 0.57).
+  // 1.24-1.28 (wall 0.78-0.80 -> 0.66-0.68 ms; alex4 0.92-0.96 -> 0.87-0.91, alex5 0.64 -> 0.57). The blocks go
+  // out in contiguous shares (parallel_shares): the prefetch of the next input channel's dU slab at a block's
+  // last channel is then for this thread's next block, and the threads' rows of dW meet at one block boundary
+  // rather than at every other block.
   void filter_gradient(const float* du, int64_t g, float* w, float* stage_base) const {
     const int64_t vectors = ocp_ / lanes_;
     // The next input channel's slab of dU (read from memory: the GEMM streamed it out), a share per item.
     const int64_t slab = kXi * ocp_, share = ceil_div(slab, vectors);
-    parallel_items(ceil_div(ic_, kFilterBlock), threads_, [&](int64_t block, unsigned thread) {
+    parallel_shares(ceil_div(ic_, kFilterBlock), threads_, [&](int64_t block, unsigned thread) {
       // The block's results staged [oc vector][input channel][tap][lanes] (in L2), then per vector of output
       // channels transposed in registers to [lane][input channel][tap], so each output channel's row of the
       // block's 16 x 9 taps is written as whole vectors (was a scalar store per tap and lane: 40% of the
