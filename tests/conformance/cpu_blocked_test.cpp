@@ -5,8 +5,11 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <iostream>
 #include <random>
+#include <thread>
 
 #include "convtune/error.h"
 #include "convtune/plan.h"
@@ -14,6 +17,7 @@
 #include "src/backend/cpu/reference.h"
 #include "src/conformance/conformance.h"
 #include "src/families/cpu_blocked/cpu_blocked.h"
+#include "src/families/cpu_blocked/plan.h"
 #include "src/tuner/search_space.h"
 #include "tests/support/plan_check.h"
 
@@ -402,4 +406,26 @@ TEST(CpuBlocked, PercentOfPeakCountsWhatWinogradPerforms) {
   Config channel_vectors = family().default_config(filter, cpu_device().info());
   ASSERT_EQ(channel_vectors.at("ORIENT"), 0);
   EXPECT_NEAR(family().performed_flops(filter, channel_vectors) / filter.flops(), (64.0 / 70.0) * (64.0 / 70.0), 1e-12);
+}
+
+TEST(CpuBlocked, ParallelSharesRunsEveryItemOnce) {
+  // Winograd's GEMMs hand out contiguous shares, a thread whose share is done taking from the back of another's:
+  // every item exactly once, whatever the counts, and also when one thread is much slower (the others then take
+  // most of its share) or the pool has fewer threads than asked.
+  for (const int64_t count : {int64_t{1}, int64_t{2}, int64_t{3}, int64_t{17}, int64_t{100}, int64_t{3456}}) {
+    for (const unsigned threads : {1u, 2u, 3u, 8u}) {
+      for (const bool slow : {false, true}) {
+        std::vector<std::atomic<int>> runs(static_cast<size_t>(count));
+        std::atomic<int64_t> total{0};
+        cb::detail::parallel_shares(count, threads, [&](int64_t item, unsigned thread) {
+          if (slow && thread == 0) std::this_thread::sleep_for(std::chrono::microseconds(50));
+          runs[static_cast<size_t>(item)].fetch_add(1);
+          total.fetch_add(1);
+        });
+        EXPECT_EQ(total.load(), count) << count << " items, " << threads << " threads";
+        for (int64_t i = 0; i < count; ++i)
+          ASSERT_EQ(runs[static_cast<size_t>(i)].load(), 1) << "item " << i << " of " << count << ", " << threads << " threads";
+      }
+    }
+  }
 }

@@ -111,6 +111,61 @@ void parallel_items(int64_t count, unsigned threads, const std::function<void(in
   });
 }
 
+void parallel_shares(int64_t count, unsigned threads, const std::function<void(int64_t, unsigned)>& body) {
+  if (count <= 0) return;
+  const unsigned use = static_cast<unsigned>(std::min<int64_t>(threads, count));
+  if (use <= 1 || count >= (int64_t{1} << 31)) {
+    parallel_items(count, threads, body);
+    return;
+  }
+  // Per share, [front, back) still unclaimed, packed in one word (front high, back low) so that the owner's
+  // claims from the front and other threads' from the back are one compare-and-swap each. Claims are batches
+  // (a locked operation waits for the thread's pending streaming stores to drain): a sixteenth of what the share
+  // has left, at most a thirty-second of a share, so a thread that finds its share done waits on at most a
+  // sixteenth of the rest.
+  struct alignas(64) Share {
+    std::atomic<uint64_t> range{0};
+  };
+  std::vector<Share> shares(use);
+  const auto pack = [](int64_t front, int64_t back) { return static_cast<uint64_t>(front) << 32 | static_cast<uint64_t>(back); };
+  for (unsigned s = 0; s < use; ++s)
+    shares[s].range.store(pack(s * count / use, (s + 1) * count / use), std::memory_order_relaxed);
+  const int64_t batch_max = std::max<int64_t>(1, count / (int64_t{use} * 32));
+  // Claims up to items of share s, from its front or its back: [begin, end), empty when none are left.
+  const auto claim = [&](unsigned s, bool front_end, int64_t& begin, int64_t& end) {
+    uint64_t r = shares[s].range.load(std::memory_order_relaxed);
+    for (;;) {
+      const int64_t f = static_cast<int64_t>(r >> 32), b = static_cast<int64_t>(r & 0xffffffffu);
+      if (f >= b) return false;
+      const int64_t n = std::clamp<int64_t>((b - f) / 16, 1, batch_max);
+      const uint64_t next = front_end ? pack(f + n, b) : pack(f, b - n);
+      if (shares[s].range.compare_exchange_weak(r, next, std::memory_order_relaxed)) {
+        begin = front_end ? f : b - n;
+        end = front_end ? f + n : b;
+        return true;
+      }
+    }
+  };
+  ThreadPool::instance().run(use, [&](unsigned t, unsigned) {
+    int64_t begin = 0, end = 0;
+    while (claim(t, true, begin, end))
+      for (int64_t i = begin; i < end; ++i) body(i, t);
+    for (;;) {
+      // The share with the most left, from its back.
+      unsigned victim = use;
+      int64_t most = 0;
+      for (unsigned s = 0; s < use; ++s) {
+        const uint64_t r = shares[s].range.load(std::memory_order_relaxed);
+        const int64_t left = static_cast<int64_t>(r & 0xffffffffu) - static_cast<int64_t>(r >> 32);
+        if (left > most) most = left, victim = s;
+      }
+      if (victim == use) break;
+      if (claim(victim, false, begin, end))
+        for (int64_t i = begin; i < end; ++i) body(i, t);
+    }
+  });
+}
+
 void parallel_threads(unsigned threads, const std::function<void(unsigned, unsigned)>& body) {
   ThreadPool::instance().run(threads, body);
 }

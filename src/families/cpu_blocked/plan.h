@@ -56,6 +56,12 @@ class Carver {
 
 // Runs body(item, thread) for items [0, count) on up to `threads` pool threads, handing items out dynamically.
 void parallel_items(int64_t count, unsigned threads, const std::function<void(int64_t, unsigned)>& body);
+// As parallel_items, but each thread starts on a contiguous share of the items (thread t: [t count / n, (t + 1)
+// count / n)) and walks it in order; a thread whose share is done takes batches from the back of the share with
+// the most left. For items whose neighbours read the same operands (Winograd's GEMMs: the items of one xi read
+// that xi's whole V slice), so each core reads its own part of the operands where parallel_items interleaved the
+// threads' items and every core read all of them.
+void parallel_shares(int64_t count, unsigned threads, const std::function<void(int64_t, unsigned)>& body);
 // Runs body(thread, threads) once per pool thread (static splits).
 void parallel_threads(unsigned threads, const std::function<void(unsigned, unsigned)>& body);
 

@@ -141,7 +141,7 @@ class WinogradStrategy final : public Strategy {
       if (filter_) {
         gemm_filter(b.v, b.m, b.du);
         t0 = Clock::now();
-        filter_gradient(b.du, g, w);
+        filter_gradient(b.du, g, w, b.stage);
         transforms_ms += ms_since(t0);
       } else {
         gemm_forward(b.v, packed + g * kXi * oc_blocks_ * icp_ * block_, b.m);
@@ -182,6 +182,7 @@ class WinogradStrategy final : public Strategy {
     float* v = nullptr;   // V[tile][xi][ic]; backward-filter: V[xi][ic vector][tile][lanes]
     float* m = nullptr;   // M[tile block][xi][tile][oc]; backward-filter: Z[xi][oc block][tile][block]
     float* du = nullptr;  // backward-filter: dU[ic][xi][oc]
+    float* stage = nullptr;  // backward-filter: per thread, the filter transform's staged block
   };
 
   Buffers carve(Carver& c) const {
@@ -198,6 +199,7 @@ class WinogradStrategy final : public Strategy {
     b.v = c.floats(static_cast<size_t>(tiles_ * kXi * icp_ + slack));
     b.m = c.floats(static_cast<size_t>((filter_ ? tiles_ * oc_blocks_ * block_ : tile_blocks_ * tb_ * ocp_) * kXi + slack));
     if (filter_) b.du = c.floats(static_cast<size_t>(icp_ * ocp_ * kXi + int64_t{kMaxNv} * lanes_ * kXi));
+    if (filter_) b.stage = c.floats(static_cast<size_t>(int64_t{threads_} * filter_stage_floats()));
     return b;
   }
 
@@ -216,7 +218,19 @@ class WinogradStrategy final : public Strategy {
   // Floats of one (image, group)'s channel-blocked copy.
   static int64_t image_floats(const ChannelBlocking& l) { return l.blocks() * l.out_rows * l.out_cols * l.block; }
 
-  // Runs body(t0, t1, image_copy) for runs [t0, t1) of up to `run` consecutive tiles of one image, covering every
+  // A range prefetched into L2 a step at a time, one step per tile transform (a vector of channels).
+  struct TilePrefetch {
+    const float* next = nullptr;
+    const float* end = nullptr;
+    int64_t step = 0;
+    void advance() {
+      if (next >= end) return;
+      const float* stop = std::min(end, next + step);
+      for (; next < stop; next += 16) __builtin_prefetch(next, 0, 2);
+    }
+  };
+
+  // Runs body(t0, t1, image_copy, ahead) for runs [t0, t1) of up to `run` consecutive tiles of one image, covering every
   // tile of group g, image_copy pointing at the first channel block of the run's (image, group) in a
   // channel-blocked copy of `l`: the whole copy, made up front by run() (one work item per run), or, per image,
   // this thread's copy of the image, made here right before its tiles (one item per image).
@@ -227,17 +241,29 @@ class WinogradStrategy final : public Strategy {
     if (!per_image_) {
       parallel_items(pb_.n * runs, threads_, [&](int64_t item, unsigned) {
         const int64_t n = item / runs, t0 = n * per_image + item % runs * run;
-        body(t0, std::min(t0 + run, (n + 1) * per_image), copy + (n * pb_.groups + g) * image_floats(l));
+        TilePrefetch none;
+        body(t0, std::min(t0 + run, (n + 1) * per_image), copy + (n * pb_.groups + g) * image_floats(l), none);
       });
       return;
     }
-    parallel_items(pb_.n, threads_, [&](int64_t n, unsigned thread) {
+    // Threads take contiguous shares of the images, so a thread's next image is usually n + 1: its NCHW source
+    // is prefetched into L2 while this image's tiles are transformed, a few lines per tile transform
+    // (TilePrefetch), instead of its copy waiting on 16 short plane streams from L3 or memory.
+    const int64_t source = l.per_group * l.rows * l.cols;
+    const int64_t calls = per_image * l.blocks();  // tile transforms per image (a vector of channels each)
+    parallel_shares(pb_.n, threads_, [&](int64_t n, unsigned thread) {
       float* mine = copy + int64_t{thread} * image_floats(l);
       const int64_t blocks = l.blocks(), plane = l.out_rows * l.out_cols * l.block;
       for (int64_t cb = 0; cb < blocks; ++cb)
         copy_channel_block(l, src, (n * pb_.groups + g) * blocks + cb, mine + cb * plane, kt_, true);
+      TilePrefetch ahead;
+      if (n + 1 < pb_.n) {
+        ahead.next = src + ((n + 1) * pb_.groups + g) * source;
+        ahead.end = ahead.next + source;
+        ahead.step = ceil_div(ceil_div(source, calls), 16) * 16;
+      }
       for (int64_t t0 = n * per_image; t0 < (n + 1) * per_image; t0 += run)
-        body(t0, std::min(t0 + run, (n + 1) * per_image), mine);
+        body(t0, std::min(t0 + run, (n + 1) * per_image), mine, ahead);
     });
   }
 
@@ -260,14 +286,16 @@ class WinogradStrategy final : public Strategy {
   void transform_input(const float* src, float* in, int64_t g, float* v) const {
     const int64_t blocks = icp_ / lanes_, group = stage_vectors();
     const int64_t row = in_layout_.out_cols * lanes_, rows = in_layout_.out_rows, cols = in_layout_.out_cols;
-    for_tiles(src, in, in_layout_, g, filter_ ? group : 1, [&](int64_t t0, int64_t t1, const float* image) {
+    for_tiles(src, in, in_layout_, g, filter_ ? group : 1, [&](int64_t t0, int64_t t1, const float* image, TilePrefetch& ahead) {
       alignas(64) float stage[kStageFloats];
       if (filter_) {
         const int64_t count = t1 - t0;
         for (int64_t cb = 0; cb < blocks; ++cb) {
-          for (int64_t t = t0; t < t1; ++t)
+          for (int64_t t = t0; t < t1; ++t) {
+            ahead.advance();
             kt_.winograd.input(tile_source(image, t, cb, rows, cols), row, lanes_, stage + (t - t0) * lanes_,
                                count * lanes_);
+          }
           for (int64_t xi = 0; xi < kXi; ++xi)
             kt_.stream_run(stage + xi * count * lanes_, v + v_filter_offset(t0, xi, cb), count * lanes_);
         }
@@ -275,9 +303,11 @@ class WinogradStrategy final : public Strategy {
       }
       for (int64_t cb0 = 0; cb0 < blocks; cb0 += group) {
         const int64_t count = std::min(group, blocks - cb0);
-        for (int64_t cb = cb0; cb < cb0 + count; ++cb)
+        for (int64_t cb = cb0; cb < cb0 + count; ++cb) {
+          ahead.advance();
           kt_.winograd.input(tile_source(image, t0, cb, rows, cols), row, lanes_, stage + (cb - cb0) * lanes_,
                              count * lanes_);
+        }
         for (int64_t xi = 0; xi < kXi; ++xi)
           kt_.stream_run(stage + xi * count * lanes_, v + (t0 * kXi + xi) * icp_ + cb0 * lanes_, count * lanes_);
       }
@@ -296,7 +326,7 @@ class WinogradStrategy final : public Strategy {
     // Groups of consecutive tiles, an output-channel block at a time: staged [xi][tile][block], one run per xi.
     const int64_t row = dy_layout_.out_cols * lanes_, rows = dy_layout_.out_rows, cols = dy_layout_.out_cols;
     const int64_t per_block = block_ / lanes_;
-    for_tiles(y, dyb, dy_layout_, g, stage_vectors(), [&](int64_t t0, int64_t t1, const float* image) {
+    for_tiles(y, dyb, dy_layout_, g, stage_vectors(), [&](int64_t t0, int64_t t1, const float* image, TilePrefetch& ahead) {
       alignas(64) float stage[kStageFloats];
       const int64_t count = t1 - t0;
       for (int64_t ob = 0; ob < oc_blocks_; ++ob) {
@@ -304,9 +334,11 @@ class WinogradStrategy final : public Strategy {
         // A last block's vectors past the output channels: streamed out as zeros, never read into results.
         if (used < per_block) std::fill(stage, stage + kXi * count * block_, 0.0f);
         for (int64_t t = t0; t < t1; ++t)
-          for (int64_t i = 0; i < used; ++i)
+          for (int64_t i = 0; i < used; ++i) {
+            ahead.advance();
             kt_.winograd.dy(tile_source(image, t, ob * per_block + i, rows, cols), row, lanes_,
                             stage + (t - t0) * block_ + i * lanes_, count * block_);
+          }
         for (int64_t xi = 0; xi < kXi; ++xi)
           kt_.stream_run(stage + xi * count * block_, z + z_offset(t0, xi, ob * per_block), count * block_);
       }
@@ -330,22 +362,12 @@ class WinogradStrategy final : public Strategy {
     const int64_t last = tiles_ - (tile_blocks_ - 1) * tb_;
     const auto full = split_columns(tb_, nj_, [&](int n) { return kt_.bcast[nv_ - 1][n - 1] != nullptr; });
     const auto tail = split_columns(last, nj_, [&](int n) { return kt_.bcast[nv_ - 1][n - 1] != nullptr; });
-    // With two threads or more, every thread needs all of the next xi's V panels in its own L2 (each item reads
-    // every tile), so each covers them over its own items of the xi, a share of the tiles per item, instead of the
-    // xi's last item prefetching them all into one core's L2.
-    struct alignas(64) Progress {
-      int64_t xi = -1, items = 0;  // this thread's items so far in xi
-    };
-    std::vector<Progress> progress(threads_);
-    const int64_t per_thread = std::max<int64_t>(1, oc_blocks_ / threads_);
-    const int64_t tile_share = ceil_div(tiles_, per_thread);
-    parallel_items(kXi * oc_blocks_, threads_, [&](int64_t item, unsigned thread) {
+    // Threads take contiguous shares of the items (parallel_shares), so each runs whole xi as one thread does
+    // (but where its share starts or ends) and reads only its own xi's V panels, prefetching the next xi's beside
+    // its last item of the current one. Items handed out interleaved had every core read every xi's panels (each
+    // item reads all tiles), each thread prefetching a share of them beside each of its items.
+    parallel_shares(kXi * oc_blocks_, threads_, [&](int64_t item, unsigned) {
       const int64_t xi = item / oc_blocks_, ob = item % oc_blocks_;
-      Progress& mine = progress[thread];
-      if (mine.xi != xi) mine.xi = xi, mine.items = 0;
-      const int64_t k = mine.items++;
-      // This item's tiles of the next xi's V (threads > 1): [p0, p1), a part of them beside each tile block.
-      const int64_t p0 = std::min(tiles_, k * tile_share), p1 = std::min(tiles_, p0 + tile_share);
       BcastArgs a;
       a.a = u + (xi * oc_blocks_ + ob) * icp_ * block_;
       a.b_j = kXi * icp_;
@@ -360,16 +382,11 @@ class WinogradStrategy final : public Strategy {
       const bool more = item + 1 < kXi * oc_blocks_;
       const float* next_u = u + (item + 1) * icp_ * block_;
       const int64_t share = ceil_div(icp_ * block_, tile_blocks_);
-      const bool next_xi = threads_ == 1 && ob + 1 == oc_blocks_ && xi + 1 < kXi;
-      const bool share_xi = threads_ > 1 && xi + 1 < kXi;
+      const bool next_xi = ob + 1 == oc_blocks_ && xi + 1 < kXi;
       for (int64_t tb = 0; tb < tile_blocks_; ++tb) {
         if (more) prefetch(next_u + tb * share, std::min(share, icp_ * block_ - tb * share));
         if (next_xi) {
           for (int64_t t = tb * tb_; t < std::min(tiles_, (tb + 1) * tb_); ++t) prefetch(v + (t * kXi + xi + 1) * icp_, icp_);
-        }
-        if (share_xi) {
-          const int64_t t1 = p0 + (p1 - p0) * (tb + 1) / tile_blocks_;
-          for (int64_t t = p0 + (p1 - p0) * tb / tile_blocks_; t < t1; ++t) prefetch(v + (t * kXi + xi + 1) * icp_, icp_);
         }
         int64_t t0 = 0;
         for (int width : tb + 1 == tile_blocks_ ? tail : full) {
@@ -403,17 +420,18 @@ class WinogradStrategy final : public Strategy {
     int64_t calls = 0;
     for (int64_t c = 0; c < std::min<int64_t>(ic_, lanes_); ++calls)
       c += fit(static_cast<int>(std::min<int64_t>(nj_, std::min<int64_t>(ic_, lanes_) - c)));
-    // Each thread covers the whole of the next slices over its own calls of the xi (a step `threads` times as wide,
-    // counted by the thread's own calls): items are handed out dynamically, so either thread may run any of the
-    // next xi's items, and a prefetch lands in the L2 of the core that issued it.
+    // Threads take contiguous shares of the items (parallel_shares), so a thread runs whole xi (but where its
+    // share starts or ends, or it takes another's last items), and each covers the whole of the next slices over
+    // its own calls of the xi, counted by the thread's own calls: a prefetch lands in the L2 of the core that
+    // issued it. Items handed out interleaved had every core read all of every xi's Z and V slices.
     const int64_t z_slice = oc_blocks_ * tiles_ * block_, v_slice = icp_ * tiles_;
-    const int64_t per_thread = std::max<int64_t>(1, oc_blocks_ * cvs * calls / threads_);
+    const int64_t per_thread = std::max<int64_t>(1, oc_blocks_ * cvs * calls);
     const int64_t step = std::max<int64_t>(1, ceil_div(z_slice + v_slice, per_thread * tiles_));
     struct alignas(64) Progress {
       int64_t xi = -1, calls = 0;  // this thread's calls so far in xi
     };
     std::vector<Progress> progress(threads_);
-    parallel_items(kXi * oc_blocks_ * cvs, threads_, [&](int64_t item, unsigned thread) {
+    parallel_shares(kXi * oc_blocks_ * cvs, threads_, [&](int64_t item, unsigned thread) {
       const int64_t cv = item % cvs, ob = (item / cvs) % oc_blocks_, xi = item / (cvs * oc_blocks_);
       Progress& mine = progress[thread];
       if (mine.xi != xi) mine.xi = xi, mine.calls = 0;
@@ -480,27 +498,57 @@ class WinogradStrategy final : public Strategy {
   // multiple of 16), so two threads never write the same line at once. Items of single input channels (9 floats,
   // 36 bytes) put the threads' current items side by side, sharing a line in every one of the oc rows (as in
   // transform_output): alex3's transform took 1.55 ms of CPU time over two threads against 1.24 on one, by blocks
-  // 1.24-1.28 (wall 0.78-0.80 -> 0.66-0.68 ms; alex4 0.92-0.96 -> 0.87-0.91, alex5 0.64 -> 0.57).
-  void filter_gradient(const float* du, int64_t g, float* w) const {
+  // 1.24-1.28 (wall 0.78-0.80 -> 0.66-0.68 ms; alex4 0.92-0.96 -> 0.87-0.91, alex5 0.64 -> 0.57). The blocks go
+  // out in contiguous shares (parallel_shares): the prefetch of the next input channel's dU slab at a block's
+  // last channel is then for this thread's next block, and the threads' rows of dW meet at one block boundary
+  // rather than at every other block.
+  void filter_gradient(const float* du, int64_t g, float* w, float* stage_base) const {
     const int64_t vectors = ocp_ / lanes_;
     // The next input channel's slab of dU (read from memory: the GEMM streamed it out), a share per item.
     const int64_t slab = kXi * ocp_, share = ceil_div(slab, vectors);
-    constexpr int64_t kBlock = 16;
-    parallel_items(ceil_div(ic_, kBlock), threads_, [&](int64_t block, unsigned) {
-      const int64_t end = std::min(ic_, (block + 1) * kBlock) * vectors;
-      for (int64_t item = block * kBlock * vectors; item < end; ++item) {
-        const int64_t kv = item % vectors, c = item / vectors;
-        if (c + 1 < ic_) prefetch(du + (c + 1) * slab + kv * share, std::min(share, slab - kv * share));
-        float out[9 * 16];  // [3 x 3 taps][lanes]
-        kt_.winograd.filter(du + c * kXi * ocp_ + kv * lanes_, ocp_, out);
-        const int64_t k0 = kv * lanes_;
-        const int64_t count = std::min(lanes_, oc_ - k0);
-        for (int64_t l = 0; l < count; ++l) {
-          float* dst = w + ((g * oc_ + k0 + l) * ic_ + c) * 9;
-          for (int64_t t = 0; t < 9; ++t) dst[t] = out[t * lanes_ + l];
+    parallel_shares(ceil_div(ic_, kFilterBlock), threads_, [&](int64_t block, unsigned thread) {
+      // The block's results staged [oc vector][input channel][tap][lanes] (in L2), then per vector of output
+      // channels transposed in registers to [lane][input channel][tap], so each output channel's row of the
+      // block's 16 x 9 taps is written as whole vectors (was a scalar store per tap and lane: 40% of the
+      // transform's samples beside its wait for dU).
+      float* stage = stage_base + int64_t{thread} * filter_stage_floats();
+      const int64_t c0 = block * kFilterBlock, channels = std::min(ic_, c0 + kFilterBlock) - c0;
+      const int64_t row = channels * 9;
+      for (int64_t c = c0; c < c0 + channels; ++c) {
+        for (int64_t kv = 0; kv < vectors; ++kv) {
+          if (c + 1 < ic_) prefetch(du + (c + 1) * slab + kv * share, std::min(share, slab - kv * share));
+          kt_.winograd.filter(du + c * kXi * ocp_ + kv * lanes_, ocp_,
+                              stage + (kv * kFilterBlock + (c - c0)) * 9 * lanes_);
         }
       }
+      // Rows of `row` floats, padded to whole vectors for the transpose (lanes past a partial block's taps are
+      // never copied out).
+      const int64_t padded = ceil_div(row, lanes_) * lanes_;
+      float* rows = stage + vectors * kFilterBlock * 9 * lanes_;
+      for (int64_t kv = 0; kv < vectors; ++kv) {
+        const int64_t k0 = kv * lanes_, count = std::min(lanes_, oc_ - k0);
+        kt_.interleave(stage + kv * kFilterBlock * 9 * lanes_, lanes_, row, count, rows, padded);
+        for (int64_t l = 0; l < count; ++l) store_row(rows + l * padded, w + ((g * oc_ + k0 + l) * ic_ + c0) * 9, row);
+      }
     });
+  }
+
+  // dst[0, n) = src[0, n): the whole cache lines within dst streamed out (no read for ownership: dW, alex3 2.65
+  // MB, is written once and read by the caller later), the partial lines at its ends with ordinary stores.
+  void store_row(const float* src, float* dst, int64_t n) const {
+    const auto address = reinterpret_cast<uintptr_t>(dst);
+    const int64_t head = address % 4 != 0 || lanes_ == 1 ? n : std::min<int64_t>(n, ((64 - address % 64) % 64) / 4);
+    const int64_t body = (n - head) / 16 * 16;
+    std::memcpy(dst, src, static_cast<size_t>(head) * sizeof(float));
+    if (body > 0) kt_.stream_run(src + head, dst + head, body);
+    std::memcpy(dst + head + body, src + head + body, static_cast<size_t>(n - head - body) * sizeof(float));
+  }
+
+  // Input channels per filter-transform item (see filter_gradient).
+  static constexpr int64_t kFilterBlock = 16;
+  // A thread's staging floats for the filter transform: a block's results and one vector's transposed rows.
+  int64_t filter_stage_floats() const {
+    return (ocp_ / lanes_) * kFilterBlock * 9 * lanes_ + lanes_ * ceil_div(kFilterBlock * 9, lanes_) * lanes_;
   }
 
   ConvProblem pb_;
