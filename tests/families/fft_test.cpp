@@ -62,6 +62,10 @@ TEST(Fft, SupportNamesWhatIsMissing) {
                          "N=1,C=8,H=9,W=9,K=8,R=1", "N=1,C=8,H=12,W=12,K=8,R=7,pad=3"})
     EXPECT_EQ(family().unsupported_reason(parse_problem(ok), {}, device), "") << ok;
   EXPECT_NE(family().untuned_poor_fit(parse_problem("N=1,C=8,H=9,W=9,K=8,R=1"), device).find("1x1"), std::string::npos);
+  // 3x3 is winograd's: fft computes it when named or tuned, but an untuned plan (or the cost model) passes it over.
+  EXPECT_NE(family().untuned_poor_fit(parse_problem("N=8,C=64,H=14,W=14,K=64,R=3,pad=1"), device).find("25 taps"),
+            std::string::npos);
+  EXPECT_EQ(family().untuned_poor_fit(parse_problem("N=8,C=64,H=14,W=14,K=64,R=5,pad=2"), device), "");
 }
 
 // The untuned size: the fewest estimated operations among the sizes that cover the output at most once; never a

