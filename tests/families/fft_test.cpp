@@ -1,7 +1,8 @@
 // fft: the twiddle tables, support, the size the plan takes untuned, then every direction on PoCL against the float64
-// reference: every tile size with 3x3 and 5x5 filters, rectangular and 7x7 filters, odd sizes, padding beyond the
-// filter, groups, a chunked batch with a short last chunk, backward-filter slices, the fused bias and ReLU; the
-// measured error beside the FP32 tolerance the family is held to.
+// reference: the large tile sizes on a 5x5 layer, rectangular and 7x7 filters, groups, a chunked batch with a short
+// last chunk, backward-filter slices, the fused bias and ReLU; the measured error beside the FP32 tolerance the family
+// is held to. The conformance harness (family_conformance_test) covers the standard cases with sampled
+// configurations.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
@@ -90,15 +91,13 @@ TEST(Fft, EveryDirectionAndSizeMatchesTheReference) {
     std::string problem;
     std::vector<int64_t> sizes;
   };
+  // The conformance harness samples configurations over its own cases (odd sizes, padding, long reductions); these
+  // pin the sizes and filter shapes its cases do not reach. Each check compiles a program (about 3 s on PoCL).
   const std::vector<Case> cases = {
-      {"N=2,C=16,H=11,W=9,K=12,R=3,pad=1", {8, 12}},        // odd sizes: partial tiles on both sides
-      {"N=3,C=8,H=8,W=8,K=8,R=3,pad=0", {8}},               // no padding, outputs 6x6: one tile
-      {"N=1,C=6,H=7,W=10,K=4,R=3,pad=2", {10}},             // padding beyond the filter's half
-      {"N=2,C=8,H=27,W=27,K=8,R=5,pad=2", {8, 20, 32}},     // 5x5 (alex2's image), the largest size
+      {"N=2,C=8,H=27,W=27,K=8,R=5,pad=2", {20, 32}},        // 5x5 (alex2's image), the largest size
       {"N=1,C=4,H=12,W=12,K=4,R=7,pad=3", {14}},            // 7x7
       {"N=2,C=8,H=15,W=12,K=8,R=1,S=7,pad_w=3", {10}},      // 1x7, inception-style
       {"N=2,C=8,H=6,W=6,K=12,R=3,pad=1,groups=4", {8}},     // groups
-      {"N=1,C=256,H=14,W=14,K=8,R=3,pad=1", {16}},          // a long reduction
   };
   uint64_t seed = 31;
   for (const Case& c : cases) {
