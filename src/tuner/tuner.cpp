@@ -1,6 +1,7 @@
 // tune(): the tuning run as a library function, in three phases under one wall-clock deadline:
-//  1. baselines: per problem, what a plan runs today (the database's answer, whatever its tier) and each family's
-//     built-in default, measured; a phase that would overrun the budget stops and lists what it left out;
+//  1. baselines: per problem, what a plan runs today (the database's answer, whatever its tier), each family's
+//     built-in default and the configurations of its stale exact entries on this hardware, measured; a phase that
+//     would overrun the budget stops and lists what it left out;
 //  2. search: half the time left shared among the tasks by expected gain (the problem's current time, times its
 //     headroom to the device's peak when known), families whose default is several times slower than the problem's
 //     best left out; the other half among the tasks whose first round gained, by what they gained; each search
@@ -243,6 +244,37 @@ std::vector<TuneTaskResult> tune(Device& device, const std::vector<TuneTask>& al
       task.default_ms = e.ms;
       task.default_measured = true;
       if (e.ms) task.result.default_ms = *e.ms;
+    }
+    for (size_t index : p.tasks) tasks[index].evaluator.reset();
+  }
+  // Then the configurations of the problem's stale exact entries on this hardware (measured on an older kernel
+  // source or driver, so no plan trusts them): after a change to a kernel source the old best is often still among
+  // the best, and timing it on the current source first lets a short tune restore it instead of leaving the problem
+  // at its default. They are candidates like any other, verified and timed now.
+  for (ProblemState& p : problems) {
+    for (size_t index : p.tasks) {
+      TaskState& task = tasks[index];
+      if (task.configs.empty() || !affordable()) continue;
+      const KernelFamily& family = *task.result.task.family;
+      const std::string current_hash = kernel_source_hash(family, p.problem, info);
+      EntryFilter filter;
+      filter.family = family.name();
+      std::vector<Config> seeds;
+      for (const ListedEntry& listed : database.list(filter)) {
+        const TuningEntry& e = listed.entry;
+        if (!(e.problem == p.problem) || !e.device.same_hardware(info)) continue;
+        if (e.source_hash == current_hash && e.device.fingerprint == info.fingerprint()) continue;  // fresh
+        if (e.parameters == task.default_config || e.parameters == p.baseline_config) continue;  // timed above
+        if (std::find(seeds.begin(), seeds.end(), e.parameters) != seeds.end()) continue;
+        if (!matches_only(e.parameters, options.only) || !config_problem(family, e.parameters, p.problem, info).empty())
+          continue;
+        seeds.push_back(e.parameters);
+      }
+      for (const Config& seed : seeds) {
+        if (!affordable()) break;
+        status(fmt::format("stale entries: {} {}", p.problem.to_string(), family.name()));
+        evaluate(task, seed, "a stale entry's configuration (older kernel source or driver), timed again");
+      }
     }
     for (size_t index : p.tasks) tasks[index].evaluator.reset();
   }

@@ -5,11 +5,13 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <set>
 
 #include "convtune/tuning.h"
+#include "src/tuner/search_space.h"
 #include "tests/support/opencl_device.h"
 
 using namespace convtune;
@@ -138,5 +140,46 @@ TEST(Tuner, MeasuresEveryProblemsPlanBeforeOtherDefaults) {
     request.tuning = &db;
     EXPECT_EQ(PlanDescriptor::create(info, request).tier(), ConfigTier::Exact) << name;
   }
+  std::filesystem::remove(file);
+}
+
+TEST(Tuner, TimesStaleEntriesConfigurationsAgain) {
+  Device* device = opencl_device();
+  if (!device) GTEST_SKIP() << "no OpenCL device runs kernels here (PoCL missing)";
+  const DeviceInfo& info = device->info();
+  // An exact entry measured on another kernel source (as after an update of direct_tiled's kernels): no plan
+  // trusts it, and a tune with room for the baselines only still times its configuration on today's source.
+  const ConvProblem problem = parse_problem("N=2,C=8,H=12,W=12,K=8,R=3,pad=1");
+  const KernelFamily& direct = kernel_family("direct_tiled");
+  const std::filesystem::path file = temp_db("stale_seed");
+  std::filesystem::remove(file);
+  TuningDatabase db(file);
+  const Config defaults = direct.default_config(problem, info);
+  Config old;
+  {
+    const SearchSpace space(direct, problem, info);
+    for (const Config& c : space.sample(8, 7))
+      if (c != defaults) old = c;
+  }
+  ASSERT_FALSE(old.empty());
+  db.insert(make_tuning_entry(info, "direct_tiled", "0000000000000000", problem, old, 0.001));
+  PlanRequest request;
+  request.problem = problem;
+  request.tuning = &db;
+  ASSERT_NE(PlanDescriptor::create(info, request).config(), old) << "a stale entry is never trusted";
+
+  TuneOptions options;
+  options.budget_seconds = 60;
+  options.max_candidates = 0;
+  options.max_fraction = 1e-9;  // no search beyond what phase 1 measures
+  options.repeats = 1;
+  options.save = false;
+  const auto results = tune(*device, make_tune_tasks(info, {{"small", problem}}, "direct_tiled"), db, options);
+  ASSERT_EQ(results.size(), 1u);
+  const auto& trials = results[0].trials;
+  const auto seeded = std::find_if(trials.begin(), trials.end(), [&](const TuneTrial& t) { return t.config == old; });
+  ASSERT_NE(seeded, trials.end()) << "the stale entry's configuration was not timed";
+  EXPECT_NE(seeded->note.find("stale entry"), std::string::npos) << seeded->note;
+  EXPECT_TRUE(seeded->ms.has_value()) << seeded->failure;
   std::filesystem::remove(file);
 }
