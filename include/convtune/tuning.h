@@ -36,6 +36,8 @@ struct TuningDevice {
   static TuningDevice from(const DeviceInfo& info);
   // Same hardware behind the same backend, whatever the driver.
   bool same_hardware(const DeviceInfo& info) const;
+  // The same chip (name and architecture) behind the other kernel backend: CUDA for NVIDIA's OpenCL, or back.
+  bool same_chip_other_backend(const DeviceInfo& info) const;
   friend bool operator==(const TuningDevice& a, const TuningDevice& b) {
     return a.fingerprint == b.fingerprint && a.backend == b.backend && a.name == b.name && a.vendor == b.vendor &&
            a.architecture == b.architecture && a.driver_version == b.driver_version;
@@ -108,6 +110,9 @@ struct LookupResult {
   // What to run: the entry's parameters, or those LookupOptions::fit made of them for the asked problem.
   Config parameters;
   std::string fitted;  // what fitting changed ("SPLIT_K 32 -> 16"); empty when the entry's parameters fit as stored
+  // The entry was measured on this same chip through the other kernel backend (CUDA for OpenCL or back); its tier
+  // is then Architecture.
+  bool other_backend = false;
   // Entries for the asked problem (exact shape) on this device or a fallback device that are stale (other
   // kernel source, other driver) and were not trusted: worth a retune.
   std::vector<SkippedEntry> stale;

@@ -162,7 +162,10 @@ CostModel CostModel::fit_for_device(const std::vector<ListedEntry>& entries, con
   if (samples.empty() && device.backend != BackendKind::Cpu && !device.architecture.empty()) {
     std::string other;
     samples = cost_samples(entries, [&](const TuningEntry& e) {
-      const bool same = e.device.backend == to_string(device.backend) && e.device.architecture == device.architecture;
+      // The architecture's entries through this backend, and this chip's through the other (as the lookup's
+      // architecture tier takes them).
+      const bool same = (e.device.backend == to_string(device.backend) && e.device.architecture == device.architecture) ||
+                        e.device.same_chip_other_backend(device);
       if (same && other.empty()) other = e.device.name;
       return same;
     });

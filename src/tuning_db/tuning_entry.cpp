@@ -28,6 +28,13 @@ bool TuningDevice::same_hardware(const DeviceInfo& info) const {
          architecture == info.architecture;
 }
 
+bool TuningDevice::same_chip_other_backend(const DeviceInfo& info) const {
+  const std::string_view other = to_string(info.backend);
+  auto kernel_backend = [](std::string_view b) { return b == "cuda" || b == "opencl"; };
+  return backend != other && kernel_backend(backend) && kernel_backend(other) && !name.empty() && name == info.name &&
+         !architecture.empty() && architecture == info.architecture;
+}
+
 std::string TuningEntry::key() const {
   return fmt::format("{}\n{}\n{}\n{}", device.fingerprint, family, source_hash, problem.to_string());
 }

@@ -251,6 +251,25 @@ TEST_F(TuningDbTest, ArchitectureThenVendorThenBuiltInDefault) {
   EXPECT_TRUE(contains(amd.explain(), "built-in default")) << amd.explain();
 }
 
+TEST_F(TuningDbTest, TheSameChipThroughTheOtherKernelBackendIsAFallback) {
+  // The H200's entry measured through CUDA serves the same H200 through NVIDIA's OpenCL (its vendor string and
+  // driver differ), as the architecture tier; another chip through the other backend does not.
+  const DeviceInfo h200_opencl = gpu("NVIDIA H200", "sm_90", "NVIDIA Corporation", "580.159.04", BackendKind::OpenCL);
+  TuningDatabase db(file_);
+  db.insert(entry(gpu("NVIDIA H200", "sm_90", "NVIDIA", "13.0"), kLayer, 0.5, 128));
+  const LookupResult carried = db.lookup(kLayer, h200_opencl, kHashes);
+  ASSERT_EQ(carried.tier, LookupTier::Architecture) << carried.explain();
+  EXPECT_TRUE(carried.other_backend);
+  EXPECT_EQ(carried.parameters.at("TILE_M"), 128);
+  EXPECT_TRUE(contains(carried.explain(), "tuned on NVIDIA H200 through cuda (same chip)")) << carried.explain();
+
+  TuningDatabase other(dir_ / "other.json");
+  other.insert(entry(kH100, kLayer, 0.5, 128));
+  EXPECT_EQ(other.lookup(kLayer, h200_opencl, kHashes).tier, LookupTier::BuiltInDefault);
+  // Through the same backend an entry is never marked as carried from the other.
+  EXPECT_FALSE(db.lookup(kLayer, kH200, kHashes).other_backend);
+}
+
 TEST_F(TuningDbTest, CpuEntriesStayOnTheirCpu) {
   // The CPU backend's fingerprint holds the model, the ISA its kernels run, the threads and the caches; an entry
   // serves only the very same CPU, never one of the same vendor, model name or architecture text.
