@@ -9,10 +9,8 @@ set -uo pipefail
 cd "$(dirname "$0")/../.."
 OUT=${1:?usage: stride1_retune.sh OUTDIR}
 mkdir -p "$OUT"
-BIN=$PWD/.carry/bin
-export LD_LIBRARY_PATH=$BIN${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-export CONVTUNE_SUITE_DIR=$PWD/bench/suites CONVTUNE_SHIPPED_TUNING_DIR=$PWD/tuning
-export CONVTUNE_CACHE_DIR=/tmp/convtune-cache CONVTUNE_TUNING_DB=$OUT/db.json
+source scripts/gpu/gpu_env.sh
+export CONVTUNE_TUNING_DB=$OUT/db.json
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv,noheader | tee "$OUT/gpu.txt"
 layers() { for l in $1; do printf -- '--layer %s ' "$l"; done; }
 tune() {  # LABEL SECONDS ARGS...

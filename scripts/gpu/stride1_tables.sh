@@ -11,13 +11,8 @@ set -uo pipefail
 cd "$(dirname "$0")/../.."
 OUT=${1:?usage: stride1_tables.sh OUTDIR}
 mkdir -p "$OUT"
-BIN=$PWD/.carry/bin
-export LD_LIBRARY_PATH=$BIN${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-export CONVTUNE_SUITE_DIR=$PWD/bench/suites CONVTUNE_SHIPPED_TUNING_DIR=$PWD/tuning
-export CONVTUNE_CACHE_DIR=/tmp/convtune-cache CONVTUNE_TUNING_DB=/tmp/stride1-tables-db.json
-source scripts/gpu/nvidia_icd.sh
-source scripts/gpu/find_cudnn.sh
-export CONVTUNE_CUDNN_LIBRARY=$(find_cudnn)
+source scripts/gpu/gpu_env.sh
+export CONVTUNE_TUNING_DB=/tmp/stride1-tables-db.json
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv,noheader | tee "$OUT/gpu.txt"
 case ${PART:-cuda} in
   cuda)

@@ -10,13 +10,8 @@ set -uo pipefail
 cd "$(dirname "$0")/../.."
 OUT=${1:?usage: tf32_fft_check.sh OUTDIR}
 mkdir -p "$OUT"
-BIN=$PWD/.carry/bin
-export LD_LIBRARY_PATH=$BIN${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-export CONVTUNE_SUITE_DIR=$PWD/bench/suites CONVTUNE_SHIPPED_TUNING_DIR=$PWD/tuning
-export CONVTUNE_CACHE_DIR=/tmp/convtune-cache CONVTUNE_TUNING_DB=$OUT/db.json
-source scripts/gpu/nvidia_icd.sh
-source scripts/gpu/find_cudnn.sh
-export CONVTUNE_CUDNN_LIBRARY=$(find_cudnn)
+source scripts/gpu/gpu_env.sh
+export CONVTUNE_TUNING_DB=$OUT/db.json
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv,noheader | tee "$OUT/gpu.txt"
 cat bench/suites/alexnet.txt bench/suites/seeds.txt scripts/gpu/unseen_shapes.txt >"$OUT/all.txt"
 layer_args=()

@@ -6,13 +6,8 @@ set -uo pipefail
 cd "$(dirname "$0")/../.."
 OUT=${1:?usage: tf32_ucla_tune.sh OUTDIR}
 mkdir -p "$OUT"
-BIN=$PWD/.carry/bin
-export LD_LIBRARY_PATH=$BIN${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-export CONVTUNE_SUITE_DIR=$PWD/bench/suites CONVTUNE_SHIPPED_TUNING_DIR=$PWD/tuning
-export CONVTUNE_CACHE_DIR=/tmp/convtune-cache CONVTUNE_TUNING_DB=$OUT/db.json
-source scripts/gpu/nvidia_icd.sh
-source scripts/gpu/find_cudnn.sh
-export CONVTUNE_CUDNN_LIBRARY=$(find_cudnn)
+source scripts/gpu/gpu_env.sh
+export CONVTUNE_TUNING_DB=$OUT/db.json
 timeout 300 "$BIN/convtune" tune --suite seeds --layer ${LAYER:-ucla5x5} --math tf32 --family all --direction all \
   --device cuda:0 --budget "${TUNE_BUDGET:-4m}" >"$OUT/tune.txt" 2>&1
 echo "tune: exit $? ($(date +%T))"
