@@ -263,7 +263,7 @@ std::vector<TuneTaskResult> tune(Device& device, const std::vector<TuneTask>& al
       for (const ListedEntry& listed : database.list(filter)) {
         const TuningEntry& e = listed.entry;
         if (!(e.problem == p.problem) || !e.device.same_hardware(info)) continue;
-        if (e.source_hash == current_hash && e.device.fingerprint == info.fingerprint()) continue;  // fresh
+        if (stale_reason(e, info, current_hash).empty()) continue;  // fresh: today's plan already has it
         if (e.parameters == task.default_config || e.parameters == p.baseline_config) continue;  // timed above
         if (std::find(seeds.begin(), seeds.end(), e.parameters) != seeds.end()) continue;
         if (!matches_only(e.parameters, options.only) || !config_problem(family, e.parameters, p.problem, info).empty())
