@@ -41,6 +41,8 @@ class Problem {
   MathMode math() const;
   // The same problem in another math mode (bench and tune --math, a framework's allow-TF32 switch).
   Problem with_math(MathMode math) const;
+  // The same problem with another element type and math mode (--math bf16: 16-bit tensors in fp32 math).
+  Problem with_precision(Precision precision) const;
   void validate() const;
   double flops() const;
   double bytes() const;

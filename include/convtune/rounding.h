@@ -30,4 +30,9 @@ float round_to_type(ElementType type, float x);
 // Every element of data[0, count) rounded in place to `type`.
 void round_to_type(ElementType type, float* data, size_t count);
 
+// count floats stored as `type` at dst (bytes_per_element(type) each; 16-bit types as their bit patterns, rounded to
+// nearest even), and back: what moves host values into and out of a device buffer of that type.
+void encode_elements(ElementType type, const float* src, void* dst, size_t count);
+void decode_elements(ElementType type, const void* src, float* dst, size_t count);
+
 }  // namespace convtune

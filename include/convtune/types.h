@@ -30,6 +30,20 @@ ElementType parse_element_type(std::string_view text);
 MathMode parse_math_mode(std::string_view text);
 int bytes_per_element(ElementType type);
 
+// What the command line's --math (and the Python package's math=) names: an element type and a math mode together.
+// "fp32", "tf32", "3xtf32" and "fp32-fast" are FP32 tensors in that math mode; "bf16" and "fp16" are 16-bit tensors
+// whose products are exact in FP32 and summed in FP32 (math fp32).
+struct Precision {
+  ElementType type = ElementType::F32;
+  MathMode math = MathMode::FP32;
+};
+// Throws InvalidArgument naming the text and the six accepted spellings.
+Precision parse_precision(std::string_view text);
+std::string_view to_string(Precision precision);  // "bf16", "fp16", or the math mode's name for FP32 tensors
+// Throws InvalidArgument when a problem may not combine the two: 16-bit tensors take math fp32 only (their
+// products are exact in FP32; tf32 would round nothing and name a second tuning key for the same arithmetic).
+void validate_precision(ElementType type, MathMode math);
+
 // The relative rounding error of one multiply-add of this type in this mode: 2^-24 for FP32 (and the split
 // TF32x3 mode, which is built to match it), 2^-11 for TF32 and FP16 inputs, 2^-8 for BF16 inputs. Tolerances
 // of every check scale from it.

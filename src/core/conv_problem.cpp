@@ -86,6 +86,7 @@ void ConvProblem::validate() const {
   require_positive("dilation_h", dilation.h);
   require_positive("dilation_w", dilation.w);
   require_positive("groups", groups);
+  validate_precision(type, math);
   if (pad.h < 0) throw InvalidArgument(fmt::format("pad_h={} is invalid: expected 0 or more", pad.h));
   if (pad.w < 0) throw InvalidArgument(fmt::format("pad_w={} is invalid: expected 0 or more", pad.w));
   const std::pair<const char*, int64_t> fields[] = {

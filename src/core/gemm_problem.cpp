@@ -49,6 +49,7 @@ void GemmProblem::validate() const {
   require_positive("N", n);
   require_positive("K", k);
   require_positive("batch", batch);
+  validate_precision(type, math);
   auto check_ld = [](const char* field, int64_t value, int64_t cols) {
     if (value != kPacked && value < cols)
       throw InvalidArgument(fmt::format("GEMM {}={} is invalid: expected at least the stored row length {}", field,

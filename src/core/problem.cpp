@@ -34,6 +34,16 @@ Problem Problem::with_math(MathMode math) const {
       problem_);
 }
 
+Problem Problem::with_precision(Precision precision) const {
+  return std::visit(
+      [precision](auto p) -> Problem {
+        p.type = precision.type;
+        p.math = precision.math;
+        return p;
+      },
+      problem_);
+}
+
 void Problem::validate() const {
   std::visit([](const auto& p) { p.validate(); }, problem_);
 }

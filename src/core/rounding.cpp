@@ -92,4 +92,30 @@ void round_to_type(ElementType type, float* data, size_t count) {
   for (size_t i = 0; i < count; ++i) data[i] = round_to_type(type, data[i]);
 }
 
+void encode_elements(ElementType type, const float* src, void* dst, size_t count) {
+  if (type == ElementType::F32) {
+    std::memcpy(dst, src, count * sizeof(float));
+    return;
+  }
+  auto* out = static_cast<uint16_t*>(dst);
+  if (type == ElementType::BF16) {
+    for (size_t i = 0; i < count; ++i) out[i] = fp32_to_bf16(src[i]);
+  } else {
+    for (size_t i = 0; i < count; ++i) out[i] = fp32_to_fp16(src[i]);
+  }
+}
+
+void decode_elements(ElementType type, const void* src, float* dst, size_t count) {
+  if (type == ElementType::F32) {
+    std::memcpy(dst, src, count * sizeof(float));
+    return;
+  }
+  const auto* in = static_cast<const uint16_t*>(src);
+  if (type == ElementType::BF16) {
+    for (size_t i = 0; i < count; ++i) dst[i] = bf16_to_fp32(in[i]);
+  } else {
+    for (size_t i = 0; i < count; ++i) dst[i] = fp16_to_fp32(in[i]);
+  }
+}
+
 }  // namespace convtune

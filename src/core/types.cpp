@@ -45,6 +45,28 @@ MathMode parse_math_mode(std::string_view text) {
 
 int bytes_per_element(ElementType type) { return type == ElementType::F32 ? 4 : 2; }
 
+Precision parse_precision(std::string_view text) {
+  if (text == "bf16" || text == "bfloat16") return {ElementType::BF16, MathMode::FP32};
+  if (text == "fp16" || text == "f16" || text == "float16" || text == "half") return {ElementType::F16, MathMode::FP32};
+  if (text == "fp32" || text == "tf32" || text == "3xtf32" || text == "tf32x3" || text == "fp32-fast") {
+    return {ElementType::F32, parse_math_mode(text)};
+  }
+  throw InvalidArgument(
+      fmt::format("unknown math mode '{}': expected fp32, tf32, 3xtf32, fp32-fast, bf16 or fp16", text));
+}
+
+std::string_view to_string(Precision precision) {
+  return precision.type == ElementType::F32 ? to_string(precision.math) : to_string(precision.type);
+}
+
+void validate_precision(ElementType type, MathMode math) {
+  if (type != ElementType::F32 && math != MathMode::FP32) {
+    throw InvalidArgument(fmt::format("type={} takes math=fp32 (16-bit products are exact in FP32 and summed in FP32), "
+                                      "not math={}",
+                                      to_string(type), to_string(math)));
+  }
+}
+
 double unit_roundoff(ElementType type, MathMode mode) {
   // Inputs stored in fewer bits round there first, whatever the math mode.
   if (type == ElementType::BF16) return std::ldexp(1.0, -8);

@@ -9,6 +9,7 @@
 #include <limits>
 
 #include "convtune/error.h"
+#include "convtune/rounding.h"
 #include "src/backend/cpu/reference.h"
 #include "src/core/parallel_for.h"
 
@@ -18,10 +19,26 @@ namespace {
 
 constexpr float kCanary = 1234.5678f;
 
+// `values` as the device stores elements of `type` (16-bit types as bit patterns).
+std::vector<unsigned char> encoded(ElementType type, const std::vector<float>& values) {
+  std::vector<unsigned char> bytes(values.size() * static_cast<size_t>(bytes_per_element(type)));
+  encode_elements(type, values.data(), bytes.data(), values.size());
+  return bytes;
+}
+
 }  // namespace
 
 double tolerance(const Problem& problem) {
   const double length = static_cast<double>(std::max<int64_t>(1, problem.reduction_length()));
+  if (problem.type() != ElementType::F32) {
+    // 16-bit tensors: the inputs the reference sees are the 16-bit values themselves, and products of two are exact
+    // in FP32, so what is left is the output's one rounding to the type (at most its unit roundoff per element; twice
+    // that allowed) and the FP32 sum. Tensor cores accumulate FP32 truncating (rounding toward zero), so that sum's
+    // error may grow with the reduction length itself rather than its square root: 2^-24 * length on top of the
+    // FP32 direct-sum term.
+    const double fp32 = std::ldexp(1.0, -24);
+    return 2 * unit_roundoff(problem.type(), problem.math()) + 8 * fp32 * std::sqrt(length) + fp32 * length;
+  }
   return std::max(1e-6, 8.0 * unit_roundoff(problem.type(), problem.math()) * std::sqrt(length));
 }
 
@@ -60,14 +77,17 @@ Workload::Workload(Device& device, const Problem& problem, uint64_t seed)
     : device_(&device), problem_(problem), seed_(seed) {
   problem_.validate();
   Queue& q = queue();
-  const std::vector<float> canaries(kCanaries, kCanary);
+  const ElementType type = problem_.type();
+  const std::vector<unsigned char> canaries = encoded(type, std::vector<float>(kCanaries, kCanary));
   for (int i = 0; i < Problem::kOperands; ++i) {
     const int64_t count = problem_.operand(i).elements;
+    // Values a 16-bit tensor can hold, so the float64 reference sees exactly what the device reads.
     host_.push_back(random_values(count, seed * 3 + static_cast<uint64_t>(i) + 1));
-    const size_t bytes = static_cast<size_t>(count) * sizeof(float);
-    buffers_.push_back(device.allocate(bytes + kCanaries * sizeof(float)));
-    q.write(*buffers_.back(), host_.back().data(), bytes);
-    q.write(*buffers_.back(), canaries.data(), kCanaries * sizeof(float), bytes);
+    round_to_type(type, host_.back().data(), host_.back().size());
+    const std::vector<unsigned char> bytes = encoded(type, host_.back());
+    buffers_.push_back(device.allocate(bytes.size() + canaries.size()));
+    q.write(*buffers_.back(), bytes.data(), bytes.size());
+    q.write(*buffers_.back(), canaries.data(), canaries.size(), bytes.size());
   }
   q.finish();
 }
@@ -76,34 +96,42 @@ Workload::~Workload() = default;
 
 Operands Workload::operands() const { return {buffers_[0].get(), buffers_[1].get(), buffers_[2].get()}; }
 
+size_t Workload::operand_bytes(int operand) const {
+  return host_[static_cast<size_t>(operand)].size() * static_cast<size_t>(bytes_per_element(problem_.type()));
+}
+
 void Workload::poison() {
   const int written = problem_.written_operand();
   const OperandInfo info = problem_.operand(written);
   const std::vector<float>& initial = host_[static_cast<size_t>(written)];
-  if (info.read) {
-    queue().write(*buffers_[static_cast<size_t>(written)], initial.data(), initial.size() * sizeof(float));
-  } else {
-    const std::vector<float> nan(initial.size(), std::numeric_limits<float>::quiet_NaN());
-    queue().write(*buffers_[static_cast<size_t>(written)], nan.data(), nan.size() * sizeof(float));
-  }
+  const std::vector<unsigned char> bytes =
+      encoded(problem_.type(), info.read ? initial
+                                         : std::vector<float>(initial.size(), std::numeric_limits<float>::quiet_NaN()));
+  queue().write(*buffers_[static_cast<size_t>(written)], bytes.data(), bytes.size());
 }
 
 std::vector<float> Workload::output() {
   const int written = problem_.written_operand();
+  std::vector<unsigned char> bytes(operand_bytes(written));
+  queue().read(*buffers_[static_cast<size_t>(written)], bytes.data(), bytes.size());
   std::vector<float> out(host_[static_cast<size_t>(written)].size());
-  queue().read(*buffers_[static_cast<size_t>(written)], out.data(), out.size() * sizeof(float));
+  decode_elements(problem_.type(), bytes.data(), out.data(), out.size());
   return out;
 }
 
 void Workload::check_canaries() {
-  std::vector<float> values(kCanaries);
+  const ElementType type = problem_.type();
+  const std::vector<unsigned char> want = encoded(type, std::vector<float>(kCanaries, kCanary));
+  std::vector<unsigned char> got(want.size());
+  const size_t element = static_cast<size_t>(bytes_per_element(type));
   for (int i = 0; i < Problem::kOperands; ++i) {
-    const size_t offset = host_[static_cast<size_t>(i)].size() * sizeof(float);
-    queue().read(*buffers_[static_cast<size_t>(i)], values.data(), kCanaries * sizeof(float), offset);
+    queue().read(*buffers_[static_cast<size_t>(i)], got.data(), got.size(), operand_bytes(i));
     for (size_t c = 0; c < kCanaries; ++c) {
-      if (std::memcmp(&values[c], &kCanary, sizeof(float)) != 0) {
+      if (std::memcmp(&got[c * element], &want[c * element], element) != 0) {
+        float value = 0;
+        decode_elements(type, &got[c * element], &value, 1);
         throw Error(fmt::format("canary {} after operand {} overwritten ({}): out-of-bounds write", c,
-                                problem_.operand(i).name, values[c]));
+                                problem_.operand(i).name, value));
       }
     }
   }

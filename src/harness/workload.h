@@ -1,5 +1,6 @@
 // Workload: one problem's operands on one device, made to check and time implementations on. It holds seeded random
-// inputs (never all zero) on the host and in device buffers followed by canary values, knows which operand the
+// inputs (never all zero, rounded to the problem's element type) on the host and in device buffers (stored as that
+// type) followed by canary values, knows which operand the
 // problem writes, poisons it before a run (NaN: an unwritten element cannot pass), reads it back and verifies it
 // against the float64 reference, at sampled elements or in full. Conformance, bench, bench --against and the tuner
 // all check through it.
@@ -18,7 +19,9 @@
 namespace convtune::harness {
 
 // Allowed relative L2 error ||out - ref|| / ||ref|| for a problem: the type and math mode's unit roundoff, grown
-// with the square root of the reduction length as rounding errors of random-sign sums do; at least 1e-6.
+// with the square root of the reduction length as rounding errors of random-sign sums do; at least 1e-6. 16-bit
+// tensors (inputs exact, FP32 accumulation): twice the type's unit roundoff for the output's rounding, plus the
+// FP32 sum's error, which truncating tensor-core accumulation lets grow linearly (2^-24 x length).
 double tolerance(const Problem& problem);
 
 struct Check {
@@ -49,8 +52,11 @@ class Workload {
   uint64_t seed() const { return seed_; }
   // The device buffers in Problem::operand order.
   Operands operands() const;
-  // Host values of an operand as uploaded (the written one's initial values matter only when it is also read).
+  // Host values of an operand as uploaded (the written one's initial values matter only when it is also read); for
+  // 16-bit element types these are the FP32 values of the 16-bit elements the device holds.
   const std::vector<float>& initial(int operand) const { return host_[static_cast<size_t>(operand)]; }
+  // Bytes of an operand's elements in its device buffer (without canaries): elements x the element type's size.
+  size_t operand_bytes(int operand) const;
 
   // Makes the written operand ready for a run: NaN everywhere, or its initial values where the problem reads it
   // too (a GEMM that accumulates).

@@ -58,7 +58,14 @@ TEST(ConvProblem, DirectionTypeAndMathParse) {
   const ConvProblem tf32 = parse_problem("N=1,C=1,H=4,K=1,R=3,math=tf32");
   EXPECT_EQ(tf32.type, ElementType::F32);
   EXPECT_EQ(tf32.math, MathMode::TF32);
-  EXPECT_EQ(parse_problem("N=1,C=1,H=4,K=1,R=3,type=bf16,math=3xtf32").math, MathMode::TF32x3);
+  // 16-bit tensors are multiplied exactly and summed in FP32: another math mode is refused, naming both.
+  try {
+    parse_problem("N=1,C=1,H=4,K=1,R=3,type=bf16,math=3xtf32").validate();
+    ADD_FAILURE() << "bf16 tensors in 3xtf32 math were accepted";
+  } catch (const InvalidArgument& e) {
+    EXPECT_NE(std::string(e.what()).find("type=bf16 takes math=fp32"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("math=3xtf32"), std::string::npos) << e.what();
+  }
 }
 
 // Every math mode's text reads back as itself, in a problem's text too; fp32-fast computes in FP32 (its unit

@@ -14,8 +14,9 @@ std::string reference_label(const reference::ReferenceLibrary& library) {
   return library.runs_on_host() ? library.name() + " CPU" : library.name();
 }
 
-Against::Against(const std::vector<std::string>& names, MathMode math, const Device& device)
-    : math_(math), device_(device) {
+Against::Against(const std::vector<std::string>& names, Precision precision, const Device& device)
+    : precision_(precision), device_(device) {
+  const MathMode math = precision.math;
   for (const auto& name : names) {
     for (const auto& existing : libraries_)
       if (existing->name() == name) throw InvalidArgument(fmt::format("--against names '{}' twice", name));
@@ -57,7 +58,7 @@ Against::Outcome Against::compare(harness::Workload& workload, const std::vector
   // signs those errors average out rather than add up, so the output's relative L2 error stays near 2^-11 whatever
   // the reduction length: 8 * 2^-11 (3.9e-3) is allowed on top of the FP32 tolerance.
   const double reference_tolerance =
-      harness::tolerance(pb) + (math_ == MathMode::TF32 ? 8 * std::ldexp(1.0, -11) : 0.0);
+      harness::tolerance(pb) + (precision_.math == MathMode::TF32 ? 8 * std::ldexp(1.0, -11) : 0.0);
   // Two implementations each within their tolerance of the truth are within the sum of both of each other; convtune's
   // is the library's times its plan's declared error factor (Winograd's alpha 8 in fp32-fast: 4).
   const double agree_tolerance = (1 + convtune_error_factor) * reference_tolerance;

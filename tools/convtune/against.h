@@ -19,7 +19,7 @@ namespace convtune::cli {
 class Against {
  public:
   // Throws InvalidArgument for an unknown name; a library that is absent stays in the list as "missing".
-  Against(const std::vector<std::string>& names, MathMode math, const Device& device);
+  Against(const std::vector<std::string>& names, Precision precision, const Device& device);
 
   // Four per library: "<name> ms", "<name> algorithm", "<name> check", "convtune/<name>".
   std::vector<std::string> columns() const;
@@ -38,10 +38,11 @@ class Against {
 
   // One line per library: its version and file, or why it is missing; for headers of reports.
   std::vector<std::pair<std::string, std::string>> describe() const;
-  MathMode math() const { return math_; }
+  MathMode math() const { return precision_.math; }
+  Precision precision() const { return precision_; }
 
  private:
-  MathMode math_;
+  Precision precision_;
   const Device& device_;
   std::vector<std::unique_ptr<reference::ReferenceLibrary>> libraries_;
 };

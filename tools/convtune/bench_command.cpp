@@ -50,7 +50,7 @@ struct BenchOptions {
   std::string math;  // empty: each row's own; the reference libraries then run fp32
   std::string markdown;
   std::string workspace_limit;  // --workspace-limit's text
-  MathMode against_math() const { return parse_math_mode(math.empty() ? "fp32" : math); }
+  Precision against_precision() const { return parse_precision(math.empty() ? "fp32" : math); }
 };
 
 // "H" when both axes agree, else "HxW": a stride of 2x1 must not print as 2.
@@ -165,7 +165,7 @@ void write_markdown(const std::string& path, const Device& device, const BenchOp
                     double peak, const std::string& peak_why, const ReportTable& table) {
   std::string libraries;
   for (const auto& [name, line] : against.describe()) libraries += (libraries.empty() ? "" : ", ") + name;
-  std::string text = fmt::format("### convtune vs {} ({}) on {} ({}), {}\n\n", libraries, to_string(against.math()),
+  std::string text = fmt::format("### convtune vs {} ({}) on {} ({}), {}\n\n", libraries, to_string(against.precision()),
                                  device.info().name, device.info().id, utc_now());
   text += fmt::format("- device: {} ({}), driver {}\n", device.info().name, device.info().id,
                       device.info().driver_version.empty() ? "-" : device.info().driver_version);
@@ -177,7 +177,11 @@ void write_markdown(const std::string& path, const Device& device, const BenchOp
                                  peak)
                    : fmt::format("- measured FP32 peak: none ({})\n", peak_why);
   text += fmt::format("- math: {}\n",
-                      against.math() == MathMode::FP32
+                      against.precision().type != ElementType::F32
+                          ? fmt::format("{} (16-bit tensors: convtune's tensor-core families, products exact in FP32 and "
+                                        "summed in FP32; cuDNN and cuBLAS on the same {} tensors with FP32 accumulation)",
+                                        to_string(against.precision()), to_string(against.precision()))
+                      : against.math() == MathMode::FP32
                           ? "fp32 (convtune's FP32 families; cuDNN with FMA math, cuBLAS default math: tensor cores and TF32 off)"
                       : against.math() == MathMode::TF32
                           ? "tf32 (convtune's tensor-core families; cuDNN and cuBLAS with tensor-op math: TF32 tensor cores allowed)"
@@ -239,7 +243,7 @@ void run_bench(const BenchOptions& opt, bool algorithm_given) {
   std::vector<Layer> layers = select_layers(opt.suite, opt.layers, opt.gemms);
   // --math sets every row's mode (convtune then runs the families of that mode); without it rows keep their own.
   if (!opt.math.empty())
-    for (Layer& layer : layers) layer.problem = layer.problem.with_math(parse_math_mode(opt.math));
+    for (Layer& layer : layers) layer.problem = layer.problem.with_precision(parse_precision(opt.math));
   const auto directions = parse_directions(opt.direction);
   for (const Layer& layer : layers) scale_batch(layer.problem, opt.batch_scale).validate();
   for (const std::string& note : unscalable_layers(layers, opt.batch_scale)) std::cerr << "bench: " << note << "\n";
@@ -251,7 +255,7 @@ void run_bench(const BenchOptions& opt, bool algorithm_given) {
   const std::vector<Target> targets = make_targets(device, opt, algorithm_given);
   std::unique_ptr<Against> against;
   if (!opt.against.empty())
-    against = std::make_unique<Against>(opt.against, opt.against_math(), device);
+    against = std::make_unique<Against>(opt.against, opt.against_precision(), device);
   else if (!opt.markdown.empty())
     throw InvalidArgument("--markdown writes the side-by-side table: give --against LIST too");
   double peak = 0;

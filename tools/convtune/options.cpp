@@ -117,9 +117,10 @@ CLI::Option* add_math_option(CLI::App* cmd, std::string& math, const std::string
   return cmd
       ->add_option("--math", math,
                    "Math mode of every problem: fp32 (tensor cores off), tf32 (TF32 tensor cores), 3xtf32 (split "
-                   "TF32 at FP32 accuracy) or fp32-fast (FP32, and Winograd's alpha-8 tiles within 4x the FP32 "
-                   "tolerance) (default: each problem's own, fp32 unless its text names one)" + more_help)
-      ->check(CLI::IsMember({"fp32", "tf32", "3xtf32", "fp32-fast"}));
+                   "TF32 at FP32 accuracy), fp32-fast (FP32, and Winograd's alpha-8 tiles within 4x the FP32 "
+                   "tolerance), or bf16 / fp16 (16-bit tensors on tensor cores, FP32 accumulation) (default: each "
+                   "problem's own, fp32 unless its text names one)" + more_help)
+      ->check(CLI::IsMember({"fp32", "tf32", "3xtf32", "fp32-fast", "bf16", "fp16"}));
 }
 
 std::optional<uint64_t> workspace_limit_bytes(const std::string& text) {

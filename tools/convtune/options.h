@@ -34,7 +34,7 @@ CLI::Option* add_batch_scale_option(CLI::App* cmd, double& batch_scale);
 CLI::Option* add_family_option(CLI::App* cmd, std::string& family, const std::string& values_help);
 // --config NAME=V,...: needs one --family.
 CLI::Option* add_config_option(CLI::App* cmd, std::string& config);
-// --math fp32|tf32|3xtf32|fp32-fast.
+// --math fp32|tf32|3xtf32|fp32-fast|bf16|fp16 (parse_precision reads it).
 CLI::Option* add_math_option(CLI::App* cmd, std::string& math, const std::string& more_help);
 
 // --workspace-limit SIZE: the scratch memory each plan may take: bytes or K/M/G/T (binary) suffixed, 0 for none,

@@ -147,7 +147,7 @@ void run_tune(const TuneCommandOptions& opt) {
   std::vector<Layer> layers = select_layers(opt.suite, opt.layers, opt.gemms);
   for (const std::string& note : unscalable_layers(layers, opt.batch_scale)) std::cerr << "tune: " << note << "\n";
   if (!opt.math.empty())
-    for (Layer& layer : layers) layer.problem = layer.problem.with_math(parse_math_mode(opt.math));
+    for (Layer& layer : layers) layer.problem = layer.problem.with_precision(parse_precision(opt.math));
   const std::vector<Direction> directions = parse_directions(opt.direction);
   std::vector<std::pair<std::string, Problem>> problems;
   for (const Layer& layer : layers) {
