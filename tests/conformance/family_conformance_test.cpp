@@ -93,8 +93,8 @@ TEST_P(FamilyConformance, SampledConfigurationsMatchTheReference) {
     uint64_t seed = 2026;
     for (const auto& c : conformance::standard_cases()) {
       ++seed;
-      // Every math mode the family computes here, each held to its mode's tolerance: tf32 and 3xtf32 for the
-      // tensor-core families. A family that computes FP32 math runs the same kernels in the other modes (FP32
+      // Every math mode and element type the family computes here, each held to its tolerance: tf32, 3xtf32, bf16
+      // and fp16 for the tensor-core families. A family that computes FP32 math runs the same kernels in the other modes (FP32
       // serves them all), so it is checked in FP32, the strictest, and in fp32-fast only on the variants whose
       // declared bound (error_factor) fp32 does not admit: held to that bound, and refused in fp32. Those take one
       // of the case's samples, so the checks per case stay as many as before fp32-fast; one enumeration of
@@ -105,14 +105,18 @@ TEST_P(FamilyConformance, SampledConfigurationsMatchTheReference) {
       const bool splits = family.unsupported_reason(fp32, {}, device->info()).empty() &&
                           family.unsupported_reason(fast, {}, device->info()).empty();
       std::vector<Config> beyond;  // the variants only fp32-fast admits
-      for (MathMode math : {MathMode::FP32, MathMode::TF32, MathMode::TF32x3, MathMode::FP32Fast}) {
+      for (Precision precision : {Precision{ElementType::F32, MathMode::FP32}, Precision{ElementType::F32, MathMode::TF32},
+                                  Precision{ElementType::F32, MathMode::TF32x3},
+                                  Precision{ElementType::F32, MathMode::FP32Fast},
+                                  Precision{ElementType::BF16, MathMode::FP32}, Precision{ElementType::F16, MathMode::FP32}}) {
+        const MathMode math = precision.math;
         ConvProblem pb = c.problem.with_direction(direction);
-        pb.math = math;
+        pb.type = precision.type, pb.math = math;
         if (const std::string why = family.unsupported_reason(pb, {}, device->info()); !why.empty()) {
           if (why_none.empty()) why_none = fmt::format("{} ({}): {}", device->info().id, c.name, why);
           continue;
         }
-        if (math == MathMode::FP32) computes_fp32 = true;
+        if (math == MathMode::FP32 && precision.type == ElementType::F32) computes_fp32 = true;
         else if (computes_fp32) {
           if (math != MathMode::FP32Fast || beyond.empty()) continue;
           // fp32-fast: one of the variants fp32 refuses, which it must refuse by name.
@@ -133,10 +137,11 @@ TEST_P(FamilyConformance, SampledConfigurationsMatchTheReference) {
           return false;
         };
         // In FP32 with fp32-fast beside it: fp32-fast's space, the variants beyond fp32's bound set aside.
-        const SearchSpace space = math == MathMode::FP32 && splits ? SearchSpace(family, fast, device->info(), split_off)
-                                                                   : SearchSpace(family, pb, device->info());
+        const bool fp32_with_fast = precision.type == ElementType::F32 && math == MathMode::FP32 && splits;
+        const SearchSpace space = fp32_with_fast ? SearchSpace(family, fast, device->info(), split_off)
+                                                 : SearchSpace(family, pb, device->info());
         ASSERT_GT(space.size(), 0u) << family.name() << " has no valid configuration for " << c.name << " ("
-                                    << to_string(math) << ") on " << device->info().id
+                                    << to_string(precision) << ") on " << device->info().id
                                     << " although it claims to support it";
         for (const Config& config : space.configs()) space_configs.insert(to_string(config));
         for (const Config& config : beyond) space_configs.insert(to_string(config));
@@ -148,7 +153,7 @@ TEST_P(FamilyConformance, SampledConfigurationsMatchTheReference) {
           ++checks;
           distinct.insert(to_string(config));
           EXPECT_TRUE(result.passed) << device->info().id << " " << family.name() << " " << to_string(direction)
-                                     << " " << c.name << " " << to_string(math) << " [" << to_string(config)
+                                     << " " << c.name << " " << to_string(precision) << " [" << to_string(config)
                                      << "]: " << result.message;
         }
       }

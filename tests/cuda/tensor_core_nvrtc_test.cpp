@@ -1,5 +1,5 @@
 // The tensor-core families (gemm_tc, implicit_gemm_tc, winograd_tc) compile to cubins through NVRTC for sm_80 and sm_90 without
-// a GPU, in tf32 and 3xtf32 math, every direction, default and sampled configurations, with ptxas's resource
+// a GPU, in tf32 and 3xtf32 math (and bf16/fp16 tensors where the family has 16-bit kernels), every direction, default and sampled configurations, with ptxas's resource
 // report: every configuration must fit its register cap without spilling (the families' register constraint is an
 // estimate; this is where it is held to the compiler's count). Prints one line per compiled program.
 #include <fmt/format.h>
@@ -72,12 +72,15 @@ void expect_compiles(const KernelFamily& family, const Problem& pb, const Epilog
   }
 }
 
+const std::vector<Precision> kTf32Modes = {{ElementType::F32, MathMode::TF32}, {ElementType::F32, MathMode::TF32x3}};
+const std::vector<Precision> kSixteenBit = {{ElementType::BF16, MathMode::FP32}, {ElementType::F16, MathMode::FP32}};
+
 void compile_family(const std::string& name, const std::vector<Problem>& problems, const DeviceInfo& device,
-                    size_t samples) {
+                    size_t samples, const std::vector<Precision>& precisions = kTf32Modes) {
   const KernelFamily& family = kernel_family(name);
-  for (MathMode math : {MathMode::TF32, MathMode::TF32x3}) {
+  for (Precision precision : precisions) {
     for (const Problem& base : problems) {
-      const Problem pb = base.with_math(math);
+      const Problem pb = base.with_precision(precision);
       const std::string why = family.unsupported_reason(pb, {}, device);
       ASSERT_TRUE(why.empty()) << name << " " << pb.to_string() << ": " << why;
       std::vector<Config> configs = SearchSpace(family, pb, device).sample(samples, 7);
@@ -149,6 +152,26 @@ TEST(TensorCoreNvrtc, ForwardWithBiasAndReluCompiles) {
   config["SPLIT_K"] = config["SPLIT_K"] == 1 ? 2 : 1;  // the epilogue in the kernel and in the reduction
   expect_compiles(family, pb, fused, config, device);
   EXPECT_EQ(compiled, 2);
+}
+
+// The 16-bit kernels (gemm_tc16.cl, implicit_gemm_tc16.cl: m16n8k16, ldmatrix and ldmatrix.trans, register-staged
+// copies) in bf16 and fp16: sampled configurations and defaults for sm_90, defaults for sm_80, and the forward
+// epilogue in the kernel and in the split-K reduction.
+TEST(TensorCoreNvrtc, SixteenBitKernelsCompileForSm90AndSm80WithoutSpills) {
+  compiled = 0;
+  compile_family("implicit_gemm_tc", conv_problems(), test::described_hopper(), 2, kSixteenBit);
+  compile_family("gemm_tc", gemm_problems(), test::described_hopper(), 2, kSixteenBit);
+  compile_family("implicit_gemm_tc", conv_problems(), ampere(), 0, kSixteenBit);
+  compile_family("gemm_tc", gemm_problems(), ampere(), 0, kSixteenBit);
+  const KernelFamily& family = kernel_family("implicit_gemm_tc");
+  const Problem pb = Problem(parse_problem("N=1,C=16,H=20,K=16,R=5")).with_precision({ElementType::BF16, MathMode::FP32});
+  Config config = family.default_config(pb, test::described_hopper());
+  for (int64_t split : {1, 2}) {
+    config["SPLIT_K"] = split;
+    expect_compiles(family, pb, {true, true, 1}, config, test::described_hopper());
+  }
+  std::cout << "nvrtc: compiled " << compiled << " 16-bit tensor-core programs\n";
+  EXPECT_GT(compiled, 0);
 }
 
 // winograd_tc's every tile side on a 3x3 layer in every direction: F(2x2,3x3) and F(4x4,3x3) in both modes,

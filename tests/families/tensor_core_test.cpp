@@ -13,6 +13,7 @@
 #include <iostream>
 #include <set>
 
+#include "convtune/error.h"
 #include "convtune/plan.h"
 #include "src/backend/kernel_sources.h"
 #include "src/conformance/conformance.h"
@@ -144,9 +145,11 @@ TEST(TensorCoreEmulated, ForwardEpilogueInTheKernelAndInTheSplitKReduction) {
   Device* device = pocl();
   if (!device) GTEST_SKIP() << "no OpenCL device runs kernels here (PoCL missing): the emulation cannot run";
   const KernelFamily& family = kernel_family("implicit_gemm_tc");
-  const Problem pb = Problem(parse_problem("N=2,C=6,H=9,K=10,R=3,pad=1")).with_math(MathMode::TF32x3);
   const Epilogue fused{true, true, 1};
+  // The TF32 kernel in 3xtf32 and the 16-bit kernel (FP32 bias, the sum rounded to bf16 once, after ReLU).
+  for (Precision precision : {Precision{ElementType::F32, MathMode::TF32x3}, Precision{ElementType::BF16, MathMode::FP32}})
   for (int64_t split : {1, 2}) {
+    const Problem pb = Problem(parse_problem("N=2,C=6,H=9,K=10,R=3,pad=1")).with_precision(precision);
     Config config = small_sample(family, pb, test::described_hopper(), 3);
     config["SPLIT_K"] = split;
     harness::Workload workload(*device, pb, 9);
@@ -181,7 +184,7 @@ TEST(TensorCoreEmulated, ForwardEpilogueInTheKernelAndInTheSplitKReduction) {
             const double got = out[static_cast<size_t>(((n * c.k + k) * c.p() + p) * c.q() + q)];
             err2 += (got - want) * (got - want), ref2 += want * want;
           }
-    EXPECT_LT(std::sqrt(err2 / ref2), harness::tolerance(pb)) << "SPLIT_K=" << split;
+    EXPECT_LT(std::sqrt(err2 / ref2), harness::tolerance(pb)) << to_string(precision) << " SPLIT_K=" << split;
   }
 }
 
@@ -201,6 +204,68 @@ TEST(TensorCoreEmulated, GemmTcMatchesTheReferenceForEveryLayout) {
     checks += check_emulated(*device, family, pb, config, seed);
   }
   std::cout << fmt::format("emulated gemm_tc on {}: {} checks\n", device->info().id, checks);
+}
+
+// The 16-bit kernels (gemm_tc16.cl, implicit_gemm_tc16.cl: m16n8k16 fragments, register-staged copies, 4- and
+// 16-byte cp.async, rounding of the stores) emulated on PoCL: every GEMM layout case and the implicit GEMM's gather
+// cases in every direction, bf16 and fp16 alternating, sampled configurations and defaults; then split-K and the
+// forward epilogue. Held to the 16-bit tolerance (harness::tolerance), whose output-rounding term is far below an
+// indexing mistake's error.
+TEST(TensorCoreEmulated, SixteenBitGemmTcMatchesTheReferenceForEveryLayout) {
+  Device* device = pocl();
+  if (!device) GTEST_SKIP() << "no OpenCL device runs kernels here (PoCL missing): the emulation cannot run";
+  const KernelFamily& family = kernel_family("gemm_tc");
+  const DeviceInfo hopper = test::described_hopper();
+  int checks = 0;
+  uint64_t seed = 1700;
+  // Beside the FP32 cases (odd sizes: element-wise copies), multiples of 2 (4-byte copies) and of 8 (16-byte).
+  std::vector<std::string> cases(std::begin(kGemmCases), std::end(kGemmCases));
+  cases.insert(cases.end(), {"M=18,N=22,K=30", "M=48,N=40,K=72,trans_a=1", "M=64,N=72,K=24,batch=2,trans_b=1,accumulate=1"});
+  for (const std::string& text : cases) {
+    ++seed;
+    const ElementType type = seed % 2 ? ElementType::BF16 : ElementType::F16;
+    const Problem pb = Problem(parse_gemm(text)).with_precision({type, MathMode::FP32});
+    ASSERT_EQ(family.unsupported_reason(pb, {}, hopper), "") << text;
+    Config config = (seed / 2) % 2 ? family.default_config(pb, hopper) : small_sample(family, pb, hopper, seed);
+    checks += check_emulated(*device, family, pb, config, seed);
+  }
+  // Split-K: FP32 partials summed and rounded by tc_splitk_reduce (accumulating into C too).
+  for (const char* text : {"M=20,N=24,K=96", "M=16,N=16,K=128,accumulate=1,trans_a=1"}) {
+    const Problem pb = Problem(parse_gemm(text)).with_precision({++seed % 2 ? ElementType::BF16 : ElementType::F16, MathMode::FP32});
+    Config config = small_sample(family, pb, hopper, seed);
+    config["SPLIT_K"] = 2;
+    ASSERT_EQ(config_problem(family, config, pb, hopper), "") << text;
+    checks += check_emulated(*device, family, pb, config, seed);
+  }
+  std::cout << fmt::format("emulated 16-bit gemm_tc on {}: {} checks\n", device->info().id, checks);
+}
+
+TEST(TensorCoreEmulated, SixteenBitImplicitGemmTcMatchesTheReferenceInEveryDirection) {
+  Device* device = pocl();
+  if (!device) GTEST_SKIP() << "no OpenCL device runs kernels here (PoCL missing): the emulation cannot run";
+  const KernelFamily& family = kernel_family("implicit_gemm_tc");
+  const DeviceInfo hopper = test::described_hopper();
+  int checks = 0;
+  uint64_t seed = 1900;
+  const std::set<std::string> picked = {"1x1-stride2", "3x3-stride2-pad1-odd", "5x5-C1-fmnist-mini",
+                                        "3x5-nonsquare-dilation2x1", "3x3-stride2x1-pad0x1", "5x5-depthwise-x2-stride2"};
+  for (const auto& c : conformance::standard_cases()) {
+    if (!picked.count(c.name)) continue;
+    for (Direction d : {Direction::Forward, Direction::BackwardData, Direction::BackwardFilter}) {
+      ++seed;
+      const Problem pb = Problem(c.problem.with_direction(d)).with_precision({seed % 2 ? ElementType::BF16 : ElementType::F16, MathMode::FP32});
+      ASSERT_EQ(family.unsupported_reason(pb, {}, hopper), "") << c.name;
+      checks += check_emulated(*device, family, pb, small_sample(family, pb, hopper, seed), seed);
+    }
+  }
+  // Defaults on a layer that takes the large tiles (forward's 16-byte filter copies: C*R*S a multiple of 8) and
+  // split-K for backward-filter.
+  for (Direction d : {Direction::Forward, Direction::BackwardData, Direction::BackwardFilter}) {
+    const Problem pb = Problem(parse_problem("N=2,C=32,H=12,K=128,R=3,pad=1").with_direction(d))
+                           .with_precision({++seed % 2 ? ElementType::BF16 : ElementType::F16, MathMode::FP32});
+    checks += check_emulated(*device, family, pb, family.default_config(pb, hopper), seed);
+  }
+  std::cout << fmt::format("emulated 16-bit implicit_gemm_tc on {}: {} checks\n", device->info().id, checks);
 }
 
 // winograd_tc: winograd.cl's transforms around the emulated tensor-core GEMM, on every stride-1 3x3 and 5x5
@@ -284,10 +349,48 @@ TEST(TensorCoreFamilies, SupportNamesTheModeTheFamilyAndTheDevice) {
         EXPECT_NE(why.find(name), std::string::npos) << why;
       }
     }
-    ConvProblem bf16 = fp32;
-    bf16.type = ElementType::BF16, bf16.math = MathMode::TF32;
-    if (conv) EXPECT_NE(family.unsupported_reason(bf16, {}, hopper).find("bf16"), std::string::npos);
+    // 16-bit tensors: implicit_gemm_tc and gemm_tc compute them (fp32 math) on sm_80+, named in every refusal;
+    // winograd_tc refuses them by name.
+    const bool sixteen_bit = std::string(name) != "winograd_tc";
+    for (ElementType type : {ElementType::BF16, ElementType::F16}) {
+      const Problem narrow = plain.with_precision({type, MathMode::FP32});
+      const std::string why = family.unsupported_reason(narrow, {}, hopper);
+      EXPECT_EQ(why.empty(), sixteen_bit) << name << ": " << why;
+      if (!sixteen_bit) EXPECT_NE(why.find(std::string(to_string(type))), std::string::npos) << why;
+      if (!sixteen_bit) continue;
+      EXPECT_EQ(family.unsupported_reason(narrow, {}, nvidia_opencl), "");
+      for (const DeviceInfo& other : {turing, cpu_opencl}) {
+        const std::string refusal = family.unsupported_reason(narrow, {}, other);
+        EXPECT_NE(refusal.find(std::string(to_string(type))), std::string::npos) << refusal;
+        EXPECT_NE(refusal.find(other.id), std::string::npos) << refusal;
+        EXPECT_NE(refusal.find(name), std::string::npos) << refusal;
+      }
+    }
   }
+}
+
+// The FP32 families refuse 16-bit tensors by name, and a 16-bit problem cannot carry another math mode.
+TEST(TensorCoreFamilies, SixteenBitTensorsTakeFp32MathAndOnlyTheTensorCoreFamilies) {
+  const ConvProblem fp32 = parse_problem("N=1,C=4,H=8,K=4,R=3");
+  for (const char* name : {"implicit_gemm", "direct_tiled", "im2col_gemm", "winograd", "fft", "depthwise"}) {
+    const std::string why = kernel_family(name).unsupported_reason(Problem(fp32).with_precision({ElementType::BF16, MathMode::FP32}), {},
+                                                                   test::described_hopper());
+    EXPECT_NE(why.find("bf16"), std::string::npos) << name << ": " << why;
+  }
+  ConvProblem bad = fp32;
+  bad.type = ElementType::F16, bad.math = MathMode::TF32;
+  try {
+    bad.validate();
+    ADD_FAILURE() << "fp16 tensors in tf32 math were accepted";
+  } catch (const InvalidArgument& e) {
+    EXPECT_NE(std::string(e.what()).find("type=fp16 takes math=fp32"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(parse_precision("bf16").type, ElementType::BF16);
+  EXPECT_EQ(parse_precision("fp16").math, MathMode::FP32);
+  EXPECT_EQ(parse_precision("3xtf32").math, MathMode::TF32x3);
+  EXPECT_THROW(parse_precision("int8"), InvalidArgument);
+  EXPECT_EQ(to_string(parse_precision("bf16")), "bf16");
+  EXPECT_EQ(to_string(parse_precision("tf32")), "tf32");
 }
 
 // Untuned plans on a Hopper take the tensor-core families exactly when the math mode asks for them; the defaults
@@ -386,12 +489,19 @@ TEST(TensorCoreFamilies, WinogradTcSourceHasTheTransformsAndNotTheFp32Gemm) {
   EXPECT_EQ(simt.find("winograd_gemm_tc"), std::string::npos);
 }
 
-// 3xTF32 is held to the FP32 tolerance, TF32 to its own unit roundoff (2^-11): harness::tolerance by mode.
+// 3xTF32 is held to the FP32 tolerance, TF32 to its own unit roundoff (2^-11): harness::tolerance by mode. 16-bit
+// tensors: twice the type's unit roundoff (the output's rounding) plus the FP32 sum's error, linear in the length.
 TEST(TensorCoreFamilies, ToleranceFollowsTheMathMode) {
   const ConvProblem base = parse_problem("N=2,C=64,H=8,K=8,R=3,pad=1");
   const double fp32 = harness::tolerance(Problem(base).with_math(MathMode::FP32));
   EXPECT_DOUBLE_EQ(harness::tolerance(Problem(base).with_math(MathMode::TF32x3)), fp32);
   EXPECT_DOUBLE_EQ(harness::tolerance(Problem(base).with_math(MathMode::TF32)), fp32 * 8192);  // 2^-11 / 2^-24
+  const double length = 64 * 9;
+  const double sum = 8 * std::ldexp(1.0, -24) * std::sqrt(length) + std::ldexp(1.0, -24) * length;
+  EXPECT_DOUBLE_EQ(harness::tolerance(Problem(base).with_precision({ElementType::BF16, MathMode::FP32})),
+                   2 * std::ldexp(1.0, -8) + sum);
+  EXPECT_DOUBLE_EQ(harness::tolerance(Problem(base).with_precision({ElementType::F16, MathMode::FP32})),
+                   2 * std::ldexp(1.0, -11) + sum);
 }
 
 // `family` for real on every device that runs it (CUDA and NVIDIA's OpenCL on sm_80+; CONVTUNE_CONFORMANCE_DEVICES

@@ -1,6 +1,7 @@
-// The gemm_tc family: batched, strided matrix products (GemmProblem) in tf32 or 3xtf32 math on NVIDIA tensor cores
-// (mma.sync m16n8k8 TF32, cp.async pipeline; kernels/tensor_core/gemm_tc.cl), with split-K for small outputs.
-// FP32 math stays with the gemm family.
+// The gemm_tc family: batched, strided matrix products (GemmProblem) on NVIDIA tensor cores: FP32 matrices in tf32 or
+// 3xtf32 math (mma.sync m16n8k8 TF32, cp.async pipeline; kernels/tensor_core/gemm_tc.cl) and BF16 or FP16 matrices
+// with FP32 accumulation (mma.sync m16n8k16, ldmatrix; kernels/tensor_core/gemm_tc16.cl), with split-K for small
+// outputs. FP32 math stays with the gemm family.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -16,11 +17,19 @@ namespace {
 
 using tensor_core::Params;
 
-const ParameterTable<Params>& table() {
-  static const ParameterTable<Params> t = tensor_core::make_table(
-      {1, 2, 4, 8, 16, 32}, "slices of the reduction computed by separate blocks and summed by a second kernel (fills "
-                            "the GPU when the output has few tiles)");
-  return t;
+const ParameterTable<Params>& table(ElementType type) {
+  static const char* const split = "slices of the reduction computed by separate blocks and summed by a second kernel "
+                                   "(fills the GPU when the output has few tiles)";
+  static const ParameterTable<Params> fp32 = tensor_core::make_table({1, 2, 4, 8, 16, 32}, split);
+  static const ParameterTable<Params> narrow = tensor_core::make_table({1, 2, 4, 8, 16, 32}, split, ElementType::BF16);
+  return type == ElementType::F32 ? fp32 : narrow;
+}
+const ParameterTable<Params>& table(const Problem& problem) { return table(problem.type()); }
+
+// Elements per copy of a 16-bit operand: 8 (16 bytes) or 2 (4 bytes) where every row start, row length and batch
+// stride keeps them aligned, else 1 (through registers).
+int sixteen_bit_vector(bool (*vectorizes)(const GemmProblem&, int64_t), const GemmProblem& g) {
+  return vectorizes(g, 8) ? 8 : vectorizes(g, 2) ? 2 : 1;
 }
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
@@ -32,8 +41,9 @@ class GemmTcFamily final : public KernelFamily {
  public:
   std::string name() const override { return "gemm_tc"; }
   std::string description() const override {
-    return "GEMM on TF32 tensor cores (mma.sync m16n8k8, tf32 or 3xtf32 math) with a multi-stage cp.async pipeline, "
-           "any transposition, leading dimensions and batch strides; split-K for small outputs; NVIDIA sm_80+";
+    return "GEMM on tensor cores: FP32 matrices in tf32 or 3xtf32 math (mma.sync m16n8k8), BF16/FP16 matrices with FP32 "
+           "accumulation (m16n8k16, ldmatrix); multi-stage cp.async pipeline, any transposition, leading dimensions "
+           "and batch strides; split-K for small outputs; NVIDIA sm_80+";
   }
   Problem::Kind problem_kind() const override { return Problem::Kind::Gemm; }
   int untuned_rank() const override { return 5; }
@@ -41,7 +51,7 @@ class GemmTcFamily final : public KernelFamily {
   std::string unsupported_reason(const Problem& problem, const Epilogue& epilogue,
                                  const DeviceInfo& device) const override {
     if (!problem.is_gemm()) return "computes matrix products, not convolutions";
-    if (std::string why = tensor_core::unsupported_reason(name(), problem, device); !why.empty()) return why;
+    if (std::string why = tensor_core::unsupported_reason(name(), problem, device, true); !why.empty()) return why;
     if (epilogue.any()) return fmt::format("no fused epilogue ({}) is implemented", to_string(epilogue));
     const GemmProblem& g = problem.gemm();
     if (g.batch > tensor_core::kMaxGridAxis) {
@@ -51,13 +61,13 @@ class GemmTcFamily final : public KernelFamily {
     return {};
   }
 
-  std::vector<Parameter> parameters(const Problem&) const override { return table().parameters(); }
+  std::vector<Parameter> parameters(const Problem& problem) const override { return table(problem).parameters(); }
 
   std::vector<Constraint> constraints(const Problem& problem) const override {
     using X = ConstraintContext;
     const GemmProblem g = problem.gemm();
-    const ParameterTable<Params>& t = table();
-    std::vector<Constraint> list = tensor_core::tile_constraints(t, layout(g), g.math);
+    const ParameterTable<Params>& t = table(problem);
+    std::vector<Constraint> list = tensor_core::tile_constraints(t, layout(g), g.math, g.type);
     list.push_back(t.constraint("M-tiles within the CUDA grid limit", {&Params::tile_m}, [g](const Params& p, const X&) {
       return ceil_div(g.m, p.tile_m) <= tensor_core::kMaxGridAxis;
     }));
@@ -77,21 +87,24 @@ class GemmTcFamily final : public KernelFamily {
 
   Config default_config(const Problem& problem, const DeviceInfo& device) const override {
     const GemmProblem& g = problem.gemm();
-    auto valid = [&](const Params& p) { return config_problem(*this, table().write(p), problem, device).empty(); };
-    Params p = tensor_core::fit_default(tensor_core::default_tiles(g.m, g.n, g.k), valid);
+    const ParameterTable<Params>& t = table(problem);
+    auto valid = [&](const Params& p) { return config_problem(*this, t.write(p), problem, device).empty(); };
+    const int64_t min_tile_k = g.type == ElementType::F32 ? 8 : 16;
+    Params p = tensor_core::fit_default(tensor_core::default_tiles(g.m, g.n, g.k, g.type), valid, min_tile_k);
     const int64_t blocks = ceil_div(g.m, p.tile_m) * ceil_div(g.n, p.tile_n) * g.batch;
     p.split_k = tensor_core::default_split(blocks, g.k, p, device, 32, valid);
-    return table().write(p);
+    return t.write(p);
   }
 
   KernelRecipe recipe(const Problem& problem, const Epilogue&, const Config& config,
                       const DeviceInfo& device) const override {
     const GemmProblem& g = problem.gemm();
-    const Params p = table().read(config);
+    const Params p = table(problem).read(config);
     const tensor_core::Layout l = layout(g);
+    const bool narrow = g.type != ElementType::F32;
     const int64_t slice = p.split_k > 1 ? gemm::slice_length(g.k, p.split_k, p.tile_k) : g.k;
     KernelRecipe recipe;
-    recipe.source.file = "tensor_core/gemm_tc.cl";
+    recipe.source.file = narrow ? "tensor_core/gemm_tc16.cl" : "tensor_core/gemm_tc.cl";
     auto s = [](int64_t v) { return std::to_string(v); };
     recipe.source.defines = {{"GEMM_M", s(g.m)},
                              {"GEMM_N", s(g.n)},
@@ -106,21 +119,23 @@ class GemmTcFamily final : public KernelFamily {
                              {"STRIDE_A", s(g.batch_stride_a())},
                              {"STRIDE_B", s(g.batch_stride_b())},
                              {"STRIDE_C", s(g.batch_stride_c())},
-                             {"A_VECTOR", s(gemm::a_vectorizes(g, 4) ? 4 : 1)},
-                             {"B_VECTOR", s(gemm::b_vectorizes(g, 4) ? 4 : 1)},
+                             {"A_VECTOR", s(narrow ? sixteen_bit_vector(gemm::a_vectorizes, g)
+                                                   : gemm::a_vectorizes(g, 4) ? 4 : 1)},
+                             {"B_VECTOR", s(narrow ? sixteen_bit_vector(gemm::b_vectorizes, g)
+                                                   : gemm::b_vectorizes(g, 4) ? 4 : 1)},
                              {"TC_A_KCONTIG", s(l.a_kcontig)},
                              {"TC_B_KCONTIG", s(l.b_kcontig)},
                              // Partials are written, never added to; the reduction adds into C when accumulating.
                              {"ACCUMULATE", s(g.accumulate && p.split_k == 1)},
                              {"REDUCE_ACCUMULATE", s(g.accumulate)}};
-    tensor_core::add_defines(table(), p, g.math, recipe.source.defines);
+    tensor_core::add_defines(table(problem), p, g.math, recipe.source.defines, g.type);
     tensor_core::add_register_cap(recipe, p, device);
 
     constexpr int a = 0, b = 1, c = 2;  // Problem::operand order
-    recipe.steps.push_back({"gemm_tc",
+    recipe.steps.push_back({narrow ? "gemm_tc16" : "gemm_tc",
                             {ArgSource::of_operand(a), ArgSource::of_operand(b),
                              p.split_k > 1 ? ArgSource::workspace() : ArgSource::of_operand(c)},
-                            tensor_core::main_geometry(g.m, g.n, g.batch * p.split_k, p, l)});
+                            tensor_core::main_geometry(g.m, g.n, g.batch * p.split_k, p, l, g.type)});
     if (p.split_k > 1) {
       recipe.workspace_bytes = gemm::split_k_workspace_bytes(g, p.split_k);
       recipe.steps.push_back(tensor_core::splitk_reduce_step({ArgSource::workspace(), ArgSource::of_operand(c)},

@@ -28,8 +28,18 @@ void set_warps(Params& p) {
 
 }  // namespace
 
-std::vector<ParameterTable<Params>::Field> tile_fields() {
+std::vector<ParameterTable<Params>::Field> tile_fields(ElementType type) {
   using P = Params;
+  if (type != ElementType::F32) {
+    std::vector<ParameterTable<Params>::Field> fields = tile_fields(ElementType::F32);
+    for (auto& f : fields) {
+      if (f.name == "TILE_K") f.values = {16, 32, 64}, f.description = "reduction depth of one shared-memory stage (MMA steps of 16)";
+      if (f.name == "SMEM_PADDING")
+        f.description = "1: shared-memory rows padded by 8 elements (16 bytes) so ldmatrix's row reads are bank-conflict free";
+      if (f.name == "STAGES") f.description = "shared-memory stages of the pipeline (tiles in flight + 1)";
+    }
+    return fields;
+  }
   return {
       {"TILE_M", &P::tile_m, {32, 64, 128, 256}, "block tile rows (GEMM M)"},
       {"TILE_N", &P::tile_n, {32, 64, 128, 256}, "block tile columns (GEMM N)"},
@@ -44,37 +54,47 @@ std::vector<ParameterTable<Params>::Field> tile_fields() {
   };
 }
 
-ParameterTable<Params> make_table(std::vector<int64_t> split_candidates, std::string split_description) {
-  std::vector<ParameterTable<Params>::Field> fields = tile_fields();
+ParameterTable<Params> make_table(std::vector<int64_t> split_candidates, std::string split_description,
+                                  ElementType type) {
+  std::vector<ParameterTable<Params>::Field> fields = tile_fields(type);
   fields.push_back({"SPLIT_K", &Params::split_k, std::move(split_candidates), std::move(split_description)});
   return ParameterTable<Params>(std::move(fields));
 }
 
-std::string unsupported_reason(std::string_view family, const Problem& problem, const DeviceInfo& device) {
+std::string unsupported_reason(std::string_view family, const Problem& problem, const DeviceInfo& device,
+                               bool sixteen_bit) {
   if (!device.can_run_kernels) return fmt::format("needs a device that compiles kernels: {}", device.cannot_run_reason);
-  if (problem.type() != ElementType::F32) {
+  const bool narrow = problem.type() != ElementType::F32;
+  if (narrow && !sixteen_bit) {
     return fmt::format("{} computes fp32 tensors (in tf32 or 3xtf32 math), not {} tensors", family,
                        to_string(problem.type()));
   }
-  // fp32-fast asks for FP32 multiplies as fp32 does (it loosens the algorithm's bound, not the multiplies).
-  if (problem.math() == MathMode::FP32 || problem.math() == MathMode::FP32Fast) {
+  // fp32-fast asks for FP32 multiplies as fp32 does (it loosens the algorithm's bound, not the multiplies). 16-bit
+  // tensors are in fp32 math (their products are exact in FP32).
+  if (!narrow && (problem.math() == MathMode::FP32 || problem.math() == MathMode::FP32Fast)) {
     return fmt::format("{} multiplies on TF32 tensor cores: it computes tf32 and 3xtf32 math, not {}", family,
                        to_string(problem.math()));
   }
   if (families::nvidia_compute_capability(device) < 80) {
-    return fmt::format("{} needs an NVIDIA GPU of compute capability 8.0 or newer (TF32 mma.sync and cp.async in "
-                       "PTX), not {} ({}, architecture {}), for {} math",
-                       family, device.id, device.name, device.architecture.empty() ? "-" : device.architecture,
-                       to_string(problem.math()));
+    return fmt::format("{} needs an NVIDIA GPU of compute capability 8.0 or newer ({} mma.sync and cp.async in "
+                       "PTX), not {} ({}, architecture {}), for {} {}",
+                       family, narrow ? to_string(problem.type()) : "TF32", device.id, device.name,
+                       device.architecture.empty() ? "-" : device.architecture,
+                       narrow ? to_string(problem.type()) : to_string(problem.math()), narrow ? "tensors" : "math");
   }
   return {};
 }
 
-size_t shared_bytes(const Params& p, Layout layout) {
-  const int64_t pad_k = p.smem_padding ? 4 : 0, pad_rows = p.smem_padding ? 8 : 0;
+int64_t element_bytes(ElementType type) { return type == ElementType::F32 ? 4 : 2; }
+
+size_t shared_bytes(const Params& p, Layout layout, ElementType type) {
+  // Padding (tc_common.h, tc16_common.h): FP32 tiles 4 elements K-contiguous and 8 otherwise, 16-bit tiles 8 (16
+  // bytes) either way.
+  const bool narrow = type != ElementType::F32;
+  const int64_t pad_k = p.smem_padding ? (narrow ? 8 : 4) : 0, pad_rows = p.smem_padding ? 8 : 0;
   const int64_t a = layout.a_kcontig ? p.tile_m * (p.tile_k + pad_k) : p.tile_k * (p.tile_m + pad_rows);
   const int64_t b = layout.b_kcontig ? p.tile_n * (p.tile_k + pad_k) : p.tile_k * (p.tile_n + pad_rows);
-  return static_cast<size_t>(p.stages * (a + b)) * sizeof(float);
+  return static_cast<size_t>(p.stages * (a + b) * element_bytes(type));
 }
 
 uint64_t shared_limit(const DeviceInfo& device) {
@@ -88,11 +108,19 @@ uint64_t shared_limit(const DeviceInfo& device) {
 // accumulators (tc_mainloop.h). Measured on 7 tile setups x 4 problems x 2 modes: every setup this accepts compiled
 // without spilling, and every one that spilled (64x64 warp tiles with TILE_K 32, or in 3xTF32) is refused; it
 // refuses a few that fit (3xTF32 with 64x32 warp tiles and TILE_K 32).
-int64_t register_estimate(const Params& p, MathMode math) {
+int64_t register_estimate(const Params& p, MathMode math, ElementType type) {
   const bool split = math == MathMode::TF32x3;
   const int64_t fragments = (p.tile_m / p.warps_m / 16) * 4 + (p.tile_n / p.warps_n / 8) * 2;
-  const int64_t live_steps = std::min<int64_t>(p.tile_k / 8, 2);
   const int64_t copies = (p.tile_m + p.tile_n) * p.tile_k / p.threads();
+  if (type != ElementType::F32) {
+    // Per k16 step the same fragment registers as a TF32 k8 step; each element a thread copies counted twice: the
+    // value staged in a register across the stage's MMAs (tc16_mainloop.h) and its gather's address. Checked against
+    // ptxas by tensor_core_nvrtc_test: a 128x128x64 tile of 8 warps (64 copies per thread) counted once estimated
+    // 232 registers and spilled 32 bytes on sm_80.
+    const int64_t live_steps = std::min<int64_t>(p.tile_k / 16, 2);
+    return accumulators(p) + fragments * live_steps + 2 * copies + kRegistersBesideTiles;
+  }
+  const int64_t live_steps = std::min<int64_t>(p.tile_k / 8, 2);
   return accumulators(p) * (split ? 2 : 1) + fragments * live_steps * (split ? 7 : 4) / 4 + copies +
          kRegistersBesideTiles;
 }
@@ -101,7 +129,8 @@ int64_t register_cap(const Params& p) {
   return std::min(kMaxRegisters, kRegisterFile / (p.threads() * p.blocks_per_sm));
 }
 
-std::vector<Constraint> tile_constraints(const ParameterTable<Params>& t, Layout layout, MathMode math) {
+std::vector<Constraint> tile_constraints(const ParameterTable<Params>& t, Layout layout, MathMode math,
+                                         ElementType type) {
   using P = Params;
   using X = ConstraintContext;
   return {
@@ -127,29 +156,37 @@ std::vector<Constraint> tile_constraints(const ParameterTable<Params>& t, Layout
       // does not launch at all.
       t.constraint("estimated registers within the cap BLOCKS_PER_SM leaves (255 at most)",
                    {&P::tile_m, &P::tile_n, &P::tile_k, &P::warps_m, &P::warps_n, &P::blocks_per_sm},
-                   [math](const P& p, const X&) { return register_estimate(p, math) <= register_cap(p); }),
+                   [math, type](const P& p, const X&) { return register_estimate(p, math, type) <= register_cap(p); }),
       t.constraint("shared memory of all stages within the device's per-block limit",
                    {&P::tile_m, &P::tile_n, &P::tile_k, &P::stages, &P::smem_padding},
-                   [layout](const P& p, const X& x) { return shared_bytes(p, layout) <= shared_limit(x.device); }),
+                   [layout, type](const P& p, const X& x) {
+                     return shared_bytes(p, layout, type) <= shared_limit(x.device);
+                   }),
   };
 }
 
-Params default_tiles(int64_t m, int64_t n, int64_t reduction) {
+Params default_tiles(int64_t m, int64_t n, int64_t reduction, ElementType type) {
   auto tile = [](int64_t extent) -> int64_t { return extent >= 96 ? 128 : extent >= 48 ? 64 : 32; };
   Params p;
   p.tile_m = tile(m), p.tile_n = tile(n);
-  p.tile_k = reduction >= 128 ? 32 : reduction >= 16 ? 16 : 8;
   set_warps(p);
-  p.stages = 3, p.smem_padding = 1, p.blocks_per_sm = 1, p.split_k = 1;
+  p.smem_padding = 1, p.blocks_per_sm = 1, p.split_k = 1;
+  if (type != ElementType::F32) {
+    p.tile_k = reduction >= 32 ? 32 : 16;
+    p.stages = 4;
+  } else {
+    p.tile_k = reduction >= 128 ? 32 : reduction >= 16 ? 16 : 8;
+    p.stages = 3;
+  }
   return p;
 }
 
-Params fit_default(Params start, const std::function<bool(const Params&)>& valid) {
+Params fit_default(Params start, const std::function<bool(const Params&)>& valid, int64_t min_tile_k) {
   Params p = start;
   while (true) {
     set_warps(p);
     for (p.stages = start.stages; p.stages >= 2; --p.stages)
-      for (p.tile_k = start.tile_k; p.tile_k >= 8; p.tile_k /= 2)
+      for (p.tile_k = start.tile_k; p.tile_k >= min_tile_k; p.tile_k /= 2)
         if (valid(p)) return p;
     p.stages = start.stages, p.tile_k = start.tile_k;
     if (p.tile_m == 32 && p.tile_n == 32) return start;
@@ -170,18 +207,23 @@ int64_t default_split(int64_t blocks, int64_t reduction, const Params& p, const 
   return split;
 }
 
-void add_defines(const ParameterTable<Params>& t, const Params& p, MathMode math, std::map<std::string, std::string>& d) {
+void add_defines(const ParameterTable<Params>& t, const Params& p, MathMode math, std::map<std::string, std::string>& d,
+                 ElementType type) {
   t.add_defines(p, d);
+  if (type != ElementType::F32) {
+    d["ELEM_BF16"] = type == ElementType::BF16 ? "1" : "0";
+    return;
+  }
   d["MATH_SPLIT"] = math == MathMode::TF32x3 ? "1" : "0";
 }
 
-LaunchGeometry main_geometry(int64_t m, int64_t n, int64_t layers, const Params& p, Layout layout) {
+LaunchGeometry main_geometry(int64_t m, int64_t n, int64_t layers, const Params& p, Layout layout, ElementType type) {
   LaunchGeometry g;
   g.dims = 3;
   g.global = {static_cast<size_t>(ceil_div(n, p.tile_n) * p.threads()), static_cast<size_t>(ceil_div(m, p.tile_m)),
               static_cast<size_t>(layers)};
   g.local = {static_cast<size_t>(p.threads()), 1, 1};
-  g.dynamic_local_bytes = shared_bytes(p, layout);  // CUDA; NVIDIA's OpenCL kernel declares the array itself
+  g.dynamic_local_bytes = shared_bytes(p, layout, type);  // CUDA; NVIDIA's OpenCL kernel declares the array itself
   return g;
 }
 

@@ -36,46 +36,57 @@ inline constexpr int64_t kRegisterFile = 65536;        // 32-bit registers per m
 inline constexpr int64_t kMaxCopiesPerThread = 64;     // cp.async per thread per stage (the copy loops unroll)
 inline constexpr int64_t kMaxGridAxis = 65535;         // CUDA's limit on grid axes 1 and 2
 
-// A table of the tile parameters plus SPLIT_K with the given candidates and meaning.
-ParameterTable<Params> make_table(std::vector<int64_t> split_candidates, std::string split_description);
+// A table of the tile parameters plus SPLIT_K with the given candidates and meaning. 16-bit element types step the
+// reduction 16 at a time (m16n8k16), so their TILE_K candidates are 16, 32 and 64 instead of 8, 16 and 32.
+ParameterTable<Params> make_table(std::vector<int64_t> split_candidates, std::string split_description,
+                                  ElementType type = ElementType::F32);
 // The tile parameters alone (make_table's fields without SPLIT_K), for a family whose Params extends these
 // (winograd_tc: a table of its own; tile_constraints over a table of these fields holds for it too, the constraints
 // naming their fields).
-std::vector<ParameterTable<Params>::Field> tile_fields();
+std::vector<ParameterTable<Params>::Field> tile_fields(ElementType type = ElementType::F32);
 
-// Empty when `family` computes the problem on the device: FP32 tensors in tf32 or 3xtf32 math, on an NVIDIA GPU of
-// compute capability 8.0 or newer (CUDA or NVIDIA's OpenCL) whose compiler builds kernels.
-std::string unsupported_reason(std::string_view family, const Problem& problem, const DeviceInfo& device);
+// Empty when `family` computes the problem on the device: FP32 tensors in tf32 or 3xtf32 math, or (where `sixteen_bit`
+// says the family has the 16-bit kernels) BF16 or FP16 tensors, on an NVIDIA GPU of compute capability 8.0 or newer
+// (CUDA or NVIDIA's OpenCL) whose compiler builds kernels.
+std::string unsupported_reason(std::string_view family, const Problem& problem, const DeviceInfo& device,
+                               bool sixteen_bit = false);
 
-size_t shared_bytes(const Params& p, Layout layout);
+// Bytes of one shared-memory element: 4 (FP32 tiles, rounded to TF32 as they are read) or 2 (BF16/FP16 tiles).
+int64_t element_bytes(ElementType type);
+size_t shared_bytes(const Params& p, Layout layout, ElementType type = ElementType::F32);
 // Shared memory one block may take on the device: the opt-in limit through CUDA (dynamic shared memory), the
 // local-memory limit elsewhere (NVIDIA's OpenCL: static __local arrays).
 uint64_t shared_limit(const DeviceInfo& device);
 // Registers a thread needs, estimated: accumulators, a stage's fragments (twice for 3xTF32's split parts), copy
 // addresses, the rest.
-int64_t register_estimate(const Params& p, MathMode math);
+// 16-bit kernels stage their element-wise copies in registers (tc16_mainloop.h): those count too.
+int64_t register_estimate(const Params& p, MathMode math, ElementType type = ElementType::F32);
 // The register cap that BLOCKS_PER_SM blocks on one multiprocessor leave each thread.
 int64_t register_cap(const Params& p);
 
 // The tile constraints; the family adds its problem's (split-K, grid).
-std::vector<Constraint> tile_constraints(const ParameterTable<Params>& t, Layout layout, MathMode math);
+std::vector<Constraint> tile_constraints(const ParameterTable<Params>& t, Layout layout, MathMode math,
+                                         ElementType type = ElementType::F32);
 
 // A starting configuration for an m x n GEMM with this reduction: 128x128 tiles of 2x4 warps (64x32 warp tiles)
 // where the GEMM fills them, smaller ones where it does not, TILE_K 32, three stages, padded rows, no split.
-Params default_tiles(int64_t m, int64_t n, int64_t reduction);
+// 16-bit types: TILE_K 32 where the reduction allows, four stages.
+Params default_tiles(int64_t m, int64_t n, int64_t reduction, ElementType type = ElementType::F32);
 // `start` if valid, else the first valid of: TILE_K halved, fewer stages, then the tiles halved (the warps
 // following); `start` when none is (the plan then names the failing constraint).
-Params fit_default(Params start, const std::function<bool(const Params&)>& valid);
+Params fit_default(Params start, const std::function<bool(const Params&)>& valid, int64_t min_tile_k = 8);
 // The split of the reduction that brings the blocks up to about two per multiprocessor, doubling while each slice
 // keeps at least 4 TILE_K tiles and `valid` holds, at most `max_split`.
 int64_t default_split(int64_t blocks, int64_t reduction, const Params& p, const DeviceInfo& device, int64_t max_split,
                       const std::function<bool(const Params&)>& valid);
 
-// The parameters as -D defines plus MATH_SPLIT (1 for 3xTF32).
-void add_defines(const ParameterTable<Params>& t, const Params& p, MathMode math, std::map<std::string, std::string>& d);
+// The parameters as -D defines plus MATH_SPLIT (1 for 3xTF32) and, for 16-bit tensors, ELEM_BF16 (1 BF16, 0 FP16).
+void add_defines(const ParameterTable<Params>& t, const Params& p, MathMode math, std::map<std::string, std::string>& d,
+                 ElementType type = ElementType::F32);
 // The main kernel's launch: ceil(n / TILE_N) x ceil(m / TILE_M) x `layers` blocks (layers: batch items or groups,
 // times split-K slices) of TILE_THREADS, with the layout's shared memory (CUDA: dynamic shared memory).
-LaunchGeometry main_geometry(int64_t m, int64_t n, int64_t layers, const Params& p, Layout layout);
+LaunchGeometry main_geometry(int64_t m, int64_t n, int64_t layers, const Params& p, Layout layout,
+                             ElementType type = ElementType::F32);
 // tc_splitk_reduce over `elements` outputs, one thread each; `args` after the workspace.
 LaunchStep splitk_reduce_step(std::vector<ArgSource> args, int64_t elements, const DeviceInfo& device);
 // On NVIDIA's OpenCL, which has no __launch_bounds__, BLOCKS_PER_SM's register cap as a compiler option.

@@ -1,7 +1,8 @@
-// The implicit_gemm_tc family: convolutions in all three directions, in tf32 or 3xtf32 math, as implicit GEMMs on
-// NVIDIA tensor cores (kernels/tensor_core/implicit_gemm_tc.cl: implicit_gemm's gathers, cp.async into a
-// multi-stage pipeline, mma.sync m16n8k8 TF32), split-K for long reductions (backward-filter), bias and ReLU fused
-// into forward. FP32 math stays with the other families.
+// The implicit_gemm_tc family: convolutions in all three directions as implicit GEMMs on NVIDIA tensor cores, of FP32
+// tensors in tf32 or 3xtf32 math (kernels/tensor_core/implicit_gemm_tc.cl: implicit_gemm's gathers, cp.async into a
+// multi-stage pipeline, mma.sync m16n8k8 TF32) and of BF16 or FP16 tensors with FP32 accumulation
+// (implicit_gemm_tc16.cl: the same gathers through registers, m16n8k16, ldmatrix); split-K for long reductions
+// (backward-filter), bias and ReLU fused into forward. FP32 math stays with the other families.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -18,14 +19,20 @@ namespace {
 
 using tensor_core::Params;
 
-const ParameterTable<Params>& table(Direction direction) {
-  static const ParameterTable<Params> filter = tensor_core::make_table(
-      {1, 2, 4, 8, 16, 32, 64, 128, 256},
-      "slices of the N*P*Q reduction summed by a second kernel (fills the GPU for small filters)");
-  static const ParameterTable<Params> other = tensor_core::make_table(
-      {1, 2, 4, 8}, "slices of the reduction summed by a second kernel (fills the GPU when few output tiles)");
+const ParameterTable<Params>& table(Direction direction, ElementType type) {
+  static const char* const filter_split =
+      "slices of the N*P*Q reduction summed by a second kernel (fills the GPU for small filters)";
+  static const char* const other_split =
+      "slices of the reduction summed by a second kernel (fills the GPU when few output tiles)";
+  static const std::vector<int64_t> filter_splits = {1, 2, 4, 8, 16, 32, 64, 128, 256}, other_splits = {1, 2, 4, 8};
+  static const ParameterTable<Params> filter = tensor_core::make_table(filter_splits, filter_split);
+  static const ParameterTable<Params> other = tensor_core::make_table(other_splits, other_split);
+  static const ParameterTable<Params> filter16 = tensor_core::make_table(filter_splits, filter_split, ElementType::BF16);
+  static const ParameterTable<Params> other16 = tensor_core::make_table(other_splits, other_split, ElementType::BF16);
+  if (type != ElementType::F32) return direction == Direction::BackwardFilter ? filter16 : other16;
   return direction == Direction::BackwardFilter ? filter : other;
 }
+const ParameterTable<Params>& table(const ConvProblem& pb) { return table(pb.direction, pb.type); }
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
@@ -40,8 +47,9 @@ class ImplicitGemmTcFamily final : public KernelFamily {
  public:
   std::string name() const override { return "implicit_gemm_tc"; }
   std::string description() const override {
-    return "implicit GEMM on TF32 tensor cores (mma.sync m16n8k8, tf32 or 3xtf32 math): implicit_gemm's gathers into "
-           "a multi-stage cp.async pipeline; all three directions, split-K, bias and ReLU fused; NVIDIA sm_80+";
+    return "implicit GEMM on tensor cores: FP32 tensors in tf32 or 3xtf32 math (mma.sync m16n8k8), BF16/FP16 tensors "
+           "with FP32 accumulation (m16n8k16, ldmatrix); implicit_gemm's gathers into a multi-stage pipeline; all "
+           "three directions, split-K, bias and ReLU fused; NVIDIA sm_80+";
   }
   Problem::Kind problem_kind() const override { return Problem::Kind::Convolution; }
   int untuned_rank() const override { return 5; }
@@ -49,7 +57,7 @@ class ImplicitGemmTcFamily final : public KernelFamily {
   std::string unsupported_reason(const Problem& generic, const Epilogue& epilogue,
                                  const DeviceInfo& device) const override {
     if (!generic.is_conv()) return "computes convolutions, not matrix products";
-    if (std::string why = tensor_core::unsupported_reason(name(), generic, device); !why.empty()) return why;
+    if (std::string why = tensor_core::unsupported_reason(name(), generic, device, true); !why.empty()) return why;
     const ConvProblem& pb = generic.conv();
     if (epilogue.pool > 1) return "a fused max-pool is not implemented (bias and ReLU are)";
     if (epilogue.any() && pb.direction != Direction::Forward) return "epilogues apply to the forward direction only";
@@ -79,15 +87,15 @@ class ImplicitGemmTcFamily final : public KernelFamily {
   }
 
   std::vector<Parameter> parameters(const Problem& problem) const override {
-    return table(problem.conv().direction).parameters();
+    return table(problem.conv()).parameters();
   }
 
   std::vector<Constraint> constraints(const Problem& problem) const override {
     using X = ConstraintContext;
     const ConvProblem pb = problem.conv();
     const implicit_gemm::GemmShape gemm = implicit_gemm::gemm_shape(pb);
-    const ParameterTable<Params>& t = table(pb.direction);
-    std::vector<Constraint> list = tensor_core::tile_constraints(t, layout(pb.direction), pb.math);
+    const ParameterTable<Params>& t = table(pb);
+    std::vector<Constraint> list = tensor_core::tile_constraints(t, layout(pb.direction), pb.math, pb.type);
     list.push_back(t.constraint("M-tiles within the CUDA grid limit", {&Params::tile_m}, [gemm](const Params& p, const X&) {
       return ceil_div(gemm.m, p.tile_m) <= tensor_core::kMaxGridAxis;
     }));
@@ -110,43 +118,47 @@ class ImplicitGemmTcFamily final : public KernelFamily {
   Config default_config(const Problem& problem, const DeviceInfo& device) const override {
     const ConvProblem& pb = problem.conv();
     const implicit_gemm::GemmShape gemm = implicit_gemm::gemm_shape(pb);
-    auto valid = [&](const Params& p) {
-      return config_problem(*this, table(pb.direction).write(p), problem, device).empty();
-    };
-    Params p = tensor_core::fit_default(tensor_core::default_tiles(gemm.m, gemm.n, gemm.reduction), valid);
+    auto valid = [&](const Params& p) { return config_problem(*this, table(pb).write(p), problem, device).empty(); };
+    Params p = tensor_core::fit_default(tensor_core::default_tiles(gemm.m, gemm.n, gemm.reduction, pb.type), valid,
+                                        pb.type == ElementType::F32 ? 8 : 16);
     const int64_t blocks = ceil_div(gemm.m, p.tile_m) * ceil_div(gemm.n, p.tile_n) * pb.groups;
     p.split_k = tensor_core::default_split(blocks, gemm.reduction, p, device,
                                            pb.direction == Direction::BackwardFilter ? 256 : 8, valid);
-    return table(pb.direction).write(p);
+    return table(pb).write(p);
   }
 
   KernelRecipe recipe(const Problem& problem, const Epilogue& epilogue, const Config& config,
                       const DeviceInfo& device) const override {
     const ConvProblem& pb = problem.conv();
-    const Params p = table(pb.direction).read(config);
+    const Params p = table(pb).read(config);
     const implicit_gemm::GemmShape gemm = implicit_gemm::gemm_shape(pb);
+    const bool narrow = pb.type != ElementType::F32;
     KernelRecipe recipe;
-    recipe.source.file = "tensor_core/implicit_gemm_tc.cl";
+    recipe.source.file = narrow ? "tensor_core/implicit_gemm_tc16.cl" : "tensor_core/implicit_gemm_tc.cl";
     recipe.source.defines = problem_defines(pb);
     recipe.source.defines["HAS_BIAS"] = epilogue.bias ? "1" : "0";
     recipe.source.defines["HAS_RELU"] = epilogue.relu ? "1" : "0";
     // Forward's A rows (one filter's C/groups*R*S weights) are contiguous: 16-byte copies where they stay aligned.
-    recipe.source.defines["A_VECTOR"] = pb.direction == Direction::Forward && gemm.reduction % 4 == 0 ? "4" : "1";
-    tensor_core::add_defines(table(pb.direction), p, pb.math, recipe.source.defines);
+    // 16-bit: 16-byte copies of 8 elements where the rows are a multiple of 8 long.
+    const int64_t vector = narrow ? 8 : 4;
+    recipe.source.defines["A_VECTOR"] =
+        pb.direction == Direction::Forward && gemm.reduction % vector == 0 ? std::to_string(vector) : "1";
+    tensor_core::add_defines(table(pb), p, pb.math, recipe.source.defines, pb.type);
     tensor_core::add_register_cap(recipe, p, device);
 
     const int written = problem.written_operand();
     const bool split = p.split_k > 1;
     LaunchStep main;
-    main.kernel = pb.direction == Direction::Forward        ? "implicit_gemm_tc_fwd"
-                  : pb.direction == Direction::BackwardData ? "implicit_gemm_tc_bwd_data"
-                                                            : "implicit_gemm_tc_bwd_filter";
+    const std::string prefix = narrow ? "implicit_gemm_tc16" : "implicit_gemm_tc";
+    main.kernel = prefix + (pb.direction == Direction::Forward        ? "_fwd"
+                            : pb.direction == Direction::BackwardData ? "_bwd_data"
+                                                                      : "_bwd_filter");
     // Arguments x, w, y; with split-K the written operand's place takes the workspace of partial outputs.
     for (int operand = 0; operand < Problem::kOperands; ++operand) {
       main.args.push_back(operand == written && split ? ArgSource::workspace() : ArgSource::of_operand(operand));
     }
     if (epilogue.bias && !split) main.args.push_back(ArgSource::of_operand(kBiasOperand));
-    main.geometry = tensor_core::main_geometry(gemm.m, gemm.n, pb.groups * p.split_k, p, layout(pb.direction));
+    main.geometry = tensor_core::main_geometry(gemm.m, gemm.n, pb.groups * p.split_k, p, layout(pb.direction), pb.type);
     recipe.steps.push_back(std::move(main));
     if (split) {
       recipe.workspace_bytes = workspace_bytes(pb, p.split_k);
