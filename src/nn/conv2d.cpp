@@ -39,8 +39,16 @@ ConvProblem Conv2d::problem(int64_t batch, Direction direction) const {
   p.r = p.s = kernel_;
   p.pad = {pad_, pad_};
   p.direction = direction;
+  p.type = runtime_.conv_type();
   p.math = runtime_.math();
   return p;
+}
+
+bool Conv2d::sixteen_bit() const { return runtime_.conv_type() != ElementType::F32 && !runtime_.on_host(); }
+
+Buffer& Conv2d::scratch(std::shared_ptr<Buffer>& slot, size_t bytes) {
+  if (!slot || slot->bytes() < bytes) slot = runtime_.allocate_bytes(bytes);
+  return *slot;
 }
 
 std::vector<int64_t> Conv2d::output_shape(const std::vector<int64_t>& input) const {
@@ -142,8 +150,22 @@ void Conv2d::forward(const DeviceTensor& x, const DeviceTensor& y) {
     return;
   }
   const bool fused = fused_.relu || fused_.pool > 1;
-  plan(plans.forward, p, fused_, fused ? fused_family_ : family_)
-      .run(runtime_.queue(), {x.buffer.get(), weight_.value.buffer.get(), y.buffer.get(), bias_.value.buffer.get()});
+  const Plan& forward = plan(plans.forward, p, fused_, fused ? fused_family_ : family_);
+  if (sixteen_bit()) {
+    // x and w to 16 bits (kept for the backward directions), the 16-bit forward with its FP32 bias, y back to FP32.
+    const ElementType type = p.type;
+    const size_t element = static_cast<size_t>(bytes_per_element(type));
+    Buffer& x16 = scratch(plans.x16, static_cast<size_t>(p.x_elements()) * element);
+    Buffer& w16 = scratch(plans.w16, static_cast<size_t>(p.w_elements()) * element);
+    const int64_t y_elements = y.size();
+    Buffer& y16 = scratch(plans.out16, static_cast<size_t>(std::max({y_elements, p.x_elements(), p.w_elements()})) * element);
+    runtime_.to_16bit(*x.buffer, x16, p.x_elements(), type);
+    runtime_.to_16bit(*weight_.value.buffer, w16, p.w_elements(), type);
+    forward.run(runtime_.queue(), {&x16, &w16, &y16, bias_.value.buffer.get()});
+    runtime_.from_16bit(y16, *y.buffer, y_elements, type);
+    return;
+  }
+  forward.run(runtime_.queue(), {x.buffer.get(), weight_.value.buffer.get(), y.buffer.get(), bias_.value.buffer.get()});
 }
 
 void Conv2d::backward(const DeviceTensor& x, const DeviceTensor&, const DeviceTensor& dy, const DeviceTensor* dx) {
@@ -173,12 +195,34 @@ void Conv2d::backward(const DeviceTensor& x, const DeviceTensor&, const DeviceTe
                      static_cast<int32_t>(plane)},
                     LaunchGeometry{1, {static_cast<size_t>(out_) * 256, 1, 1}, {256, 1, 1}, 0});
   }
-  plan(plans.backward_filter, p.with_direction(Direction::BackwardFilter), {}, family_)
-      .run(runtime_.queue(), {x.buffer.get(), weight_.grad.buffer.get(), dy.buffer.get()});
-  if (dx) {
-    plan(plans.backward_data, p.with_direction(Direction::BackwardData), {}, family_)
-        .run(runtime_.queue(), {dx->buffer.get(), weight_.value.buffer.get(), dy.buffer.get()});
+  const Plan& backward_filter = plan(plans.backward_filter, p.with_direction(Direction::BackwardFilter), {}, family_);
+  const Plan* backward_data = dx ? &plan(plans.backward_data, p.with_direction(Direction::BackwardData), {}, family_)
+                                 : nullptr;
+  if (sixteen_bit()) {
+    // The forward of this batch left x16 and w16. dy is scaled into [0.5, 1) (FP16's range; BF16 needs no scale),
+    // the 16-bit gradients come out scaled by the same power of two and are unscaled into FP32.
+    if (!plans.x16 || !plans.w16) {
+      throw Error(fmt::format("layer {}: backward before a forward of batch {} ({} tensors)", name(), batch,
+                              to_string(p.type)));
+    }
+    const ElementType type = p.type;
+    const bool scaled = type == ElementType::F16;
+    const size_t element = static_cast<size_t>(bytes_per_element(type));
+    Buffer& dy16 = scratch(plans.dy16, static_cast<size_t>(p.y_elements()) * element);
+    Buffer& out16 = scratch(plans.out16, static_cast<size_t>(std::max({p.y_elements(), p.x_elements(), p.w_elements()})) * element);
+    Buffer* dy_max = scaled ? &scratch(plans.dy_max, sizeof(uint32_t)) : nullptr;
+    if (scaled) runtime_.abs_max_bits(*dy.buffer, *dy_max, p.y_elements());
+    runtime_.to_16bit(*dy.buffer, dy16, p.y_elements(), type, dy_max);
+    backward_filter.run(runtime_.queue(), {plans.x16.get(), &out16, &dy16});
+    runtime_.from_16bit(out16, *weight_.grad.buffer, p.w_elements(), type, dy_max);
+    if (dx) {
+      backward_data->run(runtime_.queue(), {&out16, plans.w16.get(), &dy16});
+      runtime_.from_16bit(out16, *dx->buffer, p.x_elements(), type, dy_max);
+    }
+    return;
   }
+  backward_filter.run(runtime_.queue(), {x.buffer.get(), weight_.grad.buffer.get(), dy.buffer.get()});
+  if (dx) backward_data->run(runtime_.queue(), {dx->buffer.get(), weight_.value.buffer.get(), dy.buffer.get()});
 }
 
 }  // namespace convtune::nn

@@ -27,6 +27,11 @@ std::string shape_string(const std::vector<int64_t>& shape) {
   return s;
 }
 
+Runtime::Runtime(Device& device, Precision precision) : Runtime(device, precision.math) {
+  validate_precision(precision.type, precision.math);
+  conv_type_ = precision.type;
+}
+
 Runtime::Runtime(Device& device, MathMode math)
     : device_(&device), on_host_(device.info().backend == BackendKind::Cpu), math_(math) {
   if (!on_host_) {
@@ -113,6 +118,24 @@ void Runtime::gemm(const Buffer& a, const Buffer& b, Buffer& c, int64_t m, int64
     it = gemms_.emplace(key, std::make_unique<Plan>(Plan::create(*device_, request))).first;
   }
   it->second->run(queue(), {&a, &b, &c});
+}
+
+void Runtime::to_16bit(const Buffer& from, Buffer& to, int64_t count, ElementType type, const Buffer* max_bits) {
+  launch("convert_to_16", {&from, &to, static_cast<int32_t>(count), static_cast<int32_t>(type == ElementType::BF16),
+                           static_cast<int32_t>(max_bits != nullptr), max_bits ? max_bits : &from},
+         count);
+}
+
+void Runtime::from_16bit(const Buffer& from, Buffer& to, int64_t count, ElementType type, const Buffer* max_bits) {
+  launch("convert_from_16", {&from, &to, static_cast<int32_t>(count), static_cast<int32_t>(type == ElementType::BF16),
+                             static_cast<int32_t>(max_bits != nullptr), max_bits ? max_bits : &from},
+         count);
+}
+
+void Runtime::abs_max_bits(const Buffer& x, Buffer& max_bits, int64_t count) {
+  const uint32_t zero = 0;
+  queue().write(max_bits, &zero, sizeof zero);
+  launch("abs_max_bits", {&x, &max_bits, static_cast<int32_t>(count)}, count);
 }
 
 std::vector<std::string> Runtime::gemm_plans() const {

@@ -1,5 +1,6 @@
 // cuBLAS's SGEMM (and strided-batched SGEMM) as a reference for GEMM problems on convtune's own CUDA device: the
-// same primary context, stream and device buffers. FP32 math by default (no TF32), TF32 tensor-op math on request.
+// same primary context, stream and device buffers. FP32 math by default (no TF32), TF32 tensor-op math on request;
+// BF16 and FP16 matrices through GemmEx with FP32 accumulation (CUBLAS_COMPUTE_32F).
 // Loaded with dlopen (the GPU machine's copy comes with PyTorch's wheel).
 #include <fmt/format.h>
 
@@ -29,10 +30,23 @@ namespace {
   X(cublasSgemm_v2)                  \
   X(cublasSgemmStridedBatched)
 
+// The Ex entry points are overloaded in C++ (an inline wrapper taking the older cudaDataType compute type), so their
+// table entries name the exported signature.
+#define CONVTUNE_CUBLAS_EX_FUNCTIONS(X) \
+  X(cublasGemmEx)                       \
+  X(cublasGemmStridedBatchedEx)
+
 struct CublasApi {
 #define CONVTUNE_CUBLAS_DECLARE(function) decltype(&::function) function = nullptr;
   CONVTUNE_CUBLAS_FUNCTIONS(CONVTUNE_CUBLAS_DECLARE)
 #undef CONVTUNE_CUBLAS_DECLARE
+  cublasStatus_t (*cublasGemmEx)(cublasHandle_t, cublasOperation_t, cublasOperation_t, int, int, int, const void*,
+                                 const void*, cudaDataType, int, const void*, cudaDataType, int, const void*, void*,
+                                 cudaDataType, int, cublasComputeType_t, cublasGemmAlgo_t) = nullptr;
+  cublasStatus_t (*cublasGemmStridedBatchedEx)(cublasHandle_t, cublasOperation_t, cublasOperation_t, int, int, int,
+                                               const void*, const void*, cudaDataType, int, long long, const void*,
+                                               cudaDataType, int, long long, const void*, void*, cudaDataType, int,
+                                               long long, int, cublasComputeType_t, cublasGemmAlgo_t) = nullptr;
 };
 
 struct CublasLibrary {
@@ -50,6 +64,7 @@ struct CublasLibrary {
     }
 #define CONVTUNE_CUBLAS_RESOLVE(function) CONVTUNE_RESOLVE_SYMBOL(library, api, function);
     CONVTUNE_CUBLAS_FUNCTIONS(CONVTUNE_CUBLAS_RESOLVE)
+    CONVTUNE_CUBLAS_EX_FUNCTIONS(CONVTUNE_CUBLAS_RESOLVE)
 #undef CONVTUNE_CUBLAS_RESOLVE
     if (!library.missing().empty()) {
       error = fmt::format("{} lacks {} (convtune needs cuBLAS 11 or later)", library.resolved_path(), library.missing());
@@ -82,7 +97,6 @@ class CublasReference final : public ReferenceLibrary {
     if (!problem.is_gemm()) return "cuBLAS computes matrix products (cudnn computes convolutions)";
     if (device.backend != BackendKind::Cuda)
       return fmt::format("cuBLAS needs convtune on a CUDA device, not {}", device.id);
-    if (problem.type() != ElementType::F32) return "only FP32 (SGEMM) is wired up";
     return {};
   }
 
@@ -94,7 +108,7 @@ class CublasReference final : public ReferenceLibrary {
     queue_ = dynamic_cast<cuda::CudaQueue*>(&device_->queue());
     if (!queue_) throw BackendError("cuBLAS needs convtune's CUDA queue on " + device_->info().id);
     const Operands operands = workload.operands();
-    auto pointer = [&](const Buffer* b) { return reinterpret_cast<float*>(cuda::as_cuda_buffer(*b, "cuBLAS").pointer()); };
+    auto pointer = [&](const Buffer* b) { return reinterpret_cast<void*>(cuda::as_cuda_buffer(*b, "cuBLAS").pointer()); };
     a_ = pointer(operands[0]), b_ = pointer(operands[1]), c_ = pointer(operands[2]);
     const cuda::CurrentContext current = queue_->context().make_current();
     if (!handle_) check(api_.cublasCreate_v2(&handle_), "cublasCreate");
@@ -114,19 +128,39 @@ class CublasReference final : public ReferenceLibrary {
     const float alpha = 1.0f, beta = g.accumulate ? 1.0f : 0.0f;
     const cublasOperation_t op_a = g.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N, op_b = g.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
     auto i = [](int64_t v) { return static_cast<int>(v); };
+    if (g.type != ElementType::F32) {
+      const cudaDataType_t t = g.type == ElementType::BF16 ? CUDA_R_16BF : CUDA_R_16F;
+      if (g.batch == 1) {
+        check(api_.cublasGemmEx(handle_, op_b, op_a, i(g.n), i(g.m), i(g.k), &alpha, b_, t, i(g.ld_b()), a_, t,
+                                i(g.ld_a()), &beta, c_, t, i(g.ld_c()), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
+              "cublasGemmEx");
+      } else {
+        check(api_.cublasGemmStridedBatchedEx(handle_, op_b, op_a, i(g.n), i(g.m), i(g.k), &alpha, b_, t, i(g.ld_b()),
+                                              g.batch_stride_b(), a_, t, i(g.ld_a()), g.batch_stride_a(), &beta, c_, t,
+                                              i(g.ld_c()), g.batch_stride_c(), i(g.batch), CUBLAS_COMPUTE_32F,
+                                              CUBLAS_GEMM_DEFAULT),
+              "cublasGemmStridedBatchedEx");
+      }
+      return;
+    }
+    float *a = static_cast<float*>(a_), *b = static_cast<float*>(b_), *c = static_cast<float*>(c_);
     if (g.batch == 1) {
-      check(api_.cublasSgemm_v2(handle_, op_b, op_a, i(g.n), i(g.m), i(g.k), &alpha, b_, i(g.ld_b()), a_, i(g.ld_a()),
-                                &beta, c_, i(g.ld_c())),
+      check(api_.cublasSgemm_v2(handle_, op_b, op_a, i(g.n), i(g.m), i(g.k), &alpha, b, i(g.ld_b()), a, i(g.ld_a()),
+                                &beta, c, i(g.ld_c())),
             "cublasSgemm");
     } else {
-      check(api_.cublasSgemmStridedBatched(handle_, op_b, op_a, i(g.n), i(g.m), i(g.k), &alpha, b_, i(g.ld_b()),
-                                           g.batch_stride_b(), a_, i(g.ld_a()), g.batch_stride_a(), &beta, c_,
+      check(api_.cublasSgemmStridedBatched(handle_, op_b, op_a, i(g.n), i(g.m), i(g.k), &alpha, b, i(g.ld_b()),
+                                           g.batch_stride_b(), a, i(g.ld_a()), g.batch_stride_a(), &beta, c,
                                            i(g.ld_c()), g.batch_stride_c(), i(g.batch)),
             "cublasSgemmStridedBatched");
     }
   }
 
   std::string algorithm() const override {
+    if (problem_.type != ElementType::F32) {
+      return fmt::format("{} {} ({}, FP32 accumulation)", problem_.batch > 1 ? "GemmStridedBatchedEx" : "GemmEx",
+                         version_number_ ? fmt::format("v{}", version_number_) : std::string(), to_string(problem_.type));
+    }
     return fmt::format("{} {} ({} math)", problem_.batch > 1 ? "SgemmStridedBatched" : "Sgemm",
                        version_number_ ? fmt::format("v{}", version_number_) : std::string(),
                        math_ == MathMode::TF32 ? "tf32 tensor-op" : "fp32");
@@ -145,7 +179,7 @@ class CublasReference final : public ReferenceLibrary {
   Device* device_ = nullptr;
   cuda::CudaQueue* queue_ = nullptr;
   cublasHandle_t handle_ = nullptr;
-  float *a_ = nullptr, *b_ = nullptr, *c_ = nullptr;
+  void *a_ = nullptr, *b_ = nullptr, *c_ = nullptr;
   int version_number_ = 0;
 };
 

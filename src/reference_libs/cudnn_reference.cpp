@@ -1,6 +1,7 @@
 // cuDNN as a reference on convtune's own CUDA device: the same primary context, stream and device buffers,
 // the legacy convolution API with its benchmark-mode search (Find*AlgorithmEx) and the best algorithm's
-// workspace. FP32 math (tensor cores off) by default, TF32 on request. Loaded with dlopen.
+// workspace. FP32 math (tensor cores off) by default, TF32 on request; BF16 and FP16 tensors with FP32 accumulation
+// (tensor cores). Loaded with dlopen.
 #include <fmt/format.h>
 
 #include <array>
@@ -116,7 +117,6 @@ class CudnnReference final : public ReferenceLibrary {
     if (!problem.is_conv()) return "cuDNN computes convolutions (cublas computes matrix products)";
     if (device.backend != BackendKind::Cuda)
       return fmt::format("cuDNN needs convtune on a CUDA device, not {}", device.id);
-    if (problem.type() != ElementType::F32) return "only FP32 data is wired up";
     return {};
   }
 
@@ -149,22 +149,26 @@ class CudnnReference final : public ReferenceLibrary {
     check(api_.cudnnCreateFilterDescriptor(&w_desc_), "cudnnCreateFilterDescriptor");
     check(api_.cudnnCreateConvolutionDescriptor(&conv_desc_), "cudnnCreateConvolutionDescriptor");
     auto i = [](int64_t v) { return static_cast<int>(v); };
-    check(api_.cudnnSetTensor4dDescriptor(x_desc_, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, i(pb.n), i(pb.c), i(pb.h),
-                                          i(pb.w)),
+    // 16-bit tensors keep FP32 accumulation (compute type FLOAT: cuDNN's "pseudo" BF16/FP16 configurations).
+    narrow_ = pb.type != ElementType::F32;
+    const cudnnDataType_t data = pb.type == ElementType::BF16 ? CUDNN_DATA_BFLOAT16
+                                 : pb.type == ElementType::F16 ? CUDNN_DATA_HALF
+                                                               : CUDNN_DATA_FLOAT;
+    check(api_.cudnnSetTensor4dDescriptor(x_desc_, CUDNN_TENSOR_NCHW, data, i(pb.n), i(pb.c), i(pb.h), i(pb.w)),
           "cudnnSetTensor4dDescriptor (x)");
-    check(api_.cudnnSetTensor4dDescriptor(y_desc_, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, i(pb.n), i(pb.k), i(pb.p()),
-                                          i(pb.q())),
+    check(api_.cudnnSetTensor4dDescriptor(y_desc_, CUDNN_TENSOR_NCHW, data, i(pb.n), i(pb.k), i(pb.p()), i(pb.q())),
           "cudnnSetTensor4dDescriptor (y)");
-    check(api_.cudnnSetFilter4dDescriptor(w_desc_, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, i(pb.k), i(pb.c_per_group()),
-                                          i(pb.r), i(pb.s)),
+    check(api_.cudnnSetFilter4dDescriptor(w_desc_, data, CUDNN_TENSOR_NCHW, i(pb.k), i(pb.c_per_group()), i(pb.r),
+                                          i(pb.s)),
           "cudnnSetFilter4dDescriptor");
     check(api_.cudnnSetConvolution2dDescriptor(conv_desc_, i(pb.pad.h), i(pb.pad.w), i(pb.stride.h), i(pb.stride.w),
                                                i(pb.dilation.h), i(pb.dilation.w), CUDNN_CROSS_CORRELATION,
                                                CUDNN_DATA_FLOAT),
           "cudnnSetConvolution2dDescriptor");
     check(api_.cudnnSetConvolutionGroupCount(conv_desc_, i(pb.groups)), "cudnnSetConvolutionGroupCount");
-    // FMA math keeps every product in FP32 (no tensor cores, no TF32); tensor-op math lets cuDNN use TF32.
-    const cudnnMathType_t wanted = math == MathMode::FP32 ? CUDNN_FMA_MATH : CUDNN_TENSOR_OP_MATH;
+    // FMA math keeps every product in FP32 (no tensor cores, no TF32); tensor-op math lets cuDNN use TF32, and for
+    // 16-bit tensors the tensor cores (their products are exact in FP32 either way).
+    const cudnnMathType_t wanted = math == MathMode::FP32 && !narrow_ ? CUDNN_FMA_MATH : CUDNN_TENSOR_OP_MATH;
     check(api_.cudnnSetConvolutionMathType(conv_desc_, wanted), "cudnnSetConvolutionMathType");
     search(math);
   }
@@ -206,7 +210,7 @@ class CudnnReference final : public ReferenceLibrary {
       for (int r = 0; r < found; ++r) {
         const auto& p = results[r];
         if (p.status != CUDNN_STATUS_SUCCESS) continue;
-        if (math == MathMode::FP32 && p.mathType != CUDNN_FMA_MATH) continue;
+        if (math == MathMode::FP32 && !narrow_ && p.mathType != CUDNN_FMA_MATH) continue;
         // ALLOW_CONVERSION would round FP32 data to FP16, which is neither FP32 nor TF32.
         if (p.mathType == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION) continue;
         algo = static_cast<int>(p.algo), memory = p.memory, math_type = p.mathType;
@@ -214,7 +218,8 @@ class CudnnReference final : public ReferenceLibrary {
       }
       throw BackendError(fmt::format("cuDNN's search found no algorithm that runs {} in {} math ({} tried, "
                                      "search workspace {} MiB); first: {}",
-                                     context_, to_string(math), found, search_bytes >> 20,
+                                     context_, narrow_ ? to_string(problem_.type) : to_string(math), found,
+                                     search_bytes >> 20,
                                      found ? name_of(names, static_cast<int>(results[0].algo)) : "none"));
     };
     switch (problem_.direction) {
@@ -306,6 +311,7 @@ class CudnnReference final : public ReferenceLibrary {
   cudnnConvolutionDescriptor_t conv_desc_ = nullptr;
   void *x_ = nullptr, *w_ = nullptr, *y_ = nullptr;
   int algo_ = 0;
+  bool narrow_ = false;  // BF16 or FP16 tensors
   size_t workspace_bytes_ = 0;
   std::unique_ptr<Buffer> workspace_;
 };

@@ -48,7 +48,7 @@ for command in bench tune; do
   expect_option "$command" '^  --repeats INT:INT>=1=5 ' "--repeats defaulting to 5, at least 1"
   expect_option "$command" '^  --direction TEXT:\{fwd,bwd-data,bwd-filter,all\}=all' "--direction defaulting to all"
   expect_option "$command" '^  --batch-scale FLOAT:POSITIVE=1' "--batch-scale defaulting to 1"
-  expect_option "$command" '^  --math TEXT:\{fp32,tf32,3xtf32,fp32-fast\}' "--math fp32|tf32|3xtf32|fp32-fast"
+  expect_option "$command" '^  --math TEXT:\{fp32,tf32,3xtf32,fp32-fast,bf16,fp16\}' "--math fp32|tf32|3xtf32|fp32-fast|bf16|fp16"
   expect_option "$command" '^  --suite ' "--suite"
   expect_option "$command" '^  --layer ' "--layer"
   expect_option "$command" '^  --gemm ' "--gemm"
@@ -72,7 +72,7 @@ expect_option "" '^  --verbose ' "--verbose"
 
 # Range checks name the option and what it expects.
 for args in "bench --warmup -1" "tune --warmup -1" "bench --repeats 0" "tune --repeats 0" "peak --repeats 0" \
-            "bench --batch-scale 0" "bench --direction sideways" "bench --math fp16" "train cnn --epochs 0" \
+            "bench --batch-scale 0" "bench --direction sideways" "bench --math int8" "train cnn --epochs 0" \
             "train mlp --epochs 0" "eval model --batch 0" "bench --algorithm fastest" "bench --workspace-limit 12Q" \
             "tune --workspace-limit -1" "train cnn --workspace-limit 1.5G" "eval model --workspace-limit lots"; do
   error=$("$convtune" $args 2>&1 >/dev/null)

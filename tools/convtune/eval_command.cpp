@@ -38,12 +38,12 @@ void run_eval(const EvalOptions& opt) {
   const data::DatasetFiles files = data::find_dataset_files(dir, false);
   const data::LabelledImages test = data::load_idx_pair(files.test_images, files.test_labels, 10, opt.limit);
   Device& device = choose_device(opt.device, "eval");
-  nn::Runtime runtime(device, parse_math_mode(opt.math.empty() ? "fp32" : opt.math));
+  nn::Runtime runtime(device, parse_precision(opt.math.empty() ? "fp32" : opt.math));
   runtime.set_workspace_limit(workspace_limit_bytes(opt.workspace_limit));
   auto network = nn::load_network(opt.model, runtime, opt.family == "auto" ? "" : opt.family);
   std::cout << fmt::format("eval: {} ({}) on {} ({}), {} test images, batch {}, math {}\n", opt.model,
                            header.architecture, device.info().id, device.info().name, test.count, opt.batch,
-                           to_string(runtime.math()));
+                           to_string(runtime.precision()));
   if (!opt.no_fuse) {
     for (const std::string& line : network->fuse_for_inference(opt.fused_family)) std::cout << "  " << line << "\n";
   }

@@ -47,7 +47,7 @@ void run_train_cnn(const TrainCnnOptions& opt) {
   const data::LabelledImages train = data::load_idx_pair(files.train_images, files.train_labels, 10, opt.limit);
   const data::LabelledImages test = data::load_idx_pair(files.test_images, files.test_labels, 10, opt.test_limit);
   Device& device = choose_device(opt.device, "train cnn");
-  nn::Runtime runtime(device, parse_math_mode(opt.math.empty() ? "fp32" : opt.math));
+  nn::Runtime runtime(device, parse_precision(opt.math.empty() ? "fp32" : opt.math));
   runtime.set_workspace_limit(workspace_limit_bytes(opt.workspace_limit));
   auto network = nn::make_network(runtime, opt.architecture, opt.family == "auto" ? "" : opt.family);
   network->initialize(opt.seed);
@@ -68,7 +68,7 @@ void run_train_cnn(const TrainCnnOptions& opt) {
                            opt.architecture, device.info().id, device.info().name, train.count, test.count, dir,
                            opt.batch, opt.optimizer, opt.lr,
                            opt.optimizer == "sgd" ? fmt::format(" momentum {}", opt.momentum) : "",
-                           to_string(runtime.math()));
+                           to_string(runtime.precision()));
   std::mt19937_64 rng(opt.seed);
   double test_accuracy = 0;
   nn::EpochResult last;
@@ -117,7 +117,7 @@ void add_train_cnn_command(CLI::App& train) {
       ->check(CLI::IsMember({"lenet", "lenet-small"}));
   add_family_option(cmd, opt->family, "Kernel family of the convolutions: auto (the plan's choice per layer: the "
                                       "tuning database's entry, else the built-in default)");
-  add_math_option(cmd, opt->math, "; weights, activations and gradients stay FP32 tensors");
+  add_math_option(cmd, opt->math, "; weights, activations and gradients stay FP32 tensors between layers (bf16/fp16: the convolutions convert to and from 16-bit tensors, gradients scaled per tensor)");
   cmd->add_option("--epochs", opt->epochs, "Passes over the training set")->capture_default_str()->check(positive_integer());
   cmd->add_option("--batch", opt->batch, "Images per step")->capture_default_str()->check(positive_integer());
   cmd->add_option("--lr", opt->lr, "Learning rate")->capture_default_str()->check(positive_number());

@@ -15,6 +15,8 @@ namespace convtune::nn {
 // 2-D convolution with bias, stride 1, square kernel and padding. Every direction runs through a Plan (forward with
 // the bias fused on kernel devices, backward-data for dx, backward-filter for dw), created once per batch size and
 // reused: of `family` when one is named, else the tuning database's choice; on the CPU backend, its C++ families.
+// With a 16-bit runtime (bf16, fp16) the plans compute 16-bit tensors converted from and back to the layer's FP32
+// ones (weights, activations and gradients stay FP32 between steps; dy scaled per tensor).
 // The bias gradient is a reduction kernel (a host loop on the CPU backend). For inference, set_fused_epilogue()
 // folds a following ReLU and 2x2 max-pool into the forward plan (the family must support the epilogue; see
 // Network::fuse_for_inference).
@@ -43,7 +45,13 @@ class Conv2d final : public Layer {
   struct Plans {
     std::optional<Plan> forward, backward_data, backward_filter;
     std::shared_ptr<Buffer> scratch;  // the CPU backend's pre-epilogue output
+    // 16-bit convolutions (Runtime::conv_type): the forward's x and w converted (kept for the backward directions),
+    // the 16-bit output (y, then dx or dw), the scaled gradient dy, and dy's max |value| bits (its scale).
+    std::shared_ptr<Buffer> x16, w16, out16, dy16, dy_max;
   };
+  bool sixteen_bit() const;
+  // A buffer of at least `bytes` in `slot`, reallocated only when it is too small.
+  Buffer& scratch(std::shared_ptr<Buffer>& slot, size_t bytes);
   Plans& plans_for(int64_t batch);
   // The plan in `slot`, made on first use.
   const Plan& plan(std::optional<Plan>& slot, const ConvProblem& problem, const Epilogue& epilogue,

@@ -34,12 +34,28 @@ class Runtime {
   // `math`: the math mode of every convolution and GEMM the layers plan (tf32 and 3xtf32 let tensor-core families
   // compute them on devices that have some; FP32 families compute every mode as fp32).
   explicit Runtime(Device& device, MathMode math = MathMode::FP32);
+  // `precision` bf16 or fp16: the convolutions compute 16-bit tensors (FP32 accumulation) on kernel devices, their
+  // inputs converted from the FP32 tensors between layers (master weights stay FP32) and their outputs converted back,
+  // gradients scaled per tensor into FP16's range (nn.cl's convert_to_16); dense layers' GEMMs stay FP32. The CPU
+  // backend computes no 16-bit convolution: its plans refuse them, naming the families.
+  Runtime(Device& device, Precision precision);
 
   Device& device() const { return *device_; }
   Queue& queue() const { return device_->queue(); }
   // True on the CPU backend: layers run host loops on host_data() instead of kernels.
   bool on_host() const { return on_host_; }
   MathMode math() const { return math_; }
+  // The element type of the convolutions' tensors (FP32 unless the precision is bf16 or fp16).
+  ElementType conv_type() const { return conv_type_; }
+  Precision precision() const { return {conv_type_, math_}; }
+
+  // Converts `count` FP32 values to 16-bit ones (`type` bf16 or fp16), or back. With `max_bits` (a buffer that
+  // abs_max_bits filled) the values are scaled by the power of two that brings that maximum into [0.5, 1) on the way
+  // to 16 bits, and by its inverse on the way back.
+  void to_16bit(const Buffer& from, Buffer& to, int64_t count, ElementType type, const Buffer* max_bits = nullptr);
+  void from_16bit(const Buffer& from, Buffer& to, int64_t count, ElementType type, const Buffer* max_bits = nullptr);
+  // Zeroes `max_bits` (4 bytes) and leaves in it the bit pattern of max |x[i]| over `count` FP32 values.
+  void abs_max_bits(const Buffer& x, Buffer& max_bits, int64_t count);
 
   DeviceTensor allocate(std::vector<int64_t> shape) const;
   std::shared_ptr<Buffer> allocate_bytes(size_t bytes) const;
@@ -76,6 +92,7 @@ class Runtime {
   Device* device_;
   bool on_host_;
   MathMode math_;
+  ElementType conv_type_ = ElementType::F32;
   std::shared_ptr<Program> nn_program_;
   std::map<std::string, std::unique_ptr<Kernel>> nn_kernels_;
   std::map<std::string, std::unique_ptr<Plan>> gemms_;

@@ -4,6 +4,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstdlib>
+#include <cstring>
 
 #include "src/families/nvidia_arch.h"
 
@@ -61,6 +63,11 @@ ParameterTable<Params> make_table(std::vector<int64_t> split_candidates, std::st
   return ParameterTable<Params>(std::move(fields));
 }
 
+bool emulated() {
+  const char* text = std::getenv("CONVTUNE_EMULATE_TENSOR_CORES");
+  return text && std::strcmp(text, "1") == 0;
+}
+
 std::string unsupported_reason(std::string_view family, const Problem& problem, const DeviceInfo& device,
                                bool sixteen_bit) {
   if (!device.can_run_kernels) return fmt::format("needs a device that compiles kernels: {}", device.cannot_run_reason);
@@ -75,7 +82,7 @@ std::string unsupported_reason(std::string_view family, const Problem& problem, 
     return fmt::format("{} multiplies on TF32 tensor cores: it computes tf32 and 3xtf32 math, not {}", family,
                        to_string(problem.math()));
   }
-  if (families::nvidia_compute_capability(device) < 80) {
+  if (families::nvidia_compute_capability(device) < 80 && !emulated()) {
     return fmt::format("{} needs an NVIDIA GPU of compute capability 8.0 or newer ({} mma.sync and cp.async in "
                        "PTX), not {} ({}, architecture {}), for {} {}",
                        family, narrow ? to_string(problem.type()) : "TF32", device.id, device.name,
@@ -210,6 +217,7 @@ int64_t default_split(int64_t blocks, int64_t reduction, const Params& p, const 
 void add_defines(const ParameterTable<Params>& t, const Params& p, MathMode math, std::map<std::string, std::string>& d,
                  ElementType type) {
   t.add_defines(p, d);
+  if (emulated()) d["TC_EMULATE"] = "1";
   if (type != ElementType::F32) {
     d["ELEM_BF16"] = type == ElementType::BF16 ? "1" : "0";
     return;

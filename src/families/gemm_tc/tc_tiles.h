@@ -45,6 +45,11 @@ ParameterTable<Params> make_table(std::vector<int64_t> split_candidates, std::st
 // naming their fields).
 std::vector<ParameterTable<Params>::Field> tile_fields(ElementType type = ElementType::F32);
 
+// CONVTUNE_EMULATE_TENSOR_CORES=1: the tensor-core families run on every device that compiles kernels, with mma.sync,
+// ldmatrix and cp.async emulated in plain OpenCL C (TC_EMULATE=1; slow). For testing what sits above the kernels
+// (the nn layers' 16-bit path, plans, the tuner) on a machine without an NVIDIA GPU; tests/nn sets it.
+bool emulated();
+
 // Empty when `family` computes the problem on the device: FP32 tensors in tf32 or 3xtf32 math, or (where `sixteen_bit`
 // says the family has the 16-bit kernels) BF16 or FP16 tensors, on an NVIDIA GPU of compute capability 8.0 or newer
 // (CUDA or NVIDIA's OpenCL) whose compiler builds kernels.

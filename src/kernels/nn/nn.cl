@@ -170,3 +170,94 @@ KERNEL void adam(GLOBAL float* RESTRICT w, GLOBAL const float* RESTRICT g, GLOBA
   v[i] = var;
   w[i] -= step * mean / (sqrt(var) + eps_hat);
 }
+
+// ---- 16-bit convolutions inside FP32 networks (Runtime with a bf16 or fp16 precision; src/nn/conv2d.cpp) ----
+// Tensors between layers stay FP32; a 16-bit Conv2d converts its inputs to BF16/FP16 (round to nearest even, as
+// src/core/rounding.cpp) and its outputs back. Gradients are scaled per tensor on the device: abs_max_bits finds
+// max |dy|, and the conversion multiplies by the power of two that brings it into [0.5, 1), so FP16's narrow range
+// loses nothing to underflow or overflow (BF16 has FP32's range and takes no scale); the conversions back multiply by
+// its inverse. Exact: powers of two.
+
+// atomic max of |x[i]|'s bit pattern into *out (non-negative floats order as their bits); *out must start at 0.
+KERNEL void abs_max_bits(GLOBAL const float* RESTRICT x, GLOBAL unsigned int* RESTRICT out, const int count) {
+  const long i = GLOBAL_ID(0);
+  if (i >= count) return;
+  const float v = fabs(x[i]);
+#ifdef __OPENCL_VERSION__
+  atomic_max(out, as_uint(v));
+#else
+  atomicMax(out, __float_as_uint(v));
+#endif
+}
+
+#ifdef __OPENCL_VERSION__
+#define NN_AS_UINT(f) as_uint(f)
+#define NN_AS_FLOAT(u) as_float(u)
+#else
+#define NN_AS_UINT(f) __float_as_uint(f)
+#define NN_AS_FLOAT(u) __uint_as_float(u)
+#endif
+
+// The power of two that scales a tensor whose largest magnitude has these bits into [0.5, 1) (1 for 0, infinities
+// and NaN, which then propagate), or its inverse.
+DEVICE_FN float nn_gradient_scale(unsigned int max_bits, int inverse) {
+  const int e = (int)(max_bits >> 23);  // biased exponent of max |x| (0: zero or subnormal)
+  if (max_bits == 0u || e >= 255) return 1.0f;
+  const int shift = 126 - (e == 0 ? 1 : e);  // max * 2^shift in [0.5, 1) for normal max
+  const int scale_exponent = inverse ? -shift : shift;
+  const int clamped = scale_exponent < -126 ? -126 : scale_exponent > 127 ? 127 : scale_exponent;
+  return NN_AS_FLOAT((unsigned int)(clamped + 127) << 23);
+}
+
+DEVICE_FN unsigned int nn_round_bits(unsigned int u, int dropped) {
+  const unsigned int below_half = (1u << (dropped - 1)) - 1u, lsb = (u >> dropped) & 1u;
+  return (u + below_half + lsb) & ~((1u << dropped) - 1u);
+}
+
+// x * scale as BF16 (bf16 = 1) or FP16 bits; scale = 1, or the gradient scale of *max_bits when scaled = 1.
+KERNEL void convert_to_16(GLOBAL const float* RESTRICT x, GLOBAL unsigned short* RESTRICT y, const int count,
+                          const int bf16, const int scaled, GLOBAL const unsigned int* RESTRICT max_bits) {
+  const long i = GLOBAL_ID(0);
+  if (i >= count) return;
+  const float v = scaled ? x[i] * nn_gradient_scale(*max_bits, 0) : x[i];
+  const unsigned int u = NN_AS_UINT(v);
+  const unsigned int sign = (u >> 16) & 0x8000u, a = u & 0x7FFFFFFFu;
+  unsigned short out;
+  if (bf16) {
+    out = a > 0x7F800000u ? (unsigned short)((u >> 16) | 0x40u) : (unsigned short)(nn_round_bits(u, 16) >> 16);
+  } else if (a > 0x7F800000u) {
+    out = (unsigned short)(sign | 0x7E00u | ((a >> 13) & 0x3FFu));
+  } else if (a >= 0x477FF000u) {
+    out = (unsigned short)(sign | 0x7C00u);
+  } else if (a >= 0x38800000u) {
+    out = (unsigned short)(sign | (nn_round_bits(a - 0x38000000u, 13) >> 13));
+  } else if (a <= 0x33000000u) {
+    out = (unsigned short)sign;
+  } else {
+    const unsigned int exponent = a >> 23, mantissa = (a & 0x7FFFFFu) | 0x800000u;
+    const int shift = (int)(126u - exponent);
+    unsigned int q = mantissa >> shift;
+    const unsigned int rest = mantissa & ((1u << shift) - 1u), halfway = 1u << (shift - 1);
+    if (rest > halfway || (rest == halfway && (q & 1u))) ++q;
+    out = (unsigned short)(sign | q);
+  }
+  y[i] = out;
+}
+
+// BF16 or FP16 bits back to FP32, times the inverse gradient scale of *max_bits when scaled = 1.
+KERNEL void convert_from_16(GLOBAL const unsigned short* RESTRICT y, GLOBAL float* RESTRICT x, const int count,
+                            const int bf16, const int scaled, GLOBAL const unsigned int* RESTRICT max_bits) {
+  const long i = GLOBAL_ID(0);
+  if (i >= count) return;
+  const unsigned int h = y[i];
+  float v;
+  if (bf16) {
+    v = NN_AS_FLOAT(h << 16);
+  } else {
+    const unsigned int sign = (h & 0x8000u) << 16, exponent = (h >> 10) & 0x1Fu, mantissa = h & 0x3FFu;
+    if (exponent == 0x1Fu) v = NN_AS_FLOAT(sign | 0x7F800000u | (mantissa << 13));
+    else if (exponent == 0u) v = (sign ? -1.0f : 1.0f) * (float)mantissa * 5.9604644775390625e-8f;
+    else v = NN_AS_FLOAT(sign | ((exponent + 112u) << 23) | (mantissa << 13));
+  }
+  x[i] = scaled ? v * nn_gradient_scale(*max_bits, 1) : v;
+}
