@@ -4,7 +4,8 @@
 // the family's default, against the float64 reference. A new family is covered by being in the family list.
 // CONVTUNE_CONFORMANCE_SAMPLES sets the sampled configurations per case beside the default (default 1, to keep CI
 // short: PoCL compiles a program per check, 1-3 s; every family x direction still gets 20 distinct configurations);
-// CONVTUNE_CONFORMANCE_DEVICES limits the devices (comma-separated ids, e.g. "cuda:0,opencl:1").
+// CONVTUNE_CONFORMANCE_DEVICES limits the devices (comma-separated ids, e.g. "cuda:0,opencl:1"),
+// CONVTUNE_CONFORMANCE_PRECISIONS the element types and math modes ("bf16,fp16").
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
@@ -23,6 +24,14 @@ namespace {
 
 // Distinct configurations each family x direction x device is checked on (at least, where its space has them).
 constexpr int kDistinctWanted = 20;
+
+// CONVTUNE_CONFORMANCE_PRECISIONS (comma-separated: fp32, tf32, 3xtf32, fp32-fast, bf16, fp16) limits the element
+// types and math modes checked, e.g. to the new ones in a short GPU run; unset: all of them.
+bool precision_wanted(Precision precision) {
+  const char* only = std::getenv("CONVTUNE_CONFORMANCE_PRECISIONS");
+  if (!only || !*only) return true;
+  return ("," + std::string(only) + ",").find("," + std::string(to_string(precision)) + ",") != std::string::npos;
+}
 
 int samples_per_case() {
   const char* env = std::getenv("CONVTUNE_CONFORMANCE_SAMPLES");
@@ -109,6 +118,7 @@ TEST_P(FamilyConformance, SampledConfigurationsMatchTheReference) {
                                   Precision{ElementType::F32, MathMode::TF32x3},
                                   Precision{ElementType::F32, MathMode::FP32Fast},
                                   Precision{ElementType::BF16, MathMode::FP32}, Precision{ElementType::F16, MathMode::FP32}}) {
+        if (!precision_wanted(precision)) continue;
         const MathMode math = precision.math;
         ConvProblem pb = c.problem.with_direction(direction);
         pb.type = precision.type, pb.math = math;

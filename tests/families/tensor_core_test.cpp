@@ -512,7 +512,9 @@ namespace {
 
 using ConfigsFor = std::function<std::vector<Config>(const Problem&, const DeviceInfo&, uint64_t seed)>;
 void check_on_devices(const KernelFamily& family, const std::vector<Problem>& problems, uint64_t seed0,
-                      const ConfigsFor& configs) {
+                      const ConfigsFor& configs,
+                      const std::vector<Precision>& precisions = {{ElementType::F32, MathMode::TF32},
+                                                                  {ElementType::F32, MathMode::TF32x3}}) {
   const char* only = std::getenv("CONVTUNE_CONFORMANCE_DEVICES");
   int checks = 0;
   std::string why_none;
@@ -520,8 +522,8 @@ void check_on_devices(const KernelFamily& family, const std::vector<Problem>& pr
     if (only && *only && ("," + std::string(only) + ",").find("," + device->info().id + ",") == std::string::npos) continue;
     uint64_t seed = seed0;
     for (const Problem& base : problems) {
-      for (MathMode math : {MathMode::TF32, MathMode::TF32x3}) {
-        const Problem pb = base.with_math(math);
+      for (Precision precision : precisions) {
+        const Problem pb = base.with_precision(precision);
         if (const std::string why = family.unsupported_reason(pb, {}, device->info()); !why.empty()) {
           if (why_none.find(device->info().id + ":") == std::string::npos) why_none += "; " + device->info().id + ": " + why;
           continue;
@@ -554,6 +556,28 @@ TEST(TensorCoreOnDevice, GemmTcMatchesTheReference) {
     if (config_problem(family, split, pb, device).empty()) configs.push_back(split);
     return configs;
   });
+}
+
+// gemm_tc's 16-bit kernel: the same cases plus multiples of 2 and 8 (4- and 16-byte copies), bf16 and fp16,
+// sampled configurations plus the default and a split-K.
+TEST(TensorCoreOnDevice, SixteenBitGemmTcMatchesTheReference) {
+  const KernelFamily& family = kernel_family("gemm_tc");
+  std::vector<Problem> problems;
+  for (const char* text : kGemmCases) problems.push_back(parse_gemm(text));
+  for (const char* text : {"M=18,N=22,K=30", "M=48,N=40,K=72,trans_a=1", "M=64,N=72,K=24,batch=2,trans_b=1,accumulate=1",
+                           "M=256,N=512,K=1024", "M=100,N=256,K=3136,trans_b=1"})
+    problems.push_back(parse_gemm(text));
+  check_on_devices(
+      family, problems, 1500,
+      [&](const Problem& pb, const DeviceInfo& device, uint64_t seed) {
+        std::vector<Config> configs = SearchSpace(family, pb, device).sample(2, seed);
+        configs.push_back(family.default_config(pb, device));
+        Config split = configs.back();
+        split["SPLIT_K"] = 4;
+        if (config_problem(family, split, pb, device).empty()) configs.push_back(split);
+        return configs;
+      },
+      {{ElementType::BF16, MathMode::FP32}, {ElementType::F16, MathMode::FP32}});
 }
 
 // winograd_tc beyond the conformance cases (family_conformance_test covers the stride-1 3x3 and 5x5 ones): GEMMs
