@@ -174,6 +174,27 @@ TEST(TensorCoreNvrtc, SixteenBitKernelsCompileForSm90AndSm80WithoutSpills) {
   EXPECT_GT(compiled, 0);
 }
 
+// The wgmma families (sm_90a: gemm_wgmma on the TN GEMMs, im2col_wgmma and implicit_gemm_wgmma in every direction)
+// in bf16, fp16 and tf32:
+// sampled configurations and defaults, no spills.
+TEST(TensorCoreNvrtc, WgmmaFamiliesCompileForSm90aWithoutSpills) {
+  compiled = 0;
+  const std::vector<Precision> modes = {{ElementType::BF16, MathMode::FP32}, {ElementType::F16, MathMode::FP32},
+                                        {ElementType::F32, MathMode::TF32}};
+  compile_family("im2col_wgmma", conv_problems(), test::described_hopper(), 2, modes);
+  compile_family("implicit_gemm_wgmma", conv_problems(), test::described_hopper(), 2, modes);
+  std::vector<Problem> gemms;
+  for (const char* text : {"M=1024,N=1024,K=1024,trans_b=1", "M=100,N=256,K=3136,trans_b=1",
+                           "M=10,N=256,K=64,trans_b=1,batch=3,accumulate=1"})
+    gemms.push_back(parse_gemm(text));
+  compile_family("gemm_wgmma", gemms, test::described_hopper(), 2, modes);
+  const KernelFamily& family = kernel_family("im2col_wgmma");
+  const Problem pb = Problem(parse_problem("N=2,C=16,H=20,K=32,R=5")).with_precision({ElementType::BF16, MathMode::FP32});
+  expect_compiles(family, pb, {true, true, 1}, family.default_config(pb, test::described_hopper()), test::described_hopper());
+  std::cout << "nvrtc: compiled " << compiled << " wgmma programs for sm_90a\n";
+  EXPECT_GT(compiled, 0);
+}
+
 // winograd_tc's every tile side on a 3x3 layer in every direction: F(2x2,3x3) and F(4x4,3x3) in both modes,
 // F(6x6,3x3) (alpha 8) in tf32, the only mode that admits it; with the forward epilogue where it applies; and a 7x7
 // layer in tf32.

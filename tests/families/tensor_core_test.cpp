@@ -418,7 +418,8 @@ TEST(TensorCoreFamilies, PlansChooseTensorCoresByMathModeWithValidDefaults) {
       request.problem = base.with_math(math);
       request.use_tuning = false;
       const PlanDescriptor d = PlanDescriptor::create(hopper, request);
-      const bool tc = d.family().name().find("_tc") != std::string::npos;
+      const std::string& family = d.family().name();
+      const bool tc = family.find("_tc") != std::string::npos || family.find("_wgmma") != std::string::npos;
       EXPECT_EQ(tc, math != MathMode::FP32 && !thin) << request.problem.to_string() << " -> " << d.describe();
       if (tc) EXPECT_LE(d.recipe().steps.front().geometry.dynamic_local_bytes, hopper.local_memory_optin_bytes);
     }
@@ -578,6 +579,30 @@ TEST(TensorCoreOnDevice, SixteenBitGemmTcMatchesTheReference) {
         return configs;
       },
       {{ElementType::BF16, MathMode::FP32}, {ElementType::F16, MathMode::FP32}});
+}
+
+// gemm_wgmma (A and B K-contiguous): edges in M and N, K a multiple of 16 bytes but not of a stage, batches with
+// shared and strided operands, accumulation, long reductions split; bf16, fp16 and tf32, sampled configurations plus
+// the default and a split-K.
+TEST(TensorCoreOnDevice, GemmWgmmaMatchesTheReference) {
+  const KernelFamily& family = kernel_family("gemm_wgmma");
+  std::vector<Problem> problems;
+  for (const char* text : {"M=7,N=9,K=8,trans_b=1", "M=64,N=64,K=64,trans_b=1", "M=130,N=72,K=200,trans_b=1",
+                           "M=33,N=260,K=40,trans_b=1,batch=3", "M=40,N=24,K=16,trans_b=1,batch=4,stride_a=0",
+                           "M=96,N=80,K=96,trans_b=1,accumulate=1", "M=256,N=512,K=1024,trans_b=1",
+                           "M=100,N=256,K=3136,trans_b=1", "M=18,N=20,K=48,lda=56,ldb=64,ldc=30,trans_b=1"})
+    problems.push_back(parse_gemm(text));
+  check_on_devices(
+      family, problems, 1600,
+      [&](const Problem& pb, const DeviceInfo& device, uint64_t seed) {
+        std::vector<Config> configs = SearchSpace(family, pb, device).sample(2, seed);
+        configs.push_back(family.default_config(pb, device));
+        Config split = configs.back();
+        split["SPLIT_K"] = 4;
+        if (config_problem(family, split, pb, device).empty()) configs.push_back(split);
+        return configs;
+      },
+      {{ElementType::BF16, MathMode::FP32}, {ElementType::F16, MathMode::FP32}, {ElementType::F32, MathMode::TF32}});
 }
 
 // winograd_tc beyond the conformance cases (family_conformance_test covers the stride-1 3x3 and 5x5 ones): GEMMs

@@ -89,9 +89,14 @@ std::vector<std::byte> compile_cuda_to_cubin(std::string_view source_text, const
 
 std::vector<std::string> cuda_program_options(std::string_view architecture, const std::map<std::string, std::string>& defines,
                                               const std::vector<std::string>& extra) {
+  // A recipe may name the target itself (the wgmma kernels need the arch-specific sm_90a): it replaces the device's.
+  for (const std::string& option : extra) {
+    if (option.rfind("--gpu-architecture=", 0) == 0) architecture = std::string_view(option).substr(19);
+  }
   std::vector<std::string> options = cuda_compile_options(architecture);
   for (const auto& [name, value] : defines) options.push_back("-D" + name + "=" + value);
-  options.insert(options.end(), extra.begin(), extra.end());
+  for (const std::string& option : extra)
+    if (option.rfind("--gpu-architecture=", 0) != 0) options.push_back(option);
   return options;
 }
 

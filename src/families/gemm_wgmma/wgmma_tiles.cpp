@@ -1,0 +1,96 @@
+// The wgmma tile description shared by gemm_wgmma and im2col_wgmma: see wgmma_tiles.h.
+#include "src/families/gemm_wgmma/wgmma_tiles.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "src/families/nvidia_arch.h"
+
+namespace convtune::wgmma {
+
+namespace {
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+}  // namespace
+
+std::string unsupported_reason(std::string_view family, const Problem& problem, const DeviceInfo& device) {
+  if (!device.can_run_kernels) return fmt::format("needs a device that compiles kernels: {}", device.cannot_run_reason);
+  const bool narrow = problem.type() != ElementType::F32;
+  if (!narrow && problem.math() != MathMode::TF32) {
+    return fmt::format("{} computes bf16 and fp16 tensors and fp32 tensors in tf32 math, not {} math", family,
+                       to_string(problem.math()));
+  }
+  const std::string what = narrow ? fmt::format("{} tensors", to_string(problem.type())) : "tf32 math";
+  if (device.backend != BackendKind::Cuda) {
+    return fmt::format("{} runs Hopper's wgmma through CUDA (sm_90a), not on {} ({}), for {}", family, device.id,
+                       device.name, what);
+  }
+  if (families::nvidia_compute_capability(device) != 90) {
+    return fmt::format("{} needs an NVIDIA GPU of compute capability 9.0 (wgmma exists on sm_90a only), not {} ({}, "
+                       "architecture {}), for {}",
+                       family, device.id, device.name, device.architecture.empty() ? "-" : device.architecture, what);
+  }
+  return {};
+}
+
+int64_t element_bytes(ElementType type) { return type == ElementType::F32 ? 4 : 2; }
+int64_t tile_k(ElementType type) { return 128 / element_bytes(type); }
+int64_t chunk_elements(ElementType type) { return 16 / element_bytes(type); }
+
+ParameterTable<Params> make_table(std::vector<int64_t> split_candidates, std::string split_description) {
+  using P = Params;
+  return ParameterTable<Params>({
+      {"WG_M", &P::wg_m, {2, 1}, "warpgroups along M: block tiles of 64 x WG_M rows, 128 x WG_M threads"},
+      {"BLOCK_N", &P::block_n, {128, 256, 64}, "block tile columns: one m64nBLOCK_N wgmma per warpgroup and step"},
+      {"STAGES", &P::stages, {4, 3, 5, 6}, "shared-memory stages; the copies run STAGES-2 tiles ahead"},
+      {"SPLIT_K", &P::split_k, std::move(split_candidates), std::move(split_description)},
+  });
+}
+
+size_t shared_bytes(const Params& p) {
+  return static_cast<size_t>(p.stages * (p.block_m() + p.block_n) * 128 + 1024);
+}
+
+std::vector<Constraint> tile_constraints(const ParameterTable<Params>& t) {
+  using P = Params;
+  using X = ConstraintContext;
+  return {
+      t.constraint("shared memory of all stages within the device's opt-in limit", {&P::wg_m, &P::block_n, &P::stages},
+                   [](const P& p, const X& x) {
+                     return shared_bytes(p) <= std::max(x.device.local_memory_bytes, x.device.local_memory_optin_bytes);
+                   }),
+      t.constraint("threads within the device limit", {&P::wg_m},
+                   [](const P& p, const X& x) { return static_cast<size_t>(p.threads()) <= x.device.max_work_group_size; }),
+      // 64 x 256 accumulators of two warpgroups take 128 registers a thread beside the copies' addresses: ptxas
+      // reported 203 for WG_M 2, BLOCK_N 256 (tensor_core_nvrtc_test); one warpgroup would not hide the latency.
+  };
+}
+
+Params default_tiles(int64_t m, int64_t n) {
+  Params p;
+  p.wg_m = m >= 128 ? 2 : 1;
+  p.block_n = n >= 192 ? 256 : n >= 96 ? 128 : 64;
+  // Two warpgroups on 256 columns hold 128 FP32 accumulators each: keep it for wide outputs only.
+  if (p.block_n == 256 && m < 256) p.block_n = 128;
+  p.stages = 4;
+  p.split_k = 1;
+  return p;
+}
+
+void add_defines(const ParameterTable<Params>& t, const Params& p, ElementType type, KernelRecipe& recipe) {
+  t.add_defines(p, recipe.source.defines);
+  recipe.source.defines["ELEM"] = type == ElementType::BF16 ? "0" : type == ElementType::F16 ? "1" : "2";
+  recipe.source.options.push_back("--gpu-architecture=sm_90a");
+}
+
+LaunchGeometry main_geometry(int64_t m, int64_t n, int64_t layers, const Params& p) {
+  LaunchGeometry g;
+  g.dims = 3;
+  g.global = {static_cast<size_t>(ceil_div(n, p.block_n) * p.threads()), static_cast<size_t>(ceil_div(m, p.block_m())),
+              static_cast<size_t>(layers)};
+  g.local = {static_cast<size_t>(p.threads()), 1, 1};
+  g.dynamic_local_bytes = shared_bytes(p);
+  return g;
+}
+
+}  // namespace convtune::wgmma

@@ -1,0 +1,52 @@
+// The wgmma tile description shared by gemm_wgmma and im2col_wgmma (kernels/tensor_core/wgmma.h): typed parameters,
+// their constraints (shared memory, the grid), which problems and devices Hopper's warpgroup MMA serves, the
+// element-type defines and the main kernel's launch.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "convtune/kernel_family.h"
+#include "src/families/parameter_table.h"
+
+namespace convtune::wgmma {
+
+struct Params {
+  int64_t wg_m = 0;     // warpgroups along M: block tiles of 64 * WG_M rows
+  int64_t block_n = 0;  // block tile columns: one m64nBLOCK_N wgmma per warpgroup and reduction step
+  int64_t stages = 0;   // shared-memory stages (copies run STAGES-2 tiles ahead)
+  int64_t split_k = 0;  // reduction slices, FP32 partials summed by a second kernel
+  int64_t block_m() const { return 64 * wg_m; }
+  int64_t threads() const { return 128 * wg_m; }
+};
+
+inline constexpr int64_t kMaxGridAxis = 65535;  // CUDA's limit on grid axes 1 and 2
+
+// Empty when `family` computes problems of this element type and math mode on the device: BF16 or FP16 tensors (fp32
+// math), or FP32 tensors in tf32 math, through CUDA on a compute capability 9.0 GPU (wgmma exists on sm_90a only).
+std::string unsupported_reason(std::string_view family, const Problem& problem, const DeviceInfo& device);
+
+// Bytes of one element in shared memory and global memory (2 for 16-bit tensors, 4 for TF32's FP32 storage), and the
+// reduction elements of one stage (128-byte rows) and of one 16-byte copy.
+int64_t element_bytes(ElementType type);
+int64_t tile_k(ElementType type);
+int64_t chunk_elements(ElementType type);
+
+// The table of WG_M, BLOCK_N, STAGES and SPLIT_K with the given split candidates.
+ParameterTable<Params> make_table(std::vector<int64_t> split_candidates, std::string split_description);
+size_t shared_bytes(const Params& p);  // all stages plus 1024 bytes to align them
+// Shared memory, threads, registers; the family adds its problem's (grid, split-K, workspace).
+std::vector<Constraint> tile_constraints(const ParameterTable<Params>& t);
+
+// Block tiles for an m x n GEMM: two warpgroups where M fills 128 rows, BLOCK_N 256/128/64 by n, four stages.
+Params default_tiles(int64_t m, int64_t n);
+
+// The parameters as defines plus ELEM (0 BF16, 1 FP16, 2 TF32), and the sm_90a target option.
+void add_defines(const ParameterTable<Params>& t, const Params& p, ElementType type, KernelRecipe& recipe);
+// ceil(n / BLOCK_N) x ceil(m / BLOCK_M) x layers blocks of 128 WG_M threads with the stages' shared memory.
+LaunchGeometry main_geometry(int64_t m, int64_t n, int64_t layers, const Params& p);
+
+}  // namespace convtune::wgmma
