@@ -139,6 +139,9 @@ class KernelFamily {
   // Problem::flops() unless the algorithm does less arithmetic (Winograd's transformed products), so a fraction
   // of the device's FMA ceiling stays at most 100%. GFLOP/s columns keep counting Problem::flops() (effective).
   virtual double performed_flops(const Problem& problem, const Config& /*config*/) const { return problem.flops(); }
+  // True when the family multiplies on tensor cores (mma.sync, wgmma): its rate is not comparable with the FP32 FMA
+  // ceiling `convtune peak` measures, so bench's `% peak` leaves its rows out.
+  virtual bool uses_tensor_cores() const { return false; }
   // Program + launches for a valid configuration.
   virtual KernelRecipe recipe(const Problem& problem, const Epilogue& epilogue, const Config& config,
                               const DeviceInfo& device) const = 0;

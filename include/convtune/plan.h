@@ -127,6 +127,7 @@ class Plan {
   double error_factor() const { return descriptor_.family().error_factor(problem(), config()); }
   // What one run computes, in floating-point operations (KernelFamily::performed_flops).
   double performed_flops() const { return descriptor_.family().performed_flops(problem(), config()); }
+  bool uses_tensor_cores() const { return descriptor_.family().uses_tensor_cores(); }
 
  private:
   Device* device_;

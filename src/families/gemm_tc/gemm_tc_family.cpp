@@ -47,6 +47,7 @@ class GemmTcFamily final : public KernelFamily {
   }
   Problem::Kind problem_kind() const override { return Problem::Kind::Gemm; }
   int untuned_rank() const override { return 5; }
+  bool uses_tensor_cores() const override { return true; }
 
   std::string unsupported_reason(const Problem& problem, const Epilogue& epilogue,
                                  const DeviceInfo& device) const override {

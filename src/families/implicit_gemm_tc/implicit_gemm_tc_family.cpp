@@ -53,6 +53,7 @@ class ImplicitGemmTcFamily final : public KernelFamily {
   }
   Problem::Kind problem_kind() const override { return Problem::Kind::Convolution; }
   int untuned_rank() const override { return 5; }
+  bool uses_tensor_cores() const override { return true; }
 
   std::string unsupported_reason(const Problem& generic, const Epilogue& epilogue,
                                  const DeviceInfo& device) const override {

@@ -63,6 +63,7 @@ class WinogradTcFamily final : public FamilyBase {
   // 1.5-2.9x faster than winograd in tf32 and 1.02-1.4x in 3xtf32, and at about half implicit_gemm_tc's tuned time
   // on alex2 (0.50 vs 0.98 ms in tf32; docs/PERFORMANCE.md, "winograd_tc").
   int untuned_rank() const override { return 41; }
+  bool uses_tensor_cores() const override { return true; }
   std::string untuned_claim(const Problem& generic, const DeviceInfo&) const override {
     const ConvProblem& pb = generic.conv();
     if (pb.math != MathMode::TF32 && pb.math != MathMode::TF32x3) return {};

@@ -5,7 +5,8 @@
 // transposed copy in the workspace) or gathered like A (backward-filter's dy):
 //   forward         A[(n,p,q)][(c,r,s)] = x at the tap                  B[k][(c,r,s)] = w (or its padded copy)
 //   backward-data   A[(n,h,w)][(k,r,s)] = dy where the tap lands        B[c][(k,r,s)] = w transposed (workspace)
-//   backward-filter A[(c,r,s)][(n,p,q)] = x at the tap                  B[k][(n,p,q)] = dy
+//   backward-filter A[(c,r,s)][(n,p,q)] = x at the tap                  B[k][(n,p,q)] = dy (transposed copy,
+//                                                                        DY_T, or gathered)
 // A thread gathers 16-byte chunks (WG_CHUNK consecutive reduction elements) of one fixed row, so its row's part of
 // every address is computed once; the reduction's part comes from a table of the stage's WG_TILE_K positions in
 // shared memory (an offset and a packed pair of row/column displacements), which threads 0..WG_TILE_K-1 fill one
@@ -219,6 +220,9 @@ KERNEL __launch_bounds__(WG_THREADS, 1) void implicit_gemm_wgmma(CV_ARGS) {
   const wg_elem* b_rows = (const wg_elem*)(ws + WS_W) + ((long)g * CV_PHASES + phase) * C_PER_GROUP * RED_P;
 #elif DIRECTION == 1
   const wg_elem* b_rows = (const wg_elem*)(ws + WS_W) + (long)g * C_PER_GROUP * RED_P;
+#elif DY_T
+  // dy transposed to [channel][(n,p,q)] in the workspace by wg_dy_transpose: copied like the filters.
+  const wg_elem* b_rows = (const wg_elem*)(ws + WS_W) + (long)g * K_PER_GROUP * RED_P;
 #endif
 
   extern __shared__ unsigned char wg_smem_raw[];
@@ -230,7 +234,7 @@ KERNEL __launch_bounds__(WG_THREADS, 1) void implicit_gemm_wgmma(CV_ARGS) {
   const int wg_g = wg_lane >> 2, wg_q = wg_lane & 3;
 
   cv_reg a_regs[CV_A_ITEMS][CV_REGS_PER_CHUNK];
-#if DIRECTION == 2
+#if DIRECTION == 2 && !DY_T
 #define CV_B_ITEMS (BLOCK_N * 8 / WG_THREADS)  // BLOCK_N <= threads (the family's constraint): at most 8
   cv_reg b_regs[CV_B_ITEMS][CV_REGS_PER_CHUNK];
 #endif
@@ -291,7 +295,7 @@ KERNEL __launch_bounds__(WG_THREADS, 1) void implicit_gemm_wgmma(CV_ARGS) {
   }
 #endif
 
-#if DIRECTION == 2
+#if DIRECTION == 2 && !DY_T
   // dy rows of B (channel g K/G + n): item i is chunk idx % 8 of row idx / 8, idx = tid + i * threads, as for A.
 #define CV_B_ROW(i) ((tid + (i) * WG_THREADS) >> 3)
 #define CV_B_CHUNK(i) ((tid + (i) * WG_THREADS) & 7)
@@ -310,7 +314,7 @@ KERNEL __launch_bounds__(WG_THREADS, 1) void implicit_gemm_wgmma(CV_ARGS) {
       CV_GATHER_CHUNK(entries_, CV_A_CHUNK(i), a_regs[i], CV_A_ELEMENT, CV_ROW_STATE(i));               \
     CV_FETCH_B(stage, tile, entries_);                                                                \
   }
-#if DIRECTION == 2
+#if DIRECTION == 2 && !DY_T
 #define CV_FETCH_B(stage, tile, entries)                                                              \
   {                                                                                                   \
     PRAGMA_UNROLL for (int i = 0; i < CV_B_ITEMS; ++i)                                                \
@@ -341,7 +345,7 @@ KERNEL __launch_bounds__(WG_THREADS, 1) void implicit_gemm_wgmma(CV_ARGS) {
 #define CV_PUT_CHUNK(addr, regs)                                                                      \
   asm volatile("st.shared.v4.b32 [%0], {%1, %2, %3, %4};" ::"r"(addr), "r"(CV_REG_BITS((regs)[0])),  \
                "r"(CV_REG_BITS((regs)[1])), "r"(CV_REG_BITS((regs)[2])), "r"(CV_REG_BITS((regs)[3])) : "memory")
-#if DIRECTION == 2
+#if DIRECTION == 2 && !DY_T
 #define CV_PUT_B(stage)                                                                               \
   {                                                                                                   \
     PRAGMA_UNROLL for (int i = 0; i < CV_B_ITEMS; ++i)                                                \
@@ -388,8 +392,8 @@ KERNEL __launch_bounds__(WG_THREADS, 1) void implicit_gemm_wgmma(CV_ARGS) {
     PRAGMA_UNROLL
     for (int s = 0; s < WG_TILE_K / WG_K_STEP; ++s) WG_MMA(acc, a_desc + 2 * s, b_desc + 2 * s);
     WG_MMA_COMMIT();
-    if (more) CV_PUT(next);  // the gathered registers, now that the MMAs are on their way
-    WG_MMA_WAIT(1);
+    WG_MMA_WAIT(1);          // tile t-1's MMAs done: time for the gathered loads to land
+    if (more) CV_PUT(next);  // their registers into the stage (before the next barrier)
   }
   WG_MMA_WAIT(0);
   WG_COPY_WAIT(0);
@@ -479,6 +483,16 @@ KERNEL void wg_weights(const wg_elem* RESTRICT w, unsigned char* RESTRICT ws) {
   ((wg_elem*)(ws + WS_W))[idx] = value;
 }
 #elif DIRECTION == 2
+#if DY_T
+// dyt[channel][(n,p,q)] = dy[n][channel][p][q], rows padded to RED_P: backward-filter's B operand K-contiguous, so
+// the main kernel copies it by cp.async instead of gathering it.
+KERNEL void wg_dy_transpose(const wg_elem* RESTRICT dy, unsigned char* RESTRICT ws) {
+  const long idx = GLOBAL_ID(0);
+  if (idx >= (long)K * RED_P) return;
+  const int j = (int)(idx % RED_P), k = (int)(idx / RED_P);
+  ((wg_elem*)(ws + WS_W))[idx] = j < CV_RED ? dy[((long)(j / CV_PQ) * K + k) * CV_PQ + j % CV_PQ] : (wg_elem)0;
+}
+#endif
 // dw[g K/G + k][(c,r,s)] = the split-K slices' partials summed in order, rounded once.
 KERNEL void wg_filter_reduce(const unsigned char* RESTRICT ws, wg_elem* RESTRICT dw) {
   const long idx = GLOBAL_ID(0);
