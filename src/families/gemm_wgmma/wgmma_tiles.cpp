@@ -5,6 +5,7 @@
 
 #include <algorithm>
 
+#include "src/families/depthwise/depthwise_layer.h"
 #include "src/families/nvidia_arch.h"
 
 namespace convtune::wgmma {
@@ -91,6 +92,36 @@ LaunchGeometry main_geometry(int64_t m, int64_t n, int64_t layers, const Params&
   g.local = {static_cast<size_t>(p.threads()), 1, 1};
   g.dynamic_local_bytes = shared_bytes(p);
   return g;
+}
+
+LaunchStep elementwise_step(std::string kernel, std::vector<ArgSource> args, int64_t count) {
+  LaunchStep step{std::move(kernel), std::move(args), {}};
+  step.geometry.dims = 1;
+  step.geometry.global = {static_cast<size_t>(ceil_div(std::max<int64_t>(count, 1), 256) * 256), 1, 1};
+  step.geometry.local = {256, 1, 1};
+  return step;
+}
+
+std::string conv_unsupported_reason(std::string_view family, const Problem& problem, const Epilogue& epilogue,
+                                    const DeviceInfo& device) {
+  if (!problem.is_conv()) return "computes convolutions, not matrix products";
+  if (std::string why = unsupported_reason(family, problem, device); !why.empty()) return why;
+  const ConvProblem& pb = problem.conv();
+  if (epilogue.pool > 1) return "a fused max-pool is not implemented (bias and ReLU are)";
+  if (epilogue.any() && pb.direction != Direction::Forward) return "epilogues apply to the forward direction only";
+  for (int64_t elements : {pb.x_elements(), pb.w_elements(), pb.y_elements()}) {
+    if (elements > kMaxTensorElements) return "a tensor exceeds 2^31-1 elements (32-bit indexing)";
+  }
+  if (pb.groups > kMaxGridAxis) return fmt::format("groups={} exceeds the grid limit", pb.groups);
+  return {};
+}
+
+// In tf32 the FP32 families and depthwise compute these; in 16 bits nothing else does, and a plan whose every family
+// is a poor fit still takes the first.
+std::string conv_poor_fit(const ConvProblem& pb) {
+  const int64_t cols = pb.direction == Direction::BackwardData ? pb.c_per_group() : pb.k_per_group();
+  if (cols < 8) return fmt::format("a GEMM of {} columns per group fills less than one 8-column wgmma tile", cols);
+  return depthwise::leave_to_depthwise(pb);
 }
 
 }  // namespace convtune::wgmma

@@ -48,5 +48,14 @@ Params default_tiles(int64_t m, int64_t n);
 void add_defines(const ParameterTable<Params>& t, const Params& p, ElementType type, KernelRecipe& recipe);
 // ceil(n / BLOCK_N) x ceil(m / BLOCK_M) x layers blocks of 128 WG_M threads with the stages' shared memory.
 LaunchGeometry main_geometry(int64_t m, int64_t n, int64_t layers, const Params& p);
+// A one-dimensional launch of `count` work-items in groups of 256 (the gathers, transposes and reductions).
+LaunchStep elementwise_step(std::string kernel, std::vector<ArgSource> args, int64_t count);
+
+// The convolution families' shared rules: what they refuse beyond wgmma::unsupported_reason (a fused max-pool,
+// epilogues outside forward, 32-bit indexing, the grid's group axis), and their untuned poor fit (GEMMs narrower than
+// one 8-column wgmma tile, depthwise layers).
+std::string conv_unsupported_reason(std::string_view family, const Problem& problem, const Epilogue& epilogue,
+                                    const DeviceInfo& device);
+std::string conv_poor_fit(const ConvProblem& problem);
 
 }  // namespace convtune::wgmma

@@ -9,7 +9,6 @@
 #include <algorithm>
 
 #include "convtune/plan.h"
-#include "src/families/depthwise/depthwise_layer.h"
 #include "src/families/families.h"
 #include "src/families/gemm_wgmma/wgmma_tiles.h"
 
@@ -100,15 +99,8 @@ class Im2colWgmmaFamily final : public KernelFamily {
 
   std::string unsupported_reason(const Problem& generic, const Epilogue& epilogue,
                                  const DeviceInfo& device) const override {
-    if (!generic.is_conv()) return "computes convolutions, not matrix products";
-    if (std::string why = wgmma::unsupported_reason(name(), generic, device); !why.empty()) return why;
+    if (std::string why = wgmma::conv_unsupported_reason(name(), generic, epilogue, device); !why.empty()) return why;
     const ConvProblem& pb = generic.conv();
-    if (epilogue.pool > 1) return "a fused max-pool is not implemented (bias and ReLU are)";
-    if (epilogue.any() && pb.direction != Direction::Forward) return "epilogues apply to the forward direction only";
-    for (int64_t elements : {pb.x_elements(), pb.w_elements(), pb.y_elements()}) {
-      if (elements > kMaxTensorElements) return "a tensor exceeds 2^31-1 elements (32-bit indexing)";
-    }
-    if (pb.groups > wgmma::kMaxGridAxis) return fmt::format("groups={} exceeds the grid limit", pb.groups);
     // The smallest configuration's chunk must fit the workspace.
     Params smallest;
     smallest.wg_m = 1, smallest.block_n = 64, smallest.stages = 3, smallest.split_k = 1;
@@ -119,13 +111,8 @@ class Im2colWgmmaFamily final : public KernelFamily {
     return {};
   }
 
-  // A GEMM thinner than one 64-row wgmma tile along N wastes it; depthwise layers tile nothing. In tf32 the FP32
-  // families and depthwise compute those; in 16 bits nothing else does, and the plan still takes this family.
   std::string untuned_poor_fit(const Problem& generic, const DeviceInfo&) const override {
-    const ConvProblem& pb = generic.conv();
-    const int64_t cols = pb.direction == Direction::BackwardData ? pb.c_per_group() : pb.k_per_group();
-    if (cols < 8) return fmt::format("a GEMM of {} columns per group fills less than one 8-column wgmma tile", cols);
-    return depthwise::leave_to_depthwise(pb);
+    return wgmma::conv_poor_fit(generic.conv());
   }
 
   std::vector<Parameter> parameters(const Problem& problem) const override {
@@ -193,13 +180,7 @@ class Im2colWgmmaFamily final : public KernelFamily {
     recipe.workspace_bytes = l.bytes;
 
     constexpr int x = 0, w = 1, y = 2;
-    const auto elementwise = [](std::string kernel, std::vector<ArgSource> args, int64_t count) {
-      LaunchStep step{std::move(kernel), std::move(args), {}};
-      step.geometry.dims = 1;
-      step.geometry.global = {static_cast<size_t>(ceil_div(std::max<int64_t>(count, 1), 256) * 256), 1, 1};
-      step.geometry.local = {256, 1, 1};
-      return step;
-    };
+    const auto elementwise = wgmma::elementwise_step;
     const auto value = [](int64_t v) { return ArgSource::fixed(static_cast<int32_t>(v)); };
     const int64_t crs = pb.c_per_group() * pb.r * pb.s;
     if (pb.direction == Direction::Forward && !l.w_direct)
