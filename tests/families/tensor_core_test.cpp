@@ -427,6 +427,73 @@ TEST(TensorCoreFamilies, PlansChooseTensorCoresByMathModeWithValidDefaults) {
   EXPECT_EQ(thin_problems, 2);  // the C=3 and C=1 layers' backward-data
 }
 
+// The wgmma families: CUDA on compute capability 9.0 only (refusals name the family, the device and the type or
+// mode), bf16/fp16 and tf32 but not fp32 or 3xtf32; valid defaults on every AlexNet layer and direction; untuned
+// 16-bit plans on a Hopper take implicit_gemm_wgmma (an Ampere falls back to implicit_gemm_tc); strided backward-data
+// runs by phases (one GEMM per phase on grid axis 2) and backward-filter copies dy transposed where it fits.
+TEST(TensorCoreFamilies, WgmmaFamiliesSupportDefaultsAndPlans) {
+  const DeviceInfo hopper = test::described_hopper();
+  DeviceInfo ampere = hopper;
+  ampere.architecture = "sm_80", ampere.id = "cuda:1", ampere.name = "NVIDIA A100 (described)";
+  DeviceInfo nvidia_opencl = hopper;
+  nvidia_opencl.backend = BackendKind::OpenCL, nvidia_opencl.vendor = "NVIDIA Corporation", nvidia_opencl.id = "opencl:1";
+  const ConvProblem conv = parse_problem("N=2,C=16,H=10,K=32,R=3,pad=1");
+  for (const char* name : {"implicit_gemm_wgmma", "im2col_wgmma"}) {
+    const KernelFamily& family = kernel_family(name);
+    EXPECT_NE(family.unsupported_reason(Problem(conv), {}, hopper).find("not fp32 math"), std::string::npos);
+    EXPECT_NE(family.unsupported_reason(Problem(conv).with_math(MathMode::TF32x3), {}, hopper).find("3xtf32"),
+              std::string::npos);
+    for (Precision precision : {Precision{ElementType::BF16, MathMode::FP32}, Precision{ElementType::F16, MathMode::FP32},
+                                Precision{ElementType::F32, MathMode::TF32}}) {
+      const Problem pb = Problem(conv).with_precision(precision);
+      EXPECT_EQ(family.unsupported_reason(pb, {}, hopper), "") << name;
+      for (const DeviceInfo& other : {ampere, nvidia_opencl}) {
+        const std::string why = family.unsupported_reason(pb, {}, other);
+        EXPECT_NE(why.find(name), std::string::npos) << why;
+        EXPECT_NE(why.find(other.id), std::string::npos) << why;
+        EXPECT_NE(why.find(precision.type == ElementType::F32 ? "tf32" : std::string(to_string(precision.type))),
+                  std::string::npos)
+            << why;
+      }
+    }
+  }
+  for (const char* text : {"N=128,C=3,H=227,K=64,R=11,stride=4,pad=2", "N=128,C=64,H=27,K=192,R=5,pad=2",
+                           "N=128,C=192,H=13,K=384,R=3,pad=1", "N=10000,C=1,H=28,K=32,R=5,pad=2"}) {
+    for (Direction d : {Direction::Forward, Direction::BackwardData, Direction::BackwardFilter}) {
+      for (Precision precision : {Precision{ElementType::BF16, MathMode::FP32}, Precision{ElementType::F32, MathMode::TF32}}) {
+        const Problem pb = Problem(parse_problem(text).with_direction(d)).with_precision(precision);
+        for (const char* name : {"implicit_gemm_wgmma", "im2col_wgmma"}) {
+          const KernelFamily& family = kernel_family(name);
+          ASSERT_EQ(family.unsupported_reason(pb, {}, hopper), "") << name << " " << pb.to_string();
+          const Config config = family.default_config(pb, hopper);
+          EXPECT_EQ(config_problem(family, config, pb, hopper), "") << name << " " << pb.to_string();
+          const KernelRecipe recipe = family.recipe(pb, {}, config, hopper);
+          EXPECT_LE(recipe.workspace_bytes, workspace_limit(hopper)) << name << " " << pb.to_string();
+          for (const LaunchStep& step : recipe.steps)
+            EXPECT_LE(step.geometry.dynamic_local_bytes, hopper.local_memory_optin_bytes) << name;
+        }
+      }
+      PlanRequest request;
+      request.problem = Problem(parse_problem(text).with_direction(d)).with_precision({ElementType::BF16, MathMode::FP32});
+      request.use_tuning = false;
+      EXPECT_EQ(PlanDescriptor::create(hopper, request).family().name(), "implicit_gemm_wgmma") << text;
+      EXPECT_EQ(PlanDescriptor::create(ampere, request).family().name(), "implicit_gemm_tc") << text;
+    }
+  }
+  // alex1's backward-data (stride 4): 16 phases on grid axis 2; backward-filter's dy transposed (a step before).
+  const KernelFamily& implicit = kernel_family("implicit_gemm_wgmma");
+  const Problem strided = Problem(parse_problem("N=128,C=3,H=227,K=64,R=11,stride=4,pad=2").with_direction(Direction::BackwardData))
+                              .with_precision({ElementType::BF16, MathMode::FP32});
+  const KernelRecipe phased = implicit.recipe(strided, {}, implicit.default_config(strided, hopper), hopper);
+  EXPECT_EQ(phased.source.defines.at("PHASED"), "1");
+  EXPECT_EQ(phased.steps.back().geometry.global[2], 16u);
+  const Problem filter = Problem(parse_problem("N=128,C=192,H=13,K=384,R=3,pad=1").with_direction(Direction::BackwardFilter))
+                             .with_precision({ElementType::BF16, MathMode::FP32});
+  const KernelRecipe dyt = implicit.recipe(filter, {}, implicit.default_config(filter, hopper), hopper);
+  EXPECT_EQ(dyt.source.defines.at("DY_T"), "1");
+  EXPECT_EQ(dyt.steps.front().kernel, "wg_dy_transpose");
+}
+
 // winograd_tc on a Hopper: valid defaults on AlexNet's stride-1 layers in both modes and every direction (F(4x4,3x3)
 // and F(2x2,5x5)), alpha-8 tiles only where the mode admits them (tf32, not 3xtf32), fp32 refused by name, and
 // untuned plans that take it on these wide layers (its claim in tf32 and 3xtf32).
