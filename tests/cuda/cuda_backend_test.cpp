@@ -48,6 +48,9 @@ TEST(CudaNvrtc, CompilesEveryEmbeddedCudaKernelToAnSm90Cubin) {
   int compiled = 0;
   for (const std::string& file : embedded_kernel_files()) {
     if (!file.ends_with(".cu")) continue;
+    // The wgmma families' sources need their shapes and parameters as defines (and sm_90a):
+    // tensor_core_nvrtc_test builds them the way their recipes do.
+    if (file.starts_with("tensor_core/")) continue;
     SCOPED_TRACE(file);
     try {
       const auto cubin =
