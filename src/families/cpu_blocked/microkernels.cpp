@@ -107,6 +107,8 @@ HWY_INLINE void BcastReduce(const BcastArgs& p, V (&acc)[NV][NJ]) {
   const int64_t s3 = 3 * s1, s5 = 5 * s1, s7 = 7 * s1;
   const float* a0 = p.a;
   const float* b0 = p.b;
+  // The prefetch address runs on by prefetch_step every reduction step, across all three levels.
+  const float* ahead = p.prefetch;
   for (int64_t i0 = 0; i0 < p.n0; ++i0, a0 += p.a0, b0 += p.b0) {
     const float* a1 = a0;
     const float* b1 = b0;
@@ -114,7 +116,10 @@ HWY_INLINE void BcastReduce(const BcastArgs& p, V (&acc)[NV][NJ]) {
       const float* a = a1;
       const float* b = b1;
       for (int64_t i2 = 0; i2 < p.n2; ++i2, a += p.a2, b += p.b2) {
-        if constexpr (kPrefetch) __builtin_prefetch(p.prefetch + i2 * p.prefetch_step, 0, 2);
+        if constexpr (kPrefetch) {
+          __builtin_prefetch(ahead, 0, 2);
+          ahead += p.prefetch_step;
+        }
         V av[NV];
 #pragma GCC unroll 32
         for (int v = 0; v < NV; ++v) av[v] = hn::LoadU(d, a + v * lanes);
@@ -148,6 +153,8 @@ void Bcast(const BcastArgs& p) {
     BcastReduce<NV, NJ, 1, true>(p, acc);
   } else if (p.b_j == 1) {
     BcastReduce<NV, NJ, 1>(p, acc);
+  } else if (kLanes > 1 && p.b_j == kLanes && p.prefetch != nullptr) {
+    BcastReduce<NV, NJ, kLanes, true>(p, acc);
   } else if (kLanes > 1 && p.b_j == kLanes) {
     BcastReduce<NV, NJ, kLanes>(p, acc);
   } else {
