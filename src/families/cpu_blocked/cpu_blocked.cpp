@@ -180,7 +180,9 @@ ParameterTable<Choice> parameter_table(const ConvProblem& problem) {
               : "register block: broadcast columns (pixels for ORIENT 0, output channels for ORIENT 1)"},
       {"ROW_BLOCK", &Choice::row_block, kRowBlocks,
        filter ? "output rows per reduction tile (0: whole images, as many as fit ~1 MiB)"
-              : "output rows per work item (0: all rows of a phase)"},
+              : "output rows per work item (0: all rows of a phase); Winograd (ALGO 1): tile rows (4 output rows each, "
+                "counted across images) per fused block, whose input transform, 36 GEMMs and output transform run "
+                "while its transformed tiles stay in L2 (0: three phases over the whole batch)"},
       {"ORDER", &Choice::order, {0, 1},
        filter ? "0: threads split the output tiles; 1: threads split the reduction"
               : "0: channel blocks outside row blocks; 1: row blocks outside channel blocks"},
@@ -258,14 +260,31 @@ std::vector<Constraint> constraints(const ConvProblem& problem) {
         return c.cols <= (c.orient == 0 ? sh.row : sh.oc);
       }));
   // Winograd runs its own layouts and GEMM blocks (vectors over output channels): the direct form's other
-  // parameters stay at 0 so the space holds each Winograd variant once.
-  out.push_back(t.constraint("ALGO 1 (Winograd) with ORIENT, LAYOUT, IC_CHUNK, ORDER and ROW_BLOCK all 0",
+  // parameters stay at 0 so the space holds each Winograd variant once; ROW_BLOCK picks forward's and
+  // backward-data's fused blocks.
+  out.push_back(t.constraint("ALGO 1 (Winograd) with ORIENT, LAYOUT, IC_CHUNK and ORDER all 0, and ROW_BLOCK 0 for "
+                             "backward-filter",
                              {&Choice::algo, &Choice::orient, &Choice::layout, &Choice::ic_chunk, &Choice::order,
                               &Choice::row_block},
-                             [](const Choice& c, const X&) {
+                             [filter](const Choice& c, const X&) {
                                return c.algo == 0 || (c.orient == 0 && c.layout == 0 && c.ic_chunk == 0 &&
-                                                      c.order == 0 && c.row_block == 0);
+                                                      c.order == 0 && (c.row_block == 0 || !filter));
                              }));
+  if (!filter && winograd_applies(problem)) {
+    // A fused block's transformed tiles and one oc block's products (the thread's V and M) within 4 MiB, twice a
+    // core's L2 here: larger blocks only stream from memory what the fused form exists to keep in cache.
+    const int64_t tile_rows = problem.n * ceil_div(sh.rows, 4), tiles_w = ceil_div(sh.row, 4);
+    const int64_t icp = ceil_div(sh.ic, lanes) * lanes;
+    out.push_back(t.constraint(
+        fmt::format("Winograd ROW_BLOCK (tile rows per fused block) below twice the {} tile rows, the block's "
+                    "transformed tiles and products within 4 MiB",
+                    tile_rows),
+        {&Choice::algo, &Choice::vecs, &Choice::row_block}, [tile_rows, tiles_w, icp, lanes](const Choice& c, const X&) {
+          if (c.algo != 1 || c.row_block == 0) return true;
+          const int64_t tiles = std::min(c.row_block, tile_rows) * tiles_w;
+          return c.row_block < 2 * tile_rows && tiles * 36 * 4 * (icp + c.vecs * lanes) <= (int64_t{4} << 20);
+        }));
+  }
   if (filter) {
     out.push_back(t.constraint("backward-filter: LAYOUT 1 (copies per reduction tile) only with ORIENT 1 (dots, "
                                "then over whole planes) or 2 (vectors over output channels)",
@@ -290,10 +309,11 @@ std::vector<Constraint> constraints(const ConvProblem& problem) {
   out.push_back(t.constraint(fmt::format("IC_CHUNK 0 or below the {} input channels per group", sh.ic),
                              {&Choice::ic_chunk},
                              [sh](const Choice& c, const X&) { return c.ic_chunk == 0 || c.ic_chunk < sh.ic; }));
-  // Powers of two up to the first that covers every row; 0 (all rows) always.
-  out.push_back(t.constraint(fmt::format("ROW_BLOCK 0 or below twice the {} output rows", sh.rows),
-                             {&Choice::row_block},
-                             [sh](const Choice& c, const X&) { return c.row_block == 0 || c.row_block < sh.rows * 2; }));
+  // Powers of two up to the first that covers every row; 0 (all rows) always. Winograd's tile rows: above.
+  out.push_back(t.constraint(fmt::format("ROW_BLOCK 0 or below twice the {} output rows (direct forms)", sh.rows),
+                             {&Choice::algo, &Choice::row_block}, [sh](const Choice& c, const X&) {
+                               return c.algo == 1 || c.row_block == 0 || c.row_block < sh.rows * 2;
+                             }));
   return out;
 }
 
@@ -310,6 +330,28 @@ Config default_config(const ConvProblem& problem) {
     const int64_t tiles = problem.n * ceil_div(sh.rows, 4) * ceil_div(sh.row, 4);
     const auto [nv, nj] = best_bcast_block(sh.oc, is_filter(problem) ? std::min(sh.ic, lanes) : tiles);
     c.vecs = nv, c.cols = nj;
+    if (!is_filter(problem)) {
+      // Fused blocks (forward, backward-data) where reading U once per block moves at most twice the bytes of the
+      // three phases' V and M, each written to memory and read back (the fused form's U reads hit L3 where the
+      // three phases' V and M go to memory). Blocks of the most tile rows (a power of two) whose V and one oc
+      // block's M fit about half of a core's L2. Two threads, wall, fused default against three phases
+      // (forward; backward-data alike): 16 x 56x56, 64 -> 64 channels (U 0.6 MB) 10.7 -> 6.4 ms; 8 x 112x112,
+      // 64 -> 64 25.4 -> 14.4; 4 x 40x40, 96 -> 96 2.15 -> 1.27; 8 x 28x28, 128 -> 128 (U 2.4 MB) 3.16 -> 2.20;
+      // 16 x 28x28 6.24 -> 4.73. Where U is 9-14 MB on 256-1568 tiles (AlexNet's alex3-5, 14x14 and 28x28 with
+      // 256 channels) fused blocks ran level to 29% slower, so three phases there.
+      const int64_t tiles_w = ceil_div(sh.row, 4), tile_rows = problem.n * ceil_div(sh.rows, 4);
+      const int64_t icp = ceil_div(sh.ic, lanes) * lanes, ocp = ceil_div(sh.oc, lanes) * lanes;
+      const auto block_bytes = [&](int64_t rb, int64_t block) { return rb * tiles_w * 36 * 4 * (icp + block); };
+      int64_t rb = 1;
+      while (rb * 2 < 2 * tile_rows && rb * 2 <= 32 && block_bytes(rb * 2, 3 * lanes) <= (int64_t{1} << 20)) rb *= 2;
+      const double blocks = static_cast<double>(ceil_div(tile_rows, rb));
+      const double u_bytes = 4.0 * 36 * static_cast<double>(icp * ocp);
+      const double vm_bytes = 4.0 * 36 * static_cast<double>(tiles * (icp + ocp));
+      if (block_bytes(rb, 3 * lanes) <= (int64_t{1} << 20) && u_bytes * blocks <= 2 * 2 * vm_bytes) {
+        const auto [fnv, fnj] = best_bcast_block(sh.oc, std::min(rb, tile_rows) * tiles_w);
+        c.row_block = rb, c.vecs = fnv, c.cols = fnj;
+      }
+    }
     return parameter_table(problem).write(c);
   }
   if (is_filter(problem)) {

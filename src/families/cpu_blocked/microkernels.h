@@ -31,9 +31,10 @@ struct BcastArgs {
   // Whole vectors (o_lane 1, every lane valid, outputs aligned to a vector) written with streaming stores, for
   // results read back only after more data than the caches hold has gone by: no read for ownership per line.
   bool stream = false;
-  // When set (with b_j 1 and one reduction level, n0 = n1 = 1), prefetch + i2 * prefetch_step is prefetched into
-  // L2 at every reduction step i2: data later calls read from memory, a line a step, so the stream stays steady
-  // instead of arriving as a burst of misses (Winograd backward-filter: the next xi's operands).
+  // When set (with b_j 1 or the vector width), prefetch + s * prefetch_step is prefetched into L2 at every
+  // reduction step s (counted over all three levels): data later calls read from memory, a line a step, so the
+  // stream stays steady instead of arriving as a burst of misses (Winograd backward-filter: the next xi's
+  // operands; fused Winograd: the next panel of U).
   const float* prefetch = nullptr;
   int64_t prefetch_step = 0;
 };

@@ -5,7 +5,10 @@
 //   V = B^T d B per input tile, U = G g G^T per filter, M[xi] = V[xi] U[xi], y = A^T M A;
 // backward-filter (the same identity differentiated): Z = A dy A^T per gradient tile, dU[xi] = sum over tiles of
 // V[xi] Z[xi], dW = G^T dU G. Transforms run on channel-blocked copies, a vector of channels at a time; the GEMMs
-// are the broadcast micro-kernel with vectors over output channels (VECS x COLS blocks).
+// are the broadcast micro-kernel with vectors over output channels (VECS x COLS blocks). Forward and backward-data
+// run either in three phases over the whole batch (V and M written to memory between them) or fused (ROW_BLOCK
+// tile rows at a time per thread: input transform, 36 GEMMs and output transform while the block's V and M are
+// in L2, U streamed from L3 or memory).
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -57,6 +60,12 @@ class WinogradStrategy final : public Strategy {
     // streams 23 GB/s.
     tb_ = filter_ ? 1 : nj_;
     tile_blocks_ = (tiles_ + tb_ - 1) / tb_;
+    // Fused (forward and backward-data with ROW_BLOCK): blocks of ROW_BLOCK tile rows (counted across images).
+    fused_ = !filter_ && choice.row_block > 0;
+    if (fused_) {
+      fused_tiles_ = std::min(tiles_, choice.row_block * tiles_w_);
+      fused_blocks_ = (tiles_ + fused_tiles_ - 1) / fused_tiles_;
+    }
     icp_ = (ic_ + lanes_ - 1) / lanes_ * lanes_;
     ocp_ = (oc_ + lanes_ - 1) / lanes_ * lanes_;
     nv_ = static_cast<int>(std::min<int64_t>(nv_, ocp_ / lanes_));
@@ -83,19 +92,28 @@ class WinogradStrategy final : public Strategy {
     return filter_ ? 0 : static_cast<size_t>(pb_.groups * kXi * oc_blocks_ * icp_ * block_);
   }
 
+  // U's panel (group g, xi, oc block ob): icp x block floats. Three phases: [g][xi][ob], so one xi's panels are
+  // adjacent; fused: [g][ob][xi], the order a block's GEMMs read them in, so U streams through in one run per block.
+  int64_t u_offset(int64_t g, int64_t xi, int64_t ob) const {
+    const int64_t panel = fused_ ? (g * oc_blocks_ + ob) * kXi + xi : (g * kXi + xi) * oc_blocks_ + ob;
+    return panel * icp_ * block_;
+  }
+
   void pack_weights(const float* w, float* packed) const override {
     const int64_t rs = 9;
     const bool data = pb_.direction == Direction::BackwardData;
     // Zero only what nothing else writes: input channels past ic (each oc block's rows ic..icp) and output
     // channels past oc (lanes of the last block).
-    for (int64_t slab = 0; slab < pb_.groups * kXi * oc_blocks_; ++slab) {
-      float* base = packed + slab * icp_ * block_;
-      std::fill(base + ic_ * block_, base + icp_ * block_, 0.0f);
-      if ((slab % oc_blocks_) == oc_blocks_ - 1 && oc_blocks_ * block_ > oc_) {
-        const int64_t used = oc_ - (oc_blocks_ - 1) * block_;
-        for (int64_t i = 0; i < ic_; ++i) std::fill(base + i * block_ + used, base + (i + 1) * block_, 0.0f);
-      }
-    }
+    for (int64_t g = 0; g < pb_.groups; ++g)
+      for (int64_t xi = 0; xi < kXi; ++xi)
+        for (int64_t ob = 0; ob < oc_blocks_; ++ob) {
+          float* base = packed + u_offset(g, xi, ob);
+          std::fill(base + ic_ * block_, base + icp_ * block_, 0.0f);
+          if (ob == oc_blocks_ - 1 && oc_blocks_ * block_ > oc_) {
+            const int64_t used = oc_ - (oc_blocks_ - 1) * block_;
+            for (int64_t i = 0; i < ic_; ++i) std::fill(base + i * block_ + used, base + (i + 1) * block_, 0.0f);
+          }
+        }
     // One item per (group, oc vector): gather a vector of output channels' 3 x 3 filters, transform, scatter the
     // 36 vectors into the oc block's slab.
     const int64_t oc_vectors = ocp_ / lanes_;
@@ -114,7 +132,7 @@ class WinogradStrategy final : public Strategy {
         }
         kt_.winograd.weights(taps.data(), u.data(), lanes_);
         for (int64_t xi = 0; xi < kXi; ++xi) {
-          float* dst = packed + (((g * kXi + xi) * oc_blocks_ + ob) * icp_ + i) * block_ + lane0;
+          float* dst = packed + u_offset(g, xi, ob) + i * block_ + lane0;
           std::copy(u.data() + xi * lanes_, u.data() + xi * lanes_ + count, dst);
         }
       }
@@ -133,6 +151,13 @@ class WinogradStrategy final : public Strategy {
     times.input_ms = ms_since(start);
     double transforms_ms = 0;
     start = Clock::now();
+    if (fused_) {
+      // The transforms run inside the blocks: all of it counts as compute.
+      for (int64_t g = 0; g < pb_.groups; ++g)
+        fused(src, b, packed + u_offset(g, 0, 0), g, pb_.direction == Direction::BackwardData ? x : y);
+      times.compute_ms = ms_since(start);
+      return;
+    }
     for (int64_t g = 0; g < pb_.groups; ++g) {
       auto t0 = Clock::now();
       transform_input(src, b.in, g, b.v);
@@ -146,7 +171,7 @@ class WinogradStrategy final : public Strategy {
       } else {
         gemm_forward(b.v, packed + g * kXi * oc_blocks_ * icp_ * block_, b.m);
         t0 = Clock::now();
-        transform_output(b.m, g, pb_.direction == Direction::BackwardData ? x : y);
+        transform_output(b.m, g, pb_.direction == Direction::BackwardData ? x : y, b.out_stage);
         transforms_ms += ms_since(t0);
       }
     }
@@ -170,9 +195,10 @@ class WinogradStrategy final : public Strategy {
   }
 
   std::string describe() const override {
-    return fmt::format("Winograd F(4x4, 3x3), {} tiles, GEMM block {}x{} (output channels x tiles{}){}", tiles_, nv_,
+    return fmt::format("Winograd F(4x4, 3x3), {} tiles, GEMM block {}x{} (output channels x tiles{}){}{}", tiles_, nv_,
                        nj_, filter_ ? ", filter gradient: output channels x input channels" : "",
-                       per_image_ ? ", inputs copied per image by each thread" : "");
+                       per_image_ ? ", inputs copied per image by each thread" : "",
+                       fused_ ? fmt::format(", fused in blocks of {} tiles", fused_tiles_) : "");
   }
 
  private:
@@ -183,6 +209,9 @@ class WinogradStrategy final : public Strategy {
     float* m = nullptr;   // M[tile block][xi][tile][oc]; backward-filter: Z[xi][oc block][tile][block]
     float* du = nullptr;  // backward-filter: dU[ic][xi][oc]
     float* stage = nullptr;  // backward-filter: per thread, the filter transform's staged block
+    float* vb = nullptr;  // fused: per thread, a block's V [xi][ic vector][tile][lanes]
+    float* mb = nullptr;  // fused: per thread, a block's M for one oc block [xi][tile][block]
+    float* out_stage = nullptr;  // three-phase forward / backward-data: per thread, an item's outputs (NCHW)
   };
 
   Buffers carve(Carver& c) const {
@@ -192,6 +221,12 @@ class WinogradStrategy final : public Strategy {
       return static_cast<size_t>(per_image_ ? int64_t{threads_} * image_floats(l) : l.floats());
     };
     b.in = c.floats(copy_floats(in_layout_));
+    if (fused_) {
+      b.vb = c.floats(static_cast<size_t>(int64_t{threads_} * fused_v_floats()));
+      b.mb = c.floats(static_cast<size_t>(int64_t{threads_} * fused_m_floats()));
+      return b;
+    }
+    if (stage_outputs()) b.out_stage = c.floats(static_cast<size_t>(int64_t{threads_} * output_item_floats()));
     if (filter_) b.dy = c.floats(copy_floats(dy_layout_));
     // Slack of a register block's width: a block's last vectors may read past the last tile's channels (lanes
     // that are never stored).
@@ -345,6 +380,115 @@ class WinogradStrategy final : public Strategy {
     });
   }
 
+  // A thread's floats for a fused block's V and M (whole lines each, so the threads' pieces share none).
+  int64_t fused_v_floats() const { return ceil_div(fused_tiles_ * kXi * icp_, 16) * 16; }
+  int64_t fused_m_floats() const { return ceil_div(fused_tiles_ * kXi * block_, 16) * 16; }
+
+  // Fused forward / backward-data over group g (u: the group's U, [ob][xi] panels). Threads take contiguous
+  // shares of the blocks of fused_tiles_ tiles; per block: the input transform into this thread's V ([xi][ic
+  // vector][tile][lanes], whole vectors, ordinary stores: it stays in L2), then per oc block the 36 GEMMs into this
+  // thread's M ([xi][tile][block], in L2) and at once their output transform. U (alex3: 10.6 MB) streams through
+  // in [ob][xi] order once per block, each panel prefetched into L2 by the kernel a few floats per reduction step
+  // while the previous one runs. The three-phase form writes V and M to memory and reads them back (alex3
+  // forward: 7 + 14 MB each way), a fifth of its time on memory-bound transforms.
+  void fused(const float* src, const Buffers& b, const float* u, int64_t g, float* out) const {
+    const int64_t per_image = tiles_h_ * tiles_w_, cvs = icp_ / lanes_, panel = icp_ * block_;
+    const int64_t row = in_layout_.out_cols * lanes_, rows = in_layout_.out_rows, cols = in_layout_.out_cols;
+    const auto has = [&](int n) { return kt_.bcast[nv_ - 1][n - 1] != nullptr; };
+    const auto full = split_columns(fused_tiles_, nj_, has);
+    // The image each thread's per-image copy holds.
+    struct alignas(64) Held {
+      int64_t image = -1;
+    };
+    std::vector<Held> held(threads_);
+    parallel_shares(fused_blocks_, threads_, [&](int64_t block, unsigned thread) {
+      const int64_t t0 = block * fused_tiles_, t1 = std::min(tiles_, t0 + fused_tiles_), count = t1 - t0;
+      float* v = b.vb + int64_t{thread} * fused_v_floats();
+      float* m = b.mb + int64_t{thread} * fused_m_floats();
+      float* mine = b.in + int64_t{thread} * image_floats(in_layout_);
+      TilePrefetch ahead;
+      for (int64_t t = t0; t < t1; ++t) {
+        const int64_t n = t / per_image;
+        const float* image = b.in + (n * pb_.groups + g) * image_floats(in_layout_);
+        if (per_image_) {
+          if (held[thread].image != n) {
+            const int64_t plane = in_layout_.out_rows * in_layout_.out_cols * in_layout_.block;
+            for (int64_t cb = 0; cb < in_layout_.blocks(); ++cb)
+              copy_channel_block(in_layout_, src, (n * pb_.groups + g) * in_layout_.blocks() + cb, mine + cb * plane,
+                                 kt_, true);
+            held[thread].image = n;
+            // The next image's NCHW source (this thread's next copy, blocks going out in contiguous shares)
+            // prefetched into L2 a few lines per tile transform of this image's tiles in the block, as for_tiles
+            // does: the copy otherwise waits on its 16 short plane streams.
+            ahead = {};
+            if (n + 1 < pb_.n) {
+              const int64_t source = in_layout_.per_group * in_layout_.rows * in_layout_.cols;
+              const int64_t transforms = (std::min(t1, (n + 1) * per_image) - t) * cvs;
+              ahead.next = src + ((n + 1) * pb_.groups + g) * source;
+              ahead.end = ahead.next + source;
+              ahead.step = ceil_div(ceil_div(source, transforms), 16) * 16;
+            }
+          }
+          image = mine;
+        }
+        for (int64_t cb = 0; cb < cvs; ++cb) {
+          ahead.advance();
+          kt_.winograd.input(tile_source(image, t, cb, rows, cols), row, lanes_, v + (cb * count + t - t0) * lanes_,
+                             icp_ * count);
+        }
+      }
+      const auto widths = count == fused_tiles_ ? full : split_columns(count, nj_, has);
+      // Floats of the next panel prefetched per reduction step: the panel over this one's calls.
+      const int64_t calls = static_cast<int64_t>(widths.size()), step = ceil_div(block_, calls);
+      for (int64_t ob = 0; ob < oc_blocks_; ++ob) {
+        for (int64_t xi = 0; xi < kXi; ++xi) {
+          const int64_t index = ob * kXi + xi;
+          const float* a_panel = u + index * panel;
+          // The next panel, or past the last one the group's first (the next block's).
+          const float* next = index + 1 < oc_blocks_ * kXi ? a_panel + panel : u;
+          BcastArgs a;
+          a.a = a_panel;
+          a.b_j = lanes_;
+          a.n1 = cvs, a.a1 = lanes_ * block_, a.b1 = count * lanes_;
+          a.n2 = lanes_, a.a2 = block_, a.b2 = 1;
+          a.o_v = lanes_, a.o_lane = 1, a.o_j = block_;
+          a.valid = block_;  // U's lanes past the output channels are zeros
+          a.prefetch_step = step;
+          int64_t j0 = 0, call = 0;
+          for (int width : widths) {
+            a.b = v + xi * icp_ * count + j0 * lanes_;
+            a.out = m + (xi * count + j0) * block_;
+            a.prefetch = next + call * icp_ * step;
+            kt_.bcast[nv_ - 1][width - 1](a);
+            j0 += width, ++call;
+          }
+        }
+        for (int64_t t = t0; t < t1; ++t)
+          for (int64_t vv = 0; vv < nv_; ++vv) {
+            const int64_t o0 = ob * block_ + vv * lanes_;
+            if (o0 >= oc_) break;
+            float tile[16 * 16];  // [4 x 4 pixels][lanes], lanes <= 16
+            kt_.winograd.output(m + (t - t0) * block_ + vv * lanes_, count * block_, tile);
+            store_tile(tile, t, o0, g, out);
+          }
+      }
+    });
+  }
+
+  // Writes tile t's 4 x 4 outputs of the output channels [o0, o0 + lanes) (tile: [pixel][lanes]) to NCHW `out`,
+  // the tile's edge clipped.
+  void store_tile(const float* tile, int64_t t, int64_t o0, int64_t g, float* out) const {
+    Digits digits(t);
+    const int64_t tw = digits.next(tiles_w_), th = digits.next(tiles_h_), n = digits.rest();
+    const int64_t rows = std::min<int64_t>(4, out_rows_ - 4 * th), cols = std::min<int64_t>(4, out_cols_ - 4 * tw);
+    const int64_t count = std::min(lanes_, oc_ - o0);
+    for (int64_t l = 0; l < count; ++l) {
+      float* plane = out + ((n * pb_.groups + g) * oc_ + o0 + l) * out_rows_ * out_cols_;
+      for (int64_t r = 0; r < rows; ++r)
+        for (int64_t c = 0; c < cols; ++c) plane[(4 * th + r) * out_cols_ + 4 * tw + c] = tile[(r * 4 + c) * lanes_ + l];
+    }
+  }
+
   static int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
   // Prefetches [p, p + floats) into L2, a line at a time.
   static void prefetch(const float* p, int64_t floats) {
@@ -369,7 +513,7 @@ class WinogradStrategy final : public Strategy {
     parallel_shares(kXi * oc_blocks_, threads_, [&](int64_t item, unsigned) {
       const int64_t xi = item / oc_blocks_, ob = item % oc_blocks_;
       BcastArgs a;
-      a.a = u + (xi * oc_blocks_ + ob) * icp_ * block_;
+      a.a = u + u_offset(0, xi, ob);
       a.b_j = kXi * icp_;
       a.n2 = icp_, a.a2 = block_, a.b2 = 1;
       a.o_v = lanes_, a.o_lane = 1, a.o_j = ocp_;
@@ -466,13 +610,22 @@ class WinogradStrategy final : public Strategy {
   // plane, written by both cores at once: the phase's CPU time summed over two threads was 2.5-2.7 ms on alex3
   // forward against 1.85 ms on one thread. By image: 1.56 ms, the phase's wall time 1.27-1.37 -> 0.79 ms (alex4
   // and alex5, both directions, 0.82-1.33 -> 0.53-0.90 ms).
-  void transform_output(const float* m, int64_t g, float* out) const {
+  //
+  // Where an item's outputs fit half a core's L2 (stage_outputs()), they are gathered in this thread's stage
+  // (`stage`, NCHW planes of the item's channels) and written out at once, their whole lines with streaming
+  // stores: one contiguous run per item, and no line of the output read for ownership before the scattered 4-float
+  // rows of each tile land in it. Two threads, alternated in one process: alex3-5 forward and backward-data
+  // 1.4-4.6% faster (alex3 forward 5.51 -> 5.30 ms, alex4 backward-data 7.80 -> 7.44).
+  void transform_output(const float* m, int64_t g, float* out, float* stage) const {
     const int64_t vectors = ocp_ / lanes_, per_image = tiles_h_ * tiles_w_;
-    // Runs of channel vectors: enough items for 4 per thread where there are few images.
-    const int64_t runs = std::min(vectors, ceil_div(4 * int64_t{threads_}, pb_.n));
-    const int64_t run = ceil_div(vectors, runs);
-    parallel_items(pb_.n * runs, threads_, [&](int64_t item, unsigned) {
+    const int64_t runs = output_runs(), run = ceil_div(vectors, runs);
+    const int64_t plane_floats = out_rows_ * out_cols_;
+    const bool staged = stage_outputs();
+    parallel_items(pb_.n * runs, threads_, [&](int64_t item, unsigned thread) {
       const int64_t n = item / runs, v0 = item % runs * run, v1 = std::min(vectors, v0 + run);
+      if (v0 >= v1) return;  // runs x run may pass the vectors there are
+      float* first = out + ((n * pb_.groups + g) * oc_ + v0 * lanes_) * plane_floats;
+      float* dst = staged ? stage + int64_t{thread} * output_item_floats() : first;
       for (int64_t t = n * per_image; t < (n + 1) * per_image; ++t) {
         Digits digits(t);
         const int64_t tw = digits.next(tiles_w_), th = digits.next(tiles_h_);
@@ -483,15 +636,25 @@ class WinogradStrategy final : public Strategy {
           const int64_t o0 = ov * lanes_;
           const int64_t count = std::min(lanes_, oc_ - o0);
           for (int64_t l = 0; l < count; ++l) {
-            float* plane = out + ((n * pb_.groups + g) * oc_ + o0 + l) * out_rows_ * out_cols_;
+            float* plane = dst + (o0 - v0 * lanes_ + l) * plane_floats;
             for (int64_t r = 0; r < rows; ++r)
               for (int64_t c = 0; c < cols; ++c)
                 plane[(4 * th + r) * out_cols_ + 4 * tw + c] = tile[(r * 4 + c) * lanes_ + l];
           }
         }
       }
+      if (staged) store_row(dst, first, (std::min(oc_, v1 * lanes_) - v0 * lanes_) * plane_floats);
     });
   }
+
+  // The output transform's items per image: runs of channel vectors, enough for 4 items per thread where there are
+  // few images.
+  int64_t output_runs() const { return std::min(ocp_ / lanes_, ceil_div(4 * int64_t{threads_}, pb_.n)); }
+  // Floats of one output-transform item's outputs (a run of channel vectors' planes of one image).
+  int64_t output_item_floats() const {
+    return ceil_div(ocp_ / lanes_, output_runs()) * lanes_ * out_rows_ * out_cols_;
+  }
+  bool stage_outputs() const { return !filter_ && !fused_ && 4 * output_item_floats() <= (int64_t{1} << 20); }
 
   // dW[k][c] = G^T dU[.][c][k] G per (input channel, vector of output channels). Threads take blocks of 16 input
   // channels: each output channel k's 16 x 9 floats of a block are 9 whole cache lines of dW (where ic is a
@@ -559,6 +722,8 @@ class WinogradStrategy final : public Strategy {
   int64_t ic_ = 1, oc_ = 1, icp_ = 1, ocp_ = 1, block_ = 1, oc_blocks_ = 1;
   int64_t out_rows_ = 1, out_cols_ = 1, src_rows_ = 1, src_cols_ = 1, pad_h_ = 0, pad_w_ = 0;
   int64_t tiles_h_ = 1, tiles_w_ = 1, tiles_ = 1, tb_ = 1, tile_blocks_ = 1;
+  bool fused_ = false;
+  int64_t fused_tiles_ = 1, fused_blocks_ = 1;  // fused: tiles per block (the last may have fewer), blocks
   ChannelBlocking in_layout_, dy_layout_;
   unsigned threads_ = 1;
   bool per_image_ = false;
