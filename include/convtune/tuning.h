@@ -303,7 +303,8 @@ struct TuneTrial {
 struct TuneTaskResult {
   TuneTask task;
   std::string device;  // the id of the device that tuned it ("cuda:1"), which tune_devices() chose
-  size_t space = 0;  // valid configurations (within `only`)
+  size_t space = 0;  // valid configurations (within `only`); those found by the deadline when space_partial
+  bool space_partial = false;  // the budget ran out while the space was being enumerated
   size_t tried = 0;
   size_t failed = 0;
   double default_ms = 0;  // the family's built-in default; 0 when it failed or was not measured

@@ -8,7 +8,8 @@
 namespace convtune {
 
 SearchSpace::SearchSpace(const KernelFamily& family, const Problem& problem, const DeviceInfo& device,
-                         const std::function<bool(const Config&)>& keep, size_t max_kept) {
+                         const std::function<bool(const Config&)>& keep, size_t max_kept,
+                         std::optional<std::chrono::steady_clock::time_point> deadline) {
   const std::vector<Parameter> parameters = family.parameters(problem);
   const std::vector<Constraint> constraints = family.constraints(problem);
   for (const auto& p : parameters) raw_size_ *= static_cast<double>(p.values.size());
@@ -41,7 +42,10 @@ SearchSpace::SearchSpace(const KernelFamily& family, const Problem& problem, con
   // Reservoir sampling (Knuth's algorithm R): after n configurations each is kept with probability max_kept / n.
   // Assigning over a kept map reuses its nodes, so a full reservoir allocates nothing.
   std::mt19937_64 rng(0x5eed);
+  uint64_t nodes = 0;  // the deadline is read every 4096 nodes (a clock read costs about what a node does)
   std::function<void(size_t)> assign = [&](size_t depth) {
+    if (deadline && (++nodes & 4095) == 0 && std::chrono::steady_clock::now() > *deadline) stopped_early_ = true;
+    if (stopped_early_) return;
     if (depth == parameters.size()) {
       if (keep && !keep(config)) return;
       ++count_;

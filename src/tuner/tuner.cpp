@@ -129,6 +129,9 @@ std::vector<TuneTaskResult> tune(Device& device, const std::vector<TuneTask>& al
   // without this reserve `tune --suite alexnet --budget 2m` took 127 s.
   const double reserve = std::min(5.0, 0.03 * options.budget_seconds + 0.5);
   const auto left = [&] { return options.budget_seconds - reserve - seconds_since(start); };
+  // Enumerating a search space stops there too: fft's spaces of millions of points take seconds each.
+  const auto deadline = start + std::chrono::duration_cast<Clock::duration>(
+                                    std::chrono::duration<double>(std::max(0.0, options.budget_seconds - reserve)));
   // The device as the candidates may use it: the options' workspace limit applied to its searches and plans.
   const DeviceInfo info = with_workspace_limit(device.info(), options.workspace_limit);
   auto status = [&](const std::string& text) {
@@ -189,9 +192,11 @@ std::vector<TuneTaskResult> tune(Device& device, const std::vector<TuneTask>& al
     for (size_t index : p.tasks) {
       TaskState& task = tasks[index];
       const KernelFamily& family = *task.result.task.family;
-      SearchSpace space(family, p.problem, info, [&](const Config& c) { return matches_only(c, options.only); });
+      SearchSpace space(family, p.problem, info, [&](const Config& c) { return matches_only(c, options.only); },
+                        SearchSpace::kMaxKept, deadline);
       task.configs = space.configs();
       task.result.space = space.size();
+      task.result.space_partial = space.stopped_early();
       task.default_config = family.default_config(p.problem, info);
       if (callbacks.task_started) callbacks.task_started(task.result.task, index, tasks.size(), task.result.space);
     }

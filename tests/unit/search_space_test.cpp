@@ -71,3 +71,24 @@ TEST(SearchSpace, SamplingIsSeededAndDistinct) {
   EXPECT_EQ(distinct.size(), 25u);
   EXPECT_EQ(space.sample(space.size() + 5, 1).size(), space.size());
 }
+
+// A deadline stops the enumeration (a tuning run's budget): a deadline already past keeps next to nothing and says
+// so; a distant one changes nothing.
+TEST(SearchSpace, ADeadlineStopsTheEnumeration) {
+  SyntheticFamily family;
+  ConvProblem problem;
+  problem.k = 12;
+  DeviceInfo device;
+  device.max_work_group_size = 20;
+  const SearchSpace full(family, problem, device);
+  EXPECT_FALSE(full.stopped_early());
+  const SearchSpace past(family, problem, device, {}, SearchSpace::kMaxKept,
+                         std::chrono::steady_clock::now() - std::chrono::seconds(1));
+  EXPECT_TRUE(past.stopped_early());
+  EXPECT_LT(past.size(), full.size());
+  EXPECT_LE(past.size(), 4096u);  // the clock is read every 4096 nodes
+  const SearchSpace distant(family, problem, device, {}, SearchSpace::kMaxKept,
+                            std::chrono::steady_clock::now() + std::chrono::hours(1));
+  EXPECT_FALSE(distant.stopped_early());
+  EXPECT_EQ(distant.size(), full.size());
+}

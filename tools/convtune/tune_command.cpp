@@ -288,6 +288,7 @@ void run_tune(const TuneCommandOptions& opt) {
                              {"problem", r.task.problem.to_string()},
                              {"family", r.task.family->name()},
                              {"space", r.space},
+                             {"space_partial", r.space_partial},
                              {"tried", r.tried},
                              {"failed", r.failed},
                              {"default_ms", r.default_ms > 0 ? nlohmann::ordered_json(r.default_ms) : nlohmann::ordered_json()},
@@ -296,7 +297,9 @@ void run_tune(const TuneCommandOptions& opt) {
                              {"best_config", r.best_config ? to_string(*r.best_config) : ""},
                              {"stop_reason", r.stop_reason}};
     table.add_row({r.task.name, std::string(r.task.problem.operation()), r.task.family->name(),
-                   std::to_string(r.space), std::to_string(r.tried), std::to_string(r.failed),
+                   // ">= N": the budget ran out while the space was being enumerated.
+                   (r.space_partial ? ">=" : "") + std::to_string(r.space), std::to_string(r.tried),
+                   std::to_string(r.failed),
                    r.default_ms > 0 ? fmt::format("{:.3f}", r.default_ms) : "-",
                    r.best_config ? fmt::format("{:.3f}", r.best_ms) : "-",
                    r.best_config ? fmt::format("{:.4g}", gflops) : "-",
