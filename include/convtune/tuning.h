@@ -312,6 +312,9 @@ struct TuneTaskResult {
   std::optional<Config> best_config;
   std::string stop_reason;
   std::optional<InsertOutcome> stored;  // what the database did with the best
+  // On the first task of a problem whose tuned results were all slower than today's plan: what the database did
+  // with that plan, stored as the problem's exact entry instead (stop_reason says so too).
+  std::optional<InsertOutcome> plan_kept;
   std::vector<TuneTrial> trials;        // the default first when it was measured
 };
 

@@ -467,11 +467,18 @@ std::vector<TuneTaskResult> tune(Device& device, const std::vector<TuneTask>& al
     // The baseline was measured as one of the trials above, so best_tuned <= baseline_ms whenever it ran: the
     // fastest exact entry of the problem is never slower than today's plan. Stated as a check, not assumed.
     if (p.baseline_ms && p.baseline_family && (best_tuned == 0 || *p.baseline_ms < best_tuned)) {
-      database.insert(make_tuning_entry(info, p.baseline_family->name(),
-                                        kernel_source_hash(*p.baseline_family, p.problem, info), p.problem,
-                                        p.baseline_config, *p.baseline_ms));
-      status(fmt::format("{}: today's plan ({} {:.4g} ms) stays, stored as its exact entry", p.problem.to_string(),
-                         p.baseline_family->name(), *p.baseline_ms));
+      const InsertOutcome outcome = database.insert(
+          make_tuning_entry(info, p.baseline_family->name(), kernel_source_hash(*p.baseline_family, p.problem, info),
+                            p.problem, p.baseline_config, *p.baseline_ms));
+      const std::string why = fmt::format("today's plan ({} {:.4g} ms) was faster: stored as the exact entry instead",
+                                          p.baseline_family->name(), *p.baseline_ms);
+      status(fmt::format("{}: {}", p.problem.to_string(), why));
+      // Reported on the problem's first task, so that callers counting stored entries count this one too.
+      if (!p.tasks.empty()) {
+        TuneTaskResult& first = tasks[p.tasks.front()].result;
+        first.plan_kept = outcome;
+        first.stop_reason += (first.stop_reason.empty() ? "" : "; ") + why;
+      }
     }
     for (size_t index : p.tasks) {
       if (callbacks.task_done) callbacks.task_done(tasks[index].result);

@@ -66,6 +66,11 @@ TEST(Tuner, NeverLeavesAProblemSlowerThanTodaysPlan) {
   EXPECT_LE(found.entry->time_ms, results[0].best_ms * 1.0001) << found.explain();
   if (after.family().name() == "direct_tiled") {
     EXPECT_EQ(after.config(), before.config());
+    // ... and the result says so, for callers that count what was stored.
+    EXPECT_TRUE(results[0].plan_kept);
+    EXPECT_NE(results[0].stop_reason.find("today's plan"), std::string::npos) << results[0].stop_reason;
+  } else {
+    EXPECT_FALSE(results[0].plan_kept);
   }
   std::filesystem::remove(file);
 }
