@@ -175,7 +175,8 @@ TEST(TensorCoreNvrtc, SixteenBitKernelsCompileForSm90AndSm80WithoutSpills) {
 }
 
 // The wgmma families (sm_90a: gemm_wgmma on the TN GEMMs, im2col_wgmma and implicit_gemm_wgmma in every direction)
-// in bf16, fp16 and tf32: defaults and (but im2col_wgmma) a sampled configuration each, no spills.
+// in bf16, fp16 and tf32 (implicit_gemm_wgmma in 3xtf32 too): defaults and (but im2col_wgmma) a sampled
+// configuration each, no spills.
 TEST(TensorCoreNvrtc, WgmmaFamiliesCompileForSm90aWithoutSpills) {
   compiled = 0;
   const std::vector<Precision> modes = {{ElementType::BF16, MathMode::FP32}, {ElementType::F16, MathMode::FP32},
@@ -183,6 +184,10 @@ TEST(TensorCoreNvrtc, WgmmaFamiliesCompileForSm90aWithoutSpills) {
   // One sample beside each default (CI's time; the GPU runs compile every configuration they tune).
   compile_family("im2col_wgmma", conv_problems(), test::described_hopper(), 0, modes);
   compile_family("implicit_gemm_wgmma", conv_problems(), test::described_hopper(), 1, modes);
+  // 3xTF32 (implicit_gemm_wgmma only): split operands in two halves of each stage, a tile's partial sums beside the
+  // accumulators.
+  compile_family("implicit_gemm_wgmma", conv_problems(), test::described_hopper(), 1,
+                 {{ElementType::F32, MathMode::TF32x3}});
   std::vector<Problem> gemms;
   for (const char* text : {"M=1024,N=1024,K=1024,trans_b=1", "M=100,N=256,K=3136,trans_b=1",
                            "M=10,N=256,K=64,trans_b=1,batch=3,accumulate=1"})

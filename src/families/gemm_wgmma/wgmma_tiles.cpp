@@ -14,14 +14,17 @@ namespace {
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 }  // namespace
 
-std::string unsupported_reason(std::string_view family, const Problem& problem, const DeviceInfo& device) {
+std::string unsupported_reason(std::string_view family, const Problem& problem, const DeviceInfo& device,
+                               bool split_tf32) {
   if (!device.can_run_kernels) return fmt::format("needs a device that compiles kernels: {}", device.cannot_run_reason);
   const bool narrow = problem.type() != ElementType::F32;
-  if (!narrow && problem.math() != MathMode::TF32) {
-    return fmt::format("{} computes bf16 and fp16 tensors and fp32 tensors in tf32 math, not {} math", family,
-                       to_string(problem.math()));
+  const bool split = !narrow && split_tf32 && problem.math() == MathMode::TF32x3;
+  if (!narrow && problem.math() != MathMode::TF32 && !split) {
+    return fmt::format("{} computes bf16 and fp16 tensors and fp32 tensors in {} math, not {} math", family,
+                       split_tf32 ? "tf32 or 3xtf32" : "tf32", to_string(problem.math()));
   }
-  const std::string what = narrow ? fmt::format("{} tensors", to_string(problem.type())) : "tf32 math";
+  const std::string what =
+      narrow ? fmt::format("{} tensors", to_string(problem.type())) : fmt::format("{} math", to_string(problem.math()));
   if (device.backend != BackendKind::Cuda) {
     return fmt::format("{} runs Hopper's wgmma through CUDA (sm_90a), not on {} ({}), for {}", family, device.id,
                        device.name, what);
@@ -103,9 +106,9 @@ LaunchStep elementwise_step(std::string kernel, std::vector<ArgSource> args, int
 }
 
 std::string conv_unsupported_reason(std::string_view family, const Problem& problem, const Epilogue& epilogue,
-                                    const DeviceInfo& device) {
+                                    const DeviceInfo& device, bool split_tf32) {
   if (!problem.is_conv()) return "computes convolutions, not matrix products";
-  if (std::string why = unsupported_reason(family, problem, device); !why.empty()) return why;
+  if (std::string why = unsupported_reason(family, problem, device, split_tf32); !why.empty()) return why;
   const ConvProblem& pb = problem.conv();
   if (epilogue.pool > 1) return "a fused max-pool is not implemented (bias and ReLU are)";
   if (epilogue.any() && pb.direction != Direction::Forward) return "epilogues apply to the forward direction only";

@@ -26,8 +26,10 @@ struct Params {
 inline constexpr int64_t kMaxGridAxis = 65535;  // CUDA's limit on grid axes 1 and 2
 
 // Empty when `family` computes problems of this element type and math mode on the device: BF16 or FP16 tensors (fp32
-// math), or FP32 tensors in tf32 math, through CUDA on a compute capability 9.0 GPU (wgmma exists on sm_90a only).
-std::string unsupported_reason(std::string_view family, const Problem& problem, const DeviceInfo& device);
+// math), or FP32 tensors in tf32 math (and 3xtf32 where the family's kernel splits them: `split_tf32`), through CUDA
+// on a compute capability 9.0 GPU (wgmma exists on sm_90a only).
+std::string unsupported_reason(std::string_view family, const Problem& problem, const DeviceInfo& device,
+                               bool split_tf32 = false);
 
 // Bytes of one element in shared memory and global memory (2 for 16-bit tensors, 4 for TF32's FP32 storage), and the
 // reduction elements of one stage (128-byte rows) and of one 16-byte copy.
@@ -55,7 +57,7 @@ LaunchStep elementwise_step(std::string kernel, std::vector<ArgSource> args, int
 // epilogues outside forward, 32-bit indexing, the grid's group axis), and their untuned poor fit (GEMMs narrower than
 // one 8-column wgmma tile, depthwise layers).
 std::string conv_unsupported_reason(std::string_view family, const Problem& problem, const Epilogue& epilogue,
-                                    const DeviceInfo& device);
+                                    const DeviceInfo& device, bool split_tf32 = false);
 std::string conv_poor_fit(const ConvProblem& problem);
 
 }  // namespace convtune::wgmma

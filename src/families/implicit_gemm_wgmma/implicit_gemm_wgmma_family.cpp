@@ -2,7 +2,8 @@
 // (kernels/tensor_core/implicit_gemm_wgmma.cu): the gathered operand goes through registers into 128-byte-swizzled
 // shared memory while the previous stage's MMAs run, with a per-stage table of the reduction's offsets; the filters
 // (transposed for backward-data) by cp.async. BF16/FP16 tensors and FP32 tensors in tf32 math, bias and ReLU fused
-// forward, split-K for backward-filter; CUDA on compute capability 9.0.
+// forward, split-K for backward-filter; FP32 tensors in 3xtf32 math too (each operand split into a TF32 big part and
+// residual, three products a stage, FP32-accurate). CUDA on compute capability 9.0.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -30,6 +31,9 @@ int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 int64_t round_up(int64_t a, int64_t b) { return ceil_div(a, b) * b; }
 uint64_t aligned(uint64_t bytes) { return (bytes + 255) / 256 * 256; }
 
+// 3xTF32: FP32 tensors split into TF32 big parts and residuals (kernel's SPLIT3).
+bool split3(const ConvProblem& pb) { return pb.type == ElementType::F32 && pb.math == MathMode::TF32x3; }
+
 // Strided backward-data (without dilation) runs one stride-1 GEMM per phase of dx instead of masking the taps that
 // miss dy's grid: alex1's (stride 4) took 63 ms masked, where 15 of 16 gathered elements were zeros.
 bool phased(const ConvProblem& pb) {
@@ -45,18 +49,25 @@ struct Shape {
   bool w_direct = false;  // forward: the filter rows are read where they are
   bool dy_t = false;      // backward-filter: dy transposed K-contiguous into the workspace (else gathered)
   uint64_t w_bytes = 0, partial_bytes = 0;
+  int64_t lo_shift = 0;   // 3xTF32: elements from a copied operand's big parts to its residuals in the workspace
 };
 
 Shape shape(const ConvProblem& pb, const Params& p, uint64_t limit) {
   Shape s;
   const int64_t rs = pb.r * pb.s, crs = pb.c_per_group() * rs, krs = pb.k_per_group() * rs;
   const int64_t eb = wgmma::element_bytes(pb.type), chunk = wgmma::chunk_elements(pb.type);
+  // The copied operand's elements in the workspace (3xTF32: big parts, then residuals lo_shift elements on).
+  const auto copied = [&](int64_t elements) {
+    if (!split3(pb)) return aligned(static_cast<uint64_t>(elements * eb));
+    s.lo_shift = static_cast<int64_t>(aligned(static_cast<uint64_t>(elements * eb))) / eb;
+    return 2 * aligned(static_cast<uint64_t>(elements * eb));
+  };
   switch (pb.direction) {
     case Direction::Forward:
       s.m = pb.n * pb.p() * pb.q(), s.n = pb.k_per_group(), s.reduction = crs;
       s.red_p = round_up(crs, chunk);
-      s.w_direct = crs % chunk == 0;
-      s.w_bytes = s.w_direct ? 0 : aligned(static_cast<uint64_t>(pb.k * s.red_p * eb));
+      s.w_direct = crs % chunk == 0 && !split3(pb);  // 3xTF32 splits the filters in the workspace
+      s.w_bytes = s.w_direct ? 0 : copied(pb.k * s.red_p);
       break;
     case Direction::BackwardData:
       s.n = pb.c_per_group();
@@ -69,7 +80,7 @@ Shape shape(const ConvProblem& pb, const Params& p, uint64_t limit) {
         s.m = pb.n * pb.h * pb.w, s.reduction = krs;
       }
       s.red_p = round_up(s.reduction, chunk);
-      s.w_bytes = aligned(static_cast<uint64_t>(pb.c * s.phases * s.red_p * eb));
+      s.w_bytes = copied(pb.c * s.phases * s.red_p);
       break;
     case Direction::BackwardFilter:
       s.m = crs, s.n = pb.k_per_group(), s.reduction = pb.n * pb.p() * pb.q();
@@ -77,17 +88,20 @@ Shape shape(const ConvProblem& pb, const Params& p, uint64_t limit) {
       s.partial_bytes = aligned(static_cast<uint64_t>(p.split_k * pb.k * crs) * 4);
       // dy copied K-contiguous (one memory-bound pass) where the workspace allows: then the main kernel gathers
       // only x, half of what it gathered (alex4 backward-filter 0.42 ms with both gathered, 2.3x cuDNN).
-      s.dy_t = s.partial_bytes + aligned(static_cast<uint64_t>(pb.k * s.red_p * eb)) <= limit;
-      if (s.dy_t) s.w_bytes = aligned(static_cast<uint64_t>(pb.k * s.red_p * eb));
+      s.w_bytes = copied(pb.k * s.red_p);
+      s.dy_t = s.partial_bytes + s.w_bytes <= limit;
+      if (!s.dy_t) s.w_bytes = 0, s.lo_shift = 0;
       break;
   }
   return s;
 }
 
-// The stages plus the reduction tables (STAGES x WG_TILE_K entries of 8 bytes, 12 for backward-filter).
+// The stages (twice their operands in 3xTF32: big parts and residuals) plus the reduction tables (STAGES x
+// WG_TILE_K entries of 8 bytes, 12 for backward-filter).
 size_t shared_bytes(const ConvProblem& pb, const Params& p) {
   const int64_t entry = pb.direction == Direction::BackwardFilter ? 12 : 8;
-  return wgmma::shared_bytes(p) + static_cast<size_t>(p.stages * wgmma::tile_k(pb.type) * entry);
+  const size_t stages = wgmma::shared_bytes(p) + (split3(pb) ? wgmma::shared_bytes(p) - 1024 : 0);
+  return stages + static_cast<size_t>(p.stages * wgmma::tile_k(pb.type) * entry);
 }
 
 class ImplicitGemmWgmmaFamily final : public KernelFamily {
@@ -96,7 +110,7 @@ class ImplicitGemmWgmmaFamily final : public KernelFamily {
   std::string description() const override {
     return "implicit GEMM on Hopper's warpgroup MMA (wgmma, sm_90a): the gathered operand through registers into "
            "swizzled shared memory behind the running MMAs, a per-stage reduction table; BF16/FP16 tensors and FP32 "
-           "in tf32 math, all three directions, bias and ReLU fused forward, split-K for backward-filter";
+           "in tf32 or 3xtf32 math, all three directions, bias and ReLU fused forward, split-K for backward-filter";
   }
   Problem::Kind problem_kind() const override { return Problem::Kind::Convolution; }
   int untuned_rank() const override { return 3; }
@@ -104,7 +118,9 @@ class ImplicitGemmWgmmaFamily final : public KernelFamily {
 
   std::string unsupported_reason(const Problem& generic, const Epilogue& epilogue,
                                  const DeviceInfo& device) const override {
-    if (std::string why = wgmma::conv_unsupported_reason(name(), generic, epilogue, device); !why.empty()) return why;
+    if (std::string why = wgmma::conv_unsupported_reason(name(), generic, epilogue, device, /*split_tf32=*/true);
+        !why.empty())
+      return why;
     const ConvProblem& pb = generic.conv();
     // The table packs the taps' displacements into 16-bit halves.
     const int64_t reach = std::max({(pb.r - 1) * pb.dilation.h, (pb.s - 1) * pb.dilation.w,
@@ -156,6 +172,11 @@ class ImplicitGemmWgmmaFamily final : public KernelFamily {
           return s.w_bytes + s.partial_bytes <= workspace_limit(x.device);
         }),
     };
+    if (split3(pb)) {
+      // 3xTF32 holds a tile's partial sums beside the accumulators: 2 x 64 registers a thread at BLOCK_N 128.
+      list.push_back(t.constraint("3xtf32: BLOCK_N at most 128 (the accumulators and a tile's partial sums in registers)",
+                                  {&Params::block_n}, [](const Params& p, const X&) { return p.block_n <= 128; }));
+    }
     if (pb.direction == Direction::BackwardFilter) {
       // dy's rows are gathered one thread per row: at most as many rows as threads.
       list.push_back(t.constraint("BLOCK_N within the block's threads (backward-filter gathers a B row a thread)",
@@ -177,7 +198,8 @@ class ImplicitGemmWgmmaFamily final : public KernelFamily {
     const Shape s0 = shape(pb, p, workspace_limit(device));
     p = wgmma::default_tiles(s0.m, s0.n);
     const bool filter = pb.direction == Direction::BackwardFilter;
-    if (filter) p.block_n = std::min<int64_t>(p.block_n, 128);  // dy's gathered rows: registers beside 128 accumulators
+    // dy's gathered rows (backward-filter) and 3xTF32's partial sums: registers beside the accumulators.
+    if (filter || split3(pb)) p.block_n = std::min<int64_t>(p.block_n, 128);
     auto valid = [&](const Params& q) {
       return config_problem(*this, table(pb.direction).write(q), problem, device).empty();
     };
@@ -211,6 +233,10 @@ class ImplicitGemmWgmmaFamily final : public KernelFamily {
     recipe.source.defines["DY_T"] = s.dy_t ? "1" : "0";
     recipe.source.defines["WS_W"] = "0";
     recipe.source.defines["WS_PARTIAL"] = std::to_string(s.w_bytes);  // after dy's transposed copy, if any
+    if (split3(pb)) {
+      recipe.source.defines["SPLIT3"] = "1";
+      recipe.source.defines["WS_LO_SHIFT"] = std::to_string(s.lo_shift);
+    }
     wgmma::add_defines(table(pb.direction), p, pb.type, recipe);
     recipe.workspace_bytes = s.w_bytes + s.partial_bytes;
 

@@ -13,8 +13,40 @@
 // stage ahead. Consecutive threads take consecutive rows (neighbouring pixels: coalesced loads) and a warp shares its
 // chunk, so its table reads are broadcasts. Forward fuses bias and ReLU; backward-filter writes FP32 partials
 // [slice][g][(c,r,s)][k] that wg_filter_reduce sums over the split-K slices into dw.
+// 3xTF32 (SPLIT3=1: FP32 tensors in 3xtf32 math): every operand element is a TF32 big part (rounded to nearest) and
+// a TF32 residual (the rest, rounded to nearest), kept in two halves of each stage (the gathered operands split in
+// registers, the copied ones split by the recipe's first kernel into the workspace, WS_LO_SHIFT elements after the
+// big parts). A tile's three products (big x big, big x residual, residual x big) go into zeroed accumulators, added
+// into the FP32 sums with ordinary round-to-nearest adds: the tensor cores truncate when they accumulate, which over
+// a whole reduction would exceed FP32's tolerance.
 // Shapes and parameters are defines (problem_defines plus the family's); the file does not compile alone.
 #include "tensor_core/wgmma.h"
+
+#ifndef SPLIT3
+#define SPLIT3 0
+#endif
+#if SPLIT3
+#if ELEM != 2
+#error "3xTF32 splits FP32 tensors"
+#endif
+#define CV_STAGE_BYTES (2 * WG_STAGE_BYTES)
+#define CV_LO WG_STAGE_BYTES  // the residuals' half of a stage
+// x rounded to the nearest TF32 value (ties away from zero), as FP32 bits with the low 13 bits clear.
+DEVICE_FN float cv_tf32(float x) {
+  unsigned r;
+  asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(r) : "f"(x));
+  return __uint_as_float(r);
+}
+#define CV_STORE(base, idx, value)                         \
+  {                                                        \
+    const float v_ = (value), hi_ = cv_tf32(v_);           \
+    (base)[idx] = hi_;                                     \
+    (base)[(idx) + WS_LO_SHIFT] = cv_tf32(v_ - hi_);       \
+  }
+#else
+#define CV_STAGE_BYTES WG_STAGE_BYTES
+#define CV_STORE(base, idx, value) (base)[idx] = (value)
+#endif
 
 #define CV_RS (R * S)
 #define CV_HW (H * W)
@@ -228,7 +260,7 @@ KERNEL __launch_bounds__(WG_THREADS, 1) void implicit_gemm_wgmma(CV_ARGS) {
   extern __shared__ unsigned char wg_smem_raw[];
   const unsigned wg_base = (wg_shared_address(wg_smem_raw) + 1023u) & ~1023u;
   // The reduction tables: STAGES slots of WG_TILE_K entries after the stages.
-  cv_entry* table = (cv_entry*)(wg_smem_raw + (wg_base - wg_shared_address(wg_smem_raw)) + STAGES * WG_STAGE_BYTES);
+  cv_entry* table = (cv_entry*)(wg_smem_raw + (wg_base - wg_shared_address(wg_smem_raw)) + STAGES * CV_STAGE_BYTES);
   const int wg_warpgroup = tid >> 7, wg_lane = tid & 31;
   const int wg_row0 = 64 * wg_warpgroup + 16 * ((tid >> 5) & 3);
   const int wg_g = wg_lane >> 2, wg_q = wg_lane & 3;
@@ -331,12 +363,20 @@ KERNEL __launch_bounds__(WG_THREADS, 1) void implicit_gemm_wgmma(CV_ARGS) {
         const bool ok = n0 + row < CV_N && k_ < RED_P;                                                \
         wg_copy16((stage) + WG_A_STAGE_BYTES + wg_swizzle(row, ch),                                   \
                   b_rows + (ok ? (long)(n0 + row) * RED_P + k_ : 0), ok);                             \
+        CV_COPY_LO((stage) + WG_A_STAGE_BYTES + wg_swizzle(row, ch),                                  \
+                   b_rows + (ok ? (long)(n0 + row) * RED_P + k_ : 0), ok);                            \
       }                                                                                               \
     }                                                                                                 \
   }
 #endif
 
-  // Registers into the stage: one 16-byte store a chunk (its place in the swizzled row).
+  #if SPLIT3
+#define CV_COPY_LO(dst, src, ok) wg_copy16((dst) + CV_LO, (src) + WS_LO_SHIFT, ok)
+#else
+#define CV_COPY_LO(dst, src, ok)
+#endif
+
+// Registers into the stage: one 16-byte store a chunk (its place in the swizzled row).
 #if ELEM == 2
 #define CV_REG_BITS(v) __float_as_uint(v)
 #else
@@ -345,11 +385,26 @@ KERNEL __launch_bounds__(WG_THREADS, 1) void implicit_gemm_wgmma(CV_ARGS) {
 #define CV_PUT_CHUNK(addr, regs)                                                                      \
   asm volatile("st.shared.v4.b32 [%0], {%1, %2, %3, %4};" ::"r"(addr), "r"(CV_REG_BITS((regs)[0])),  \
                "r"(CV_REG_BITS((regs)[1])), "r"(CV_REG_BITS((regs)[2])), "r"(CV_REG_BITS((regs)[3])) : "memory")
+#if SPLIT3
+// The chunk's big parts into the stage, its residuals into the other half.
+#define CV_PUT_SPLIT(addr, regs)                                            \
+  {                                                                         \
+    float hi_[4], lo_[4];                                                   \
+    PRAGMA_UNROLL for (int j_ = 0; j_ < 4; ++j_) {                          \
+      hi_[j_] = cv_tf32((regs)[j_]);                                        \
+      lo_[j_] = cv_tf32((regs)[j_] - hi_[j_]);                              \
+    }                                                                       \
+    CV_PUT_CHUNK(addr, hi_);                                                \
+    CV_PUT_CHUNK((addr) + CV_LO, lo_);                                      \
+  }
+#else
+#define CV_PUT_SPLIT(addr, regs) CV_PUT_CHUNK(addr, regs)
+#endif
 #if DIRECTION == 2 && !DY_T
 #define CV_PUT_B(stage)                                                                               \
   {                                                                                                   \
     PRAGMA_UNROLL for (int i = 0; i < CV_B_ITEMS; ++i)                                                \
-      CV_PUT_CHUNK((stage) + WG_A_STAGE_BYTES + wg_swizzle(CV_B_ROW(i), CV_B_CHUNK(i)), b_regs[i]);    \
+      CV_PUT_SPLIT((stage) + WG_A_STAGE_BYTES + wg_swizzle(CV_B_ROW(i), CV_B_CHUNK(i)), b_regs[i]);    \
   }
 #else
 #define CV_PUT_B(stage)
@@ -357,7 +412,7 @@ KERNEL __launch_bounds__(WG_THREADS, 1) void implicit_gemm_wgmma(CV_ARGS) {
 #define CV_PUT(stage)                                                                                 \
   {                                                                                                   \
     PRAGMA_UNROLL for (int i = 0; i < CV_A_ITEMS; ++i)                                                \
-      CV_PUT_CHUNK((stage) + wg_swizzle(CV_A_ROW(i), CV_A_CHUNK(i)), a_regs[i]);                       \
+      CV_PUT_SPLIT((stage) + wg_swizzle(CV_A_ROW(i), CV_A_CHUNK(i)), a_regs[i]);                       \
     CV_PUT_B(stage);                                                                                  \
   }
 
@@ -371,8 +426,8 @@ KERNEL __launch_bounds__(WG_THREADS, 1) void implicit_gemm_wgmma(CV_ARGS) {
   BARRIER();
   for (int s = 0; s < STAGES - 2; ++s) {
     if (s < ntiles) {
-      CV_FETCH(wg_base + s * WG_STAGE_BYTES, s);
-      CV_PUT(wg_base + s * WG_STAGE_BYTES);
+      CV_FETCH(wg_base + s * CV_STAGE_BYTES, s);
+      CV_PUT(wg_base + s * CV_STAGE_BYTES);
     }
     WG_COPY_COMMIT();
   }
@@ -382,17 +437,42 @@ KERNEL __launch_bounds__(WG_THREADS, 1) void implicit_gemm_wgmma(CV_ARGS) {
     BARRIER();         // everyone's; every warpgroup is done with tile t-2; tile t+STAGES-2's table is in place
     if (t + STAGES - 1 < ntiles) CV_TABLE(t + STAGES - 1);
     const bool more = t + STAGES - 2 < ntiles;
-    const unsigned next = wg_base + ((t + STAGES - 2) % STAGES) * WG_STAGE_BYTES;
+    const unsigned next = wg_base + ((t + STAGES - 2) % STAGES) * CV_STAGE_BYTES;
     if (more) CV_FETCH(next, t + STAGES - 2);
     WG_COPY_COMMIT();
-    const unsigned stage = wg_base + (t % STAGES) * WG_STAGE_BYTES;
+    const unsigned stage = wg_base + (t % STAGES) * CV_STAGE_BYTES;
     const unsigned long long a_desc = wg_descriptor(stage + wg_warpgroup * (64 * 128));
     const unsigned long long b_desc = wg_descriptor(stage + WG_A_STAGE_BYTES);
+#if SPLIT3
+    // The residual products first, then the big one, into zeroed accumulators; waited for at once (they are
+    // three times the MMAs of the other modes, so the wait costs less) and added into the FP32 sums.
+    const unsigned long long a_lo = wg_descriptor(stage + CV_LO + wg_warpgroup * (64 * 128));
+    const unsigned long long b_lo = wg_descriptor(stage + CV_LO + WG_A_STAGE_BYTES);
+    float part[WG_ACC];
+    PRAGMA_UNROLL
+    for (int i = 0; i < WG_ACC; ++i) part[i] = 0.0f;
+    WG_MMA_FENCE();
+    PRAGMA_UNROLL
+    for (int s = 0; s < WG_TILE_K / WG_K_STEP; ++s) {
+      WG_MMA(part, a_lo + 2 * s, b_desc + 2 * s);
+      WG_MMA(part, a_desc + 2 * s, b_lo + 2 * s);
+    }
+    PRAGMA_UNROLL
+    for (int s = 0; s < WG_TILE_K / WG_K_STEP; ++s) WG_MMA(part, a_desc + 2 * s, b_desc + 2 * s);
+    WG_MMA_COMMIT();
+    WG_MMA_WAIT(0);
+    PRAGMA_UNROLL
+    for (int i = 0; i < WG_ACC; ++i) {
+      asm volatile("" : "+f"(part[i])::"memory");  // read only after the wait
+      acc[i] += part[i];
+    }
+#else
     WG_MMA_FENCE();
     PRAGMA_UNROLL
     for (int s = 0; s < WG_TILE_K / WG_K_STEP; ++s) WG_MMA(acc, a_desc + 2 * s, b_desc + 2 * s);
     WG_MMA_COMMIT();
     WG_MMA_WAIT(1);          // tile t-1's MMAs done: time for the gathered loads to land
+#endif
     if (more) CV_PUT(next);  // their registers into the stage (before the next barrier)
   }
   WG_MMA_WAIT(0);
@@ -448,7 +528,7 @@ KERNEL void wg_weights(const wg_elem* RESTRICT w, unsigned char* RESTRICT ws) {
   const long idx = GLOBAL_ID(0);
   if (idx >= (long)K * RED_P) return;
   const int red = (int)(idx % RED_P), k = (int)(idx / RED_P);
-  ((wg_elem*)(ws + WS_W))[idx] = red < CV_CRS ? w[(long)k * CV_CRS + red] : (wg_elem)0;
+  CV_STORE((wg_elem*)(ws + WS_W), idx, red < CV_CRS ? w[(long)k * CV_CRS + red] : (wg_elem)0);
 }
 #elif DIRECTION == 1 && PHASED
 // wt[g][phase][c][(k,t,u)] = w[g K/G + k][c][r0 + STRIDE_H t][s0 + STRIDE_W u] of each phase's taps, padded to RED_P.
@@ -466,7 +546,7 @@ KERNEL void wg_weights(const wg_elem* RESTRICT w, unsigned char* RESTRICT ws) {
     const int r = r0 + STRIDE_H * (tu / CV_UMAX), s = s0 + STRIDE_W * (tu % CV_UMAX);
     if (r < R && s < S) value = w[((long)(g * K_PER_GROUP + k) * C_PER_GROUP + c) * CV_RS + r * S + s];
   }
-  ((wg_elem*)(ws + WS_W))[idx] = value;
+  CV_STORE((wg_elem*)(ws + WS_W), idx, value);
 }
 #elif DIRECTION == 1
 // wt[g][c][(k,r,s)] = w[g K/G + k][c][r][s], padded to RED_P.
@@ -480,7 +560,7 @@ KERNEL void wg_weights(const wg_elem* RESTRICT w, unsigned char* RESTRICT ws) {
     const int k = red / CV_RS, rs = red % CV_RS;
     value = w[((long)(g * K_PER_GROUP + k) * C_PER_GROUP + c) * CV_RS + rs];
   }
-  ((wg_elem*)(ws + WS_W))[idx] = value;
+  CV_STORE((wg_elem*)(ws + WS_W), idx, value);
 }
 #elif DIRECTION == 2
 #if DY_T
@@ -490,7 +570,7 @@ KERNEL void wg_dy_transpose(const wg_elem* RESTRICT dy, unsigned char* RESTRICT 
   const long idx = GLOBAL_ID(0);
   if (idx >= (long)K * RED_P) return;
   const int j = (int)(idx % RED_P), k = (int)(idx / RED_P);
-  ((wg_elem*)(ws + WS_W))[idx] = j < CV_RED ? dy[((long)(j / CV_PQ) * K + k) * CV_PQ + j % CV_PQ] : (wg_elem)0;
+  CV_STORE((wg_elem*)(ws + WS_W), idx, j < CV_RED ? dy[((long)(j / CV_PQ) * K + k) * CV_PQ + j % CV_PQ] : (wg_elem)0);
 }
 #endif
 // dw[g K/G + k][(c,r,s)] = the split-K slices' partials summed in order, rounded once.
