@@ -430,6 +430,23 @@ NB_MODULE(_convtune, m) {
         "3xtf32, fp32-fast, or bf16 and fp16 for 16-bit tensors; None: the problem's own) within `workspace_limit` "
         "bytes (None: the device's).");
 
+  m.def("_unsupported_reason",
+        [](const std::string& device_spec, const Problem& problem) -> std::string {
+          Device& device = convtune::device(device_spec);
+          PlanRequest request;
+          request.problem = problem;
+          request.use_tuning = false;
+          try {
+            PlanDescriptor::create(device.info(), request);
+          } catch (const Unsupported& e) {
+            return e.what();
+          }
+          return {};
+        },
+        "device"_a, "problem"_a,
+        "'' when a kernel family computes `problem` on `device`, else the library's reason (Unsupported's message); "
+        "describes a plan without compiling it.");
+
   m.def("tune", &run_tune, "devices"_a, "problems"_a, "database"_a, "family"_a = "all", "budget_seconds"_a = 60.0,
         "strategy"_a = "annealing", "max_fraction"_a = 0.0, "max_candidates"_a = 0, "warmup"_a = 1, "repeats"_a = 5,
         "abort_factor"_a = 1.5, "seed"_a = 1, "jobs"_a = 0, "only"_a = std::map<std::string, std::vector<int64_t>>(),

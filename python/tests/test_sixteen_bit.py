@@ -1,8 +1,8 @@
 """16-bit arrays (float16, bfloat16) through the Python package: every direction and a GEMM on an OpenCL device with
 the tensor cores emulated (PoCL on CI, CONVTUNE_EMULATE_TENSOR_CORES=1; CUDA for real where present) against float64
 references of the same 16-bit values within the library's 16-bit tolerance, dtypes kept through DLPack, 16-bit plans
-(math='bf16'|'fp16'), and the refusals (mixed dtypes, float32 arrays in a 16-bit plan, devices without 16-bit
-kernels)."""
+(math='bf16'|'fp16'), the refusals (mixed dtypes, float32 arrays in a 16-bit plan, devices without 16-bit kernels),
+and convtune.torch's 16-bit path under autograd and autocast."""
 import math
 
 import numpy as np
@@ -207,3 +207,93 @@ def test_devices_without_16_bit_kernels_refuse_naming_type_family_and_device(rng
     with pytest.raises(NotImplementedError, match=rf"implicit_gemm_tc needs an NVIDIA GPU of compute capability 8.0 or "
                                                   rf"newer .*not {device} .*for bf16 tensors"):
         convtune.Plan(x16.shape, w16.shape, padding=1, device=device, math="bf16")
+
+
+# convtune.torch: CPU tensors on the emulated OpenCL device (convtune.torch._host_device), so the 16-bit path runs
+# under autograd here; on CUDA where there is a GPU.
+
+@pytest.fixture
+def ct(emulated, monkeypatch):
+    """convtune.torch with CPU tensors on the emulated OpenCL device."""
+    if torch is None:
+        pytest.skip("needs PyTorch")
+    import convtune.torch
+    monkeypatch.setattr(convtune.torch, "_host_device", opencl_device())
+    return convtune.torch
+
+
+def test_torch_16_bit_tensors_run_every_direction_under_autograd(ct):
+    x_shape, w_shape, stride, padding, dilation, groups = CASES[1]
+    generator = torch.Generator().manual_seed(6)
+    x = torch.randn(x_shape, generator=generator).bfloat16().requires_grad_()
+    w = torch.randn(w_shape, generator=generator).bfloat16().requires_grad_()
+    y = ct.conv2d(x, w, None, stride, padding, dilation, groups)
+    assert y.dtype == torch.bfloat16
+    dy = torch.randn(y.shape, generator=generator).bfloat16()
+    gx, gw = torch.autograd.grad(y, (x, w), dy)
+    assert gx.dtype == gw.dtype == torch.bfloat16
+    x64, w64, dy64 = x.detach().double().numpy(), w.detach().double().numpy(), dy.double().numpy()
+    for got, want, direction in ((y, conv_ref(x64, w64, stride, padding, dilation, groups), "fwd"),
+                                 (gx, bwd_data_ref(dy64, w64, x_shape, stride, padding, dilation, groups), "bwd-data"),
+                                 (gw, bwd_filter_ref(x64, dy64, w_shape, stride, padding, dilation, groups),
+                                  "bwd-filter")):
+        problem = problem_of(x_shape, w_shape, stride, padding, dilation, groups, direction, "bf16")
+        assert relative_error(got.detach().double().numpy(), want) <= tolerance(problem), direction
+    with pytest.raises(convtune.InvalidArgument, match=r"^weight: dtype torch.float16 differs from input's "
+                                                       r"torch.bfloat16: expected one dtype"):
+        ct.conv2d(x.detach(), w.detach().half(), None, stride, padding, dilation, groups)
+
+
+def test_torch_autocast_runs_16_bit_where_the_device_has_it(ct):
+    torch.manual_seed(7)
+    conv = ct.Conv2d(3, 4, 3, padding=1, bias=False)
+    x = torch.randn(2, 3, 8, 8, requires_grad=True)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        y = conv(x)
+    assert y.dtype == torch.bfloat16  # as autocast's own conv2d: computed and returned in autocast's dtype
+    reference = conv_ref(x.detach().bfloat16().double().numpy(), conv.weight.detach().bfloat16().double().numpy(),
+                         pad=(1, 1))
+    assert relative_error(y.detach().double().numpy(), reference) <= \
+        tolerance(problem_of(x.shape, conv.weight.shape, 1, 1, 1, 1, "fwd", "bf16"))
+    y.float().sum().backward()
+    # The gradients reach the float32 leaves through autocast's casts, as float32.
+    assert x.grad.dtype == conv.weight.grad.dtype == torch.float32
+    assert torch.isfinite(x.grad).all() and torch.isfinite(conv.weight.grad).all()
+    # A bias is cast with the rest, so y keeps autocast's dtype.
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        assert ct.Conv2d(3, 4, 3, padding=1)(x).dtype == torch.bfloat16
+
+
+@pytest.mark.skipif(torch is None or not torch.cuda.is_available(), reason="needs a CUDA GPU")
+@pytest.mark.parametrize("dtype_name", ["bfloat16", "float16"])
+def test_torch_cuda_tensors_in_16_bits(dtype_name):
+    import convtune.torch as ct
+    dtype = getattr(torch, dtype_name)
+    type_ = "bf16" if dtype == torch.bfloat16 else "fp16"
+    torch.manual_seed(8)
+    x = torch.randn(4, 16, 12, 12, device="cuda", requires_grad=True)
+    w = torch.randn(32, 16, 3, 3, device="cuda", requires_grad=True)
+    problems = {d: problem_of(x.shape, w.shape, 1, 1, 1, 1, d, type_) for d in ("fwd", "bwd-data", "bwd-filter")}
+    why = convtune._convtune._unsupported_reason(f"cuda:{torch.cuda.current_device()}", problems["fwd"])
+    with torch.autocast("cuda", dtype=dtype):
+        y = ct.conv2d(x, w, padding=1)
+    assert y.dtype == (torch.float32 if why else dtype)
+    if why:
+        pytest.skip(f"this GPU has no 16-bit kernels: {why}")
+    x64, w64 = x.detach().to(dtype).double().cpu().numpy(), w.detach().to(dtype).double().cpu().numpy()
+    reference = conv_ref(x64, w64, pad=(1, 1))
+    assert relative_error(y.detach().double().cpu().numpy(), reference) <= tolerance(problems["fwd"])
+    dy = torch.randn(y.shape, device="cuda").to(dtype)
+    gx, gw = torch.autograd.grad(y, (x, w), dy)
+    assert gx.dtype == gw.dtype == torch.float32  # back through autocast's casts to the float32 leaves
+    dy64 = dy.double().cpu().numpy()
+    assert relative_error(gx.double().cpu().numpy(), bwd_data_ref(dy64, w64, x.shape, pad=(1, 1))) <= \
+        tolerance(problems["bwd-data"])
+    assert relative_error(gw.double().cpu().numpy(), bwd_filter_ref(x64, dy64, w.shape, pad=(1, 1))) <= \
+        tolerance(problems["bwd-filter"])
+    # DLPack: 16-bit CUDA tensors in place on their GPU.
+    out = torch.empty(4, 32, 12, 12, device="cuda", dtype=dtype)
+    pointer = out.data_ptr()
+    assert convtune.conv2d(x.detach().to(dtype), w.detach().to(dtype), padding=1, out=out) is out
+    assert out.data_ptr() == pointer
+    assert relative_error(out.double().cpu().numpy(), reference) <= tolerance(problems["fwd"])
