@@ -86,10 +86,12 @@ class Plan:
     (w, dy) -> dx, ``bwd-filter`` (x, dy) -> dw, a GEMM (a, b) -> c.
 
     ``tuning``: True takes the configuration from the default tuning database, False the family's built-in
-    default, a TuningDatabase that database. ``family`` and ``config`` name them outright. ``math``: 'fp32',
-    'tf32', '3xtf32' or 'fp32-fast' (also Winograd's alpha-8 tiles, within 4x the FP32 tolerance); None keeps the
-    problem's own. ``workspace_limit``: the scratch bytes the plan may take (0: none; None: the device's default);
-    ``explanation`` says what it left out.
+    default, a TuningDatabase that database. ``family`` and ``config`` name them outright. ``math``, as the command
+    line's --math, sets the element type with the math mode: 'bf16' or 'fp16' (16-bit arrays of that dtype, FP32
+    accumulation; the tensor-core families), or 'fp32', 'tf32', '3xtf32', 'fp32-fast' (float32 arrays;
+    fp32-fast also admits Winograd's alpha-8 tiles, within 4x the FP32 tolerance); None keeps the problem's own
+    (fp32 unless its text says ``type=``). Every operand must have the plan's dtype. ``workspace_limit``: the
+    scratch bytes the plan may take (0: none; None: the device's default); ``explanation`` says what it left out.
     """
 
     def __init__(self, x_shape: Optional[Shape] = None, w_shape: Optional[Shape] = None, *, stride: IntPair = 1,
@@ -158,11 +160,12 @@ class Plan:
         reads = [i for i in range(3) if i != written]
         operands[reads[0]], operands[reads[1]] = a, b
         if out is None:
-            out = _arrays.new_array(a, self.writes, _dense_shape(self.problem, written, a))
+            out = _arrays.new_array(a, self.writes, _dense_shape(self.problem, written, a), self.problem.type)
         operands[written] = out
         handle = _arrays.stream_handle(stream, operands, self.device)
+        exported = [_arrays.exportable(o) for o in operands]
         with _arrays.device_guard(self.device):
-            self._plan.run(operands[0], operands[1], operands[2], stream=handle)
+            self._plan.run(exported[0], exported[1], exported[2], stream=handle)
         return out
 
 
@@ -202,7 +205,8 @@ def conv2d(a: Any, b: Any, *, stride: IntPair = 1, padding: IntPair = 0, dilatio
 
     ``fwd``: conv2d(x, w) -> y. ``bwd-data``: conv2d(w, dy, x_shape=...) -> dx. ``bwd-filter``:
     conv2d(x, dy, w_shape=...) -> dw. The shape a backward direction writes comes from ``out`` when it is given.
-    x is (N, C, H, W), w (K, C/groups, R, S), y (N, K, P, Q), all float32, dense, row-major.
+    x is (N, C, H, W), w (K, C/groups, R, S), y (N, K, P, Q), dense, row-major, all of one dtype: float32, or
+    float16 / bfloat16 (FP32 accumulation, on devices with 16-bit kernels: tensor cores of NVIDIA sm_80+).
 
     ``device``: by default where the arrays live (host memory -> convtune's CPU device, CUDA memory -> that CUDA
     device, on PyTorch's current stream for tensors, else ``stream``); name another device (an OpenCL one, say) to
@@ -233,8 +237,11 @@ def conv2d(a: Any, b: Any, *, stride: IntPair = 1, padding: IntPair = 0, dilatio
     if out is not None:
         arrays["out"] = out
     where = _arrays.common_device(arrays)
+    type_ = _arrays.element_type(arrays)
     problem = conv_problem(x_shape, w_shape, stride=stride, padding=padding, dilation=dilation, groups=groups,
                            direction=direction)
+    if type_ != "fp32":
+        problem = problem.with_precision(type_)
     plan = _cached_plan(problem, _device_id(device) if device is not None else where, family, config)
     return plan(a, b, out=out, stream=stream)
 
@@ -242,7 +249,8 @@ def conv2d(a: Any, b: Any, *, stride: IntPair = 1, padding: IntPair = 0, dilatio
 def gemm(a: Any, b: Any, *, trans_a: bool = False, trans_b: bool = False, out: Any = None, accumulate: bool = False,
          device: Optional[str] = None, stream: Any = None, family: Optional[str] = None,
          config: Optional[Mapping[str, int]] = None) -> Any:
-    """C = op(A) op(B) on dense row-major float32 arrays: 2-D, or 3-D for a batch of products. op transposes when
+    """C = op(A) op(B) on dense row-major arrays of one dtype (float32, float16 or bfloat16, as conv2d): 2-D, or
+    3-D for a batch of products. op transposes when
     trans_a / trans_b is set (A is then stored K x M). ``accumulate`` adds to ``out`` (C += ...), which is then
     required. Devices and streams as in conv2d."""
     a_shape = _arrays.shape_of(a, "a")
@@ -264,6 +272,9 @@ def gemm(a: Any, b: Any, *, trans_a: bool = False, trans_b: bool = False, out: A
     if out is not None:
         arrays["out"] = out
     where = _arrays.common_device(arrays)
+    type_ = _arrays.element_type(arrays)
     problem = _convtune.gemm_problem(m, n, k, trans_a, trans_b, batch, accumulate)
+    if type_ != "fp32":
+        problem = problem.with_precision(type_)
     plan = _cached_plan(problem, _device_id(device) if device is not None else where, family, config)
     return plan(a, b, out=out, stream=stream)

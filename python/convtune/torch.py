@@ -7,9 +7,11 @@ allocator; CPU tensors on convtune's CPU device. With PyTorch 2.4 or later they 
 (``torch.ops.convtune.conv2d``, ``...conv2d_backward_data``, ``...conv2d_backward_filter``, with fake
 implementations for torch.compile); older PyTorch gets a ``torch.autograd.Function``.
 
-convtune computes float32 with FP32 math today: tensors of other dtypes are refused, except under autocast, where
-the convolution runs in float32 (as autocast does for its float32 operators); allow_tf32 is not followed yet, so
-these convolutions stay FP32 where cuDNN's would use TF32. Only contiguous NCHW tensors are taken.
+convtune computes float32 tensors in FP32 math, and bfloat16 and float16 tensors (FP32 accumulation) where it has
+16-bit kernels (NVIDIA tensor cores, sm_80+; the CPU device has none and refuses them with the library's message).
+Under autocast a convolution runs in autocast's 16-bit dtype where convtune computes it on that device, else in
+float32 (as autocast does for its float32 operators). allow_tf32 is not followed yet, so float32 convolutions stay
+FP32 where cuDNN's would use TF32. Only contiguous NCHW tensors are taken.
 """
 import sys
 import threading
@@ -19,7 +21,7 @@ import torch
 
 from . import _convtune, _errors
 from ._conv import Plan, conv_problem
-from ._convtune import TuningDatabase
+from ._convtune import Problem, TuningDatabase
 from ._tune import TuneEvent, TuneResult, tune
 
 __all__ = ["Conv2d", "PatchReport", "conv2d", "patch", "set_tuning", "tune_model", "uses_custom_ops"]
@@ -31,6 +33,14 @@ uses_custom_ops = hasattr(torch.library, "custom_op") and hasattr(torch.library,
 
 _UNSUPPORTED = (_errors.Unsupported, NotImplementedError)
 
+# The dtypes convtune computes and the element type (a Plan's math=) of each.
+_TYPES = {torch.float32: "fp32", torch.bfloat16: "bf16", torch.float16: "fp16"}
+
+# The convtune device CPU tensors run on. Tests on a machine without a GPU point it at an OpenCL device (PoCL with the
+# tensor cores emulated) so the 16-bit path runs under autograd; tensors then go there and back through DLPack, too
+# slowly to offer it as an option.
+_host_device = "cpu"
+
 
 def _pair(value: Any) -> Tuple[int, int]:
     return (value, value) if isinstance(value, int) else (int(value[0]), int(value[1]))
@@ -40,15 +50,19 @@ def _plan_device(device: torch.device) -> str:
     if device.type == "cuda":
         return f"cuda:{device.index if device.index is not None else torch.cuda.current_device()}"
     if device.type == "cpu":
-        return "cpu"
+        return _host_device
     raise _errors.Unsupported(f"convtune.torch runs tensors on the CPU or CUDA devices, not on {device}: leave "
                                 "this convolution to PyTorch")
 
 
-def _check(tensor: torch.Tensor, name: str) -> None:
-    if tensor.dtype != torch.float32:
-        raise TypeError(f"{name}: dtype {tensor.dtype} is not supported: convtune computes float32 tensors (FP16 and "
-                        "BF16 are not implemented yet); use .float(), or autocast, under which convtune runs in float32")
+def _check(tensor: torch.Tensor, name: str, like: Optional[torch.Tensor] = None, like_name: str = "") -> None:
+    """`tensor` (argument `name`) is one convtune takes: a dtype it computes, `like`'s when given, contiguous NCHW."""
+    if tensor.dtype not in _TYPES:
+        raise TypeError(f"{name}: dtype {tensor.dtype} is not supported: convtune computes float32, bfloat16 and "
+                        "float16 tensors; use .float(), or autocast")
+    if like is not None and tensor.dtype != like.dtype:
+        raise _errors.InvalidArgument(f"{name}: dtype {tensor.dtype} differs from {like_name}'s {like.dtype}: "
+                                      "expected one dtype (float32, bfloat16 or float16) for both")
     if not tensor.is_contiguous():
         layout = " (channels_last?)" if tensor.dim() == 4 and tensor.is_contiguous(
             memory_format=torch.channels_last) else ""
@@ -57,15 +71,18 @@ def _check(tensor: torch.Tensor, name: str) -> None:
                          "or leave this convolution to PyTorch")
 
 
-# Compiled plans by shape, parameters, direction and device, with the index of the operand they write and its
-# shape. Plans take their workspace from each call (PyTorch's allocator, stream-ordered), so one plan may run on
-# several streams at once.
+# Compiled plans by shape, parameters, direction, device and element type, with the index of the operand they
+# write and its shape. Plans take their workspace from each call (PyTorch's allocator, stream-ordered), so one plan
+# may run on several streams at once.
 _plans: Dict[Tuple[Any, ...], Tuple[Plan, int, Tuple[int, ...]]] = {}
 _plans_lock = threading.Lock()
 # Where plans take their configurations (set_tuning), and, while tune_model() looks at a model, the convolutions
 # it found instead of computing them.
 _tuning: Union[bool, TuningDatabase] = True
 _recording: Optional[Dict[Tuple[Any, ...], None]] = None
+# Under autocast: the library's reason why a 16-bit plan cannot be made, by the _plan key (the convolution then runs
+# in float32), so a refused convolution is described once.
+_refusals: Dict[Tuple[Any, ...], str] = {}
 
 
 def set_tuning(tuning: Union[bool, TuningDatabase]) -> None:
@@ -78,16 +95,30 @@ def set_tuning(tuning: Union[bool, TuningDatabase]) -> None:
     with _plans_lock:
         _tuning = tuning
         _plans.clear()
+        _refusals.clear()
+
+
+def _in_place(device: str) -> bool:
+    """Whether tensors run in place on `device` by address (the CPU device, CUDA), rather than through DLPack."""
+    return device == "cpu" or device.startswith("cuda")
+
+
+def _problem(x_shape: Sequence[int], w_shape: Sequence[int], stride: Sequence[int], padding: Sequence[int],
+             dilation: Sequence[int], groups: int, direction: str, type_: str) -> Problem:
+    problem = conv_problem(x_shape, w_shape, stride=stride, padding=padding, dilation=dilation, groups=groups,
+                           direction=direction)
+    return problem if type_ == "fp32" else problem.with_precision(type_)
 
 
 def _plan(x_shape: Sequence[int], w_shape: Sequence[int], stride: Sequence[int], padding: Sequence[int],
-          dilation: Sequence[int], groups: int, direction: str, device: str) -> Tuple[Plan, int, Tuple[int, ...]]:
-    key = (tuple(x_shape), tuple(w_shape), tuple(stride), tuple(padding), tuple(dilation), groups, direction, device)
+          dilation: Sequence[int], groups: int, direction: str, device: str,
+          type_: str = "fp32") -> Tuple[Plan, int, Tuple[int, ...]]:
+    key = (tuple(x_shape), tuple(w_shape), tuple(stride), tuple(padding), tuple(dilation), groups, direction, device,
+           type_)
     found = _plans.get(key)
     if found is None:
-        problem = conv_problem(key[0], key[1], stride=key[2], padding=key[3], dilation=key[4], groups=groups,
-                               direction=direction)
-        plan = Plan(problem=problem, device=device, tuning=_tuning, _external_workspace=True)
+        problem = _problem(key[0], key[1], key[2], key[3], key[4], groups, direction, type_)
+        plan = Plan(problem=problem, device=device, tuning=_tuning, _external_workspace=_in_place(device))
         found = (plan, problem.written, tuple(problem.shapes[problem.written]))
         with _plans_lock:
             _plans[key] = found
@@ -105,12 +136,18 @@ def _launch(direction: str, a: torch.Tensor, b: torch.Tensor, x_shape: Sequence[
     """Runs one direction on the two tensors it reads (x, w order) and returns the tensor it writes."""
     device = a.device
     name = _plan_device(device)
+    type_ = _TYPES[a.dtype]
     if _recording is not None and direction == "fwd":
         # tune_model() is looking: note the convolution, skip the work (the zeros have the right shape).
-        _recording[(tuple(x_shape), tuple(w_shape), tuple(stride), tuple(padding), tuple(dilation), groups, name)] = None
-        return torch.zeros(_output_shape(x_shape, w_shape, stride, padding, dilation), device=device)
-    plan, written, out_shape = _plan(x_shape, w_shape, stride, padding, dilation, groups, direction, name)
-    out = torch.empty(out_shape, dtype=torch.float32, device=device)
+        _recording[(tuple(x_shape), tuple(w_shape), tuple(stride), tuple(padding), tuple(dilation), groups, name,
+                    type_)] = None
+        return torch.zeros(_output_shape(x_shape, w_shape, stride, padding, dilation), dtype=a.dtype, device=device)
+    plan, written, out_shape = _plan(x_shape, w_shape, stride, padding, dilation, groups, direction, name, type_)
+    out = torch.empty(out_shape, dtype=a.dtype, device=device)
+    if not _in_place(name):
+        # Host tensors on a kernel device (_host_device): copied there and back. DLPack exports no tensor that
+        # requires gradients, as the inputs of autograd.Function.forward may.
+        return plan(a.detach(), b.detach(), out=out)
     workspace = (torch.empty(plan.workspace_bytes, dtype=torch.uint8, device=device)
                  if plan.workspace_bytes else None)
     operands: List[Optional[torch.Tensor]] = [None, None, None]
@@ -138,7 +175,7 @@ def _launch(direction: str, a: torch.Tensor, b: torch.Tensor, x_shape: Sequence[
 def _forward(x: torch.Tensor, w: torch.Tensor, stride: Sequence[int], padding: Sequence[int],
              dilation: Sequence[int], groups: int) -> torch.Tensor:
     _check(x, "input")
-    _check(w, "weight")
+    _check(w, "weight", x, "input")
     if x.device != w.device:
         raise ValueError(f"input is on {x.device} but weight on {w.device}: expected one device")
     return _launch("fwd", x, w, x.shape, w.shape, stride, padding, dilation, groups)
@@ -147,14 +184,14 @@ def _forward(x: torch.Tensor, w: torch.Tensor, stride: Sequence[int], padding: S
 def _backward_data(w: torch.Tensor, dy: torch.Tensor, x_shape: Sequence[int], stride: Sequence[int],
                    padding: Sequence[int], dilation: Sequence[int], groups: int) -> torch.Tensor:
     _check(w, "weight")
-    _check(dy, "grad_output")
+    _check(dy, "grad_output", w, "weight")
     return _launch("bwd-data", w, dy, x_shape, w.shape, stride, padding, dilation, groups)
 
 
 def _backward_filter(x: torch.Tensor, dy: torch.Tensor, w_shape: Sequence[int], stride: Sequence[int],
                      padding: Sequence[int], dilation: Sequence[int], groups: int) -> torch.Tensor:
     _check(x, "input")
-    _check(dy, "grad_output")
+    _check(dy, "grad_output", x, "input")
     return _launch("bwd-filter", x, dy, x.shape, w_shape, stride, padding, dilation, groups)
 
 
@@ -255,7 +292,9 @@ def _same_padding(w_shape: Sequence[int], stride: Sequence[int], dilation: Seque
 
 def conv2d(input: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor] = None, stride: IntPair = 1,
            padding: Union[IntPair, str] = 0, dilation: IntPair = 1, groups: int = 1) -> torch.Tensor:
-    """torch.nn.functional.conv2d computed by convtune, with autograd (float32, contiguous NCHW, CPU or CUDA)."""
+    """torch.nn.functional.conv2d computed by convtune, with autograd (contiguous NCHW, CPU or CUDA; float32, or
+    bfloat16/float16 where convtune has 16-bit kernels; under autocast, autocast's dtype where convtune computes it
+    for this convolution, else float32)."""
     stride_, dilation_ = list(_pair(stride)), list(_pair(dilation))
     if isinstance(padding, str):
         if padding == "valid":
@@ -272,10 +311,12 @@ def conv2d(input: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tenso
     if input.dim() != 4 or weight.dim() != 4:
         raise ValueError(f"input {tuple(input.shape)} and weight {tuple(weight.shape)}: expected a 4-D (N, C, H, W) "
                          "or 3-D (C, H, W) input and a 4-D (K, C/groups, R, S) weight")
-    if _autocast_enabled(input.device.type) and input.dtype in (torch.float16, torch.bfloat16):
-        # convtune has no reduced-precision convolution yet: this one runs in float32, like autocast's fp32 ops.
-        input, weight = input.float(), weight.float()
-        bias = bias.float() if bias is not None else None
+    if _autocast_enabled(input.device.type) and input.dtype != torch.float64:
+        # As autocast casts the arguments of its 16-bit operators (bias too; float64 left alone), or of its float32
+        # ones.
+        dtype = _autocast_dtype(input, weight, stride_, padding_, dilation_, int(groups))
+        input, weight = input.to(dtype), weight.to(dtype)
+        bias = bias.to(dtype) if bias is not None else None
     y = _apply(input, weight, stride_, padding_, dilation_, int(groups))
     if bias is not None:
         y = y + bias.view(1, -1, 1, 1)
@@ -289,6 +330,35 @@ def _autocast_enabled(device_type: str) -> bool:
         return bool(torch.is_autocast_cpu_enabled() if device_type == "cpu" else torch.is_autocast_enabled())
 
 
+def _autocast_dtype(x: torch.Tensor, w: torch.Tensor, stride: Sequence[int], padding: Sequence[int],
+                    dilation: Sequence[int], groups: int) -> torch.dtype:
+    """The dtype this convolution runs in under autocast: autocast's 16-bit dtype when convtune makes plans for it in
+    that type on this device for every direction autograd will call, else float32 (the CPU device, a GPU without
+    16-bit tensor cores), as before convtune had 16-bit kernels. The plans are kept for the calls."""
+    try:
+        dtype = torch.get_autocast_dtype(x.device.type)  # PyTorch 2.4+
+    except AttributeError:
+        dtype = torch.get_autocast_cpu_dtype() if x.device.type == "cpu" else torch.get_autocast_gpu_dtype()
+    if dtype not in (torch.bfloat16, torch.float16):
+        return torch.float32
+    directions = ["fwd"]
+    if torch.is_grad_enabled():
+        directions += ["bwd-data"] if x.requires_grad else []
+        directions += ["bwd-filter"] if w.requires_grad else []
+    device, type_ = _plan_device(x.device), _TYPES[dtype]
+    for direction in directions:
+        key = (tuple(x.shape), tuple(w.shape), tuple(stride), tuple(padding), tuple(dilation), groups, direction,
+               device, type_)
+        if key not in _refusals and key not in _plans:
+            try:
+                _plan(x.shape, w.shape, stride, padding, dilation, groups, direction, device, type_)
+            except _UNSUPPORTED as e:
+                _refusals[key] = str(e)
+        if key in _refusals:
+            return torch.float32
+    return dtype
+
+
 def _unsupported_reason(conv: torch.nn.Conv2d, as_class: type = torch.nn.Conv2d) -> str:
     """Why convtune cannot stand in for this Conv2d (of class `as_class`: a subclass may compute otherwise); ''
     when it can."""
@@ -296,17 +366,26 @@ def _unsupported_reason(conv: torch.nn.Conv2d, as_class: type = torch.nn.Conv2d)
         return f"a subclass of Conv2d ({type(conv).__name__}) whose forward may differ"
     if conv.padding_mode != "zeros":
         return f"padding_mode='{conv.padding_mode}': convtune pads with zeros only"
-    if conv.weight.dtype != torch.float32:
-        return f"weight dtype {conv.weight.dtype}: convtune computes float32"
+    if conv.weight.dtype not in _TYPES:
+        return f"weight dtype {conv.weight.dtype}: convtune computes float32, bfloat16 and float16"
     if conv.weight.device.type not in ("cpu", "cuda"):
         return f"on {conv.weight.device}: convtune.torch runs on the CPU and CUDA"
     if not conv.weight.is_contiguous():
         return "weight is not contiguous NCHW (channels_last?)"
+    padding = [0, 0] if conv.padding == "valid" else conv.padding
     if conv.padding == "same":
         try:
-            _same_padding(conv.weight.shape, conv.stride, conv.dilation)
+            padding = _same_padding(conv.weight.shape, conv.stride, conv.dilation)
         except (ValueError, _errors.Unsupported) as e:
             return str(e)
+    if conv.weight.dtype != torch.float32:
+        # Whether the device computes this type at all, asked of the library with the smallest input that has an
+        # output (describing, not compiling): the CPU device does not, a GPU before sm_80 neither.
+        k, c_per_group, r, s = conv.weight.shape
+        x_shape = (1, c_per_group * conv.groups, conv.dilation[0] * (r - 1) + 1, conv.dilation[1] * (s - 1) + 1)
+        problem = _problem(x_shape, conv.weight.shape, conv.stride, padding, conv.dilation, conv.groups, "fwd",
+                           _TYPES[conv.weight.dtype])
+        return _convtune._unsupported_reason(_plan_device(conv.weight.device), problem)
     return ""
 
 
@@ -403,8 +482,8 @@ def tune_model(model: torch.nn.Module, *example_inputs: Any, budget: float = 60.
         raise _errors.InvalidArgument("tune_model: the model ran no convolution through convtune: patch(model) "
                                       "first, and pass inputs its forward takes")
     by_device: Dict[str, List[Any]] = {}
-    for x_shape, w_shape, stride, padding, dilation, groups, device in found:
-        problem = conv_problem(x_shape, w_shape, stride=stride, padding=padding, dilation=dilation, groups=groups)
+    for x_shape, w_shape, stride, padding, dilation, groups, device, type_ in found:
+        problem = _problem(x_shape, w_shape, stride, padding, dilation, groups, "fwd", type_)
         by_device.setdefault(device, []).append(problem)
     if database is None:
         database = TuningDatabase()

@@ -8,6 +8,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 
 #include "dlpack.h"
 
@@ -34,6 +35,25 @@ std::string dclass_name(const DLDataType& t) {
   return text;
 }
 
+// The element type of a DLPack dtype convtune computes: float32, float16 (IEEE binary16) and bfloat16.
+std::optional<ElementType> element_type(const DLDataType& t) {
+  if (t.lanes != 1) return std::nullopt;
+  if (t.code == kDLFloat && t.bits == 32) return ElementType::F32;
+  if (t.code == kDLFloat && t.bits == 16) return ElementType::F16;
+  if (t.code == kDLBfloat && t.bits == 16) return ElementType::BF16;
+  return std::nullopt;
+}
+
+// The dtype of an element type as NumPy and PyTorch name it.
+const char* dtype_name(ElementType type) {
+  switch (type) {
+    case ElementType::F32: return "float32";
+    case ElementType::F16: return "float16";
+    case ElementType::BF16: return "bfloat16";
+  }
+  return "?";
+}
+
 // The dense row-major shape each convolution operand must have; empty for GEMM operands (their buffers are
 // checked by element count, since leading dimensions and batch strides are the problem's).
 std::vector<int64_t> expected_shape(const Problem& problem, int operand) {
@@ -51,6 +71,15 @@ const char* shape_legend(int operand) {
 }
 
 void check_against_problem(const Problem& problem, int operand, const ArrayView& view) {
+  // The library reads buffers as the problem's element type whatever they hold, so a float32 array in a bf16 plan
+  // (or the reverse) would be read as garbage: refused here, where the array's dtype is known.
+  if (view.type != problem.type()) {
+    throw InvalidArgument(view.name + ": dtype " + view.dtype + " does not fit the problem: expected " +
+                          dtype_name(problem.type()) + " (its element type, type=" +
+                          std::string(to_string(problem.type())) + ") for " + problem.to_string() +
+                          ": every operand has the problem's dtype, which a Plan's math= sets ('bf16', 'fp16', or "
+                          "'fp32' and its modes)");
+  }
   const std::vector<int64_t> expected = expected_shape(problem, operand);
   if (!expected.empty()) {
     if (view.shape != expected) {
@@ -60,8 +89,8 @@ void check_against_problem(const Problem& problem, int operand, const ArrayView&
     return;
   }
   const int64_t elements = problem.operand(operand).elements;
-  if (static_cast<int64_t>(view.bytes / sizeof(float)) != elements) {
-    throw InvalidArgument(view.name + ": " + std::to_string(view.bytes / sizeof(float)) + " elements " +
+  if (view.elements != elements) {
+    throw InvalidArgument(view.name + ": " + std::to_string(view.elements) + " elements " +
                           join(view.shape) + " do not fit the problem: expected " + std::to_string(elements) +
                           " for " + problem.to_string());
   }
@@ -158,10 +187,20 @@ ArrayView import_array(nb::handle object, const std::string& name, intptr_t cuda
     throw nb::type_error((name + ": " + class_name(object) + ".__dlpack__() returned no unused DLPack capsule").c_str());
   }
   const DLTensor& t = *tensor;
-  if (t.dtype.code != kDLFloat || t.dtype.bits != 32 || t.dtype.lanes != 1) {
-    throw nb::type_error((name + ": dtype " + dclass_name(t.dtype) + " is not supported: convtune computes float32 "
-                          "arrays (convert with .astype(numpy.float32) or .float())").c_str());
+  view.dtype = dclass_name(t.dtype);
+  std::optional<ElementType> type = element_type(t.dtype);
+  // NumPy exports no bfloat16 (ml_dtypes' is no NumPy type to DLPack): the package hands such an array over as its
+  // uint16 bits in a wrapper that says so (convtune/_arrays.py).
+  if (!type && t.dtype.code == kDLUInt && t.dtype.bits == 16 && t.dtype.lanes == 1 &&
+      nb::hasattr(object, "_convtune_bfloat16_bits")) {
+    type = ElementType::BF16;
+    view.dtype = "bfloat16";
   }
+  if (!type) {
+    throw nb::type_error((name + ": dtype " + view.dtype + " is not supported: convtune computes float32, float16 "
+                          "and bfloat16 arrays (convert with .astype(numpy.float32) or .float())").c_str());
+  }
+  view.type = *type;
   view.shape.assign(t.shape, t.shape + t.ndim);
   int64_t elements = 1;
   for (int64_t extent : view.shape) elements *= extent;
@@ -179,16 +218,21 @@ ArrayView import_array(nb::handle object, const std::string& name, intptr_t cuda
     }
   }
   view.data = static_cast<std::byte*>(t.data) + t.byte_offset;
-  view.bytes = static_cast<size_t>(elements) * sizeof(float);
+  view.elements = elements;
+  view.bytes = static_cast<size_t>(elements) * static_cast<size_t>(bytes_per_element(view.type));
   return view;
 }
 
 void run_on_arrays(const Plan& plan, const std::array<nb::handle, 3>& arrays, intptr_t cuda_stream) {
   const Problem& problem = plan.problem();
   std::array<ArrayView, 3> views;
-  for (int i = 0; i < 3; ++i) {
-    views[i] = import_array(arrays[i], problem.operand(i).name, cuda_stream);
-    check_against_problem(problem, i, views[i]);
+  for (int i = 0; i < 3; ++i) views[i] = import_array(arrays[i], problem.operand(i).name, cuda_stream);
+  // The inputs first: an output made by the package for this plan fits it, so a mismatch names the caller's array.
+  for (int pass = 0; pass < 2; ++pass) {
+    for (int i = 0; i < 3; ++i) {
+      if ((i == problem.written_operand()) == (pass == 0)) continue;
+      check_against_problem(problem, i, views[i]);
+    }
   }
   for (int i = 1; i < 3; ++i) {
     if (views[i].device_type != views[0].device_type || views[i].device_id != views[0].device_id) {
@@ -207,7 +251,9 @@ void run_on_arrays(const Plan& plan, const std::array<nb::handle, 3>& arrays, in
                           info.name + "): expected arrays in its memory" +
                           (info.backend == BackendKind::Cpu ? "" : " or host arrays, which are copied"));
   }
-  for (const ArrayView& v : views) check_alignment(v, info.backend == BackendKind::Cpu ? sizeof(float) : 16);
+  for (const ArrayView& v : views) {
+    check_alignment(v, info.backend == BackendKind::Cpu ? static_cast<size_t>(bytes_per_element(v.type)) : 16);
+  }
   const ArrayView& written = views[problem.written_operand()];
   if (written.read_only) {
     throw InvalidArgument(written.name + ": the array is read-only, but the result is written into it: pass a "

@@ -25,6 +25,9 @@ struct ArrayView {
   int32_t device_type = 0;
   int32_t device_id = 0;
   std::vector<int64_t> shape;
+  ElementType type = ElementType::F32;  // float32, float16 or bfloat16: the dtypes convtune computes
+  std::string dtype;                    // the producer's dtype as DLPack names it ("bfloat16"), for messages
+  int64_t elements = 0;
   size_t bytes = 0;
   bool read_only = false;  // the producer said so (DLPack 1.x)
 
@@ -35,15 +38,16 @@ struct ArrayView {
 // The DLPack device (type, index) of `object`, from __dlpack_device__; TypeError when it has none.
 std::pair<int32_t, int32_t> dlpack_device(nb::handle object, const std::string& name);
 
-// Imports `object` as a dense row-major float32 array, through DLPack 1.x where the producer offers it (it can
-// export read-only arrays), else the unversioned protocol. `cuda_stream` is the stream the work will run on (0: the
-// legacy default stream); for CUDA memory it is passed to __dlpack__, so the producer orders its pending writes
-// before that stream's work. Throws TypeError (not an array, another dtype) or InvalidArgument (not contiguous, a
-// failed export), naming the array and what was expected.
+// Imports `object` as a dense row-major float32, float16 or bfloat16 array, through DLPack 1.x where the producer
+// offers it (it can export read-only arrays), else the unversioned protocol. `cuda_stream` is the stream the work
+// will run on (0: the legacy default stream); for CUDA memory it is passed to __dlpack__, so the producer orders its
+// pending writes before that stream's work. Throws TypeError (not an array, another dtype) or InvalidArgument (not
+// contiguous, a failed export), naming the array and what was expected.
 ArrayView import_array(nb::handle object, const std::string& name, intptr_t cuda_stream);
 
 // Runs `plan` on three arrays in Problem operand order (x, w, y or a, b, c): each is checked against the problem
-// (a convolution operand's shape, a GEMM operand's element count) and all against the plan's device. CUDA memory
+// (its dtype against the element type, a convolution operand's shape, a GEMM operand's element count) and all
+// against the plan's device. CUDA memory
 // runs on `cuda_stream` without waiting for it; host memory on a kernel device is copied and the call returns when
 // the written array holds the result.
 void run_on_arrays(const Plan& plan, const std::array<nb::handle, 3>& arrays, intptr_t cuda_stream);

@@ -227,7 +227,9 @@ Plan make_plan(const std::string& device_spec, const Problem& problem, const std
                std::optional<uint64_t> workspace_limit) {
   Device& device = convtune::device(device_spec);
   PlanRequest request;
-  request.problem = math ? problem.with_math(parse_math_mode(*math)) : problem;
+  // As the command line's --math: the element type goes with it ('bf16' and 'fp16' are 16-bit tensors in fp32 math,
+  // the others FP32 tensors), and PlanDescriptor validates the pair.
+  request.problem = math ? problem.with_precision(parse_precision(*math)) : problem;
   request.workspace_limit = workspace_limit;
   if (family) request.family = *family;
   request.config = config;
@@ -301,6 +303,21 @@ NB_MODULE(_convtune, m) {
       .def_prop_ro("kind", [](const Problem& p) { return p.is_conv() ? "convolution" : "gemm"; })
       .def_prop_ro("operation", [](const Problem& p) { return std::string(p.operation()); },
                    "'fwd', 'bwd-data', 'bwd-filter' or 'gemm'.")
+      .def_prop_ro("type", [](const Problem& p) { return std::string(to_string(p.type())); },
+                   "The element type of every operand: 'fp32', 'fp16' or 'bf16'.")
+      .def_prop_ro("math", [](const Problem& p) { return std::string(to_string(p.math())); },
+                   "The math mode: 'fp32', 'tf32', '3xtf32' or 'fp32-fast' (16-bit types take 'fp32').")
+      .def("with_precision",
+           [](const Problem& p, const std::string& math) {
+             Problem out = p.with_precision(parse_precision(math));
+             out.validate();
+             return out;
+           },
+           "math"_a,
+           "The same problem in `math` as a Plan's math= takes it: 'bf16' or 'fp16' (16-bit tensors, FP32 "
+           "accumulation), or 'fp32', 'tf32', '3xtf32', 'fp32-fast' (FP32 tensors).")
+      .def_prop_ro("reduction_length", &Problem::reduction_length,
+                   "Products summed into one output element: what rounding errors grow with.")
       .def_prop_ro("flops", &Problem::flops)
       .def_prop_ro("operand_names", [](const Problem& p) {
         return std::vector<std::string>{p.operand(0).name, p.operand(1).name, p.operand(2).name};
@@ -330,7 +347,7 @@ NB_MODULE(_convtune, m) {
           return Problem(p);
         },
         "n"_a, "c"_a, "h"_a, "w"_a, "k"_a, "r"_a, "s"_a, "stride"_a, "pad"_a, "dilation"_a, "groups"_a, "direction"_a,
-        "A validated convolution problem (float32).");
+        "A validated convolution problem (float32; Problem.with_precision makes it 16-bit).");
   m.def("gemm_problem",
         [](int64_t m_, int64_t n, int64_t k, bool trans_a, bool trans_b, int64_t batch, bool accumulate) {
           GemmProblem g;
@@ -340,7 +357,8 @@ NB_MODULE(_convtune, m) {
           return Problem(g);
         },
         "m"_a, "n"_a, "k"_a, "trans_a"_a, "trans_b"_a, "batch"_a, "accumulate"_a,
-        "A validated packed row-major matrix product C = op(A) op(B) (+C), float32.");
+        "A validated packed row-major matrix product C = op(A) op(B) (+C), float32 (Problem.with_precision makes it "
+        "16-bit).");
 
   nb::class_<TuningDatabase>(m, "TuningDatabase",
                              "The tuning database: a user file plus the defaults shipped with convtune.")
@@ -409,7 +427,25 @@ NB_MODULE(_convtune, m) {
         "use_tuning"_a = true, "database"_a = nb::none(), "external_workspace"_a = false, "math"_a = nb::none(),
         "workspace_limit"_a = nb::none(),
         "Describes and compiles a plan (the tuned family and configuration unless given), in `math` (fp32, tf32, "
-        "3xtf32 or fp32-fast; None: the problem's own) within `workspace_limit` bytes (None: the device's).");
+        "3xtf32, fp32-fast, or bf16 and fp16 for 16-bit tensors; None: the problem's own) within `workspace_limit` "
+        "bytes (None: the device's).");
+
+  m.def("_unsupported_reason",
+        [](const std::string& device_spec, const Problem& problem) -> std::string {
+          Device& device = convtune::device(device_spec);
+          PlanRequest request;
+          request.problem = problem;
+          request.use_tuning = false;
+          try {
+            PlanDescriptor::create(device.info(), request);
+          } catch (const Unsupported& e) {
+            return e.what();
+          }
+          return {};
+        },
+        "device"_a, "problem"_a,
+        "'' when a kernel family computes `problem` on `device`, else the library's reason (Unsupported's message); "
+        "describes a plan without compiling it.");
 
   m.def("tune", &run_tune, "devices"_a, "problems"_a, "database"_a, "family"_a = "all", "budget_seconds"_a = 60.0,
         "strategy"_a = "annealing", "max_fraction"_a = 0.0, "max_candidates"_a = 0, "warmup"_a = 1, "repeats"_a = 5,

@@ -296,7 +296,9 @@ std::string PlanDescriptor::describe() const {
 
 size_t PlanDescriptor::operand_bytes(int index) const {
   const size_t element = static_cast<size_t>(bytes_per_element(problem_.type()));
-  if (index == kBiasOperand) return epilogue_.bias ? static_cast<size_t>(problem_.conv().k) * element : 0;
+  // The bias is K floats whatever the tensors' type: every kernel's epilogue adds it in FP32 before the one rounding
+  // (the 16-bit ones too), and the nn layers keep it in FP32.
+  if (index == kBiasOperand) return epilogue_.bias ? static_cast<size_t>(problem_.conv().k) * sizeof(float) : 0;
   int64_t elements = problem_.operand(index).elements;
   if (problem_.is_conv() && index == 2 && epilogue_.pool > 1) {
     const ConvProblem& c = problem_.conv();

@@ -393,6 +393,20 @@ TEST(TensorCoreFamilies, SixteenBitTensorsTakeFp32MathAndOnlyTheTensorCoreFamili
   EXPECT_EQ(to_string(parse_precision("tf32")), "tf32");
 }
 
+// A 16-bit plan's operands hold 2-byte elements, its bias K floats (the kernels read it as FP32): a bias buffer of K
+// 16-bit elements would be read past its end, so Plan::run's size check must ask for 4 bytes each.
+TEST(TensorCoreFamilies, SixteenBitOperandsAreTwoBytesAndTheBiasFloats) {
+  PlanRequest request;
+  request.problem = Problem(parse_problem("N=2,C=8,H=6,K=16,R=3")).with_precision(parse_precision("bf16"));
+  request.epilogue.bias = true;
+  request.family = "implicit_gemm_tc";
+  request.use_tuning = false;
+  const PlanDescriptor d = PlanDescriptor::create(test::described_hopper(), request);
+  EXPECT_EQ(d.operand_bytes(0), size_t{2 * 8 * 6 * 6} * 2);
+  EXPECT_EQ(d.operand_bytes(2), size_t{2 * 16 * 4 * 4} * 2);
+  EXPECT_EQ(d.operand_bytes(kBiasOperand), size_t{16} * sizeof(float));
+}
+
 // Untuned plans on a Hopper take the tensor-core families exactly when the math mode asks for them; the defaults
 // are valid for every AlexNet layer and direction, and the GEMMs of the dense layers.
 TEST(TensorCoreFamilies, PlansChooseTensorCoresByMathModeWithValidDefaults) {
