@@ -3,6 +3,7 @@
 #pragma once
 
 #include "convtune/backend.h"
+#include "convtune/types.h"
 
 namespace convtune::mlp {
 
@@ -18,6 +19,8 @@ struct MlpKernelShape {
 // groups_option: 0 picks (one group per compute unit on a GPU, at most one per hidden neuron; 1 elsewhere), 1 the
 // single-group kernel, N > 1 that many (InvalidArgument when the device has fewer than N compute units, since the
 // grid barrier needs every group running at once).
-MlpKernelShape mlp_kernel_shape(const DeviceInfo& device, int inputs, int hidden, int outputs, int groups_option);
+// `precision`: the math mode's define (MLP_MATH).
+MlpKernelShape mlp_kernel_shape(const DeviceInfo& device, int inputs, int hidden, int outputs, int groups_option,
+                                Precision precision = {});
 
 }  // namespace convtune::mlp

@@ -8,6 +8,7 @@
 
 #include "convtune/error.h"
 #include "convtune/mlp/mlp.h"
+#include "convtune/rounding.h"
 #include "src/core/parallel_for.h"
 #include "src/mlp/mlp_kernels.h"
 
@@ -48,25 +49,55 @@ void check_dataset(const data::LabelledImages& set, const MlpWeights& w, const c
   }
 }
 
-// Seed 002's forward pass for one image, on the host: fills `hidden` (without the bias) and `out`. Plain multiply-adds
-// in index order (std::fma would be a slow library call without hardware-FMA compile flags).
-void host_forward(const MlpWeights& w, const float* x, std::vector<float>& hidden, std::vector<float>& out) {
+// The math mode's rounding of a product's operand (mlp.cl's MLP_Q) and of a gradient (MLP_QG: FP16 at the loss
+// scale): the identity in fp32 and 3xtf32.
+struct Rounding {
+  Precision precision;
+  float operator()(float v) const {
+    if (precision.type != ElementType::F32) return round_to_type(precision.type, v);
+    return precision.math == MathMode::TF32 ? round_to_tf32(v) : v;
+  }
+  float gradient(float v) const {
+    if (precision.type != ElementType::F16) return (*this)(v);
+    constexpr float kLossScale = 4096.0f;
+    return (*this)(v * kLossScale) * (1.0f / kLossScale);
+  }
+};
+
+// Seed 002's forward pass for one image (already rounded), on the host: fills `hidden` (without the bias) and `out`.
+// Plain multiply-adds in index order (std::fma would be a slow library call without hardware-FMA compile flags).
+void host_forward(const MlpWeights& w, const float* x, std::vector<float>& hidden, std::vector<float>& out,
+                  const Rounding& q) {
   const int in1 = w.inputs + 1;
   for (int j = 0; j < w.hidden; ++j) {
     const float* row = &w.input_hidden[static_cast<size_t>(j) * in1];
     float sum = 0.0f;
-    for (int i = 0; i < w.inputs; ++i) sum += x[i] * row[i];
-    sum += kBiasValue * row[w.inputs];
-    hidden[j] = sigmoid(sum);
+    for (int i = 0; i < w.inputs; ++i) sum += x[i] * q(row[i]);
+    sum += kBiasValue * q(row[w.inputs]);
+    hidden[j] = q(sigmoid(sum));
   }
   for (int k = 0; k < w.outputs; ++k) {
     float sum = 0.0f;
     for (int j = 0; j <= w.hidden; ++j) {
       const float h = j < w.hidden ? hidden[j] : kBiasValue;
-      sum += h * w.hidden_output[static_cast<size_t>(j) * w.outputs + k];
+      sum += h * q(w.hidden_output[static_cast<size_t>(j) * w.outputs + k]);
     }
     out[k] = sigmoid(sum);
   }
+}
+
+// ", math bf16" (what describe() adds outside fp32).
+std::string math_suffix(Precision precision) {
+  if (precision.type == ElementType::F32 && precision.math == MathMode::FP32) return {};
+  return fmt::format(", math {}", to_string(precision));
+}
+
+// The image as the mode's tensors hold it.
+const float* rounded_image(const float* pixels, int count, const Rounding& q, std::vector<float>& storage) {
+  if (q.precision.type == ElementType::F32 && q.precision.math != MathMode::TF32) return pixels;
+  storage.resize(static_cast<size_t>(count));
+  for (int i = 0; i < count; ++i) storage[static_cast<size_t>(i)] = q(pixels[i]);
+  return storage.data();
 }
 
 struct SampleScore {
@@ -110,9 +141,11 @@ class HostTrainer final : public MlpTrainer {
     check_dataset(test, w_, "test");
     std::vector<SampleScore> scores(static_cast<size_t>(test.count));
     const double ms = device_.queue().elapsed_ms([&] {
+      const Rounding q{options_.precision};
       parallel_for(test.count, hardware_threads(), [&](int64_t s) {
-        std::vector<float> hidden(w_.hidden), out(w_.outputs);
-        host_forward(w_, &test.pixels[static_cast<size_t>(s) * w_.inputs], hidden, out);
+        std::vector<float> hidden(w_.hidden), out(w_.outputs), image;
+        host_forward(w_, rounded_image(&test.pixels[static_cast<size_t>(s) * w_.inputs], w_.inputs, q, image), hidden,
+                     out, q);
         scores[static_cast<size_t>(s)] = score(out, test.labels[static_cast<size_t>(s)]);
       });
     });
@@ -127,8 +160,9 @@ class HostTrainer final : public MlpTrainer {
 
   MlpWeights weights() override { return w_; }
   std::string describe() const override {
-    return options_.batch == 1 ? "host loops, per-sample updates"
-                               : fmt::format("host loops, mini-batches of {}", options_.batch);
+    return (options_.batch == 1 ? std::string("host loops, per-sample updates")
+                                : fmt::format("host loops, mini-batches of {}", options_.batch)) +
+           math_suffix(options_.precision);
   }
 
  private:
@@ -138,17 +172,18 @@ class HostTrainer final : public MlpTrainer {
     const int in1 = w_.inputs + 1, hid1 = w_.hidden + 1;
     grad_ih_.assign(static_cast<size_t>(w_.hidden) * in1, 0.0f);
     grad_ho_.assign(static_cast<size_t>(hid1) * w_.outputs, 0.0f);
-    std::vector<float> hidden(w_.hidden), out(w_.outputs), out_grad(w_.outputs);
+    std::vector<float> hidden(w_.hidden), out(w_.outputs), out_grad(w_.outputs), image;
+    const Rounding q{options_.precision};
     for (int b = 0; b < rows; ++b) {
-      const float* x = &train_.pixels[static_cast<size_t>(first + b) * w_.inputs];
+      const float* x = rounded_image(&train_.pixels[static_cast<size_t>(first + b) * w_.inputs], w_.inputs, q, image);
       const int label = train_.labels[static_cast<size_t>(first + b)];
-      host_forward(w_, x, hidden, out);
+      host_forward(w_, x, hidden, out, q);
       const SampleScore s = score(out, label);
       squared_error += s.squared_error;
       correct += s.correct;
       for (int k = 0; k < w_.outputs; ++k) {
         const float target = k == label ? 1.0f : 0.0f;
-        out_grad[k] = out[k] * (1.0f - out[k]) * (target - out[k]);
+        out_grad[k] = q.gradient(out[k] * (1.0f - out[k]) * (target - out[k]));
       }
       for (int j = 0; j <= w_.hidden; ++j) {
         const float h = j < w_.hidden ? hidden[j] : kBiasValue;
@@ -160,9 +195,9 @@ class HostTrainer final : public MlpTrainer {
       for (int j = 0; j < w_.hidden; ++j) {
         float back = 0.0f;
         for (int k = 0; k < w_.outputs; ++k) {
-          back += w_.hidden_output[static_cast<size_t>(j) * w_.outputs + k] * out_grad[k];
+          back += q(w_.hidden_output[static_cast<size_t>(j) * w_.outputs + k]) * out_grad[k];
         }
-        const float hidden_grad = hidden[j] * (1.0f - hidden[j]) * back;
+        const float hidden_grad = q.gradient(hidden[j] * (1.0f - hidden[j]) * back);
         float* g = &grad_ih_[static_cast<size_t>(j) * in1];
         for (int i = 0; i < w_.inputs; ++i) g[i] += hidden_grad * x[i];
         g[w_.inputs] += hidden_grad * kBiasValue;
@@ -193,7 +228,7 @@ class DeviceTrainer final : public MlpTrainer {
   DeviceTrainer(Device& device, const data::LabelledImages& train, const MlpWeights& initial, TrainOptions options)
       : device_(device), w_shape_(initial), options_(options), train_count_(train.count) {
     const MlpKernelShape shape = mlp_kernel_shape(device.info(), initial.inputs, initial.hidden, initial.outputs,
-                                                  options.groups);
+                                                  options.groups, options.precision);
     work_group_ = shape.work_group;
     groups_ = shape.groups;
     hidden_per_group_ = shape.hidden_per_group;
@@ -292,13 +327,15 @@ class DeviceTrainer final : public MlpTrainer {
   std::string describe() const override {
     if (options_.batch > 1) {
       return fmt::format("mini-batches of {}: 3 kernels per batch (tiled hidden forward, output layer, update)",
-                         options_.batch);
+                         options_.batch) +
+             math_suffix(options_.precision);
     }
     const char* rows = w1_local_ ? "W1 rows in local memory" : "W1 in global memory";
-    return groups_ == 1 ? fmt::format("persistent per-sample kernel, 1 work-group of {} threads, {}", work_group_, rows)
-                        : fmt::format("persistent per-sample kernel, {} work-groups x {} threads ({} hidden neurons "
-                                      "each, {}) with a grid barrier per sample",
-                                      groups_, work_group_, hidden_per_group_, rows);
+    return (groups_ == 1 ? fmt::format("persistent per-sample kernel, 1 work-group of {} threads, {}", work_group_, rows)
+                         : fmt::format("persistent per-sample kernel, {} work-groups x {} threads ({} hidden neurons "
+                                       "each, {}) with a grid barrier per sample",
+                                       groups_, work_group_, hidden_per_group_, rows)) +
+           math_suffix(options_.precision);
   }
 
  private:
@@ -404,7 +441,8 @@ static int floor_power_of_two(int v) {
   return p;
 }
 
-MlpKernelShape mlp_kernel_shape(const DeviceInfo& info, int inputs, int hidden, int outputs, int groups_option) {
+MlpKernelShape mlp_kernel_shape(const DeviceInfo& info, int inputs, int hidden, int outputs, int groups_option,
+                                Precision precision) {
   MlpKernelShape shape;
   const size_t device_limit = std::clamp<size_t>(info.max_work_group_size, 32, 1024);
   shape.work_group = std::min(256, floor_power_of_two(static_cast<int>(device_limit)));
@@ -452,7 +490,11 @@ MlpKernelShape mlp_kernel_shape(const DeviceInfo& info, int inputs, int hidden, 
                           {"THREADS_PER_NEURON", std::to_string(threads_per_neuron)},
                           {"THREADS_PER_OUTPUT", std::to_string(threads_per_output)},
                           {"TILE", std::to_string(shape.tile)},
-                          {"W1_LOCAL", shape.w1_local ? "1" : "0"}};
+                          {"W1_LOCAL", shape.w1_local ? "1" : "0"},
+                          {"MLP_MATH", precision.type == ElementType::BF16   ? "2"
+                                       : precision.type == ElementType::F16  ? "3"
+                                       : precision.math == MathMode::TF32    ? "1"
+                                                                             : "0"}};
   return shape;
 }
 
@@ -487,6 +529,7 @@ void validate(const TrainOptions& o) {
   }
   if (o.batch < 1) throw InvalidArgument(fmt::format("--batch={} is invalid: expected 1 or more images", o.batch));
   if (o.groups < 0) throw InvalidArgument(fmt::format("--groups={} is invalid: expected 0 (auto) or more", o.groups));
+  validate_precision(o.precision.type, o.precision.math);
 }
 
 std::unique_ptr<MlpTrainer> MlpTrainer::create(Device& device, const data::LabelledImages& train,

@@ -31,4 +31,7 @@ TEST(MlpNvrtc, KernelsCompileForSm90) {
   expect_compiles(automatic);
   expect_compiles(mlp::mlp_kernel_shape(hopper(), 784, 150, 10, 1));
   expect_compiles(mlp::mlp_kernel_shape(hopper(), 100, 37, 3, 0));
+  // The rounding math modes (MLP_MATH 1-3: tf32, bf16, fp16).
+  for (const char* mode : {"tf32", "bf16", "fp16"})
+    expect_compiles(mlp::mlp_kernel_shape(hopper(), 784, 150, 10, 0, parse_precision(mode)));
 }

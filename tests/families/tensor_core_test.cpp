@@ -442,7 +442,7 @@ TEST(TensorCoreFamilies, PlansChooseTensorCoresByMathModeWithValidDefaults) {
 }
 
 // The wgmma families: CUDA on compute capability 9.0 only (refusals name the family, the device and the type or
-// mode), bf16/fp16 and tf32 but not fp32 or 3xtf32; valid defaults on every AlexNet layer and direction; untuned
+// mode), bf16/fp16 and tf32 but not fp32 (3xtf32: implicit_gemm_wgmma only, whose kernel splits); valid defaults on every AlexNet layer and direction; untuned
 // 16-bit plans on a Hopper take implicit_gemm_wgmma (an Ampere falls back to implicit_gemm_tc); strided backward-data
 // runs by phases (one GEMM per phase on grid axis 2) and backward-filter copies dy transposed where it fits.
 TEST(TensorCoreFamilies, WgmmaFamiliesSupportDefaultsAndPlans) {
@@ -455,18 +455,25 @@ TEST(TensorCoreFamilies, WgmmaFamiliesSupportDefaultsAndPlans) {
   for (const char* name : {"implicit_gemm_wgmma", "im2col_wgmma"}) {
     const KernelFamily& family = kernel_family(name);
     EXPECT_NE(family.unsupported_reason(Problem(conv), {}, hopper).find("not fp32 math"), std::string::npos);
-    EXPECT_NE(family.unsupported_reason(Problem(conv).with_math(MathMode::TF32x3), {}, hopper).find("3xtf32"),
-              std::string::npos);
-    for (Precision precision : {Precision{ElementType::BF16, MathMode::FP32}, Precision{ElementType::F16, MathMode::FP32},
-                                Precision{ElementType::F32, MathMode::TF32}}) {
+    const bool splits = std::string(name) == "implicit_gemm_wgmma";
+    const std::string split_why = family.unsupported_reason(Problem(conv).with_math(MathMode::TF32x3), {}, hopper);
+    if (splits) {
+      EXPECT_EQ(split_why, "");
+    } else {
+      EXPECT_NE(split_why.find("3xtf32"), std::string::npos) << split_why;
+    }
+    std::vector<Precision> precisions = {Precision{ElementType::BF16, MathMode::FP32},
+                                         Precision{ElementType::F16, MathMode::FP32},
+                                         Precision{ElementType::F32, MathMode::TF32}};
+    if (splits) precisions.push_back(Precision{ElementType::F32, MathMode::TF32x3});
+    for (Precision precision : precisions) {
       const Problem pb = Problem(conv).with_precision(precision);
       EXPECT_EQ(family.unsupported_reason(pb, {}, hopper), "") << name;
       for (const DeviceInfo& other : {ampere, nvidia_opencl}) {
         const std::string why = family.unsupported_reason(pb, {}, other);
         EXPECT_NE(why.find(name), std::string::npos) << why;
         EXPECT_NE(why.find(other.id), std::string::npos) << why;
-        EXPECT_NE(why.find(precision.type == ElementType::F32 ? "tf32" : std::string(to_string(precision.type))),
-                  std::string::npos)
+        EXPECT_NE(why.find(std::string(to_string(precision))), std::string::npos)
             << why;
       }
     }

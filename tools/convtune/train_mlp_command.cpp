@@ -13,6 +13,7 @@
 #include "convtune/mlp/mlp.h"
 #include "tools/convtune/commands.h"
 #include "tools/convtune/device_choice.h"
+#include "tools/convtune/options.h"
 #include "tools/convtune/progress.h"
 
 namespace convtune::cli {
@@ -27,6 +28,7 @@ struct TrainMlpOptions {
   uint64_t seed = 1;
   std::string device = kDefaultDevice;
   bool verify = false;
+  std::string math;
   mlp::TrainOptions train;
 };
 
@@ -60,7 +62,8 @@ void verify_against_host(Device& device, const data::LabelledImages& train, cons
   }
 }
 
-void run_train_mlp(const TrainMlpOptions& opt, bool groups_given) {
+void run_train_mlp(TrainMlpOptions opt, bool groups_given) {
+  if (!opt.math.empty()) opt.train.precision = parse_precision(opt.math);
   mlp::validate(opt.train);
   if (opt.epochs < 1) throw InvalidArgument(fmt::format("--epochs={} is invalid: expected 1 or more", opt.epochs));
   if (opt.limit == 0 || opt.limit < -1) {
@@ -85,10 +88,10 @@ void run_train_mlp(const TrainMlpOptions& opt, bool groups_given) {
   const double load_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - load_start).count();
   const auto initial = mlp::initial_weights(train.rows * train.cols, opt.hidden, 10, opt.seed);
 
-  std::cout << fmt::format("train mlp: {}-{}-10 sigmoid, squared error, lr {} momentum {}, {} on {} ({})\n",
+  std::cout << fmt::format("train mlp: {}-{}-10 sigmoid, squared error, lr {} momentum {}, {}, math {} on {} ({})\n",
                            initial.inputs, initial.hidden, opt.train.learning_rate, opt.train.momentum,
                            opt.train.batch == 1 ? "per-sample updates" : fmt::format("batch {}", opt.train.batch),
-                           device.info().id, device.info().name);
+                           to_string(opt.train.precision), device.info().id, device.info().name);
   std::cout << fmt::format("data: {} training and {} test images of {}x{} from {} (read in {:.2f} s)\n", train.count,
                            test.count, train.rows, train.cols, opt.data, load_s);
   if (opt.verify) verify_against_host(device, train, initial, opt.train);
@@ -142,6 +145,10 @@ void add_train_mlp_command(CLI::App& train) {
                   "1: single group)")
       ->capture_default_str();
   add_device_option(cmd, opt->device);
+  add_math_option(cmd, opt->math,
+                  ". The MLP (batch-1 dot products: no tensor-core kernel would pay) rounds every product's operands "
+                  "to the mode's type (tf32, bf16, fp16; FP16 gradients at a loss scale of 4096) and keeps FP32 sums "
+                  "and master weights; fp32, 3xtf32 and fp32-fast compute in FP32");
   cmd->add_flag("--verify", opt->verify, "First train one epoch on the device and on the host and compare weights");
   cmd->callback([opt, cmd] { run_train_mlp(*opt, cmd->count("--groups") > 0); });
 }

@@ -10,6 +10,7 @@
 
 #include "convtune/backend.h"
 #include "convtune/data/idx.h"
+#include "convtune/types.h"
 
 namespace convtune::mlp {
 
@@ -35,6 +36,10 @@ struct TrainOptions {
   // Persistent per-sample kernel: work-groups sharing the hidden layer; 0 picks (see mlp_trainer.cpp), 1 is the
   // single-group kernel that runs on any OpenCL device.
   int groups = 0;
+  // The math mode (--math): every product's operands rounded to the mode's type first (the image, activations,
+  // weights as read, and the gradients; FP16's at a fixed loss scale of 4096), sums and master weights in FP32.
+  // fp32 and 3xtf32 (FP32-accurate) compute in FP32; tf32, bf16 and fp16 round. src/kernels/mlp/mlp.cl says why.
+  Precision precision;
 };
 
 // What one pass over a data set measured. loss: seed 002's mean squared error, sum over samples and outputs of

@@ -23,6 +23,12 @@
 // OpenCL device (PoCL), streaming all of W1 through one group per sample. With W1_LOCAL (many groups, small
 // slices) each group keeps its W1/dW1 rows in local memory for the whole epoch and writes them back at the end,
 // so the per-sample work touches global memory only for the image, the exchange and the barrier.
+// Math modes (MLP_MATH, the trainer's Precision): the operands of every product are first rounded to what a tensor of
+// the mode's type would hold (round to nearest even), sums and the master weights stay FP32. 0: fp32 and 3xtf32
+// (FP32-accurate, which FP32 is); 1: tf32; 2: bf16; 3: fp16. The rounded tensors: the image, the hidden activations,
+// the weights as the products read them, and the gradients out_grad and hidden_grad, which FP16 rounds at
+// MLP_LOSS_SCALE times their value (a power of two, so exact) and keeps unscaled: |out_grad| <= 1/4, so the scaled
+// values stay far below FP16's 65504 while the small ones keep 10 bits instead of underflowing.
 #include "common/compat.h"
 
 #ifndef INPUTS
@@ -79,6 +85,46 @@
 #endif
 
 DEVICE_FN float sigmoid(float x) { return 1.0f / (1.0f + EXP(-x)); }
+
+#ifndef MLP_MATH
+#define MLP_MATH 0
+#endif
+#ifdef __OPENCL_VERSION__
+#define MLP_AS_UINT(f) as_uint(f)
+#define MLP_AS_FLOAT(u) as_float(u)
+#define MLP_RINT(x) rint(x)
+#else
+#define MLP_AS_UINT(f) __float_as_uint(f)
+#define MLP_AS_FLOAT(u) __uint_as_float(u)
+#define MLP_RINT(x) rintf(x)
+#endif
+// x with its low `dropped` mantissa bits rounded off, to nearest even (finite x of the result's range).
+DEVICE_FN float mlp_round_bits(float x, int dropped) {
+  const unsigned int u = MLP_AS_UINT(x), lsb = (u >> dropped) & 1u;
+  return MLP_AS_FLOAT((u + ((1u << (dropped - 1)) - 1u) + lsb) & ~((1u << dropped) - 1u));
+}
+// x as FP16 holds it: 10 mantissa bits, multiples of 2^-24 below 2^-14 (subnormals), infinity from 65520 on.
+DEVICE_FN float mlp_round_f16(float x) {
+  const float a = fabs(x);
+  if (a < 6.103515625e-05f) return MLP_RINT(x * 16777216.0f) * 5.9604644775390625e-08f;
+  if (a >= 65520.0f) return x > 0.0f ? 1.0f / 0.0f : -1.0f / 0.0f;
+  return mlp_round_bits(x, 13);
+}
+#if MLP_MATH == 1
+#define MLP_Q(x) mlp_round_bits((x), 13)
+#elif MLP_MATH == 2
+#define MLP_Q(x) mlp_round_bits((x), 16)
+#elif MLP_MATH == 3
+#define MLP_Q(x) mlp_round_f16(x)
+#else
+#define MLP_Q(x) (x)
+#endif
+#if MLP_MATH == 3
+#define MLP_LOSS_SCALE 4096.0f
+#define MLP_QG(x) (MLP_Q((x) * MLP_LOSS_SCALE) * (1.0f / MLP_LOSS_SCALE))
+#else
+#define MLP_QG(x) MLP_Q(x)
+#endif
 
 // Sums `count` consecutive partials in local memory in groups of `width` (a power of two), leaving each group's
 // total in its first element. Every thread of the work-group must call it.
@@ -152,7 +198,7 @@ KERNEL void mlp_sgd_epoch(const GLOBAL float* RESTRICT images, const GLOBAL int*
   PRAGMA_UNROLL
   for (int r = 0; r < X_PER_THREAD; ++r) {
     const int i = t + r * WG;
-    x_next[r] = i < INPUTS ? images[i] : 0.0f;
+    x_next[r] = i < INPUTS ? MLP_Q(images[i]) : 0.0f;
   }
   for (int s = 0; s < count; ++s) {
     PRAGMA_UNROLL
@@ -169,13 +215,13 @@ KERNEL void mlp_sgd_epoch(const GLOBAL float* RESTRICT images, const GLOBAL int*
       float sum = 0.0f;
       if (jj < slice) {
         const W1_SPACE float* row = W1_ROW(jj);
-        for (int i = lane; i < IN1; i += THREADS_PER_NEURON) sum = FMA(x[i], row[i], sum);
+        for (int i = lane; i < IN1; i += THREADS_PER_NEURON) sum = FMA(x[i], MLP_Q(row[i]), sum);
       }
       partial[t] = sum;
       BARRIER();
       reduce_groups(partial, THREADS_PER_NEURON);
       if (lane == 0 && jj < slice) {
-        const float h = sigmoid(partial[t]);
+        const float h = MLP_Q(sigmoid(partial[t]));
         h_all[j_begin + jj] = h;
 #if GROUPS > 1
         exchange[(s & 1) * HIDDEN + j_begin + jj] = h;
@@ -190,7 +236,7 @@ KERNEL void mlp_sgd_epoch(const GLOBAL float* RESTRICT images, const GLOBAL int*
       PRAGMA_UNROLL
       for (int r = 0; r < X_PER_THREAD; ++r) {
         const int i = t + r * WG;
-        if (i < INPUTS) x_next[r] = next_image[i];
+        if (i < INPUTS) x_next[r] = MLP_Q(next_image[i]);
       }
     }
 
@@ -220,7 +266,7 @@ KERNEL void mlp_sgd_epoch(const GLOBAL float* RESTRICT images, const GLOBAL int*
       const int out_lane = t % THREADS_PER_OUTPUT;
       float sum = 0.0f;
       if (k < OUTPUTS) {
-        for (int j = out_lane; j < HID1; j += THREADS_PER_OUTPUT) sum = FMA(h_all[j], w2[j * OUTPUTS + k], sum);
+        for (int j = out_lane; j < HID1; j += THREADS_PER_OUTPUT) sum = FMA(h_all[j], MLP_Q(w2[j * OUTPUTS + k]), sum);
       }
       partial[t] = sum;
       BARRIER();
@@ -229,7 +275,7 @@ KERNEL void mlp_sgd_epoch(const GLOBAL float* RESTRICT images, const GLOBAL int*
         const float o = sigmoid(partial[t]);
         const float target = labels[s] == k ? 1.0f : 0.0f;
         out[k] = o;
-        out_grad[k] = o * (1.0f - o) * (target - o);
+        out_grad[k] = MLP_QG(o * (1.0f - o) * (target - o));
       }
       BARRIER();
     }
@@ -247,8 +293,8 @@ KERNEL void mlp_sgd_epoch(const GLOBAL float* RESTRICT images, const GLOBAL int*
     for (int jj = t; jj < slice; jj += WG) {
       const int j = j_begin + jj;
       float back = 0.0f;
-      for (int k = 0; k < OUTPUTS; ++k) back = FMA(w2[j * OUTPUTS + k], out_grad[k], back);
-      hidden_grad[jj] = h_all[j] * (1.0f - h_all[j]) * back;
+      for (int k = 0; k < OUTPUTS; ++k) back = FMA(MLP_Q(w2[j * OUTPUTS + k]), out_grad[k], back);
+      hidden_grad[jj] = MLP_QG(h_all[j] * (1.0f - h_all[j]) * back);
     }
     BARRIER();
 
@@ -302,9 +348,9 @@ KERNEL void mlp_hidden_forward(const GLOBAL float* RESTRICT images, const GLOBAL
     for (int r = 0; r < TILE_K / TILE; ++r) {
       const int ii = tj + r * TILE, i = i0 + ii;
       float v = 0.0f;
-      if (b < rows) v = i < INPUTS ? images[(long)(first + b) * INPUTS + i] : (i == INPUTS ? BIAS_VALUE : 0.0f);
+      if (b < rows) v = i < INPUTS ? MLP_Q(images[(long)(first + b) * INPUTS + i]) : (i == INPUTS ? BIAS_VALUE : 0.0f);
       x_tile[tb][ii] = v;
-      w_tile[tb][ii] = (j < HIDDEN && i < IN1) ? w1[(long)j * IN1 + i] : 0.0f;
+      w_tile[tb][ii] = (j < HIDDEN && i < IN1) ? MLP_Q(w1[(long)j * IN1 + i]) : 0.0f;
     }
     BARRIER();
     PRAGMA_UNROLL
@@ -312,7 +358,7 @@ KERNEL void mlp_hidden_forward(const GLOBAL float* RESTRICT images, const GLOBAL
     BARRIER();
   }
   const int b = b0 + tb, j = j0 + tj;
-  if (b < rows && j < HIDDEN) hidden[(long)b * HIDDEN + j] = sigmoid(sum);
+  if (b < rows && j < HIDDEN) hidden[(long)b * HIDDEN + j] = MLP_Q(sigmoid(sum));
 }
 
 // Mini-batch output layer and gradients, one work-group of WG threads per image: outputs, per-sample error and
@@ -335,7 +381,7 @@ KERNEL void mlp_output_layer(const GLOBAL float* RESTRICT hidden, const GLOBAL i
   const int out_lane = t % THREADS_PER_OUTPUT;
   float sum = 0.0f;
   if (k < OUTPUTS) {
-    for (int j = out_lane; j < HID1; j += THREADS_PER_OUTPUT) sum = FMA(h[j], w2[j * OUTPUTS + k], sum);
+    for (int j = out_lane; j < HID1; j += THREADS_PER_OUTPUT) sum = FMA(h[j], MLP_Q(w2[j * OUTPUTS + k]), sum);
   }
   partial[t] = sum;
   BARRIER();
@@ -344,7 +390,7 @@ KERNEL void mlp_output_layer(const GLOBAL float* RESTRICT hidden, const GLOBAL i
     const float o = sigmoid(partial[t]);
     const float target = label == k ? 1.0f : 0.0f;
     out[k] = o;
-    out_grad[k] = o * (1.0f - o) * (target - o);
+    out_grad[k] = MLP_QG(o * (1.0f - o) * (target - o));
     if (with_gradients) out_grad_all[(long)b * OUTPUTS + k] = out_grad[k];
   }
   BARRIER();
@@ -360,8 +406,8 @@ KERNEL void mlp_output_layer(const GLOBAL float* RESTRICT hidden, const GLOBAL i
   if (with_gradients) {
     for (int j = t; j < HIDDEN; j += WG) {
       float back = 0.0f;
-      for (int kk = 0; kk < OUTPUTS; ++kk) back = FMA(w2[j * OUTPUTS + kk], out_grad[kk], back);
-      hidden_grad_all[(long)b * HIDDEN + j] = h[j] * (1.0f - h[j]) * back;
+      for (int kk = 0; kk < OUTPUTS; ++kk) back = FMA(MLP_Q(w2[j * OUTPUTS + kk]), out_grad[kk], back);
+      hidden_grad_all[(long)b * HIDDEN + j] = MLP_QG(h[j] * (1.0f - h[j]) * back);
     }
   }
 }
@@ -378,7 +424,7 @@ KERNEL void mlp_update(const GLOBAL float* RESTRICT images, const GLOBAL float* 
     const int j = (int)(e / IN1), i = (int)(e % IN1);
     float grad = 0.0f;
     for (int b = 0; b < rows; ++b) {
-      const float x = i < INPUTS ? images[(long)(first + b) * INPUTS + i] : BIAS_VALUE;
+      const float x = i < INPUTS ? MLP_Q(images[(long)(first + b) * INPUTS + i]) : BIAS_VALUE;
       grad = FMA(hidden_grad_all[(long)b * HIDDEN + j], x, grad);
     }
     const float delta = FMA(scale, grad, momentum * dw1[e]);
