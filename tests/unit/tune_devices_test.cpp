@@ -137,7 +137,10 @@ TEST(TuneDevices, TwoAlikeDevicesGiveTuneResultsInOneDatabase) {
   callbacks.task_done = [&](const TuneTaskResult& r) {
     ++done;
     devices_used.insert(r.device);
-    ASSERT_TRUE(r.stored);
+    if (!r.stored) {  // the second opinion found today's plan at least as fast, and it was stored instead
+      EXPECT_NE(r.stop_reason.find("not kept: timed again"), std::string::npos) << r.stop_reason;
+      return;
+    }
     EXPECT_EQ(*r.stored, InsertOutcome::Added);  // what the caller's database did, not the scratch one
   };
   const std::vector<TuneTaskResult> spread = tune_devices({&a, &b}, tasks, spread_db, options, callbacks);
@@ -145,7 +148,19 @@ TEST(TuneDevices, TwoAlikeDevicesGiveTuneResultsInOneDatabase) {
   ASSERT_EQ(spread.size(), single.size());
   EXPECT_EQ(started, tasks.size());
   EXPECT_EQ(done, tasks.size());
-  EXPECT_EQ(spread_db.user_entry_count(), single_db.user_entry_count());
+  // Every problem has its entries in both databases. Their counts may differ: where a problem's best is not today's
+  // plan, the second opinion times both again, and on layers this small which one wins (the plan, stored in place of
+  // the search's entries, or the search's best) is a matter of timing noise.
+  for (const TuneTask& t : tasks) {
+    EntryFilter filter;
+    const auto has = [&](const TuningDatabase& db) {
+      for (const ListedEntry& listed : db.list(filter))
+        if (listed.entry.problem == t.problem) return true;
+      return false;
+    };
+    EXPECT_TRUE(has(single_db)) << t.problem.to_string();
+    EXPECT_TRUE(has(spread_db)) << t.problem.to_string();
+  }
   for (size_t t = 0; t < spread.size(); ++t) {
     EXPECT_EQ(spread[t].task.name, tasks[t].name);
     EXPECT_EQ(spread[t].task.problem, tasks[t].problem);
