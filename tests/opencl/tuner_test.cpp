@@ -63,18 +63,20 @@ TEST(Tuner, NeverLeavesAProblemSlowerThanTodaysPlan) {
 
   const PlanDescriptor after = PlanDescriptor::create(info, request);
   EXPECT_EQ(after.tier(), ConfigTier::Exact) << after.explanation();
-  // Whatever won, the exact entry the lookup now takes is the fastest thing measured: today's plan when tuning
-  // found nothing better, the tuned configuration otherwise.
+  // Whatever won, the exact entry the lookup now takes is what was faster: today's plan when tuning found nothing
+  // better (on the second opinion's fresh timings), the tuned configuration otherwise.
   const LookupResult found = db.lookup(problem, info, {{"direct_tiled", kernel_source_hash(direct, problem, info)},
                                                        {"implicit_gemm", kernel_source_hash(kernel_family("implicit_gemm"), problem, info)}});
   ASSERT_TRUE(found.entry);
-  EXPECT_LE(found.entry->time_ms, results[0].best_ms * 1.0001) << found.explain();
   if (after.family().name() == "direct_tiled") {
     EXPECT_EQ(after.config(), before.config());
     // ... and the result says so, for callers that count what was stored.
     EXPECT_TRUE(results[0].plan_kept);
     EXPECT_NE(results[0].stop_reason.find("today's plan"), std::string::npos) << results[0].stop_reason;
   } else {
+    // The tuned entry carries its search's time; the plan's (when kept) its fastest time in either measurement,
+    // which the search's luckiest time may undercut: the second opinion compared the two on fresh timings.
+    EXPECT_LE(found.entry->time_ms, results[0].best_ms * 1.0001) << found.explain();
     EXPECT_FALSE(results[0].plan_kept);
   }
   std::filesystem::remove(file);
