@@ -48,6 +48,9 @@ class TuneResult:
     best_config: Optional[Dict[str, int]]
     stop_reason: str
     stored: Optional[str]  # 'added', 'replaced', 'kept existing' (the database had a faster one), None
+    # On a problem's first task: today's plan stored as its exact entry instead of the tuned results, because it
+    # was faster (timed again beside the best where they differed): 'added', 'replaced', 'kept existing' or None.
+    plan_kept: Optional[str] = None
     trials: List[Dict[str, Any]] = field(default_factory=list)
 
     @property

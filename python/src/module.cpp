@@ -130,6 +130,12 @@ nb::dict result_dict(const TuneTaskResult& r, bool with_trials) {
                        : *r.stored == InsertOutcome::Replaced ? "replaced"
                                                               : "kept existing";
   d["stored"] = stored ? nb::object(nb::str(stored)) : nb::none();
+  // Today's plan stored as the problem's exact entry instead of the tuned results (on the problem's first task).
+  const char* kept = !r.plan_kept ? nullptr
+                     : *r.plan_kept == InsertOutcome::Added    ? "added"
+                     : *r.plan_kept == InsertOutcome::Replaced ? "replaced"
+                                                               : "kept existing";
+  d["plan_kept"] = kept ? nb::object(nb::str(kept)) : nb::none();
   if (with_trials) {
     nb::list trials;
     for (const TuneTrial& t : r.trials) trials.append(trial_dict(t));

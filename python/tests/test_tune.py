@@ -18,7 +18,11 @@ def test_tune_reports_progress_and_stores_the_best(tmp_path):
                             max_candidates=2, repeats=1, warmup=0, progress=events.append)
     assert {r.operation for r in results} == {"fwd", "bwd-data", "bwd-filter"}
     assert all(r.name == "small" and r.device == "cpu" for r in results)
-    assert all(r.best_ms and r.best_config and r.stored == "added" and r.trials for r in results)
+    assert all(r.best_ms and r.best_config and r.trials for r in results)
+    # Each result stored, or (where timing it again beside today's plan found it no faster) not kept, the plan stored
+    # in its place: which one, on a layer this small, is timing noise.
+    assert all(r.stored == "added" or (r.stored is None and "not kept: timed again" in r.stop_reason)
+               for r in results)
     kinds = [e.kind for e in events]
     assert kinds[0] == "task_started" and kinds[-1] == "task_done" and "trial" in kinds
     started = [e for e in events if e.kind == "task_started"]
@@ -27,9 +31,10 @@ def test_tune_reports_progress_and_stores_the_best(tmp_path):
     assert trial.trial["config"] and 0 <= trial.fraction <= 1
     assert isinstance(next(e for e in events if e.kind == "task_done").result, convtune.TuneResult)
     # Saved after every task, and read back by a fresh database object.
-    assert len(convtune.TuningDatabase(str(tmp_path / "db.json"), shipped=False)) == len(results)
+    stored = sum(r.stored is not None for r in results) + sum(r.plan_kept == "added" for r in results)
+    assert len(convtune.TuningDatabase(str(tmp_path / "db.json"), shipped=False)) == stored
     entries = db.entries()
-    assert {e["family"] for e in entries} == {r.family for r in results}
+    assert {e["family"] for e in entries} <= {r.family for r in results}
     # A plan asked to use this database takes the exact entry.
     plan = convtune.Plan(problem=LAYER + ",dir=fwd", device="cpu", tuning=db)
     assert plan.tier == "exact"

@@ -533,11 +533,11 @@ std::vector<TuneTaskResult> tune(Device& device, const std::vector<TuneTask>& al
     }
     if (p.baseline_ms && p.baseline_family && (best_tuned == 0 || *p.baseline_ms < best_compared)) {
       if (p.best_retimed) {
-        // The entries this run stored for the problem carry their searches' luckiest times, which the lookup would
-        // prefer to the plan's: they go, and today's plan is the problem's exact entry.
+        // The entries this run stored for the problem carry their searches' luckiest times; those below the plan's,
+        // which the lookup would prefer to it, go, and today's plan is the problem's exact entry.
         for (size_t index : p.tasks) {
           TuneTaskResult& r = tasks[index].result;
-          if (!r.stored || !r.best_config) continue;
+          if (!r.stored || !r.best_config || !(r.best_ms < *p.baseline_ms)) continue;
           const std::string family = r.task.family->name();
           const Config config = *r.best_config;
           database.prune_if([&](const TuningEntry& e) {
