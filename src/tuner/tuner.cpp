@@ -7,8 +7,9 @@
 //     best left out; the other half among the tasks whose first round gained, by what they gained; each search
 //     starts from the configurations already measured;
 //  3. a second opinion: where the best result is not the baseline, both are timed again, alternately, in the time
-//     held back for it (a tenth of the budget, or four evaluations a problem where that is less) (a baseline timed while something else held the device looks slower than it is,
-//     and any candidate timed later in a quiet moment would then replace it);
+//     held back for it (a tenth of the budget, or four evaluations a problem where that is less): a baseline timed
+//     while something else held the device looks slower than it is, and the search's best time is the luckiest of
+//     many timings;
 //  4. never worse: a problem whose best tuned result is slower than its baseline gets the baseline stored as its
 //     exact entry, so the lookup never prefers a worse exact entry to what the user already had.
 #include <fmt/format.h>
