@@ -1,4 +1,4 @@
-// The tensor-core families (gemm_tc, implicit_gemm_tc, winograd_tc) compile to cubins through NVRTC for sm_80 and sm_90 without
+// The tensor-core families (gemm_tc, implicit_gemm_tc, winograd_tc, fft_tc) compile to cubins through NVRTC for sm_80 and sm_90 without
 // a GPU, in tf32 and 3xtf32 math (and bf16/fp16 tensors where the family has 16-bit kernels), every direction, default and sampled configurations, with ptxas's resource
 // report: every configuration must fit its register cap without spilling (the families' register constraint is an
 // estimate; this is where it is held to the compiler's count). Prints one line per compiled program.
@@ -112,6 +112,17 @@ std::vector<Problem> winograd_problems() {
   return out;
 }
 
+// fft_tc: AlexNet's 5x5 layer (T = 32: one tile an image) and a small grouped layer with a non-square filter and odd
+// sizes (scalar copies).
+std::vector<Problem> fft_problems() {
+  std::vector<Problem> out;
+  for (const char* text : {"N=128,C=64,H=27,K=192,R=5,pad=2", "N=3,C=18,H=11,W=9,K=22,R=5,S=3,pad=2x1,groups=2"}) {
+    for (Direction d : {Direction::Forward, Direction::BackwardData, Direction::BackwardFilter})
+      out.push_back(parse_problem(text).with_direction(d));
+  }
+  return out;
+}
+
 std::vector<Problem> gemm_problems() {
   std::vector<Problem> out;
   for (const char* text : {"M=1024,N=1024,K=1024", "M=100,N=256,K=3136,trans_b=1", "M=256,N=3136,K=64,trans_a=1",
@@ -127,6 +138,7 @@ TEST(TensorCoreNvrtc, SampledConfigurationsCompileForSm90WithoutSpills) {
   compile_family("implicit_gemm_tc", conv_problems(), test::described_hopper(), 2);
   compile_family("gemm_tc", gemm_problems(), test::described_hopper(), 2);
   compile_family("winograd_tc", winograd_problems(), test::described_hopper(), 2);
+  compile_family("fft_tc", fft_problems(), test::described_hopper(), 1);
   std::cout << "nvrtc: compiled " << compiled << " tensor-core programs for sm_90\n";
   EXPECT_GT(compiled, 0);
 }
@@ -136,6 +148,7 @@ TEST(TensorCoreNvrtc, DefaultsCompileForSm80WithoutSpills) {
   compile_family("implicit_gemm_tc", conv_problems(), ampere(), 0);
   compile_family("gemm_tc", gemm_problems(), ampere(), 0);
   compile_family("winograd_tc", winograd_problems(), ampere(), 0);
+  compile_family("fft_tc", fft_problems(), ampere(), 0);
   std::cout << "nvrtc: compiled " << compiled << " tensor-core programs for sm_80\n";
   EXPECT_GT(compiled, 0);
 }

@@ -320,6 +320,64 @@ TEST(TensorCoreEmulated, WinogradTcMatchesTheReferenceInEveryDirectionAndMode) {
   std::cout << fmt::format("emulated winograd_tc on {}: {} checks\n", device->info().id, checks);
 }
 
+// fft_tc: fft.cl's transforms around the emulated tensor-core GEMM, on every stride-1 conformance case (odd sizes,
+// 1x1 to 5x5 filters, padding 0 to 2, groups, depthwise, N=1), the direction rotating from case to case (each
+// check compiles a program, and PoCL takes seconds for the emulated MMAs: this test is kept near a minute); modes
+// alternate, and Gauss's planes follow the seed. Then chunks of the batch (backward-filter: M summed over them),
+// slices, 16-byte copies and a non-square filter in every direction, and a larger layer's defaults. The family's
+// conformance on the GPU runs every case in every direction (family_conformance_test).
+TEST(TensorCoreEmulated, FftTcMatchesTheReferenceInEveryDirectionAndMode) {
+  Device* device = pocl();
+  if (!device) GTEST_SKIP() << "no OpenCL device runs kernels here (PoCL missing): the emulation cannot run";
+  const KernelFamily& family = kernel_family("fft_tc");
+  const DeviceInfo hopper = test::described_hopper();
+  int checks = 0;
+  uint64_t seed = 500;
+  const Direction kDirections[] = {Direction::Forward, Direction::BackwardData, Direction::BackwardFilter};
+  for (const auto& c : conformance::standard_cases()) {
+    const ConvProblem& base = c.problem;
+    if (base.stride.h != 1 || base.stride.w != 1 || base.dilation.h != 1 || base.dilation.w != 1) continue;
+    ++seed;
+    const Direction d = kDirections[seed % 3];
+    const MathMode math = seed % 2 ? MathMode::TF32 : MathMode::TF32x3;
+    const Problem pb = Problem(base.with_direction(d)).with_math(math);
+    ASSERT_EQ(family.unsupported_reason(pb, {}, hopper), "") << c.name;
+    Config config = small_sample(family, pb, hopper, seed);
+    Config varied = config;
+    varied["GAUSS"] = static_cast<int64_t>(seed / 2 % 2);
+    if (config_problem(family, varied, pb, hopper).empty()) config = varied;
+    checks += check_emulated(*device, family, pb, config, seed);
+  }
+  // Several chunks (BATCH_CHUNK 1 of N=3), slices of the tiles (backward-filter), either product form, 16-byte copies
+  // (channels and tiles multiples of 4), a non-square filter, and the default of a layer with K and C above one MMA
+  // tile.
+  for (const char* text : {"N=3,C=8,H=7,W=6,K=12,R=3,pad=1", "N=4,C=16,H=8,K=16,R=5,pad=2", "N=2,C=9,H=9,K=5,R=5,S=3,pad=1"}) {
+    for (Direction d : {Direction::Forward, Direction::BackwardData, Direction::BackwardFilter}) {
+      {
+        const int64_t gauss = static_cast<int64_t>(++seed / 2 % 2);
+        const Problem pb = Problem(parse_problem(text).with_direction(d)).with_math(++seed % 2 ? MathMode::TF32 : MathMode::TF32x3);
+        const int64_t split = d == Direction::BackwardFilter ? 2 : 1;
+        Config config;
+        for (const Config& c : SearchSpace(family, pb, hopper).sample(4096, seed)) {
+          if (c.at("BATCH_CHUNK") == 1 && c.at("GAUSS") == gauss && c.at("SPLIT") == split && c.at("TILE_M") <= 64 &&
+              c.at("TILE_N") <= 64 && c.at("WARPS_M") * c.at("WARPS_N") <= 4) {
+            config = c;
+            break;
+          }
+        }
+        ASSERT_FALSE(config.empty()) << pb.to_string() << ": no sampled configuration has BATCH_CHUNK=1, GAUSS=" << gauss
+                                     << ", SPLIT=" << split;
+        checks += check_emulated(*device, family, pb, config, seed);
+      }
+    }
+  }
+  for (Direction d : {Direction::Forward, Direction::BackwardData, Direction::BackwardFilter}) {
+    const Problem pb = Problem(parse_problem("N=2,C=32,H=12,K=64,R=5,pad=2").with_direction(d)).with_math(++seed % 2 ? MathMode::TF32 : MathMode::TF32x3);
+    checks += check_emulated(*device, family, pb, family.default_config(pb, hopper), seed);
+  }
+  std::cout << fmt::format("emulated fft_tc on {}: {} checks\n", device->info().id, checks);
+}
+
 // Support follows the math mode and the device, and the refusal names the mode, the family and the device.
 TEST(TensorCoreFamilies, SupportNamesTheModeTheFamilyAndTheDevice) {
   const DeviceInfo hopper = test::described_hopper();
@@ -331,7 +389,7 @@ TEST(TensorCoreFamilies, SupportNamesTheModeTheFamilyAndTheDevice) {
   DeviceInfo nvidia_opencl = hopper;
   nvidia_opencl.backend = BackendKind::OpenCL, nvidia_opencl.vendor = "NVIDIA Corporation";
   const ConvProblem fp32 = parse_problem("N=1,C=4,H=8,K=4,R=3");
-  for (const char* name : {"implicit_gemm_tc", "gemm_tc", "winograd_tc"}) {
+  for (const char* name : {"implicit_gemm_tc", "gemm_tc", "winograd_tc", "fft_tc"}) {
     const KernelFamily& family = kernel_family(name);
     const bool conv = family.problem_kind() == Problem::Kind::Convolution;
     const Problem plain = conv ? Problem(fp32) : Problem(parse_gemm("M=8,N=8,K=8"));
@@ -350,8 +408,8 @@ TEST(TensorCoreFamilies, SupportNamesTheModeTheFamilyAndTheDevice) {
       }
     }
     // 16-bit tensors: implicit_gemm_tc and gemm_tc compute them (fp32 math) on sm_80+, named in every refusal;
-    // winograd_tc refuses them by name.
-    const bool sixteen_bit = std::string(name) != "winograd_tc";
+    // winograd_tc and fft_tc refuse them by name.
+    const bool sixteen_bit = std::string(name) != "winograd_tc" && std::string(name) != "fft_tc";
     for (ElementType type : {ElementType::BF16, ElementType::F16}) {
       const Problem narrow = plain.with_precision({type, MathMode::FP32});
       const std::string why = family.unsupported_reason(narrow, {}, hopper);
@@ -515,9 +573,51 @@ TEST(TensorCoreFamilies, WgmmaFamiliesSupportDefaultsAndPlans) {
   EXPECT_EQ(dyt.steps.front().kernel, "wg_dy_transpose");
 }
 
+// fft_tc on a Hopper: valid defaults in both modes and every direction, fft's workspace for the same tiles, fp32
+// refused by name, and its claim: 5x5 layers of at least 32 channels whose batch fits one chunk within the 80 GB
+// GPU's 1 GiB (alex2 and u8 at N=128), not where the workspace limit cuts the batch (u8's 96 -> 256 channels at
+// N=512; Fashion-MNIST's conv2 at N=10000) nor on 3x3 layers (fewer than 25 taps: winograd's ground).
+TEST(TensorCoreFamilies, FftTcDefaultsClaimAndWorkspace) {
+  const DeviceInfo hopper = test::described_hopper();
+  const KernelFamily& family = kernel_family("fft_tc");
+  const KernelFamily& fft = kernel_family("fft");
+  struct Layer {
+    const char* text;
+    const char* untuned;  // the untuned plan's family in tf32 and 3xtf32
+  };
+  for (const Layer& layer : {Layer{"N=128,C=64,H=27,K=192,R=5,pad=2", "fft_tc"},
+                             Layer{"N=128,C=96,H=27,K=256,R=5,pad=2", "fft_tc"},
+                             Layer{"N=512,C=96,H=27,K=256,R=5,pad=2", "winograd_tc"},
+                             Layer{"N=128,C=192,H=13,K=384,R=3,pad=1", "winograd_tc"}}) {
+    for (Direction d : {Direction::Forward, Direction::BackwardData, Direction::BackwardFilter}) {
+      const ConvProblem base = parse_problem(layer.text).with_direction(d);
+      EXPECT_NE(family.unsupported_reason(base, {}, hopper).find("not fp32"), std::string::npos);
+      for (MathMode math : {MathMode::TF32, MathMode::TF32x3}) {
+        const Problem pb = Problem(base).with_math(math);
+        ASSERT_EQ(family.unsupported_reason(pb, {}, hopper), "") << pb.to_string();
+        const Config config = family.default_config(pb, hopper);
+        EXPECT_EQ(config_problem(family, config, pb, hopper), "") << pb.to_string();
+        Config same = fft.default_config(Problem(base), hopper);
+        for (const char* name : {"FFT_SIZE", "GAUSS", "BATCH_CHUNK", "SPLIT"}) same[name] = config.at(name);
+        const size_t bytes = family.recipe(pb, {}, config, hopper).workspace_bytes;
+        EXPECT_EQ(bytes, fft.recipe(Problem(base), {}, same, hopper).workspace_bytes) << pb.to_string();
+        EXPECT_LE(bytes, workspace_limit(hopper));
+        EXPECT_EQ(family.untuned_claim(pb, hopper).empty(), std::string(layer.untuned) != "fft_tc") << pb.to_string();
+        PlanRequest request;
+        request.problem = pb;
+        request.use_tuning = false;
+        EXPECT_EQ(PlanDescriptor::create(hopper, request).family().name(), layer.untuned) << pb.to_string();
+      }
+    }
+  }
+  const Problem fmnist2 = Problem(parse_problem("N=10000,C=32,H=14,K=64,R=5,pad=2")).with_math(MathMode::TF32);
+  EXPECT_EQ(family.untuned_claim(fmnist2, hopper), "");
+}
+
 // winograd_tc on a Hopper: valid defaults on AlexNet's stride-1 layers in both modes and every direction (F(4x4,3x3)
 // and F(2x2,5x5)), alpha-8 tiles only where the mode admits them (tf32, not 3xtf32), fp32 refused by name, and
-// untuned plans that take it on these wide layers (its claim in tf32 and 3xtf32).
+// untuned plans that take it on these wide layers (its claim in tf32 and 3xtf32) but for the 5x5 one, which fft_tc
+// claims first.
 TEST(TensorCoreFamilies, WinogradTcDefaultsModesAndUntunedPlans) {
   const DeviceInfo hopper = test::described_hopper();
   const KernelFamily& family = kernel_family("winograd_tc");
@@ -545,8 +645,10 @@ TEST(TensorCoreFamilies, WinogradTcDefaultsModesAndUntunedPlans) {
         PlanRequest request;
         request.problem = pb;
         request.use_tuning = false;
-        // AlexNet's stride-1 layers are wide (winograd::wide_layer_claim): untuned plans take winograd_tc there.
-        EXPECT_EQ(PlanDescriptor::create(hopper, request).family().name(), "winograd_tc") << pb.to_string();
+        // AlexNet's stride-1 layers are wide (winograd::wide_layer_claim): untuned plans take winograd_tc on the 3x3
+        // ones; on the 5x5 one fft_tc's claim goes first (its batch fits one chunk; FftTcDefaultsClaimAndWorkspace).
+        EXPECT_EQ(PlanDescriptor::create(hopper, request).family().name(), base.r == 3 ? "winograd_tc" : "fft_tc")
+            << pb.to_string();
       }
     }
   }

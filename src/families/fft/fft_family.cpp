@@ -28,28 +28,11 @@ Layout layout_of(const ConvProblem& pb, const Params& p, int64_t split) {
 const ParameterTable<Params>& table() {
   static const ParameterTable<Params> t = [] {
     std::vector<ParameterTable<Params>::Field> fields;
-    fields.push_back({"FFT_SIZE", &Params::size, kSizes,
-                      "side T of the transformed tiles: (T - R + 1) x (T - S + 1) outputs each; larger tiles do fewer "
-                      "multiplications per output in the GEMMs and more in the transforms"});
-    fields.push_back({"GAUSS", &Params::gauss, {0, 1},
-                      "1: three real GEMMs a bin on planes of the channels' size (Gauss's complex product, 3/4 of the "
-                      "multiplications); 0: one GEMM of twice the channels on 2x2 real blocks"});
-    fields.push_back({"TRANSFORM_TILES", &Params::transform_tiles, {1, 2, 4, 8, 16, 32},
-                      "tiles per transform work-group (of TRANSFORM_TILES x T work-items)"});
-    fields.push_back({"BATCH_CHUNK", &Params::batch_chunk, kBatchChunks,
-                      "images whose transformed tiles the workspace holds per step"});
-    fields.push_back({"SPLIT", &Params::split, {1, 2, 4, 8, 16, 32, 64},
-                      "backward-filter: slices of the tiles reduced by separate work-groups (fills the device when K x "
-                      "C is small)"});
+    add_transform_fields<Params>(fields);
     gemm::add_tile_fields<Params>(fields);
     return ParameterTable<Params>(std::move(fields));
   }();
   return t;
-}
-
-// Local memory of one transform work-group: the first stage's T x (T/2 + 1) complex values per tile.
-uint64_t transform_local_bytes(const Params& p) {
-  return static_cast<uint64_t>(2 * p.transform_tiles * bins(p.size)) * sizeof(float);
 }
 
 class FftFamily final : public KernelFamily {
@@ -96,40 +79,7 @@ class FftFamily final : public KernelFamily {
     using X = ConstraintContext;
     const ConvProblem pb = generic.conv();
     const ParameterTable<Params>& t = table();
-    const int64_t cover = covering_size(pb);
-    std::vector<Constraint> list = {
-        t.constraint("at least 2 outputs a tile side (FFT_SIZE - filter side + 1)", {&Params::size},
-                     [pb](const Params& p, const X&) { return p.size - std::max(pb.r, pb.s) + 1 >= 2; }),
-        t.constraint(fmt::format("FFT_SIZE at most {} (one tile covers the output; larger ones only pad)", cover),
-                     {&Params::size}, [cover](const Params& p, const X&) { return p.size <= cover; }),
-        t.constraint("slices x groups x bins (x 3 with GAUSS) within the CUDA grid limit (GEMM axis 2)",
-                     {&Params::size, &Params::split, &Params::gauss}, [pb](const Params& p, const X&) {
-                       const int64_t slices = pb.direction == Direction::BackwardFilter ? p.split : 1;
-                       return slices * pb.groups * bins(p.size) * (p.gauss ? 3 : 1) <= gemm::kMaxGridAxis;
-                     }),
-        t.constraint("batch chunk at most the batch", {&Params::batch_chunk},
-                     [pb](const Params& p, const X&) { return p.batch_chunk <= pb.n; }),
-        t.constraint("at most 4096 batch chunks (launch steps)", {&Params::batch_chunk},
-                     [pb](const Params& p, const X&) { return ceil_div(pb.n, p.batch_chunk) <= kMaxChunks; }),
-        t.constraint("SPLIT above 1 only for backward-filter", {&Params::split},
-                     [pb](const Params& p, const X&) { return p.split == 1 || pb.direction == Direction::BackwardFilter; }),
-        t.constraint("SPLIT at most the tiles of a chunk", {&Params::size, &Params::batch_chunk, &Params::split},
-                     [pb](const Params& p, const X&) { return p.split <= layout(pb, p.size, p.batch_chunk, 1).tiles; }),
-        t.constraint("workspace within the workspace limit",
-                     {&Params::size, &Params::batch_chunk, &Params::split, &Params::gauss},
-                     [pb](const Params& p, const X& x) {
-                       return layout_of(pb, p, p.split).total * sizeof(float) <= workspace_limit(x.device);
-                     }),
-        t.constraint("transform work-group (TRANSFORM_TILES x FFT_SIZE) within the device limit",
-                     {&Params::size, &Params::transform_tiles}, [](const Params& p, const X& x) {
-                       return static_cast<size_t>(p.transform_tiles * p.size) <= x.device.max_work_group_size;
-                     }),
-        t.constraint("transform local memory within the device limit and 48 KiB", {&Params::size, &Params::transform_tiles},
-                     [](const Params& p, const X& x) {
-                       const uint64_t bytes = transform_local_bytes(p);
-                       return bytes <= x.device.local_memory_bytes && bytes <= gemm::kPortableLocalBytes;
-                     }),
-    };
+    std::vector<Constraint> list = transform_constraints(t, pb);
     const int64_t rows = 2 * (pb.direction == Direction::BackwardData ? pb.c_per_group() : pb.k_per_group());  // at most
     for (Constraint& c : gemm::tile_constraints(t, rows, [](int64_t) { return true; })) list.push_back(std::move(c));
     list.push_back(t.constraint("VECTOR_WIDTH above 1 only where the GEMM's U or V rows are multiples of it",
@@ -147,18 +97,7 @@ class FftFamily final : public KernelFamily {
     p.size = default_size(pb);
     // Gauss's product: measured on the H200 (docs/PERFORMANCE.md, "FFT tiling"), see the GPU run's table.
     p.gauss = 1;
-    // Transform work-groups of up to 256 work-items on GPUs, 64 on CPUs (PoCL runs a work-group's items one
-    // after another between barriers), as many tiles as fit.
-    const int64_t max_threads = std::min<int64_t>(static_cast<int64_t>(device.max_work_group_size), device.is_gpu ? 256 : 64);
-    p.transform_tiles = 1;
-    for (int64_t tiles : {32, 16, 8, 4, 2}) {
-      Params q = p;
-      q.transform_tiles = tiles;
-      if (tiles * p.size <= max_threads && transform_local_bytes(q) <= std::min<uint64_t>(device.local_memory_bytes, gemm::kPortableLocalBytes)) {
-        p.transform_tiles = tiles;
-        break;
-      }
-    }
+    p.transform_tiles = default_transform_tiles(p.size, device);
     const uint64_t cap = workspace_limit(device);
     p.split = 1;
     if (pb.direction == Direction::BackwardFilter) {
@@ -195,14 +134,8 @@ class FftFamily final : public KernelFamily {
     return config;  // the smallest setup when none fits: Plan::create then names the failing constraint
   }
 
-  // A carried entry keeps the tile size and the GEMM tiles (they shape the kernels) and takes the new problem's
-  // chunk and slices; a size beyond what covers the new output gives way to the default's.
   Config carry_config(const Config& tuned, const Problem&, const Problem& problem, const DeviceInfo& device) const override {
-    const Config fresh = default_config(problem, device);
-    Config carried = tuned;
-    if (tuned.at("FFT_SIZE") > covering_size(problem.conv())) return fresh;
-    for (const char* name : {"BATCH_CHUNK", "SPLIT"}) carried[name] = fresh.at(name);
-    return carried;
+    return carried_config(tuned, default_config(problem, device), problem.conv());
   }
 
   KernelRecipe recipe(const Problem& generic, const Epilogue& epilogue, const Config& config,

@@ -153,6 +153,21 @@ int64_t largest_chunk(const ConvProblem& pb, int64_t size, int64_t split, uint64
   return chunk;
 }
 
+int64_t default_transform_tiles(int64_t size, const DeviceInfo& device) {
+  const int64_t max_threads = std::min<int64_t>(static_cast<int64_t>(device.max_work_group_size), device.is_gpu ? 256 : 64);
+  const uint64_t local = std::min<uint64_t>(device.local_memory_bytes, gemm::kPortableLocalBytes);
+  for (int64_t tiles : {32, 16, 8, 4, 2})
+    if (tiles * size <= max_threads && transform_local_bytes(tiles, size) <= local) return tiles;
+  return 1;
+}
+
+Config carried_config(const Config& tuned, const Config& fresh, const ConvProblem& problem) {
+  if (tuned.at("FFT_SIZE") > covering_size(problem)) return fresh;
+  Config carried = tuned;
+  for (const char* name : {"BATCH_CHUNK", "SPLIT"}) carried[name] = fresh.at(name);
+  return carried;
+}
+
 std::string twiddles(int64_t size, bool sine) {
   std::string list;
   for (int64_t k = 0; k < size; ++k) {

@@ -3,6 +3,8 @@
 // of kernels/fft/fft.cl around the batched GEMM.
 #pragma once
 
+#include <fmt/format.h>
+
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -10,6 +12,8 @@
 #include <vector>
 
 #include "convtune/kernel_family.h"
+#include "src/families/gemm/gemm_tiles.h"
+#include "src/families/parameter_table.h"
 
 namespace convtune::fft {
 
@@ -68,6 +72,80 @@ std::string twiddles(int64_t size, bool sine);
 
 std::map<std::string, std::string> layout_defines(const ConvProblem& pb, const Epilogue& epilogue, const Layout& l,
                                                   int64_t transform_tiles);
+
+// Local memory of one transform work-group: the first stage's T x (T/2 + 1) complex values per tile.
+inline uint64_t transform_local_bytes(int64_t transform_tiles, int64_t size) {
+  return static_cast<uint64_t>(2 * transform_tiles * bins(size)) * sizeof(float);
+}
+
+// The FFT tiling parameters (P has size, gauss, transform_tiles, batch_chunk and split), first in a table; fft and
+// fft_tc add their GEMM's tile fields after them.
+template <typename P>
+void add_transform_fields(std::vector<typename ParameterTable<P>::Field>& fields) {
+  fields.push_back({"FFT_SIZE", &P::size, kSizes,
+                    "side T of the transformed tiles: (T - R + 1) x (T - S + 1) outputs each; larger tiles do fewer "
+                    "multiplications per output in the GEMMs and more in the transforms"});
+  fields.push_back({"GAUSS", &P::gauss, {0, 1},
+                    "1: three real GEMMs a bin on planes of the channels' size (Gauss's complex product, 3/4 of the "
+                    "multiplications); 0: one GEMM of twice the channels on 2x2 real blocks"});
+  fields.push_back({"TRANSFORM_TILES", &P::transform_tiles, {1, 2, 4, 8, 16, 32},
+                    "tiles per transform work-group (of TRANSFORM_TILES x T work-items)"});
+  fields.push_back({"BATCH_CHUNK", &P::batch_chunk, kBatchChunks, "images whose transformed tiles the workspace holds per step"});
+  fields.push_back({"SPLIT", &P::split, {1, 2, 4, 8, 16, 32, 64},
+                    "backward-filter: slices of the tiles reduced by separate work-groups (fills the device when K x C "
+                    "is small)"});
+}
+
+// The constraints on the FFT tiling parameters: two outputs a tile side at least, no tile beyond what covers the
+// output, the GEMM's layers within the grid, the chunk and the slices within the batch, the workspace within the
+// limit, the transform work-group and its local memory within the device's.
+template <typename P>
+std::vector<Constraint> transform_constraints(const ParameterTable<P>& t, const ConvProblem& pb) {
+  using X = ConstraintContext;
+  const int64_t cover = covering_size(pb);
+  return {
+      t.constraint("at least 2 outputs a tile side (FFT_SIZE - filter side + 1)", {&P::size},
+                   [pb](const P& p, const X&) { return p.size - std::max(pb.r, pb.s) + 1 >= 2; }),
+      t.constraint(fmt::format("FFT_SIZE at most {} (one tile covers the output; larger ones only pad)", cover),
+                   {&P::size}, [cover](const P& p, const X&) { return p.size <= cover; }),
+      t.constraint("slices x groups x bins (x 3 with GAUSS) within the CUDA grid limit (GEMM axis 2)",
+                   {&P::size, &P::split, &P::gauss}, [pb](const P& p, const X&) {
+                     const int64_t slices = pb.direction == Direction::BackwardFilter ? p.split : 1;
+                     return slices * pb.groups * bins(p.size) * (p.gauss ? 3 : 1) <= gemm::kMaxGridAxis;
+                   }),
+      t.constraint("batch chunk at most the batch", {&P::batch_chunk},
+                   [pb](const P& p, const X&) { return p.batch_chunk <= pb.n; }),
+      t.constraint("at most 4096 batch chunks (launch steps)", {&P::batch_chunk},
+                   [pb](const P& p, const X&) { return ceil_div(pb.n, p.batch_chunk) <= kMaxChunks; }),
+      t.constraint("SPLIT above 1 only for backward-filter", {&P::split},
+                   [pb](const P& p, const X&) { return p.split == 1 || pb.direction == Direction::BackwardFilter; }),
+      t.constraint("SPLIT at most the tiles of a chunk", {&P::size, &P::batch_chunk, &P::split},
+                   [pb](const P& p, const X&) { return p.split <= layout(pb, p.size, p.batch_chunk, 1).tiles; }),
+      t.constraint("workspace within the workspace limit", {&P::size, &P::batch_chunk, &P::split, &P::gauss},
+                   [pb](const P& p, const X& x) {
+                     return layout(pb, p.size, p.batch_chunk, p.split, p.gauss != 0).total * sizeof(float) <=
+                            workspace_limit(x.device);
+                   }),
+      t.constraint("transform work-group (TRANSFORM_TILES x FFT_SIZE) within the device limit",
+                   {&P::size, &P::transform_tiles}, [](const P& p, const X& x) {
+                     return static_cast<size_t>(p.transform_tiles * p.size) <= x.device.max_work_group_size;
+                   }),
+      t.constraint("transform local memory within the device limit and 48 KiB", {&P::size, &P::transform_tiles},
+                   [](const P& p, const X& x) {
+                     const uint64_t bytes = transform_local_bytes(p.transform_tiles, p.size);
+                     return bytes <= x.device.local_memory_bytes && bytes <= gemm::kPortableLocalBytes;
+                   }),
+  };
+}
+
+// The largest transform work-group of up to 256 work-items on GPUs, 64 on CPUs (PoCL runs a work-group's items one
+// after another between barriers), as many tiles as fit its local memory.
+int64_t default_transform_tiles(int64_t size, const DeviceInfo& device);
+
+// A tuned entry carried to another problem keeps the tile size and the GEMM tiles (they shape the kernels) and takes
+// `fresh`'s chunk and slices (the new problem's default); a size beyond what covers the new output gives way to
+// `fresh` whole.
+Config carried_config(const Config& tuned, const Config& fresh, const ConvProblem& problem);
 
 using GemmStep = std::function<LaunchStep(const ArgSource& first, const ArgSource& count)>;
 std::vector<LaunchStep> steps(const ConvProblem& pb, const Epilogue& epilogue, const Layout& l, int64_t batch_chunk,

@@ -1,0 +1,199 @@
+// The fft_tc family: the fft family's FFT tiling (same transforms, workspace, tile sizes and Gauss planes) with the
+// per-bin GEMMs on TF32 tensor cores (gemm_tc's main loop; kernels/fft/fft_tc.cl), in tf32 or 3xtf32 math, all
+// three directions; NVIDIA sm_80+. FP32 math stays with fft.
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "convtune/plan.h"
+#include "src/families/families.h"
+#include "src/families/fft/fft_plan.h"
+#include "src/families/gemm_tc/tc_tiles.h"
+
+namespace convtune {
+
+namespace {
+
+using namespace fft;
+
+struct Params : tensor_core::Params {
+  int64_t size = 0, gauss = 0, transform_tiles = 0, batch_chunk = 0, split = 0;
+};
+
+// The tensor-core tile fields alone: their constraints and defines (tc_tiles.h) are stated over this table and
+// hold for ours, which names the same fields. FFT's SPLIT slices the reduction instead of SPLIT_K: each slice adds
+// into its own copy of M across the chunks, which a split-K reduction per chunk would not.
+const ParameterTable<tensor_core::Params>& tile_table() {
+  static const ParameterTable<tensor_core::Params> t(tensor_core::tile_fields());
+  return t;
+}
+
+const ParameterTable<Params>& table() {
+  static const ParameterTable<Params> t = [] {
+    std::vector<ParameterTable<Params>::Field> fields;
+    add_transform_fields<Params>(fields);
+    for (const auto& f : tile_table().fields()) fields.push_back({f.name, f.member, f.values, f.description});
+    return ParameterTable<Params>(std::move(fields));
+  }();
+  return t;
+}
+
+Layout layout_of(const ConvProblem& pb, const Params& p) {
+  return layout(pb, p.size, p.batch_chunk, p.split, p.gauss != 0);
+}
+
+// fft.cl's GEMM operands: U (A) is stored K-contiguous always, V only for backward-filter (B transposed).
+tensor_core::Layout tc_layout(Direction direction) { return {true, direction == Direction::BackwardFilter}; }
+
+// Work-group axis 2 of the GEMM: (slices x) groups x bins (x Gauss's three planes).
+int64_t gemm_layers(const ConvProblem& pb, const Layout& l, int64_t split) {
+  return (pb.direction == Direction::BackwardFilter ? split : 1) * pb.groups * bins(l.size) * l.gemms;
+}
+
+class FftTcFamily final : public KernelFamily {
+ public:
+  std::string name() const override { return "fft_tc"; }
+  std::string description() const override {
+    return "FFT tiling for stride-1 filters up to 31x31 as the fft family computes it, the per-bin GEMMs of the "
+           "complex products on TF32 tensor cores (mma.sync m16n8k8, tf32 or 3xtf32 math, cp.async pipeline); all "
+           "directions; NVIDIA sm_80+";
+  }
+  Problem::Kind problem_kind() const override { return Problem::Kind::Convolution; }
+  // Next to fft (38), before winograd and winograd_tc: where it claims a layer, its claim goes first.
+  int untuned_rank() const override { return 39; }
+  bool uses_tensor_cores() const override { return true; }
+
+  std::string unsupported_reason(const Problem& generic, const Epilogue& epilogue,
+                                 const DeviceInfo& device) const override {
+    if (!generic.is_conv()) return "computes convolutions, not matrix products";
+    if (std::string why = tensor_core::unsupported_reason(name(), generic, device); !why.empty()) return why;
+    return unsupported_shape_reason(generic.conv(), epilogue, device);
+  }
+
+  std::string untuned_poor_fit(const Problem& problem, const DeviceInfo&) const override {
+    return poor_fit(problem.conv());
+  }
+
+  // Filters of 5x5 and more over at least 32 channels a group, in tf32 and 3xtf32, where the default's chunk holds
+  // the whole batch. Measured on the H100 with the built-in defaults (docs/PERFORMANCE.md, "fft_tc"): where one chunk
+  // held the batch (alex2, u2: N=128) fft_tc ran 0.61-1.00x the time of the shipped plan in tf32, and in 3xtf32
+  // 0.76-0.91x on alex2 and 0.96-1.07x on u2; where the workspace limit cut the batch into chunks (at 256 MiB, the
+  // limit then: u8 in 4 of 32 images, fmnist2 in 40 of 256), each chunk's GEMMs reduce over few tiles or are too
+  // small to fill the tensor cores, and fft_tc ran forward 1.1-1.7x slower (u8 backward-filter 1.7x): tuning entries
+  // alone choose it there. Within 1 GiB u8 is one chunk, and tuned it ran 0.50-0.55 ms against winograd_tc's
+  // 0.77-1.04.
+  std::string untuned_claim(const Problem& generic, const DeviceInfo& device) const override {
+    const ConvProblem& pb = generic.conv();
+    if (pb.math != MathMode::TF32 && pb.math != MathMode::TF32x3) return {};
+    const int64_t channels = std::min(pb.c_per_group(), pb.k_per_group());
+    if (pb.r < 5 || pb.s < 5 || channels < 32) return {};
+    const int64_t size = default_size(pb);
+    if (largest_chunk(pb, size, 1, workspace_limit(device), false) < pb.n) return {};
+    return fmt::format("a {}x{} stride-1 layer with {} channels a group whose batch fits the workspace in one chunk: "
+                       "the {} taps an output become about 4 real multiplications a frequency bin on the tensor cores",
+                       pb.r, pb.s, channels, pb.r * pb.s);
+  }
+
+  std::vector<Parameter> parameters(const Problem&) const override { return table().parameters(); }
+
+  std::vector<Constraint> constraints(const Problem& generic) const override {
+    using X = ConstraintContext;
+    const ConvProblem pb = generic.conv();
+    const ParameterTable<Params>& t = table();
+    std::vector<Constraint> list = transform_constraints(t, pb);
+    for (Constraint& c : tensor_core::tile_constraints(tile_table(), tc_layout(pb.direction), pb.math))
+      list.push_back(std::move(c));
+    // The GEMM's rows are output channels, twice them without Gauss's planes (forward and backward-filter: K/groups;
+    // backward-data: C/groups). A constraint reads only the fields it names (searches check it as soon as those are
+    // set), so this bound takes the larger count rather than reading GAUSS's.
+    const int64_t rows = 2 * (pb.direction == Direction::BackwardData ? pb.c_per_group() : pb.k_per_group());
+    list.push_back(t.constraint("M-tiles within the CUDA grid limit", {&Params::tile_m}, [rows](const Params& p, const X&) {
+      return ceil_div(rows, p.tile_m) <= tensor_core::kMaxGridAxis;
+    }));
+    // As winograd_tc: tc_tiles.h's estimate counts one register per copied float, right for 16-byte copies and not
+    // for single floats, which take an address and a zero-fill size each: scalar copies count 4 registers.
+    list.push_back(t.constraint(
+        "estimated registers, single-float copies at 4 registers each, within the cap BLOCKS_PER_SM leaves",
+        {&Params::size, &Params::gauss, &Params::batch_chunk, &Params::split, &Params::tile_m, &Params::tile_n,
+         &Params::tile_k, &Params::warps_m, &Params::warps_n, &Params::blocks_per_sm},
+        [pb](const Params& p, const X&) {
+          const Layout l = layout_of(pb, p);
+          int64_t scalar = 0;  // floats per thread per stage copied one at a time
+          if (!a_vectorizes(l, 4)) scalar += p.tile_m * p.tile_k / p.threads();
+          if (!b_vectorizes(pb, l, 4)) scalar += p.tile_n * p.tile_k / p.threads();
+          return tensor_core::register_estimate(p, pb.math) + 3 * scalar <= tensor_core::register_cap(p);
+        }));
+    return list;
+  }
+
+  Config default_config(const Problem& generic, const DeviceInfo& device) const override {
+    const ConvProblem& pb = generic.conv();
+    const uint64_t cap = workspace_limit(device);
+    Params p;
+    p.size = default_size(pb);
+    // One GEMM of twice the channels on 2x2 real blocks: on tensor cores the multiplications Gauss's product saves
+    // cost little, while its third plane adds a third to the transforms' stores and the GEMM's operand traffic.
+    p.gauss = 0;
+    p.transform_tiles = default_transform_tiles(p.size, device);
+    p.split = 1;
+    p.batch_chunk = largest_chunk(pb, p.size, 1, cap, false);
+    const Layout l = layout_of(pb, p);
+    const tensor_core::Params tiles = tensor_core::default_tiles(l.gemm_m, l.gemm_n, l.gemm_k);
+    if (pb.direction == Direction::BackwardFilter) {
+      // K x C tiles are few: slices of the batch's tiles bring the blocks up to about two per multiprocessor, each
+      // slice keeping at least 4 TILE_K steps of the reduction (as winograd_tc does).
+      const int64_t blocks = gemm_layers(pb, l, 1) * ceil_div(l.gemm_m, tiles.tile_m) * ceil_div(l.gemm_n, tiles.tile_n);
+      const int64_t target = 2 * std::max(1, device.compute_units);
+      while (p.split < 64 && blocks * p.split * 2 <= target) p.split *= 2;
+      p.batch_chunk = largest_chunk(pb, p.size, p.split, cap, false);
+      while (p.split > 1 && layout(pb, p.size, p.batch_chunk, 1).tiles < p.split * 4 * tiles.tile_k) p.split /= 2;
+    }
+    auto valid = [&](const tensor_core::Params& candidate) {
+      Params q = p;
+      static_cast<tensor_core::Params&>(q) = candidate;
+      return config_problem(*this, table().write(q), generic, device).empty();
+    };
+    static_cast<tensor_core::Params&>(p) = tensor_core::fit_default(tiles, valid);
+    return table().write(p);  // when nothing fits, Plan::create names the failing constraint
+  }
+
+  Config carry_config(const Config& tuned, const Problem&, const Problem& problem, const DeviceInfo& device) const override {
+    return carried_config(tuned, default_config(problem, device), problem.conv());
+  }
+
+  KernelRecipe recipe(const Problem& generic, const Epilogue& epilogue, const Config& config,
+                      const DeviceInfo& device) const override {
+    const ConvProblem& pb = generic.conv();
+    const Params p = table().read(config);
+    const Layout l = layout_of(pb, p);
+    const tensor_core::Layout tiles = tc_layout(pb.direction);
+    KernelRecipe recipe;
+    recipe.source.file = "fft/fft_tc.cl";
+    recipe.source.defines = layout_defines(pb, epilogue, l, p.transform_tiles);
+    auto& d = recipe.source.defines;
+    table().add_defines(p, d);
+    d.erase("FFT_SIZE");  // the kernels read FFT_T
+    tensor_core::add_defines(tile_table(), p, pb.math, d);  // the tiles again, and MATH_SPLIT
+    d["DFT_UNROLL"] = device.is_gpu ? "1" : "0";
+    d["FFT_CHUNKS"] = std::to_string(ceil_div(pb.n, p.batch_chunk));  // one: backward-filter's GEMM writes M
+    // 16-byte copies where the operand's rows allow them, else single floats.
+    d["A_VECTOR"] = a_vectorizes(l, 4) ? "4" : "1";
+    d["B_VECTOR"] = b_vectorizes(pb, l, 4) ? "4" : "1";
+    d["TC_A_KCONTIG"] = tiles.a_kcontig ? "1" : "0";
+    d["TC_B_KCONTIG"] = tiles.b_kcontig ? "1" : "0";
+    tensor_core::add_register_cap(recipe, p, device);
+    recipe.workspace_bytes = l.total * sizeof(float);
+    const LaunchGeometry geometry = tensor_core::main_geometry(l.gemm_m, l.gemm_n, gemm_layers(pb, l, p.split), p, tiles);
+    recipe.steps = steps(pb, epilogue, l, p.batch_chunk, p.split, p.transform_tiles,
+                         [&](const ArgSource&, const ArgSource&) -> LaunchStep {
+                           return {"fft_gemm_tc", {ArgSource::workspace()}, geometry};
+                         });
+    return recipe;
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<KernelFamily> families::make_fft_tc() { return std::make_unique<FftTcFamily>(); }
+
+}  // namespace convtune
