@@ -49,8 +49,9 @@ struct DeviceInfo {
   std::string fingerprint() const;
 };
 
-// The workspace limit a plan gets unless its request names one: on kernel devices 256 MiB and at most a quarter of
-// the device's memory (256 MiB where it reports none), so a plan never crowds out the tensors it computes on; on
+// The workspace limit a plan gets unless its request names one: on GPUs 1 GiB and at most an eighth of the device's
+// memory, on other kernel devices (PoCL) 256 MiB and at most a quarter (256 MiB where a device reports no memory),
+// so a plan never crowds out the tensors it computes on; on
 // the CPU backend the host's memory (its buffers are host allocations, checked against what is available).
 uint64_t default_workspace_limit(const DeviceInfo& device);
 // What plans on `device` compare their workspace with: device.workspace_limit_bytes, else the default.

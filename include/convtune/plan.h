@@ -52,7 +52,7 @@ struct PlanRequest {
   bool use_tuning = true;
   const TuningDatabase* tuning = nullptr;
   // The scratch memory (bytes) the plan may take; 0 allows none. Empty: the device's (workspace_limit in
-  // convtune/backend.h, by default min(256 MiB, memory / 4)). Families refuse what cannot fit; a tuned entry or a
+  // convtune/backend.h, by default min(1 GiB, memory / 8) on GPUs). Families refuse what cannot fit; a tuned entry or a
   // family's default over it is skipped for the next candidate, and explanation() names it with both sizes; a
   // given configuration over it is refused. Not part of the tuning database's keys.
   std::optional<uint64_t> workspace_limit;

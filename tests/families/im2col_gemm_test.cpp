@@ -108,7 +108,8 @@ TEST(Im2colGemm, GemmEdgeTilesInEveryDirection) {
 TEST(Im2colGemm, WorkspaceOverTheLimitIsRejectedNamingTheConstraint) {
   Device* device = opencl_device();
   if (!device) GTEST_SKIP() << "no OpenCL device runs kernels here";
-  // One image's columns: 64*9 x 64*64 floats = 9 MiB; 64 images = 576 MiB, over the default 256 MiB limit.
+  // One image's columns: 64*9 x 64*64 floats = 9 MiB; 64 images = 576 MiB, over the default 256 MiB limit of
+  // an OpenCL device that is not a GPU.
   const ConvProblem pb = parse_problem("N=64,C=64,H=64,W=64,K=8,R=3,pad=1");
   ASSERT_GT(im2col_gemm::column_bytes(pb, 64), workspace_limit(device->info()));
   Config config = family().default_config(pb, device->info());

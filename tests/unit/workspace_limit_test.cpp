@@ -34,16 +34,23 @@ PlanDescriptor describe(const std::string& problem, std::optional<uint64_t> limi
 bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 
 TEST(WorkspaceLimit, DefaultIsTheDevicesAndARequestOverridesIt) {
-  DeviceInfo device = test::described_hopper();
-  EXPECT_EQ(default_workspace_limit(device), 256 * kMiB);
-  EXPECT_EQ(workspace_limit(device), 256 * kMiB);
-  device.global_memory_bytes = 512 * kMiB;
-  EXPECT_EQ(default_workspace_limit(device), 128 * kMiB);  // a quarter of a small device
+  DeviceInfo device = test::described_hopper();  // a GPU of 80 GB
+  EXPECT_EQ(default_workspace_limit(device), 1024 * kMiB);
+  EXPECT_EQ(workspace_limit(device), 1024 * kMiB);
+  device.global_memory_bytes = 4096 * kMiB;
+  EXPECT_EQ(default_workspace_limit(device), 512 * kMiB);  // an eighth of a smaller GPU
   device.global_memory_bytes = 0;
   EXPECT_EQ(default_workspace_limit(device), 256 * kMiB);  // one that reports nothing keeps the fixed cap
   EXPECT_EQ(workspace_limit(with_workspace_limit(device, 0)), 0u);
   EXPECT_EQ(workspace_limit(with_workspace_limit(device, std::nullopt)), 256 * kMiB);
   EXPECT_EQ(with_workspace_limit(device, 1).fingerprint(), device.fingerprint());  // never part of a key
+  // Kernel devices that are not GPUs (OpenCL on a CPU: PoCL): 256 MiB and at most a quarter of their memory.
+  DeviceInfo pocl = test::described_hopper();
+  pocl.is_gpu = false, pocl.backend = BackendKind::OpenCL;
+  pocl.global_memory_bytes = uint64_t{16} << 30;
+  EXPECT_EQ(default_workspace_limit(pocl), 256 * kMiB);
+  pocl.global_memory_bytes = 512 * kMiB;
+  EXPECT_EQ(default_workspace_limit(pocl), 128 * kMiB);  // a quarter of a small device
   // The CPU backend's buffers are host memory: all of it (cpu_blocked packs more than 256 MiB on seed layers).
   DeviceInfo cpu;
   cpu.backend = BackendKind::Cpu;
@@ -51,16 +58,17 @@ TEST(WorkspaceLimit, DefaultIsTheDevicesAndARequestOverridesIt) {
   EXPECT_EQ(default_workspace_limit(cpu), uint64_t{16} << 30);
 }
 
-// ucla5x5's transformed tiles (934 MB for one image) exceed the default: winograd is skipped, and the plan says so
-// with both sizes; with 1 GiB it is plannable.
+// ucla5x5's transformed tiles (934 MB for one image) exceed 256 MiB (the limit of a smaller device, or asked for):
+// winograd is skipped, and the plan says so with both sizes; within the 80 GB GPU's default of 1 GiB it is plannable.
 TEST(WorkspaceLimit, UclaLayerPlansWinogradOnlyWithinALargerLimit) {
-  const PlanDescriptor untuned = describe(kUcla5x5, std::nullopt);
+  const uint64_t small = 256 * kMiB;
+  const PlanDescriptor untuned = describe(kUcla5x5, small);
   EXPECT_NE(untuned.family().name(), "winograd");
   EXPECT_TRUE(contains(untuned.explanation(), "winograd skipped for the workspace limit: the transformed tiles of one "
                                               "image (934281216 bytes) exceed the workspace limit of 268435456 bytes"))
       << untuned.explanation();
-  EXPECT_THROW(describe(kUcla5x5, std::nullopt, "winograd"), Unsupported);
-  const PlanDescriptor larger = describe(kUcla5x5, uint64_t{1} << 30, "winograd");
+  EXPECT_THROW(describe(kUcla5x5, small, "winograd"), Unsupported);
+  const PlanDescriptor larger = describe(kUcla5x5, std::nullopt, "winograd");
   EXPECT_GT(larger.workspace_bytes(), 256 * kMiB);
   EXPECT_LE(larger.workspace_bytes(), uint64_t{1} << 30);
 }

@@ -160,7 +160,8 @@ CLI::Option* add_workspace_limit_option(CLI::App* cmd, std::string& limit) {
   return cmd
       ->add_option("--workspace-limit", limit,
                    "Scratch memory each plan may take: bytes, or with K, M, G or T (64M, 1G); 0 allows none; device: "
-                   "min(256 MiB, device memory / 4), host memory on the CPU backend. A variant over it is skipped, "
+                   "min(1 GiB, device memory / 8) on GPUs, min(256 MiB, memory / 4) on other OpenCL devices, host memory on "
+                   "the CPU backend. A variant over it is skipped, "
                    "and the plan says so")
       ->capture_default_str()
       ->check(CLI::Validator(
