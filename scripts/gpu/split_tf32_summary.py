@@ -1,6 +1,7 @@
 """Summarises scripts/gpu/split_tf32_check.sh's benches against issue 14's bars for the split mode (3xtf32): every
 row within the FP32 tolerance, faster than convtune's own FP32 on every AlexNet row, and faster than cuDNN's FP32 on
-the geometric mean. Reads OUTDIR/3xtf32.json, 3xtf32_wgmma.json and fp32_alexnet.json (any may be missing).
+the geometric mean. Reads OUTDIR/3xtf32.json, 3xtf32_wgmma.json, tf32.json, the one family's tf32_family.json and
+3xtf32_family.json, and fp32_alexnet.json (any may be missing).
 
 usage: split_tf32_summary.py OUTDIR
 """
@@ -35,7 +36,7 @@ def table(name, data, fp32):
                 above.append(f"{key[0]} {key[1]} {ratio:.2f}")
     if ratios:
         geo = math.exp(sum(math.log(x) for x in ratios) / len(ratios))
-        print(f"{name}: {len(ratios)} rows vs cuDNN {'tf32' if name == 'tf32' else 'fp32'}, geomean {geo:.3f}, faster on {faster}, "
+        print(f"{name}: {len(ratios)} rows vs cuDNN {'tf32' if name.startswith('tf32') else 'fp32'}, geomean {geo:.3f}, faster on {faster}, "
               f"above 1.5x: {len(above)} ({', '.join(above)})")
     for f in failed:
         print(f"{name}: FAILED {f}")
@@ -53,10 +54,10 @@ def table(name, data, fp32):
 
 def main(out):
     fp32 = rows(os.path.join(out, "fp32_alexnet.json"))
-    for name in ("3xtf32", "3xtf32_wgmma", "tf32"):
+    for name in ("3xtf32", "3xtf32_wgmma", "3xtf32_family", "tf32", "tf32_family"):
         data = rows(os.path.join(out, f"{name}.json"))
         if data:
-            table(name, data, fp32 if name != "tf32" else {})
+            table(name, data, fp32 if name.startswith("3xtf32") else {})
 
 
 if __name__ == "__main__":
