@@ -110,18 +110,14 @@ class FftTcFamily final : public KernelFamily {
     list.push_back(t.constraint("M-tiles within the CUDA grid limit", {&Params::tile_m}, [rows](const Params& p, const X&) {
       return ceil_div(rows, p.tile_m) <= tensor_core::kMaxGridAxis;
     }));
-    // As winograd_tc: tc_tiles.h's estimate counts one register per copied float, right for 16-byte copies and not
-    // for single floats, which take an address and a zero-fill size each: scalar copies count 4 registers.
+    // Single-float copies (rows not a multiple of 4) count 4 registers each (tc_tiles.h, fits_registers_with_copies).
     list.push_back(t.constraint(
         "estimated registers, single-float copies at 4 registers each, within the cap BLOCKS_PER_SM leaves",
         {&Params::size, &Params::gauss, &Params::batch_chunk, &Params::split, &Params::tile_m, &Params::tile_n,
          &Params::tile_k, &Params::warps_m, &Params::warps_n, &Params::blocks_per_sm},
         [pb](const Params& p, const X&) {
           const Layout l = layout_of(pb, p);
-          int64_t scalar = 0;  // floats per thread per stage copied one at a time
-          if (!a_vectorizes(l, 4)) scalar += p.tile_m * p.tile_k / p.threads();
-          if (!b_vectorizes(pb, l, 4)) scalar += p.tile_n * p.tile_k / p.threads();
-          return tensor_core::register_estimate(p, pb.math) + 3 * scalar <= tensor_core::register_cap(p);
+          return tensor_core::fits_registers_with_copies(p, pb.math, !a_vectorizes(l, 4), !b_vectorizes(pb, l, 4));
         }));
     return list;
   }

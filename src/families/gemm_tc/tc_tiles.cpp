@@ -132,6 +132,13 @@ int64_t register_estimate(const Params& p, MathMode math, ElementType type) {
          kRegistersBesideTiles;
 }
 
+bool fits_registers_with_copies(const Params& p, MathMode math, bool scalar_a, bool scalar_b) {
+  int64_t scalar = 0;  // floats per thread per stage copied one at a time
+  if (scalar_a) scalar += p.tile_m * p.tile_k / p.threads();
+  if (scalar_b) scalar += p.tile_n * p.tile_k / p.threads();
+  return register_estimate(p, math) + 3 * scalar <= register_cap(p);
+}
+
 int64_t register_cap(const Params& p) {
   return std::min(kMaxRegisters, kRegisterFile / (p.threads() * p.blocks_per_sm));
 }

@@ -68,6 +68,13 @@ uint64_t shared_limit(const DeviceInfo& device);
 int64_t register_estimate(const Params& p, MathMode math, ElementType type = ElementType::F32);
 // The register cap that BLOCKS_PER_SM blocks on one multiprocessor leave each thread.
 int64_t register_cap(const Params& p);
+// Whether the estimate fits that cap when the A or B tile (scalar_a, scalar_b) is copied one float at a time, as the
+// transform families' GEMMs over the workspace (winograd_tc, fft_tc) copy rows whose length is not a multiple of 4.
+// register_estimate counts one register per copied float, which fits 16-byte copies (a 64-bit address and the
+// zero-fill size for four floats) but not single-float ones, which each take those for one float: these count 4.
+// Measured through ptxas: winograd_tc's backward-filter slices of an odd number of tiles (alex2's F(2x2,5x5) with
+// SPLIT=4: 49) spilled 60 bytes at 255 registers with an estimate of 184 (gemm_tc spills the same with an odd K).
+bool fits_registers_with_copies(const Params& p, MathMode math, bool scalar_a, bool scalar_b);
 
 // The tile constraints; the family adds its problem's (split-K, grid).
 std::vector<Constraint> tile_constraints(const ParameterTable<Params>& t, Layout layout, MathMode math,

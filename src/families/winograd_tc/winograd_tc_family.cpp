@@ -95,21 +95,14 @@ class WinogradTcFamily final : public FamilyBase {
                                 {&Params::m_tile, &Params::split}, [pb](const Params& p, const X&) {
                                   return gemm_layers(pb, p.m_tile, p.split) <= tensor_core::kMaxGridAxis;
                                 }));
-    // tc_tiles.h's estimate counts one register per copied float, which fits 16-byte copies (a 64-bit address and
-    // the zero-fill size for four floats) but not single-float ones, which each take those for one float: here,
-    // backward-filter slices of an odd number of tiles (alex2's F(2x2,5x5) with SPLIT=4: 49) spilled 60 bytes at
-    // 255 registers with an estimate of 184 (gemm_tc spills the same with an odd K). Scalar copies are counted 4
-    // registers each.
+    // Single-float copies (rows not a multiple of 4) count 4 registers each (tc_tiles.h, fits_registers_with_copies).
     list.push_back(t.constraint(
         "estimated registers, single-float copies at 4 registers each, within the cap BLOCKS_PER_SM leaves",
         {&Params::m_tile, &Params::batch_chunk, &Params::split, &Params::tile_m, &Params::tile_n, &Params::tile_k,
          &Params::warps_m, &Params::warps_n, &Params::blocks_per_sm},
         [pb](const Params& p, const X&) {
           const Layout l = layout(pb, p.m_tile, p.batch_chunk, p.split);
-          int64_t scalar = 0;  // floats per thread per stage copied one at a time
-          if (!a_vectorizes(l, 4)) scalar += p.tile_m * p.tile_k / p.threads();
-          if (!b_vectorizes(pb, l, 4)) scalar += p.tile_n * p.tile_k / p.threads();
-          return tensor_core::register_estimate(p, pb.math) + 3 * scalar <= tensor_core::register_cap(p);
+          return tensor_core::fits_registers_with_copies(p, pb.math, !a_vectorizes(l, 4), !b_vectorizes(pb, l, 4));
         }));
     return list;
   }
