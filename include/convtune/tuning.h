@@ -303,8 +303,11 @@ struct TuneTrial {
 struct TuneTaskResult {
   TuneTask task;
   std::string device;  // the id of the device that tuned it ("cuda:1"), which tune_devices() chose
+  // The search space is enumerated when the task's search starts (after the run's baselines and defaults), so a
+  // task the budget left unsearched has none: space_enumerated false, space 0.
   size_t space = 0;  // valid configurations (within `only`); those found by the deadline when space_partial
   bool space_partial = false;  // the budget ran out while the space was being enumerated
+  bool space_enumerated = false;
   size_t tried = 0;
   size_t failed = 0;
   double default_ms = 0;  // the family's built-in default; 0 when it failed or was not measured
@@ -319,8 +322,9 @@ struct TuneTaskResult {
 };
 
 struct TuneCallbacks {
-  // When a task's configuration space is known (at the start of the run): its index, the task count, the space.
-  std::function<void(const TuneTask& task, size_t index, size_t count, size_t space)> task_started;
+  // Every task at the start of the run, before any trial: its index and the task count. (Its search space is
+  // enumerated later, when its search starts; the result's `space` holds it.)
+  std::function<void(const TuneTask& task, size_t index, size_t count)> task_started;
   // After each candidate of any task; `fraction` estimates how much of that task's search share is used (0 to 1).
   std::function<void(const TuneTaskResult& so_far, const TuneTrial& trial, double fraction)> trial_done;
   // Every task's result at the end of the run.

@@ -15,8 +15,9 @@ ProblemLike = Union[Problem, str, Plan]
 
 @dataclass
 class TuneEvent:
-    """What the progress callback receives. ``kind``: 'task_started' (index, count, space), 'trial' (after each
-    candidate: trial, tried, fraction of the task's share used) or 'task_done' (result)."""
+    """What the progress callback receives. ``kind``: 'task_started' (index, count; every task at the start of
+    the run), 'trial' (after each candidate: trial, tried, fraction of the task's share used) or 'task_done' (result,
+    whose ``space`` is the task's search space, enumerated when its search started: 0 when it never did)."""
     kind: str
     name: str
     operation: str
@@ -25,7 +26,6 @@ class TuneEvent:
     device: str = ""
     index: Optional[int] = None
     count: Optional[int] = None
-    space: Optional[int] = None
     fraction: Optional[float] = None
     tried: Optional[int] = None
     trial: Optional[Dict[str, Any]] = None  # config, ms (None: failed), failure, note, wall_ms
@@ -136,7 +136,7 @@ def tune(problems: Union[ProblemLike, Iterable[ProblemLike], Mapping[str, Proble
                                result=result))
         else:
             progress(TuneEvent(kind, d["name"], d["operation"], d["problem"], d["family"], d.get("device", ""),
-                               d.get("index"), d.get("count"), d.get("space"), d.get("fraction"), d.get("tried"),
+                               d.get("index"), d.get("count"), d.get("fraction"), d.get("tried"),
                                d.get("trial")))
 
     results, _skipped = _convtune.tune(

@@ -197,12 +197,11 @@ nb::tuple run_tune(const std::vector<std::string>& device_specs, const std::vect
 
   const ProgressBridge bridge(std::move(progress));
   TuneCallbacks callbacks;
-  callbacks.task_started = [&](const TuneTask& task, size_t index, size_t count, size_t space) {
+  callbacks.task_started = [&](const TuneTask& task, size_t index, size_t count) {
     bridge.emit("task_started", [&](nb::dict& d) {
       describe_task(d, task);
       d["index"] = index;
       d["count"] = count;
-      d["space"] = space;
     });
   };
   callbacks.trial_done = [&](const TuneTaskResult& so_far, const TuneTrial& trial, double fraction) {

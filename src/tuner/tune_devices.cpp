@@ -140,9 +140,9 @@ std::vector<TuneTaskResult> tune_devices(const std::vector<Device*>& devices, co
     task_options.save = false;
     TuneCallbacks wrapped;
     if (callbacks.task_started) {
-      wrapped.task_started = [&](const TuneTask& task, size_t, size_t, size_t space) {
+      wrapped.task_started = [&](const TuneTask& task, size_t, size_t) {
         std::lock_guard lock(callback_mutex);
-        callbacks.task_started(task, index_of(task), tasks.size(), space);
+        callbacks.task_started(task, index_of(task), tasks.size());
       };
     }
     if (callbacks.trial_done) {

@@ -2,10 +2,10 @@
 //  1. baselines: per problem, what a plan runs today (the database's answer, whatever its tier), each family's
 //     built-in default and the configurations of its stale exact entries on this hardware, measured; a phase that
 //     would overrun the budget stops and lists what it left out;
-//  2. search: half the time left shared among the tasks by expected gain (the problem's current time, times its
-//     headroom to the device's peak when known), families whose default is several times slower than the problem's
-//     best left out; the other half among the tasks whose first round gained, by what they gained; each search
-//     starts from the configurations already measured;
+//  2. search: each task's space enumerated as its search starts; half the time left shared among the tasks by
+//     expected gain (the problem's current time, times its headroom to the device's peak when known), families whose
+//     default is several times slower than the problem's best left out; the other half among the tasks whose first
+//     round gained, by what they gained; each search starts from the configurations already measured;
 //  3. a second opinion: where the best result is not the baseline, both are timed again, alternately, in the time
 //     held back for it (a tenth of the budget, or four evaluations a problem where that is less): a baseline timed
 //     while something else held the device looks slower than it is, and the search's best time is the luckiest of
@@ -193,22 +193,19 @@ std::vector<TuneTaskResult> tune(Device& device, const std::vector<TuneTask>& al
   // problem's exact entry, which keeps its plan when the other problems' new entries refit the cost model (a 60 s
   // tune of 75 problems that measured baselines and defaults problem by problem reached 56 of them, and one of the
   // others, left to the refitted model, ran 1.25x slower after the tune).
+  // Search spaces are enumerated later, when a task's search starts: fft's spaces of tens of millions of points took
+  // 17-44 s each on an H100 host, and enumerated here they used up a 120 s tune before any baseline was timed (a
+  // re-tune of alex2 and u8 through fft timed only today's plans, never the 1 GiB defaults that beat them).
+  for (size_t index = 0; index < tasks.size(); ++index) {
+    TaskState& task = tasks[index];
+    task.default_config = task.result.task.family->default_config(task.result.task.problem, info);
+    if (callbacks.task_started) callbacks.task_started(task.result.task, index, tasks.size());
+  }
   size_t measured_problems = 0;
   for (ProblemState& p : problems) {
     if (!affordable()) break;
     ++measured_problems;
     status(fmt::format("baselines: {} ({}/{})", p.problem.to_string(), measured_problems, problems.size()));
-    for (size_t index : p.tasks) {
-      TaskState& task = tasks[index];
-      const KernelFamily& family = *task.result.task.family;
-      SearchSpace space(family, p.problem, info, [&](const Config& c) { return matches_only(c, options.only); },
-                        SearchSpace::kMaxKept, deadline);
-      task.configs = space.configs();
-      task.result.space = space.size();
-      task.result.space_partial = space.stopped_early();
-      task.default_config = family.default_config(p.problem, info);
-      if (callbacks.task_started) callbacks.task_started(task.result.task, index, tasks.size(), task.result.space);
-    }
     // Today's plan for this problem, as any caller would get it.
     PlanRequest request;
     request.problem = p.problem;
@@ -235,7 +232,7 @@ std::vector<TuneTaskResult> tune(Device& device, const std::vector<TuneTask>& al
     // Measured by its own family's task, so the search starts from it; a baseline that is the family's default
     // (today's plan untuned, or an entry holding the default) counts as that default's measurement too.
     TaskState& task = tasks[*own];
-    if (task.configs.empty() || !matches_only(p.baseline_config, options.only)) continue;
+    if (!matches_only(p.baseline_config, options.only)) continue;
     const bool untuned = p.baseline_tier == ConfigTier::BuiltInDefault;
     const Evaluation e = evaluate(task, p.baseline_config,
                                   untuned ? std::string("built-in default")
@@ -251,8 +248,10 @@ std::vector<TuneTaskResult> tune(Device& device, const std::vector<TuneTask>& al
   for (ProblemState& p : problems) {
     for (size_t index : p.tasks) {
       TaskState& task = tasks[index];
-      if (task.configs.empty() || task.default_measured || !affordable()) continue;
+      if (task.default_measured || !affordable()) continue;
       if (!task.default_config || !matches_only(*task.default_config, options.only)) continue;
+      const KernelFamily& family = *task.result.task.family;
+      if (!config_problem(family, *task.default_config, p.problem, info).empty()) continue;  // not in its space
       status(fmt::format("defaults: {} {}", p.problem.to_string(), task.result.task.family->name()));
       const Evaluation e = evaluate(task, *task.default_config, "built-in default");
       task.default_ms = e.ms;
@@ -268,7 +267,7 @@ std::vector<TuneTaskResult> tune(Device& device, const std::vector<TuneTask>& al
   for (ProblemState& p : problems) {
     for (size_t index : p.tasks) {
       TaskState& task = tasks[index];
-      if (task.configs.empty() || !affordable()) continue;
+      if (!affordable()) continue;
       const KernelFamily& family = *task.result.task.family;
       const std::string current_hash = kernel_source_hash(family, p.problem, info);
       EntryFilter filter;
@@ -312,7 +311,7 @@ std::vector<TuneTaskResult> tune(Device& device, const std::vector<TuneTask>& al
     const double headroom = options.peak_gflops > 0 ? std::clamp(1.0 - achieved / options.peak_gflops, 0.05, 1.0) : 1.0;
     for (size_t index : p.tasks) {
       TaskState& task = tasks[index];
-      if (task.configs.empty() || current <= 0) continue;
+      if (current <= 0) continue;
       if (task.default_ms && best_default > 0 && *task.default_ms > kPoorFamilyFactor * best_default) {
         task.result.stop_reason = fmt::format("not searched: its default is {:.1f}x the best family's",
                                               *task.default_ms / best_default);
@@ -367,6 +366,23 @@ std::vector<TuneTaskResult> tune(Device& device, const std::vector<TuneTask>& al
   auto search = [&](size_t index, double share, size_t round) {
     TaskState& task = tasks[index];
     const Problem& pb = task.result.task.problem;
+    if (round == 0) {
+      // The space, enumerated now (up to the run's deadline: a space cut short at the task's share would hold only
+      // the first values of the first parameters, depth first).
+      status(fmt::format("search space: {} {} {}", task.result.task.name, pb.operation(),
+                         task.result.task.family->name()));
+      SearchSpace space(*task.result.task.family, pb, info, [&](const Config& c) { return matches_only(c, options.only); },
+                        SearchSpace::kMaxKept, deadline);
+      task.configs = space.configs();
+      task.result.space = space.size();
+      task.result.space_partial = space.stopped_early();
+      task.result.space_enumerated = true;
+      if (task.configs.empty()) {
+        task.result.stop_reason = space.stopped_early() ? "not searched: the budget ran out while enumerating its space"
+                                                        : "not searched: no valid configuration";
+        return;
+      }
+    }
     status(fmt::format("search: {} {} {} ({:.1f} s)", task.result.task.name, pb.operation(),
                        task.result.task.family->name(), share));
     SearcherOptions searcher_options;

@@ -129,7 +129,7 @@ TEST(TuneDevices, TwoAlikeDevicesGiveTuneResultsInOneDatabase) {
   size_t started = 0, done = 0;
   std::set<std::string> devices_used;
   TuneCallbacks callbacks;
-  callbacks.task_started = [&](const TuneTask&, size_t index, size_t count, size_t) {
+  callbacks.task_started = [&](const TuneTask&, size_t index, size_t count) {
     EXPECT_LT(index, count);
     EXPECT_EQ(count, tasks.size());
     ++started;

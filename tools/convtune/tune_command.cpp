@@ -302,8 +302,8 @@ void run_tune(const TuneCommandOptions& opt) {
                              {"best_config", r.best_config ? to_string(*r.best_config) : ""},
                              {"stop_reason", r.stop_reason}};
     table.add_row({r.task.name, std::string(r.task.problem.operation()), r.task.family->name(),
-                   // ">= N": the budget ran out while the space was being enumerated.
-                   (r.space_partial ? ">=" : "") + std::to_string(r.space), std::to_string(r.tried),
+                   // ">= N": the budget ran out while the space was being enumerated; "-": its search never started.
+                   !r.space_enumerated ? std::string("-") : (r.space_partial ? ">=" : "") + std::to_string(r.space), std::to_string(r.tried),
                    std::to_string(r.failed),
                    r.default_ms > 0 ? fmt::format("{:.3f}", r.default_ms) : "-",
                    r.best_config ? fmt::format("{:.3f}", r.best_ms) : "-",
