@@ -36,6 +36,21 @@ std::optional<LookupTier> tier_of(const TuningEntry& e, const Problem& problem, 
   return std::nullopt;
 }
 
+// The order in which the tiers are tried, with one exception to their order: an exact-shape entry of another device
+// of this architecture comes before a nearest shape on this device. A tune of some layers on an H100 (fft entries
+// for alex2, u2, u6 and u8) otherwise served alex3-alex5, u3-u5 and u9 as their nearest shapes, over the H200's exact
+// entries for them (mostly winograd): u5 ran at 2.9x cuDNN's time instead of 0.9-1.0x (docs/PERFORMANCE.md,
+// fifteenth session). A shape's own tune on a sibling chip decided its family; a neighbour's tune did not.
+int precedence(LookupTier tier, bool exact_shape) {
+  switch (tier) {
+    case LookupTier::Exact: return 0;
+    case LookupTier::Architecture: return exact_shape ? 1 : 3;
+    case LookupTier::Nearest: return 2;
+    case LookupTier::Vendor: return 4;
+    default: return 5;
+  }
+}
+
 std::string short_text(const TuningEntry& e) {
   return fmt::format("{} {} {:.4g} ms", e.family, to_string(e.parameters), e.time_ms);
 }
@@ -48,6 +63,7 @@ LookupResult lookup_tuning(const std::vector<LookupCandidate>& candidates, const
   LookupResult result;
   result.max_distance = options.max_distance;
   struct Ranked {
+    int precedence;
     LookupTier tier;
     const std::string* family;
     double distance;
@@ -66,15 +82,15 @@ LookupResult lookup_tuning(const std::vector<LookupCandidate>& candidates, const
     }
     const double distance = shape_distance(problem, e.problem);
     if (distance > options.max_distance) continue;
-    usable.push_back({*tier, &family->first, distance, &c});
+    usable.push_back({precedence(*tier, same_shape(e.problem, problem)), *tier, &family->first, distance, &c});
   }
-  // Tier, then family, then nearest, then fastest. Stable, so equal ranks keep file order (the user database
-  // comes before shipped defaults).
+  // Precedence (the tier, see above), then family, then nearest, then fastest. Stable, so equal ranks keep file
+  // order (the user database comes before shipped defaults).
   std::stable_sort(usable.begin(), usable.end(), [](const Ranked& a, const Ranked& b) {
-    return std::tie(a.tier, *a.family, a.distance, a.candidate->entry->time_ms) <
-           std::tie(b.tier, *b.family, b.distance, b.candidate->entry->time_ms);
+    return std::tie(a.precedence, *a.family, a.distance, a.candidate->entry->time_ms) <
+           std::tie(b.precedence, *b.family, b.distance, b.candidate->entry->time_ms);
   });
-  // Each family's first entry that fits, in the first tier where any family has one.
+  // Each family's first entry that fits, in the first precedence where any family has one.
   struct Pick {
     const Ranked* ranked;
     FittedConfig fitted;
@@ -82,8 +98,8 @@ LookupResult lookup_tuning(const std::vector<LookupCandidate>& candidates, const
   std::vector<Pick> picks;
   for (size_t i = 0; i < usable.size(); ++i) {
     const Ranked& r = usable[i];
-    if (!picks.empty() && r.tier != picks.front().ranked->tier) break;
-    if (!picks.empty() && *picks.back().ranked->family == *r.family && picks.back().ranked->tier == r.tier) continue;
+    if (!picks.empty() && r.precedence != picks.front().ranked->precedence) break;
+    if (!picks.empty() && *picks.back().ranked->family == *r.family) continue;
     const TuningEntry& e = *r.candidate->entry;
     std::optional<FittedConfig> fitted =
         options.fit ? options.fit(e) : std::optional<FittedConfig>(FittedConfig{e.parameters, {}});

@@ -251,6 +251,30 @@ TEST_F(TuningDbTest, ArchitectureThenVendorThenBuiltInDefault) {
   EXPECT_TRUE(contains(amd.explain(), "built-in default")) << amd.explain();
 }
 
+// An exact-shape entry from another chip of this architecture comes before a nearest shape tuned on this device
+// (a tune of some layers on an H100 otherwise moved their neighbours off the H200's entries for them); a nearest
+// shape on another chip still comes after this device's nearest.
+TEST_F(TuningDbTest, ExactShapeOnTheArchitectureBeforeANearestShapeHere) {
+  TuningDatabase db(file_);
+  const ConvProblem neighbour = problem("N=2,C=64,H=32,W=32,K=64,R=3,S=3,pad=1");  // distance 1
+  db.insert(entry(kH100, neighbour, 0.1, 16, "direct_tiled", "dt-v1"));
+  db.insert(entry(kH200, kLayer, 0.5, 128));
+  const LookupResult r = db.lookup(kLayer, kH100, kHashes);
+  ASSERT_EQ(r.tier, LookupTier::Architecture) << r.explain();
+  EXPECT_EQ(r.entry->family, "implicit_gemm") << r.explain();
+  EXPECT_EQ(r.distance, 0);
+
+  // Another shape, for which the H200 has only a neighbour (distance 1) and the H100 one too: this device's.
+  const ConvProblem other = problem("N=4,C=64,H=32,W=32,K=64,R=3,S=3,pad=1");
+  const LookupResult near = db.lookup(other, kH100, kHashes);
+  ASSERT_EQ(near.tier, LookupTier::Nearest) << near.explain();
+  EXPECT_EQ(near.entry->family, "direct_tiled") << near.explain();
+
+  // And this device's own exact entry comes first of all.
+  db.insert(entry(kH100, kLayer, 2.0, 32, "direct_tiled", "dt-v1"));
+  EXPECT_EQ(db.lookup(kLayer, kH100, kHashes).tier, LookupTier::Exact);
+}
+
 TEST_F(TuningDbTest, TheSameChipThroughTheOtherKernelBackendIsAFallback) {
   // The H200's entry measured through CUDA serves the same H200 through NVIDIA's OpenCL (its vendor string and
   // driver differ), as the architecture tier; another chip through the other backend does not.
