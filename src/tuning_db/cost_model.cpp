@@ -3,11 +3,13 @@
 #include "src/tuning_db/cost_model.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cmath>
 #include <map>
 #include <mutex>
+#include <set>
 #include <tuple>
 
 #include "src/core/linear_solve.h"
@@ -157,11 +159,12 @@ std::vector<CostSample> cost_samples(const std::vector<ListedEntry>& entries,
 }
 
 CostModel CostModel::fit_for_device(const std::vector<ListedEntry>& entries, const DeviceInfo& device) {
-  std::vector<CostSample> samples = cost_samples(entries, [&](const TuningEntry& e) { return e.device.same_hardware(device); });
-  std::string source = fmt::format("{} (this device)", device.name);
-  if (samples.empty() && device.backend != BackendKind::Cpu && !device.architecture.empty()) {
-    std::string other;
-    samples = cost_samples(entries, [&](const TuningEntry& e) {
+  std::vector<CostSample> own = cost_samples(entries, [&](const TuningEntry& e) { return e.device.same_hardware(device); });
+  std::vector<CostSample> architecture;
+  std::string other;
+  if (device.backend != BackendKind::Cpu && !device.architecture.empty()) {
+    architecture = cost_samples(entries, [&](const TuningEntry& e) {
+      if (e.device.same_hardware(device)) return false;
       // The architecture's entries through this backend, and this chip's through the other (as the lookup's
       // architecture tier takes them).
       const bool same = (e.device.backend == to_string(device.backend) && e.device.architecture == device.architecture) ||
@@ -169,7 +172,33 @@ CostModel CostModel::fit_for_device(const std::vector<ListedEntry>& entries, con
       if (same && other.empty()) other = e.device.name;
       return same;
     });
+  }
+  // Per element type and math mode, the source whose samples cover more families: families compete only by
+  // predictions from one source, and a device tuned for a few families of a mode (an H100 with FP32 entries for
+  // fft and winograd alone) would otherwise hand fft every FP32 layer in its range, the other families unpredicted.
+  std::map<std::string, std::set<std::string>> own_families, architecture_families;
+  for (const CostSample& s : own) own_families[types_of(s.problem)].insert(s.family);
+  for (const CostSample& s : architecture) architecture_families[types_of(s.problem)].insert(s.family);
+  std::vector<CostSample> samples;
+  std::set<std::string> borrowed;
+  bool own_used = false;
+  for (const CostSample& s : own) {
+    if (own_families[types_of(s.problem)].size() < architecture_families[types_of(s.problem)].size()) continue;
+    samples.push_back(s);
+    own_used = true;
+  }
+  for (const CostSample& s : architecture) {
+    const std::string types = types_of(s.problem);
+    if (own_families[types].size() >= architecture_families[types].size()) continue;
+    samples.push_back(s);
+    borrowed.insert(types);
+  }
+  std::string source = fmt::format("{} (this device)", device.name);
+  if (!own_used && !borrowed.empty()) {
     source = fmt::format("{} (same architecture {})", other, device.architecture);
+  } else if (!borrowed.empty()) {
+    source = fmt::format("{} (this device), {} (same architecture {}) for {}", device.name, other, device.architecture,
+                         fmt::join(borrowed, ", "));
   }
   CostModel model = fit(std::move(samples));
   model.source_ = fmt::format("{}, {} measured (family, problem) pair{}", source, model.sample_count_,
@@ -198,9 +227,14 @@ std::optional<std::string> cost_model_choice(const CostModel& model, const std::
                                              const ConvProblem& problem,
                                              const std::function<bool(const std::string&)>& vetoed,
                                              std::string* why, const std::function<bool(const std::string&)>& claimed) {
+  // The first claimant in the rank order decides: unpredicted, it goes ahead of the predictions; predicted, the
+  // predictions decide, and a later claimant does not jump ahead of it. (With later claimants taken too, fft's H100
+  // entries at 13x13 and 27x27 made fft predictable on ucla5x5, and winograd's claim, which the model could not
+  // predict, took the layer at 2.3-3.2x fft's time.)
   if (claimed) {
     for (const std::string& family : families) {
-      if ((vetoed && vetoed(family)) || model.predict_ms(family, problem) || !claimed(family)) continue;
+      if ((vetoed && vetoed(family)) || !claimed(family)) continue;
+      if (model.predict_ms(family, problem)) break;
       if (why) *why = fmt::format("{} claims the problem, which the model cannot predict for it", family);
       return family;
     }

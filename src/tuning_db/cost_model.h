@@ -46,8 +46,9 @@ class CostModel {
   // problem) among `samples`. The result does not depend on the samples' order.
   static CostModel fit(std::vector<CostSample> samples, double ridge = kCostModelRidge);
 
-  // The model for `device` from a database's entries: those of the same hardware; when there are none, those of
-  // another device of the same backend and architecture (GPUs only, as the lookup's architecture tier). Stale
+  // The model for `device` from a database's entries: per element type and math mode, those of the same hardware,
+  // or those of other devices of the same backend and architecture (GPUs only, as the lookup's architecture tier)
+  // where these cover more families. Stale
   // entries count too: a kernel-source change moves a family's times less than the shapes do, and without them
   // a family whose kernel changed would have no model until it is retuned.
   static CostModel fit_for_device(const std::vector<ListedEntry>& entries, const DeviceInfo& device);
@@ -87,8 +88,9 @@ std::shared_ptr<const CostModel> cost_model_for(const TuningDatabase& database, 
 // The family a plan without a near tuned entry takes by the model: among `families` (names, in the plans' rank
 // order) those `vetoed` does not refuse and the model predicts, the fastest predicted. nullopt when the model
 // predicts none of them. `why` gets the predictions, fastest first ("winograd 0.41 ms, implicit_gemm 0.80 ms").
-// `claimed` (optional): a family that claims the problem (KernelFamily::untuned_claim) but that the model cannot
-// predict, too few samples of its own, goes ahead of the predictions: the claim is measured knowledge the data lacks.
+// `claimed` (optional): the first family in the rank order that claims the problem (KernelFamily::untuned_claim), if
+// the model cannot predict it (too few samples of its own), goes ahead of the predictions: the claim is measured
+// knowledge the data lacks. If the model predicts it, the predictions decide (later claimants do not jump ahead).
 std::optional<std::string> cost_model_choice(const CostModel& model, const std::vector<std::string>& families,
                                              const ConvProblem& problem,
                                              const std::function<bool(const std::string&)>& vetoed, std::string* why,

@@ -83,6 +83,24 @@ TEST(CostModel, TooFewSamplesGiveNoModelAndPlansKeepTheRankOrder) {
   EXPECT_EQ(untuned_family(s2.with_direction(Direction::BackwardData), shipped(), other), "im2col_gemm");
 }
 
+// Claims in the rank order: the first claimant decides. Unpredicted, it goes ahead of the predictions; predicted,
+// the predictions decide and a later, unpredicted claimant does not jump ahead (fft's H100 entries once made fft
+// predictable on ucla5x5 and handed the layer to winograd's claim, at 2.3-3.2x fft's time).
+TEST(CostModel, TheFirstClaimantDecidesWhetherTheClaimGoesAhead) {
+  std::vector<CostSample> samples;
+  for (int64_t n : {32, 64, 128})
+    for (int64_t c : {64, 128}) samples.push_back({"fft", conv(n, c, 27, 192, 5, 1, 2), 0.004 * double(n * c) / 64});
+  const CostModel model = CostModel::fit(samples);
+  const ConvProblem target = conv(64, 96, 27, 192, 5, 1, 2);
+  ASSERT_TRUE(model.predict_ms("fft", target));
+  ASSERT_FALSE(model.predict_ms("winograd", target));
+  const auto everyone_claims = [](const std::string&) { return true; };
+  std::string why;
+  EXPECT_EQ(cost_model_choice(model, {"fft", "winograd"}, target, {}, &why, everyone_claims), "fft") << why;
+  EXPECT_EQ(cost_model_choice(model, {"winograd", "fft"}, target, {}, &why, everyone_claims), "winograd") << why;
+  EXPECT_NE(why.find("winograd claims the problem"), std::string::npos) << why;
+}
+
 // Outside what the samples cover the model says nothing: the shipped layers all take 10-160 GFLOP with groups 1,
 // so a 0.1-GFLOP depthwise layer or any grouped one gets no prediction (and the plan its rules).
 TEST(CostModel, PredictsOnlyWithinTheMeasuredRange) {
