@@ -4,7 +4,8 @@
 # 330), into OUTDIR/db.json on top of the shipped tuning; then `bench --against cudnn --math fp32` over BENCH_LAYERS
 # (default: the issue's layers, AlexNet's alex2-alex5, the seeds and scripts/gpu/unseen_shapes.txt's u2-u9) in every
 # direction with that database; then scripts/gpu/stride1_summary.py (geomean of convtune/cuDNN, rows above 1.5x,
-# every row's error against float64). Binaries in .carry/bin (scripts/gpu/pack.sh; carry [".carry"]).
+# every row's error against float64); with TF32=1 also issue 14's tf32 table (AlexNet, the seeds and the unseen
+# layers against cuDNN tf32, scripts/gpu/split_tf32_summary.py). Binaries in .carry/bin (scripts/gpu/pack.sh; carry [".carry"]).
 #   TUNES="--layer alex2 --direction all --family fft --budget 4m" scripts/gpu/stride1_issue_check.sh OUTDIR
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -37,7 +38,18 @@ stamp() { echo "--- $* ($(date +%T))"; }
     --math fp32 --against cudnn --warmup 2 --repeats 10 --out "$OUT/fp32.json" --markdown "$OUT/fp32.md" \
     >"$OUT/bench.txt" 2>&1
   echo "bench: exit $?"
+  if [ "${TF32:-0}" = 1 ]; then
+    # Issue 14's tf32 table in the same call: AlexNet, the seeds and the unseen layers against cuDNN tf32.
+    stamp "bench tf32"
+    cat bench/suites/alexnet.txt bench/suites/seeds.txt scripts/gpu/unseen_shapes.txt >/tmp/all-layers.txt
+    timeout 300 "$BIN/convtune" bench --suite /tmp/all-layers.txt --direction all --device cuda:0 --math tf32 \
+      --against cudnn --warmup 2 --repeats 10 --out "$OUT/tf32.json" --markdown "$OUT/tf32.md" >"$OUT/bench-tf32.txt" 2>&1
+    echo "bench tf32: exit $?"
+  fi
   stamp summary
-  python3 scripts/gpu/stride1_summary.py "$OUT/fp32.json" | tee "$OUT/summary.txt"
+  {
+    python3 scripts/gpu/stride1_summary.py "$OUT/fp32.json"
+    [ -f "$OUT/tf32.json" ] && python3 scripts/gpu/split_tf32_summary.py "$OUT"
+  } | tee "$OUT/summary.txt"
   stamp done
 } 2>&1 | tee "$OUT/log.txt"
