@@ -91,7 +91,8 @@ inline constexpr double kMaxNearestShapeDistance = 6;
 
 // The tiers are ConfigTier's but Given: Exact (this device and driver, this exact problem), Nearest (this device,
 // the nearest comparable shape), Architecture and Vendor (another device of the same backend and architecture or
-// vendor; exact or nearest shape), BuiltInDefault (nothing usable).
+// vendor; exact or nearest shape), BuiltInDefault (nothing usable). Tried in that order, except that an exact-shape
+// Architecture entry comes before a Nearest one.
 using LookupTier = ConfigTier;
 
 // An entry the lookup saw but did not use, and why.
