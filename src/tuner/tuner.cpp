@@ -379,7 +379,8 @@ std::vector<TuneTaskResult> tune(Device& device, const std::vector<TuneTask>& al
       task.result.space_enumerated = true;
       if (task.configs.empty()) {
         task.result.stop_reason = space.stopped_early() ? "not searched: the budget ran out while enumerating its space"
-                                                        : "not searched: no valid configuration";
+                                  : options.only.empty() ? "not searched: no valid configuration"
+                                                         : "not searched: no valid configuration within --only";
         return;
       }
     }
