@@ -48,6 +48,8 @@ struct ConstraintContext {
 struct Constraint {
   std::string name;               // "threads per work-group within the device limit"
   std::vector<std::string> uses;  // parameters it reads; it is checked as soon as all are assigned
+  // Must read no parameter outside `uses` (besides the problem and the device): a search space remembers its verdict
+  // per combination of those values, and the other parameters may hold any value when it is asked.
   std::function<bool(const ConstraintContext&)> holds;
 };
 

@@ -66,8 +66,8 @@ class FftFamily final : public KernelFamily {
   std::string untuned_claim(const Problem& generic, const DeviceInfo& device) const override {
     const ConvProblem& pb = generic.conv();
     if (!device.is_gpu || (pb.math != MathMode::FP32 && pb.math != MathMode::FP32Fast)) return {};
+    if (!large_filter_layer(pb)) return {};
     const int64_t channels = std::min(pb.c_per_group(), pb.k_per_group());
-    if (pb.r < 5 || pb.s < 5 || channels < 32) return {};
     return fmt::format("a {}x{} stride-1 layer with {} channels a group: in FFT tiles the {} taps an output become "
                        "about 3 real multiplications a frequency bin",
                        pb.r, pb.s, channels, pb.r * pb.s);

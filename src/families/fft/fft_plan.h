@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -13,6 +14,7 @@
 
 #include "convtune/kernel_family.h"
 #include "src/families/gemm/gemm_tiles.h"
+#include "src/families/batch_chunks.h"
 #include "src/families/parameter_table.h"
 
 namespace convtune::fft {
@@ -21,8 +23,8 @@ namespace convtune::fft {
 // any size; these cover the output sides of common layers exactly (7, 14, 28, 56 with 3x3: 10, 16, 30; 13 and 27
 // with 3x3 and 5x5: 16, 32).
 inline const std::vector<int64_t> kSizes = {8, 10, 12, 14, 16, 20, 24, 32};
-inline const std::vector<int64_t> kBatchChunks = {1, 2, 4, 8, 16, 32, 64, 128, 256};
-inline constexpr int64_t kMaxChunks = 4096;  // launch steps: three per chunk (see winograd_plan.h)
+using batch_chunks::kMaxChunks;  // launch steps: three per chunk
+inline const std::vector<int64_t>& kBatchChunks = batch_chunks::kSizes;
 
 inline int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
@@ -64,6 +66,12 @@ std::string poor_fit(const ConvProblem& pb);
 // The size a plan without tuning takes: the fewest estimated operations (the bins' GEMMs and the direct DFTs
 // around them) over the sizes that cover the output at most once.
 int64_t default_size(const ConvProblem& pb);
+
+// Where fft's and fft_tc's untuned claims start: filters of 5x5 and more over at least 32 channels a group (fft ran
+// every direction of such layers 1.4-2.7x faster than winograd's F(2x2, 5x5) on the H200; see fft_family.cpp).
+inline bool large_filter_layer(const ConvProblem& pb) {
+  return pb.r >= 5 && pb.s >= 5 && std::min(pb.c_per_group(), pb.k_per_group()) >= 32;
+}
 int64_t largest_chunk(const ConvProblem& pb, int64_t size, int64_t split, uint64_t cap, bool gauss = false);
 
 // cos(2 pi k / T) and sin(2 pi k / T), k < T, as float literals, exact zeros and ones where the value is (the
@@ -103,7 +111,7 @@ template <typename P>
 std::vector<Constraint> transform_constraints(const ParameterTable<P>& t, const ConvProblem& pb) {
   using X = ConstraintContext;
   const int64_t cover = covering_size(pb);
-  return {
+  std::vector<Constraint> list = {
       t.constraint("at least 2 outputs a tile side (FFT_SIZE - filter side + 1)", {&P::size},
                    [pb](const P& p, const X&) { return p.size - std::max(pb.r, pb.s) + 1 >= 2; }),
       t.constraint(fmt::format("FFT_SIZE at most {} (one tile covers the output; larger ones only pad)", cover),
@@ -113,14 +121,11 @@ std::vector<Constraint> transform_constraints(const ParameterTable<P>& t, const 
                      const int64_t slices = pb.direction == Direction::BackwardFilter ? p.split : 1;
                      return slices * pb.groups * bins(p.size) * (p.gauss ? 3 : 1) <= gemm::kMaxGridAxis;
                    }),
-      t.constraint("batch chunk at most the batch", {&P::batch_chunk},
-                   [pb](const P& p, const X&) { return p.batch_chunk <= pb.n; }),
-      t.constraint("at most 4096 batch chunks (launch steps)", {&P::batch_chunk},
-                   [pb](const P& p, const X&) { return ceil_div(pb.n, p.batch_chunk) <= kMaxChunks; }),
-      t.constraint("SPLIT above 1 only for backward-filter", {&P::split},
-                   [pb](const P& p, const X&) { return p.split == 1 || pb.direction == Direction::BackwardFilter; }),
-      t.constraint("SPLIT at most the tiles of a chunk", {&P::size, &P::batch_chunk, &P::split},
-                   [pb](const P& p, const X&) { return p.split <= layout(pb, p.size, p.batch_chunk, 1).tiles; }),
+  };
+  const std::vector<Constraint> chunks = batch_chunks::constraints<P>(
+      t, pb, &P::size, [pb](const P& p) { return layout(pb, p.size, p.batch_chunk, 1).tiles; });
+  list.insert(list.end(), chunks.begin(), chunks.end());
+  list.insert(list.end(), {
       t.constraint("workspace within the workspace limit", {&P::size, &P::batch_chunk, &P::split, &P::gauss},
                    [pb](const P& p, const X& x) {
                      return layout(pb, p.size, p.batch_chunk, p.split, p.gauss != 0).total * sizeof(float) <=
@@ -135,7 +140,8 @@ std::vector<Constraint> transform_constraints(const ParameterTable<P>& t, const 
                      const uint64_t bytes = transform_local_bytes(p.transform_tiles, p.size);
                      return bytes <= x.device.local_memory_bytes && bytes <= gemm::kPortableLocalBytes;
                    }),
-  };
+  });
+  return list;
 }
 
 // The largest transform work-group of up to 256 work-items on GPUs, 64 on CPUs (PoCL runs a work-group's items one

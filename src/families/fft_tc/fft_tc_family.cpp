@@ -85,8 +85,8 @@ class FftTcFamily final : public KernelFamily {
   std::string untuned_claim(const Problem& generic, const DeviceInfo& device) const override {
     const ConvProblem& pb = generic.conv();
     if (pb.math != MathMode::TF32 && pb.math != MathMode::TF32x3) return {};
+    if (!large_filter_layer(pb)) return {};
     const int64_t channels = std::min(pb.c_per_group(), pb.k_per_group());
-    if (pb.r < 5 || pb.s < 5 || channels < 32) return {};
     const int64_t size = default_size(pb);
     if (largest_chunk(pb, size, 1, workspace_limit(device), false) < pb.n) return {};
     return fmt::format("a {}x{} stride-1 layer with {} channels a group whose batch fits the workspace in one chunk: "

@@ -13,14 +13,13 @@
 #include <vector>
 
 #include "convtune/kernel_family.h"
+#include "src/families/batch_chunks.h"
 #include "src/families/parameter_table.h"
 
 namespace convtune::winograd {
 
-inline const std::vector<int64_t> kBatchChunks = {1, 2, 4, 8, 16, 32, 64, 128, 256};
-// The recipe holds three launch steps per chunk of the batch; this bounds its size, so a huge N is refused up front
-// instead of building millions of steps (as im2col_gemm once did: N = 2e8 took 6 GB before the OOM killer).
-inline constexpr int64_t kMaxChunks = 4096;
+using batch_chunks::kMaxChunks;
+inline const std::vector<int64_t>& kBatchChunks = batch_chunks::kSizes;
 inline constexpr int64_t kMaxAlpha = 8;
 
 inline int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
@@ -93,26 +92,24 @@ void add_transform_fields(std::vector<typename ParameterTable<P>::Field>& fields
 template <typename P>
 std::vector<Constraint> transform_constraints(const ParameterTable<P>& t, const ConvProblem& pb) {
   using X = ConstraintContext;
-  return {
+  std::vector<Constraint> list = {
       t.constraint("tile side + filter side - 1 (alpha) at most 8", {&P::m_tile},
                    [pb](const P& p, const X&) { return p.m_tile + pb.r - 1 <= kMaxAlpha; }),
       t.constraint(fmt::format("alpha's error bound within what {} math admits (alpha 8: fp32-fast)", to_string(pb.math)),
                    {&P::m_tile}, [pb](const P& p, const X&) { return math_admits(pb, p.m_tile + pb.r - 1); }),
-      t.constraint("batch chunk at most the batch", {&P::batch_chunk},
-                   [pb](const P& p, const X&) { return p.batch_chunk <= pb.n; }),
-      t.constraint("at most 4096 batch chunks (launch steps)", {&P::batch_chunk},
-                   [pb](const P& p, const X&) { return ceil_div(pb.n, p.batch_chunk) <= kMaxChunks; }),
-      t.constraint("SPLIT above 1 only for backward-filter", {&P::split},
-                   [pb](const P& p, const X&) { return p.split == 1 || pb.direction == Direction::BackwardFilter; }),
-      t.constraint("SPLIT at most the tiles of a chunk", {&P::m_tile, &P::batch_chunk, &P::split},
-                   [pb](const P& p, const X&) { return p.split <= layout(pb, p.m_tile, p.batch_chunk, 1).tiles; }),
+  };
+  const std::vector<Constraint> chunks = batch_chunks::constraints<P>(
+      t, pb, &P::m_tile, [pb](const P& p) { return layout(pb, p.m_tile, p.batch_chunk, 1).tiles; });
+  list.insert(list.end(), chunks.begin(), chunks.end());
+  list.insert(list.end(), {
       t.constraint("workspace within the workspace limit", {&P::m_tile, &P::batch_chunk, &P::split},
                    [pb](const P& p, const X& x) {
                      return workspace_bytes(pb, p.m_tile, p.batch_chunk, p.split) <= workspace_limit(x.device);
                    }),
       t.constraint("transform work-group within the device limit", {&P::transform_threads},
                    [](const P& p, const X& x) { return static_cast<size_t>(p.transform_threads) <= x.device.max_work_group_size; }),
-  };
+  });
+  return list;
 }
 
 // The problem's and the layout's defines (shape, ALPHA, tiles, workspace offsets, transform matrices, epilogue);
