@@ -71,15 +71,16 @@ std::string to_string(const Epilogue& e);
 int64_t pooled_extent(int64_t extent, const Epilogue& e);
 
 // Where a launch argument comes from. Names are resolved once, when a plan is made, never per launch:
-// an operand of the problem (0, 1, 2 in Problem::operand order; 3 the epilogue's bias), the plan's workspace, or
-// a value fixed by the recipe.
+// an operand of the problem (0, 1, 2 in Problem::operand order; 3 the epilogue's bias), the plan's workspace, one of
+// the plan's staging buffers (KernelRecipe::staging_bytes), or a value fixed by the recipe.
 struct ArgSource {
-  enum class Kind { Operand, Workspace, Value };
+  enum class Kind { Operand, Workspace, Staging, Value };
   Kind kind = Kind::Value;
-  int operand = 0;  // Kind::Operand
+  int operand = 0;  // Kind::Operand: the operand; Kind::Staging: the staging buffer
   KernelArg value;  // Kind::Value
   static ArgSource of_operand(int index) { return {Kind::Operand, index, {}}; }
   static ArgSource workspace() { return {Kind::Workspace, 0, {}}; }
+  static ArgSource staging(int index) { return {Kind::Staging, index, {}}; }
   static ArgSource fixed(KernelArg v) { return {Kind::Value, 0, std::move(v)}; }
 };
 inline constexpr int kBiasOperand = 3;
@@ -89,13 +90,26 @@ struct LaunchStep {
   std::string kernel;
   std::vector<ArgSource> args;
   LaunchGeometry geometry;
+  int program = 0;  // 0: the recipe's source; i > 0: its extra_sources[i - 1]
 };
 
 // What a family produces for one problem + configuration: the program to compile and the launches to run.
 struct KernelRecipe {
   ProgramSource source;
+  // Further programs some steps launch from (LaunchStep::program): a widened family's conversions beside the kernels
+  // of the family it widens (src/families/widened.h).
+  std::vector<ProgramSource> extra_sources;
   size_t workspace_bytes = 0;  // scratch memory the launches take as ArgSource::workspace()
+  // Buffers the plan owns for ArgSource::staging(i), one per entry (a widened family's FP32 copies of the operands).
+  // Unlike the workspace they are never shared between plans; the workspace limit counts them with it.
+  std::vector<size_t> staging_bytes;
   std::vector<LaunchStep> steps;
+  // The device memory a plan of this recipe takes: workspace and staging buffers. What the workspace limit bounds.
+  size_t memory_bytes() const {
+    size_t total = workspace_bytes;
+    for (size_t b : staging_bytes) total += b;
+    return total;
+  }
 };
 
 class KernelFamily {
@@ -133,6 +147,10 @@ class KernelFamily {
                               const DeviceInfo& /*device*/) const {
     return tuned;
   }
+  // The family whose tuned configurations for the same shape in another element type or math mode a tune of this
+  // family starts from (timed as candidates, after the defaults): itself, or for a widened family the FP32 family
+  // it widens, whose FP32 and tf32 entries are the best first guesses for 16-bit tensors.
+  virtual std::string seed_family() const { return name(); }
   // How many times the direct sum's tolerance this configuration's results are held to (Winograd's transforms add
   // rounding error that does not shrink with short reductions): every check against the float64 reference
   // multiplies its tolerance by it. 1 for direct summation.

@@ -77,6 +77,8 @@ class PlanDescriptor {
   // "nearest tuned shape ... (distance 1.6)").
   const std::string& explanation() const { return explanation_; }
   size_t workspace_bytes() const { return recipe_.workspace_bytes; }
+  // Workspace and staging buffers together (KernelRecipe::memory_bytes): what the workspace limit bounds.
+  size_t memory_bytes() const { return recipe_.memory_bytes(); }
   const KernelRecipe& recipe() const { return recipe_; }
   std::string describe() const;  // "implicit_gemm[TILE_K=8,...]"
   // Bytes each operand (Problem::operand order, then the bias) must hold: y after the epilogue's pooling.
@@ -134,9 +136,10 @@ class Plan {
   PlanDescriptor descriptor_;
   std::string family_name_;
   bool from_cache_ = false;
-  std::shared_ptr<Program> program_;
-  std::vector<std::shared_ptr<Kernel>> kernels_;  // one per launch step, fixed arguments already set
-  std::shared_ptr<Buffer> workspace_;             // owned unless external
+  std::vector<std::shared_ptr<Program>> programs_;  // the recipe's source, then its extra sources
+  std::vector<std::shared_ptr<Kernel>> kernels_;    // one per launch step, fixed arguments already set
+  std::shared_ptr<Buffer> workspace_;               // owned unless external
+  std::vector<std::shared_ptr<Buffer>> staging_;    // KernelRecipe::staging_bytes, always owned
   bool external_workspace_;
 };
 

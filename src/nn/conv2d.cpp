@@ -85,6 +85,13 @@ std::string Conv2d::algorithm() const {
 const Plan& Conv2d::plan(std::optional<Plan>& slot, const ConvProblem& problem, const Epilogue& epilogue,
                          const std::string& family) {
   if (!slot) {
+    // The CPU backend's layers keep FP32 tensors and run their epilogues on the host; a 16-bit plan there (a widened
+    // family) takes 16-bit buffers, which these host paths do not make.
+    if (runtime_.on_host() && problem.type != ElementType::F32) {
+      throw Unsupported(fmt::format("layer {}: {} training on the CPU backend is not supported (its layers run FP32 "
+                                    "host paths): train with --math fp32 there, or on a device that compiles kernels",
+                                    name(), to_string(problem.type)));
+    }
     PlanRequest request;
     request.problem = problem;
     request.epilogue = epilogue;

@@ -59,9 +59,16 @@ std::string kernel_source_hash(const KernelFamily& family, const Problem& proble
   static std::mutex mutex;
   static std::map<std::string, std::string> by_file;
   std::lock_guard lock(mutex);
-  auto [it, fresh] = by_file.try_emplace(recipe.source.file);
-  if (fresh) it->second = hex64(fnv1a64(load_kernel_source(recipe.source.file)));
-  return it->second;
+  const auto file_hash = [&](const std::string& file) -> const std::string& {
+    auto [it, fresh] = by_file.try_emplace(file);
+    if (fresh) it->second = hex64(fnv1a64(load_kernel_source(file)));
+    return it->second;
+  };
+  if (recipe.extra_sources.empty()) return file_hash(recipe.source.file);
+  // A recipe of several programs (a widened family's conversions beside its kernels): all of their sources.
+  std::string all = file_hash(recipe.source.file);
+  for (const ProgramSource& extra : recipe.extra_sources) all += "+" + file_hash(extra.file);
+  return hex64(fnv1a64(all));
 }
 
 std::string fp32_only_reason(std::string_view family, const Problem& problem) {

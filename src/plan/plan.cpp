@@ -156,7 +156,7 @@ DefaultChoice choose_default(const PlanRequest& request, const DeviceInfo& info,
     }
     Config config = chosen->default_config(request.problem, info);
     if (free_choice && candidates.size() > 1 && config_problem(*chosen, config, request.problem, info).empty()) {
-      const size_t bytes = chosen->recipe(request.problem, request.epilogue, config, info).workspace_bytes;
+      const size_t bytes = chosen->recipe(request.problem, request.epilogue, config, info).memory_bytes();
       if (bytes > limit) {
         *over_limit += fmt::format("; {} default skipped: its workspace ({} bytes) is over the workspace limit ({} bytes)",
                                    chosen->name(), bytes, limit);
@@ -250,7 +250,7 @@ PlanDescriptor PlanDescriptor::create_impl(const DeviceInfo& device, const PlanR
           return fmt::format("held to {:g}x the FP32 tolerance, more than {} math admits ({:g}x)", factor,
                              to_string(request.problem.math()), admitted);
         }
-        const size_t bytes = family.recipe(request.problem, request.epilogue, fitted, info).workspace_bytes;
+        const size_t bytes = family.recipe(request.problem, request.epilogue, fitted, info).memory_bytes();
         if (bytes > limit) {
           return fmt::format("its workspace ({} bytes) is over the workspace limit ({} bytes)", bytes, limit);
         }
@@ -281,9 +281,9 @@ PlanDescriptor PlanDescriptor::create_impl(const DeviceInfo& device, const PlanR
   }
   d.recipe_ = d.family_->recipe(request.problem, request.epilogue, d.config_, info);
   // Families whose constraints bound their workspace never get here over the limit; this holds the others to it.
-  if (d.recipe_.workspace_bytes > limit) {
+  if (d.recipe_.memory_bytes() > limit) {
     throw InvalidArgument(fmt::format("{} on {} needs {} bytes of workspace, over the workspace limit of {} bytes",
-                                      d.describe(), request.problem.to_string(), d.recipe_.workspace_bytes, limit));
+                                      d.describe(), request.problem.to_string(), d.recipe_.memory_bytes(), limit));
   }
   return d;
 }
@@ -319,11 +319,17 @@ Plan::Plan(Device& device, PlanDescriptor descriptor, bool external_workspace)
     : device_(&device), descriptor_(std::move(descriptor)), family_name_(descriptor_.family().name()),
       external_workspace_(external_workspace) {
   const KernelRecipe& recipe = descriptor_.recipe();
-  program_ = device.build(recipe.source);
-  from_cache_ = program_->from_cache();
+  programs_.push_back(device.build(recipe.source));
+  from_cache_ = programs_.front()->from_cache();
+  for (const ProgramSource& extra : recipe.extra_sources) programs_.push_back(device.build(extra));
   if (!external_workspace_ && recipe.workspace_bytes > 0) workspace_ = device.allocate(recipe.workspace_bytes);
+  for (size_t bytes : recipe.staging_bytes) staging_.push_back(device.allocate(std::max<size_t>(bytes, 1)));
   for (const LaunchStep& step : recipe.steps) {
-    std::shared_ptr<Kernel> kernel = program_->kernel(step.kernel);
+    if (step.program < 0 || static_cast<size_t>(step.program) >= programs_.size()) {
+      throw InvalidArgument(fmt::format("{}: step {} names program {}, the recipe has {}", describe(), step.kernel,
+                                        step.program, programs_.size()));
+    }
+    std::shared_ptr<Kernel> kernel = programs_[static_cast<size_t>(step.program)]->kernel(step.kernel);
     // Values never change between runs: set once here. Buffers are set by run(), which may get other operands.
     for (size_t a = 0; a < step.args.size(); ++a) {
       if (step.args[a].kind == ArgSource::Kind::Value) kernel->set_arg(static_cast<int>(a), step.args[a].value);
@@ -365,6 +371,7 @@ void Plan::run(Queue& queue, const Operands& operands, const Buffer* workspace) 
       switch (args[a].kind) {
         case ArgSource::Kind::Operand: kernel.set_arg(static_cast<int>(a), operands[args[a].operand]); break;
         case ArgSource::Kind::Workspace: kernel.set_arg(static_cast<int>(a), scratch); break;
+        case ArgSource::Kind::Staging: kernel.set_arg(static_cast<int>(a), staging_.at(args[a].operand).get()); break;
         case ArgSource::Kind::Value: break;  // set when the plan was made
       }
     }

@@ -1,7 +1,8 @@
 // tune(): the tuning run as a library function, in three phases under one wall-clock deadline:
 //  1. baselines: per problem, what a plan runs today (the database's answer, whatever its tier), each family's
-//     built-in default and the configurations of its stale exact entries on this hardware, measured; a phase that
-//     would overrun the budget stops and lists what it left out;
+//     built-in default, the configurations of its stale exact entries on this hardware and those tuned for the same
+//     shape in another element type or math mode (KernelFamily::seed_family), measured; a phase that would overrun
+//     the budget stops and lists what it left out;
 //  2. search: each task's space enumerated as its search starts; half the time left shared among the tasks by
 //     expected gain (the problem's current time, times its headroom to the device's peak when known), families whose
 //     default is several times slower than the problem's best left out; the other half among the tasks whose first
@@ -263,30 +264,47 @@ std::vector<TuneTaskResult> tune(Device& device, const std::vector<TuneTask>& al
   // Then the configurations of the problem's stale exact entries on this hardware (measured on an older kernel
   // source or driver, so no plan trusts them): after a change to a kernel source the old best is often still among
   // the best, and timing it on the current source first lets a short tune restore it instead of leaving the problem
-  // at its default. They are candidates like any other, verified and timed now.
+  // at its default. Then those of the same shape in other element types and math modes, of the family's seed family
+  // (itself, or the FP32 family a widened one runs: a bf16 layer starts from its fp32 and tf32 entries). They are
+  // candidates like any other, verified and timed now.
   for (ProblemState& p : problems) {
     for (size_t index : p.tasks) {
       TaskState& task = tasks[index];
       if (!affordable()) continue;
       const KernelFamily& family = *task.result.task.family;
       const std::string current_hash = kernel_source_hash(family, p.problem, info);
+      std::vector<std::pair<Config, const char*>> seeds;
+      const auto add = [&](const Config& config, const char* why) {
+        if (config == task.default_config || config == p.baseline_config) return;  // timed above
+        for (const auto& seed : seeds)
+          if (seed.first == config) return;
+        if (!matches_only(config, options.only) || !config_problem(family, config, p.problem, info).empty()) return;
+        seeds.emplace_back(config, why);
+      };
       EntryFilter filter;
       filter.family = family.name();
-      std::vector<Config> seeds;
       for (const ListedEntry& listed : database.list(filter)) {
         const TuningEntry& e = listed.entry;
         if (!(e.problem == p.problem) || !e.device.same_hardware(info)) continue;
         if (stale_reason(e, info, current_hash).empty()) continue;  // fresh: today's plan already has it
-        if (e.parameters == task.default_config || e.parameters == p.baseline_config) continue;  // timed above
-        if (std::find(seeds.begin(), seeds.end(), e.parameters) != seeds.end()) continue;
-        if (!matches_only(e.parameters, options.only) || !config_problem(family, e.parameters, p.problem, info).empty())
-          continue;
-        seeds.push_back(e.parameters);
+        add(e.parameters, "a stale entry's configuration (older kernel source or driver), timed again");
       }
-      for (const Config& seed : seeds) {
+      filter.family = family.seed_family();
+      const Precision precision{p.problem.type(), p.problem.math()};
+      for (const ListedEntry& listed : database.list(filter)) {
+        const TuningEntry& e = listed.entry;
+        // This hardware's entries, or another chip's of its architecture: a seed is only a candidate, timed here.
+        const bool near = e.device.same_hardware(info) ||
+                          (e.device.backend == to_string(info.backend) && !info.architecture.empty() &&
+                           e.device.architecture == info.architecture);
+        if (e.problem == p.problem || !near) continue;
+        if (!(e.problem.with_precision(precision) == p.problem)) continue;  // another shape
+        add(e.parameters, "tuned for this shape in another element type or math mode");
+      }
+      for (const auto& [seed, why] : seeds) {
         if (!affordable()) break;
-        status(fmt::format("stale entries: {} {}", p.problem.to_string(), family.name()));
-        evaluate(task, seed, "a stale entry's configuration (older kernel source or driver), timed again");
+        status(fmt::format("entries of other kernels or precisions: {} {}", p.problem.to_string(), family.name()));
+        evaluate(task, seed, why);
       }
     }
     for (size_t index : p.tasks) tasks[index].evaluator.reset();

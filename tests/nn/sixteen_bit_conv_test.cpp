@@ -153,9 +153,18 @@ TEST(SixteenBitConv, Bf16LenetSmallLearns) {
   EXPECT_LT(epoch.loss, 2.1);  // chance is ln 10 = 2.30
   const EvalResult eval = evaluate(*net, test, 100, false);
   EXPECT_GE(eval.accuracy, 0.45) << "ten classes: chance is 0.1";
-  const auto* conv = dynamic_cast<const Conv2d*>(net->layers().front().get());
-  ASSERT_NE(conv, nullptr);
-  EXPECT_NE(conv->algorithm().find("implicit_gemm_tc"), std::string::npos) << conv->algorithm();
+  // Each convolution on a family that computes 16-bit tensors: the tensor cores' (emulated), or an FP32 family on
+  // FP32 copies (widened_*) where the untuned plan finds implicit_gemm_tc a poor fit (conv1's single channel).
+  int tensor_core_layers = 0;
+  for (const auto& layer : net->layers()) {
+    const auto* conv = dynamic_cast<const Conv2d*>(layer.get());
+    if (!conv) continue;
+    const std::string algorithm = conv->algorithm();
+    tensor_core_layers += algorithm.find("implicit_gemm_tc") != std::string::npos;
+    EXPECT_TRUE(algorithm.find("implicit_gemm_tc") != std::string::npos || algorithm.rfind("widened_", 0) == 0)
+        << algorithm;
+  }
+  EXPECT_GE(tensor_core_layers, 1);
 }
 
 TEST(SixteenBitConv, CpuBackendRefusesSixteenBitConvolutionsNamingTheType) {
@@ -167,7 +176,8 @@ TEST(SixteenBitConv, CpuBackendRefusesSixteenBitConvolutionsNamingTheType) {
     conv.forward(x, y);
     ADD_FAILURE() << "the CPU backend ran a bf16 convolution";
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("bf16"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("bf16 training on the CPU backend is not supported"), std::string::npos)
+        << e.what();
   }
 }
 

@@ -215,3 +215,44 @@ TEST(Tuner, TimesStaleEntriesConfigurationsAgain) {
   EXPECT_TRUE(seeded->ms.has_value()) << seeded->failure;
   std::filesystem::remove(file);
 }
+
+TEST(Tuner, StartsAWidenedFamilyFromTheFp32FamilysEntryForTheShape) {
+  Device* device = opencl_device();
+  if (!device) GTEST_SKIP() << "no OpenCL device runs kernels here (PoCL missing)";
+  const DeviceInfo& info = device->info();
+  // The shape tuned in FP32 for direct_tiled; its bf16 twin's tune of widened_direct_tiled times that configuration
+  // first, with room for nothing but the baselines.
+  const ConvProblem fp32 = parse_problem("N=2,C=8,H=12,W=12,K=8,R=3,pad=1");
+  ConvProblem bf16 = fp32;
+  bf16.type = ElementType::BF16;
+  const KernelFamily& direct = kernel_family("direct_tiled");
+  const KernelFamily& widened = kernel_family("widened_direct_tiled");
+  EXPECT_EQ(widened.seed_family(), "direct_tiled");
+  const std::filesystem::path file = temp_db("widened_seed");
+  std::filesystem::remove(file);
+  TuningDatabase db(file);
+  const Config defaults = widened.default_config(bf16, info);
+  Config tuned;
+  {
+    const SearchSpace space(direct, fp32, info);
+    for (const Config& c : space.sample(8, 11))
+      if (c != defaults && config_problem(widened, c, bf16, info).empty()) tuned = c;
+  }
+  ASSERT_FALSE(tuned.empty());
+  db.insert(make_tuning_entry(info, "direct_tiled", kernel_source_hash(direct, fp32, info), fp32, tuned, 0.001));
+
+  TuneOptions options;
+  options.budget_seconds = 60;
+  options.max_candidates = 0;
+  options.max_fraction = 1e-9;  // no search beyond what phase 1 measures
+  options.repeats = 1;
+  options.save = false;
+  const auto results = tune(*device, make_tune_tasks(info, {{"small", bf16}}, "widened_direct_tiled"), db, options);
+  ASSERT_EQ(results.size(), 1u);
+  const auto& trials = results[0].trials;
+  const auto seeded = std::find_if(trials.begin(), trials.end(), [&](const TuneTrial& t) { return t.config == tuned; });
+  ASSERT_NE(seeded, trials.end()) << "the FP32 entry's configuration was not timed";
+  EXPECT_NE(seeded->note.find("another element type"), std::string::npos) << seeded->note;
+  EXPECT_TRUE(seeded->ms.has_value()) << seeded->failure;
+  std::filesystem::remove(file);
+}
