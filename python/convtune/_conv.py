@@ -206,7 +206,8 @@ def conv2d(a: Any, b: Any, *, stride: IntPair = 1, padding: IntPair = 0, dilatio
     ``fwd``: conv2d(x, w) -> y. ``bwd-data``: conv2d(w, dy, x_shape=...) -> dx. ``bwd-filter``:
     conv2d(x, dy, w_shape=...) -> dw. The shape a backward direction writes comes from ``out`` when it is given.
     x is (N, C, H, W), w (K, C/groups, R, S), y (N, K, P, Q), dense, row-major, all of one dtype: float32, or
-    float16 / bfloat16 (FP32 accumulation, on devices with 16-bit kernels: tensor cores of NVIDIA sm_80+).
+    float16 / bfloat16 (FP32 accumulation: the tensor cores of NVIDIA sm_80+, elsewhere an FP32 family on FP32
+    copies, widened_*).
 
     ``device``: by default where the arrays live (host memory -> convtune's CPU device, CUDA memory -> that CUDA
     device, on PyTorch's current stream for tensors, else ``stream``); name another device (an OpenCL one, say) to

@@ -7,8 +7,9 @@ allocator; CPU tensors on convtune's CPU device. With PyTorch 2.4 or later they 
 (``torch.ops.convtune.conv2d``, ``...conv2d_backward_data``, ``...conv2d_backward_filter``, with fake
 implementations for torch.compile); older PyTorch gets a ``torch.autograd.Function``.
 
-convtune computes float32 tensors in FP32 math, and bfloat16 and float16 tensors (FP32 accumulation) where it has
-16-bit kernels (NVIDIA tensor cores, sm_80+; the CPU device has none and refuses them with the library's message).
+convtune computes float32 tensors in FP32 math, and bfloat16 and float16 tensors with FP32 accumulation: on 16-bit
+kernels where it has them (NVIDIA tensor cores, sm_80+), elsewhere (the CPU device, other GPUs) on an FP32 family over
+FP32 copies of the tensors, the result rounded to the 16-bit dtype (the library's widened_* families).
 Under autocast a convolution runs in autocast's 16-bit dtype where convtune computes it on that device, else in
 float32 (as autocast does for its float32 operators). allow_tf32 is not followed yet, so float32 convolutions stay
 FP32 where cuDNN's would use TF32. Only contiguous NCHW tensors are taken.

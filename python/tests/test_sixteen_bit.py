@@ -1,7 +1,8 @@
 """16-bit arrays (float16, bfloat16) through the Python package: every direction and a GEMM on an OpenCL device with
 the tensor cores emulated (PoCL on CI, CONVTUNE_EMULATE_TENSOR_CORES=1; CUDA for real where present) against float64
 references of the same 16-bit values within the library's 16-bit tolerance, dtypes kept through DLPack, 16-bit plans
-(math='bf16'|'fp16'), the refusals (mixed dtypes, float32 arrays in a 16-bit plan, devices without 16-bit kernels),
+(math='bf16'|'fp16'), 16-bit arrays on devices without 16-bit kernels (FP32 copies), the refusals (mixed dtypes, float32
+arrays in a 16-bit plan, a tensor-core family on another device),
 and convtune.torch's 16-bit path under autograd and autocast."""
 import math
 
@@ -123,7 +124,8 @@ def test_16_bit_plans_and_dtypes_kept_through_dlpack(rng, emulated):
     x_shape, w_shape = CASES[0][:2]
     x, x64 = sixteen_bit(rng, x_shape, "fp16")
     w, w64 = sixteen_bit(rng, w_shape, "fp16")
-    plan = convtune.Plan(x_shape, w_shape, padding=1, device=device, math="fp16")
+    # The tensor-core family named (untuned, this thin layer goes to an FP32 family on FP32 copies: widened_*).
+    plan = convtune.Plan(x_shape, w_shape, padding=1, device=device, math="fp16", family="implicit_gemm_tc")
     assert plan.problem.type == "fp16" and plan.problem.math == "fp32" and "type=fp16" in plan.problem.text
     assert plan.family == "implicit_gemm_tc"
     out = np.full((2, 4, 8, 8), np.nan, np.float16)
@@ -191,22 +193,29 @@ def test_mixed_dtypes_are_refused_naming_the_argument(rng, emulated):
         convtune.Plan(x16.shape, w16.shape, device="cpu", math="bfloat")
 
 
-def test_devices_without_16_bit_kernels_refuse_naming_type_family_and_device(rng, monkeypatch):
+def test_devices_without_16_bit_kernels_compute_them_through_fp32_copies(rng, monkeypatch):
+    """Without tensor cores a 16-bit problem runs an FP32 family on FP32 copies of its arrays (widened_*): the CPU
+    device here, and PoCL; a tensor-core family named outright is still refused, naming the type and device."""
     monkeypatch.delenv("CONVTUNE_EMULATE_TENSOR_CORES", raising=False)
     x16 = rng.standard_normal((2, 3, 8, 8), dtype=np.float32).astype(np.float16)
     w16 = rng.standard_normal((4, 3, 3, 3), dtype=np.float32).astype(np.float16)
-    with pytest.raises(convtune.Unsupported) as refused:
-        convtune.conv2d(x16, w16, padding=1)  # host arrays: the CPU device
-    assert "no kernel family computes N=2,C=3,H=8,W=8,K=4,R=3,S=3" in str(refused.value)
-    assert "type=fp16,math=fp32 (epilogue none) on cpu:" in str(refused.value)
-    assert "cpu_blocked: cpu_blocked computes fp32 tensors (in fp32 math), not fp16 tensors" in str(refused.value)
+    problem = problem_of(x16.shape, w16.shape, 1, 1, 1, 1, "fwd", "fp16")
+    reference = conv_ref(x16.astype(np.float64), w16.astype(np.float64), pad=(1, 1))
     device = opencl_device()
+    for where in ("cpu", device):
+        plan = convtune.Plan(x16.shape, w16.shape, padding=1, device=where, math="fp16")
+        assert plan.family.startswith("widened_"), (where, plan.family)
+        y = plan(x16, w16)
+        assert isinstance(y, np.ndarray) and y.dtype == np.float16
+        assert relative_error(y.astype(np.float64), reference) <= tolerance(problem), where
+    y = convtune.conv2d(x16, w16, padding=1)  # host arrays: the CPU device
+    assert relative_error(y.astype(np.float64), reference) <= tolerance(problem)
     info = next(d for d in convtune.devices() if d.id == device)
     if "NVIDIA" in info.vendor:
         pytest.skip(f"{device} is NVIDIA's OpenCL, which may have 16-bit tensor cores")
     with pytest.raises(NotImplementedError, match=rf"implicit_gemm_tc needs an NVIDIA GPU of compute capability 8.0 or "
                                                   rf"newer .*not {device} .*for bf16 tensors"):
-        convtune.Plan(x16.shape, w16.shape, padding=1, device=device, math="bf16")
+        convtune.Plan(x16.shape, w16.shape, padding=1, device=device, math="bf16", family="implicit_gemm_tc")
 
 
 # convtune.torch: CPU tensors on the emulated OpenCL device (convtune.torch._host_device), so the 16-bit path runs

@@ -8,6 +8,7 @@
 #include "convtune/plan.h"
 #include "convtune/rounding.h"
 #include "tests/support/epilogue_check.h"
+#include "tests/support/hopper_device.h"
 #include "tests/support/plan_check.h"
 
 using namespace convtune;
@@ -150,5 +151,18 @@ TEST(Widened, FamiliesSayWhatTheyComputeAndDeclareTheirBound) {
   for (ElementType type : {ElementType::BF16, ElementType::F16}) {
     const ConvProblem pb = small_conv(type);
     EXPECT_EQ(family.error_factor(pb, family.default_config(pb, device->info())), 1.0) << to_string(type);
+  }
+}
+
+TEST(Widened, TensorCoreTwinsServeBf16NotFp16) {
+  // The _tc families' twins multiply in TF32 (2^-11): bf16 results (2^-8) absorb their transforms' rounding, fp16's
+  // (2^-11) do not (widened_winograd_tc's fp16 results measured 3x over fp16's tolerance on an H100).
+  const DeviceInfo hopper = test::described_hopper();
+  for (const char* name : {"widened_winograd_tc", "widened_fft_tc"}) {
+    const KernelFamily& family = kernel_family(name);
+    EXPECT_EQ(family.unsupported_reason(small_conv(ElementType::BF16), {}, hopper), "") << name;
+    const std::string why = family.unsupported_reason(small_conv(ElementType::F16), {}, hopper);
+    EXPECT_NE(why.find("multiplies in tf32 (unit roundoff 2^-11), too coarse for fp16 results"), std::string::npos)
+        << name << ": " << why;
   }
 }

@@ -178,8 +178,8 @@ void write_markdown(const std::string& path, const Device& device, const BenchOp
                    : fmt::format("- measured FP32 peak: none ({})\n", peak_why);
   text += fmt::format("- math: {}\n",
                       against.precision().type != ElementType::F32
-                          ? fmt::format("{} (16-bit tensors: convtune's tensor-core families, products exact in FP32 and "
-                                        "summed in FP32; cuDNN and cuBLAS on the same {} tensors with FP32 accumulation)",
+                          ? fmt::format("{} (16-bit tensors: convtune's tensor-core families or an FP32 family on exact FP32 "
+                                        "copies (widened_*), products exact in FP32 and summed in FP32; cuDNN and cuBLAS on the same {} tensors with FP32 accumulation)",
                                         to_string(against.precision()), to_string(against.precision()))
                       : against.math() == MathMode::FP32
                           ? "fp32 (convtune's FP32 families; cuDNN with FMA math, cuBLAS default math: tensor cores and TF32 off)"
