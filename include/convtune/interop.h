@@ -26,6 +26,11 @@ std::unique_ptr<Queue> wrap_cuda_stream(Device& device, void* stream);
 // 16-byte cp.async), and a view at an odd element offset would fault there (the Python package copies such views).
 std::unique_ptr<Buffer> wrap_cuda_buffer(Device& device, uint64_t device_pointer, size_t bytes);
 
+// A range of `buffer` (a buffer of `device`) as a buffer of its own, the same memory, never freed by the view: on the
+// CPU and CUDA devices (plans carve their staging copies from a caller's workspace this way). Throws Unsupported on
+// OpenCL devices and InvalidArgument when the range passes the buffer's end.
+std::unique_ptr<Buffer> buffer_view(Device& device, const Buffer& buffer, size_t offset, size_t bytes);
+
 // Host memory as a buffer of the CPU device (convtune's CPU families work on it in place; the memory must outlive
 // the buffer and hold `bytes`).
 std::unique_ptr<Buffer> wrap_host_buffer(Device& cpu_device, void* memory, size_t bytes);

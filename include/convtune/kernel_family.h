@@ -100,15 +100,23 @@ struct KernelRecipe {
   // of the family it widens (src/families/widened.h).
   std::vector<ProgramSource> extra_sources;
   size_t workspace_bytes = 0;  // scratch memory the launches take as ArgSource::workspace()
-  // Buffers the plan owns for ArgSource::staging(i), one per entry (a widened family's FP32 copies of the operands).
-  // Unlike the workspace they are never shared between plans; the workspace limit counts them with it.
+  // Buffers for ArgSource::staging(i), one per entry (a widened family's FP32 copies of the operands): the plan's
+  // own, or with a caller's workspace (Plan's external_workspace) ranges of it after the workspace proper, each at
+  // a multiple of kStagingAlignment. The workspace limit counts them with the workspace.
   std::vector<size_t> staging_bytes;
   std::vector<LaunchStep> steps;
-  // The device memory a plan of this recipe takes: workspace and staging buffers. What the workspace limit bounds.
+  static constexpr size_t kStagingAlignment = 256;
+  // Where staging buffer i starts in a caller's workspace.
+  size_t staging_offset(size_t index) const {
+    const auto align = [](size_t v) { return (v + kStagingAlignment - 1) / kStagingAlignment * kStagingAlignment; };
+    size_t offset = align(workspace_bytes);
+    for (size_t i = 0; i < index; ++i) offset += align(staging_bytes[i]);
+    return offset;
+  }
+  // The device memory a plan of this recipe takes, workspace and staging buffers laid out as a caller's workspace
+  // holds them: what the workspace limit bounds, and what a caller's workspace must hold.
   size_t memory_bytes() const {
-    size_t total = workspace_bytes;
-    for (size_t b : staging_bytes) total += b;
-    return total;
+    return staging_bytes.empty() ? workspace_bytes : staging_offset(staging_bytes.size());
   }
 };
 

@@ -102,8 +102,9 @@ class Plan {
   // allocate the workspace.
   static Plan create(Device& device, const PlanRequest& request);
   static Plan create(Device& device, const KernelFamily& family, const PlanRequest& request);
-  // Compiles a decision already made. With external_workspace the caller passes a workspace to every run (one
-  // buffer may serve several plans that never run at the same time).
+  // Compiles a decision already made. With external_workspace the caller passes a workspace of memory_bytes() to
+  // every run (one buffer may serve several plans that never run at the same time; a widened plan's staging copies
+  // are ranges of it, so CPU and CUDA devices only); otherwise the plan allocates its workspace and staging buffers.
   Plan(Device& device, PlanDescriptor descriptor, bool external_workspace = false);
 
   // Enqueues the plan's launches on `queue` (the device's own by default). Checks every operand the problem
@@ -122,6 +123,8 @@ class Plan {
   ConfigTier tier() const { return descriptor_.tier(); }
   const std::string& explanation() const { return descriptor_.explanation(); }
   size_t workspace_bytes() const { return descriptor_.workspace_bytes(); }
+  // Workspace and staging together: what a caller's workspace must hold (external_workspace).
+  size_t memory_bytes() const { return descriptor_.memory_bytes(); }
   bool compiled_from_cache() const { return from_cache_; }
   std::string describe() const { return descriptor_.describe(); }
   Device& device() const { return *device_; }
@@ -139,7 +142,7 @@ class Plan {
   std::vector<std::shared_ptr<Program>> programs_;  // the recipe's source, then its extra sources
   std::vector<std::shared_ptr<Kernel>> kernels_;    // one per launch step, fixed arguments already set
   std::shared_ptr<Buffer> workspace_;               // owned unless external
-  std::vector<std::shared_ptr<Buffer>> staging_;    // KernelRecipe::staging_bytes, always owned
+  std::vector<std::shared_ptr<Buffer>> staging_;    // KernelRecipe::staging_bytes, unless external
   bool external_workspace_;
 };
 

@@ -143,6 +143,12 @@ class Plan:
         return self._plan.workspace_bytes
 
     @property
+    def memory_bytes(self) -> int:
+        """Workspace and, for a widened plan (16-bit arrays through an FP32 family), its FP32 copies of the
+        operands: the device memory the plan takes."""
+        return self._plan.memory_bytes
+
+    @property
     def shapes(self) -> Dict[str, Tuple[int, ...]]:
         """Operand name -> dense shape."""
         return dict(zip(self.problem.operand_names, (tuple(s) for s in self.problem.shapes)))

@@ -149,8 +149,10 @@ def _launch(direction: str, a: torch.Tensor, b: torch.Tensor, x_shape: Sequence[
         # Host tensors on a kernel device (_host_device): copied there and back. DLPack exports no tensor that
         # requires gradients, as the inputs of autograd.Function.forward may.
         return plan(a.detach(), b.detach(), out=out)
-    workspace = (torch.empty(plan.workspace_bytes, dtype=torch.uint8, device=device)
-                 if plan.workspace_bytes else None)
+    # The plan's workspace and, for a widened plan, its FP32 copies of the operands (memory_bytes), per call from
+    # PyTorch's allocator: one plan may run on several streams at once.
+    workspace = (torch.empty(plan.memory_bytes, dtype=torch.uint8, device=device)
+                 if plan.memory_bytes else None)
     operands: List[Optional[torch.Tensor]] = [None, None, None]
     reads = [i for i in range(3) if i != written]
     operands[reads[0]] = a

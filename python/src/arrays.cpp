@@ -295,7 +295,7 @@ void run_on_pointers(const Plan& plan, const std::array<uintptr_t, 3>& pointers,
   }
   std::unique_ptr<Buffer> workspace_buffer;
   if (workspace != 0) {
-    workspace_buffer = wrap_in_place(device, reinterpret_cast<std::byte*>(workspace), plan.workspace_bytes());
+    workspace_buffer = wrap_in_place(device, reinterpret_cast<std::byte*>(workspace), plan.memory_bytes());
   }
   Queue& queue = backend == BackendKind::Cuda ? cuda_queue(device, cuda_stream) : device.queue();
   plan.run(queue, {buffers[0].get(), buffers[1].get(), buffers[2].get()}, workspace_buffer.get());

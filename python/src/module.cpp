@@ -413,6 +413,7 @@ NB_MODULE(_convtune, m) {
                    "'built-in default'.")
       .def_prop_ro("explanation", &Plan::explanation)
       .def_prop_ro("workspace_bytes", &Plan::workspace_bytes)
+      .def_prop_ro("memory_bytes", &Plan::memory_bytes)
       .def_prop_ro("compiled_from_cache", &Plan::compiled_from_cache)
       .def("describe", &Plan::describe)
       .def("run",

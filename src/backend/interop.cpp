@@ -12,6 +12,7 @@
 #include "src/backend/opencl/opencl_loader.h"
 #endif
 #ifdef CONVTUNE_WITH_CUDA
+#include "src/backend/cuda/cuda_buffer.h"
 #include "src/backend/cuda/cuda_device.h"
 #endif
 
@@ -69,6 +70,27 @@ std::unique_ptr<Buffer> wrap_cuda_buffer(Device& device, uint64_t pointer, size_
   (void)device, (void)pointer, (void)bytes;
   throw Unsupported("wrap_cuda_buffer: convtune was built without its CUDA backend");
 #endif
+}
+
+std::unique_ptr<Buffer> buffer_view(Device& device, const Buffer& buffer, size_t offset, size_t bytes) {
+  if (offset > buffer.bytes() || bytes > buffer.bytes() - offset) {
+    throw InvalidArgument(fmt::format("buffer_view: bytes [{}, {}) pass the end of a buffer of {} bytes on {}", offset,
+                                      offset + bytes, buffer.bytes(), device.info().id));
+  }
+  switch (device.info().backend) {
+    case BackendKind::Cpu:
+      return cpu::wrap_host_memory(const_cast<std::byte*>(cpu::host_memory(buffer)) + offset, bytes);
+    case BackendKind::Cuda:
+#ifdef CONVTUNE_WITH_CUDA
+      return cuda_device(device, "buffer_view")
+          .wrap_memory(cuda::as_cuda_buffer(buffer, "buffer_view").pointer() + offset, bytes);
+#else
+      break;
+#endif
+    case BackendKind::OpenCL: break;
+  }
+  throw Unsupported(fmt::format("buffer_view: {} has no views of its buffers (CPU and CUDA devices do)",
+                                device.info().id));
 }
 
 std::unique_ptr<Buffer> wrap_host_buffer(Device& cpu_device, void* memory, size_t bytes) {

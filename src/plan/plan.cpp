@@ -11,6 +11,7 @@
 #include <set>
 
 #include "convtune/error.h"
+#include "convtune/interop.h"
 #include "src/core/install_paths.h"
 #include "src/tuning_db/cost_model.h"
 #include "src/tuning_db/tuning_database.h"
@@ -323,7 +324,15 @@ Plan::Plan(Device& device, PlanDescriptor descriptor, bool external_workspace)
   from_cache_ = programs_.front()->from_cache();
   for (const ProgramSource& extra : recipe.extra_sources) programs_.push_back(device.build(extra));
   if (!external_workspace_ && recipe.workspace_bytes > 0) workspace_ = device.allocate(recipe.workspace_bytes);
-  for (size_t bytes : recipe.staging_bytes) staging_.push_back(device.allocate(std::max<size_t>(bytes, 1)));
+  // With the caller's workspace, staging buffers are ranges of it, made per run (so one plan may run on several
+  // streams at once, each call with its own workspace); only devices with buffer views can carve them.
+  if (external_workspace_ && !recipe.staging_bytes.empty() && device.info().backend == BackendKind::OpenCL) {
+    throw Unsupported(fmt::format("{} on {}: its staging buffers would be ranges of the caller's workspace, and {} has "
+                                  "no views of its buffers: make the plan with its own workspace",
+                                  describe(), problem().to_string(), device.info().id));
+  }
+  if (!external_workspace_)
+    for (size_t bytes : recipe.staging_bytes) staging_.push_back(device.allocate(std::max<size_t>(bytes, 1)));
   for (const LaunchStep& step : recipe.steps) {
     if (step.program < 0 || static_cast<size_t>(step.program) >= programs_.size()) {
       throw InvalidArgument(fmt::format("{}: step {} names program {}, the recipe has {}", describe(), step.kernel,
@@ -355,15 +364,23 @@ void Plan::run(Queue& queue, const Operands& operands, const Buffer* workspace) 
     }
   }
   const Buffer* scratch = workspace_.get();
-  if (external_workspace_ && descriptor_.workspace_bytes() > 0) {
-    if (!workspace || workspace->bytes() < descriptor_.workspace_bytes()) {
+  const KernelRecipe& recipe = descriptor_.recipe();
+  std::vector<std::unique_ptr<Buffer>> views;  // staging buffers carved from the caller's workspace, this run's
+  std::vector<const Buffer*> staging;
+  for (const auto& owned : staging_) staging.push_back(owned.get());
+  if (external_workspace_ && descriptor_.memory_bytes() > 0) {
+    if (!workspace || workspace->bytes() < descriptor_.memory_bytes()) {
       throw InvalidArgument(fmt::format("{} on {}: the workspace holds {} bytes, expected at least {}", describe(),
                                         problem.to_string(), workspace ? workspace->bytes() : 0,
-                                        descriptor_.workspace_bytes()));
+                                        descriptor_.memory_bytes()));
     }
     scratch = workspace;
+    for (size_t i = 0; i < recipe.staging_bytes.size(); ++i) {
+      views.push_back(buffer_view(*device_, *workspace, recipe.staging_offset(i), recipe.staging_bytes[i]));
+      staging.push_back(views.back().get());
+    }
   }
-  const std::vector<LaunchStep>& steps = descriptor_.recipe().steps;
+  const std::vector<LaunchStep>& steps = recipe.steps;
   for (size_t i = 0; i < steps.size(); ++i) {
     Kernel& kernel = *kernels_[i];
     const std::vector<ArgSource>& args = steps[i].args;
@@ -371,7 +388,7 @@ void Plan::run(Queue& queue, const Operands& operands, const Buffer* workspace) 
       switch (args[a].kind) {
         case ArgSource::Kind::Operand: kernel.set_arg(static_cast<int>(a), operands[args[a].operand]); break;
         case ArgSource::Kind::Workspace: kernel.set_arg(static_cast<int>(a), scratch); break;
-        case ArgSource::Kind::Staging: kernel.set_arg(static_cast<int>(a), staging_.at(args[a].operand).get()); break;
+        case ArgSource::Kind::Staging: kernel.set_arg(static_cast<int>(a), staging.at(args[a].operand)); break;
         case ArgSource::Kind::Value: break;  // set when the plan was made
       }
     }

@@ -113,7 +113,10 @@ TEST(Widened, UntunedSixteenBitPlansRunOnDevicesWithoutTensorCores) {
       const PlanDescriptor plan = PlanDescriptor::create(device->info(), request);
       EXPECT_EQ(plan.family().name().rfind("widened_", 0), 0u) << device->info().id << ": " << plan.describe();
       // The FP32 copies of x, w and y are the plan's own buffers beside its workspace.
-      EXPECT_EQ(plan.memory_bytes(), plan.workspace_bytes() + 4 * (2 * 5 * 12 * 12 + 6 * 5 * 9 + 2 * 6 * 12 * 12));
+      // (each aligned to KernelRecipe::kStagingAlignment, as a caller's workspace holds them).
+      const size_t copies = 4 * (2 * 5 * 12 * 12 + 6 * 5 * 9 + 2 * 6 * 12 * 12);
+      EXPECT_GE(plan.memory_bytes(), plan.workspace_bytes() + copies);
+      EXPECT_LT(plan.memory_bytes(), plan.workspace_bytes() + copies + 4 * KernelRecipe::kStagingAlignment);
       const auto result = testing_support::check_plan(*device, pb, plan.family().name(), plan.config(), 11);
       EXPECT_TRUE(result.passed) << device->info().id << " " << plan.describe() << ": " << result.message;
       ++plans;
@@ -164,5 +167,39 @@ TEST(Widened, TensorCoreTwinsServeBf16NotFp16) {
     const std::string why = family.unsupported_reason(small_conv(ElementType::F16), {}, hopper);
     EXPECT_NE(why.find("multiplies in tf32 (unit roundoff 2^-11), too coarse for fp16 results"), std::string::npos)
         << name << ": " << why;
+  }
+}
+
+TEST(Widened, StagingCopiesAreRangesOfTheCallersWorkspace) {
+  // With external_workspace (the Python package's PyTorch path) a widened plan takes its FP32 copies from the
+  // workspace each call passes, after the workspace proper: one plan may then run on several streams at once.
+  Device& cpu = Registry::instance().find("cpu");
+  const ConvProblem pb = small_conv(ElementType::BF16);
+  PlanRequest request;
+  request.problem = pb;
+  request.use_tuning = false;
+  const PlanDescriptor descriptor = PlanDescriptor::create(cpu.info(), request);
+  ASSERT_EQ(descriptor.family().name().rfind("widened_", 0), 0u) << descriptor.describe();
+  const KernelRecipe& recipe = descriptor.recipe();
+  ASSERT_EQ(recipe.staging_bytes.size(), 3u);
+  EXPECT_EQ(recipe.staging_offset(0) % KernelRecipe::kStagingAlignment, 0u);
+  EXPECT_GE(recipe.staging_offset(0), recipe.workspace_bytes);
+  EXPECT_EQ(descriptor.memory_bytes(), recipe.staging_offset(3));
+  const Plan plan(cpu, descriptor, /*external_workspace=*/true);
+  harness::Workload workload(cpu, pb, 21);
+  const Operands operands = workload.operands();
+  EXPECT_THROW(plan.run(operands, nullptr), InvalidArgument);
+  const auto short_workspace = cpu.allocate(plan.memory_bytes() - 1);
+  EXPECT_THROW(plan.run(operands, short_workspace.get()), InvalidArgument);
+  const auto workspace = cpu.allocate(plan.memory_bytes());
+  workload.poison();
+  plan.run(operands, workspace.get());
+  const harness::Check check = workload.verify_full();
+  EXPECT_TRUE(check.passed) << check.message;
+  // Devices without buffer views (OpenCL) make widened plans with their own staging only.
+  if (Device* opencl = first_kernel_device(); opencl && opencl->info().backend == BackendKind::OpenCL) {
+    const PlanDescriptor on_opencl = PlanDescriptor::create(opencl->info(), request);
+    ASSERT_EQ(on_opencl.family().name().rfind("widened_", 0), 0u);
+    EXPECT_THROW(Plan(*opencl, on_opencl, true), Unsupported);
   }
 }
