@@ -23,8 +23,8 @@ namespace {
 // The families that compute FP32 tensors only, and the math their FP32 twin runs in: fp32-fast where the family
 // multiplies in FP32 (a 16-bit result admits far more than fp32-fast's 4x FP32 tolerance, so Winograd's larger tiles
 // may serve it); tf32 for the tensor-core families that multiply in TF32 only (bf16 and fp16 values are TF32 values,
-// so products of inputs stay exact; what an FFT or Winograd transform computes from them is rounded to TF32, which
-// error_factor below declares).
+// so products of inputs stay exact; what an FFT or Winograd transform computes from them is rounded to TF32: bf16
+// results absorb that, fp16 results do not, so those twins serve bf16 only (unsupported_reason below).
 struct WidenedSpec {
   const char* family;
   MathMode twin_math;
