@@ -228,9 +228,13 @@ class WidenedFamily final : public KernelFamily {
   static size_t operand_elements(const Problem& problem, int i) {
     return static_cast<size_t>(problem.operand(i).elements);
   }
+  // The copies as a plan lays them out (KernelRecipe::staging_offset: each at an aligned offset after the workspace,
+  // itself rounded up to the alignment), so a workspace within the limit this leaves keeps memory_bytes() within it.
   static size_t staging_bytes(const Problem& problem) {
-    size_t total = 0;
-    for (int i = 0; i < Problem::kOperands; ++i) total += operand_elements(problem, i) * sizeof(float);
+    const size_t align = KernelRecipe::kStagingAlignment;
+    size_t total = align;  // the workspace's rounding up
+    for (int i = 0; i < Problem::kOperands; ++i)
+      total += (operand_elements(problem, i) * sizeof(float) + align - 1) / align * align;
     return total;
   }
   // The output's elements after the epilogue: y pooled when the forward epilogue pools.
@@ -253,6 +257,8 @@ class WidenedFamily final : public KernelFamily {
 };
 
 }  // namespace
+
+bool families::is_widened(const KernelFamily& family) { return dynamic_cast<const WidenedFamily*>(&family) != nullptr; }
 
 void families::add_widened_families(std::vector<std::unique_ptr<KernelFamily>>& list) {
   std::vector<std::unique_ptr<KernelFamily>> widened;

@@ -17,4 +17,7 @@ namespace convtune::families {
 // widened.cpp names them and the math mode their FP32 twin runs in).
 void add_widened_families(std::vector<std::unique_ptr<KernelFamily>>& list);
 
+// True for a widened family (it computes 16-bit tensors only, through another family's kernels).
+bool is_widened(const KernelFamily& family);
+
 }  // namespace convtune::families

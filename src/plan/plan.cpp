@@ -366,8 +366,9 @@ void Plan::run(Queue& queue, const Operands& operands, const Buffer* workspace) 
   const Buffer* scratch = workspace_.get();
   const KernelRecipe& recipe = descriptor_.recipe();
   std::vector<std::unique_ptr<Buffer>> views;  // staging buffers carved from the caller's workspace, this run's
-  std::vector<const Buffer*> staging;
-  for (const auto& owned : staging_) staging.push_back(owned.get());
+  std::vector<const Buffer*> staging;           // filled only for recipes with staging buffers (widened families)
+  if (!recipe.staging_bytes.empty())
+    for (const auto& owned : staging_) staging.push_back(owned.get());
   if (external_workspace_ && descriptor_.memory_bytes() > 0) {
     if (!workspace || workspace->bytes() < descriptor_.memory_bytes()) {
       throw InvalidArgument(fmt::format("{} on {}: the workspace holds {} bytes, expected at least {}", describe(),

@@ -11,6 +11,7 @@
 #include "src/backend/cpu/cpu_backend.h"
 #include "src/backend/cpu/reference.h"
 #include "src/conformance/conformance.h"
+#include "src/families/widened.h"
 
 using namespace convtune;
 
@@ -62,7 +63,7 @@ TEST(CpuConformance, AllCpuFamiliesMatchTheReference) {
       {"cpu/cpu_direct[THREADS=1]", &cpu_device(), [] { return cpu_plan("cpu_direct", Config{{"THREADS", 1}}); }}};
   for (const auto& f : kernel_families()) {
     if (!f->runs_on_cpu_backend() || f->problem_kind() != Problem::Kind::Convolution) continue;
-    if (f->name().rfind("widened_", 0) == 0) continue;  // 16-bit tensors only: family_conformance_test checks them
+    if (families::is_widened(*f)) continue;  // 16-bit tensors only: family_conformance_test checks them
     const std::string name = f->name();
     targets.push_back({"cpu/" + name, &cpu_device(), [name] { return cpu_plan(name, std::nullopt); }});
   }

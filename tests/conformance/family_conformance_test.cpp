@@ -16,6 +16,7 @@
 #include "convtune/plan.h"
 #include "src/conformance/conformance.h"
 #include "tests/support/plan_check.h"
+#include "src/families/widened.h"
 #include "src/tuner/search_space.h"
 
 using namespace convtune;
@@ -84,7 +85,7 @@ TEST_P(FamilyConformance, SampledConfigurationsMatchTheReference) {
   // A widened family (src/families/widened.h) runs the kernels of the FP32 family it wraps, whose own conformance
   // samples their configurations: its checks are of the conversions and the staging copies around them, so it runs
   // its default configuration alone, in bf16 and in fp16.
-  const bool widened = family.name().rfind("widened_", 0) == 0;
+  const bool widened = families::is_widened(family);
   // A family that computes only a few of the cases (depthwise) samples more configurations in each, so it is
   // checked on at least as many distinct configurations as the others (its defaults, one per case, mostly coincide
   // on small cases, hence no credit for them); the rest keep samples_per_case().

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <chrono>
 #include <filesystem>
+#include <optional>
 #include <set>
 
 #include "convtune/tuning.h"
@@ -22,6 +23,24 @@ using test::opencl_device;
 
 std::filesystem::path temp_db(const char* name) {
   return std::filesystem::temp_directory_path() / fmt::format("convtune_{}_{}.json", name, static_cast<long>(getpid()));
+}
+
+// A tune of `family` on `problem` with room for phase 1 alone (baselines, defaults and seeds, no search); the trial
+// of `config`, if it was timed.
+std::optional<TuneTrial> phase_one_trial(Device& device, const Problem& problem, const char* family,
+                                         TuningDatabase& db, const Config& config) {
+  TuneOptions options;
+  options.budget_seconds = 60;
+  options.max_candidates = 0;
+  options.max_fraction = 1e-9;  // no search beyond what phase 1 measures
+  options.repeats = 1;
+  options.save = false;
+  const auto results = tune(device, make_tune_tasks(device.info(), {{"small", problem}}, family), db, options);
+  EXPECT_EQ(results.size(), 1u);
+  if (results.empty()) return std::nullopt;
+  for (const TuneTrial& t : results[0].trials)
+    if (t.config == config) return t;
+  return std::nullopt;
 }
 
 }  // namespace
@@ -200,17 +219,8 @@ TEST(Tuner, TimesStaleEntriesConfigurationsAgain) {
   request.tuning = &db;
   ASSERT_NE(PlanDescriptor::create(info, request).config(), old) << "a stale entry is never trusted";
 
-  TuneOptions options;
-  options.budget_seconds = 60;
-  options.max_candidates = 0;
-  options.max_fraction = 1e-9;  // no search beyond what phase 1 measures
-  options.repeats = 1;
-  options.save = false;
-  const auto results = tune(*device, make_tune_tasks(info, {{"small", problem}}, "direct_tiled"), db, options);
-  ASSERT_EQ(results.size(), 1u);
-  const auto& trials = results[0].trials;
-  const auto seeded = std::find_if(trials.begin(), trials.end(), [&](const TuneTrial& t) { return t.config == old; });
-  ASSERT_NE(seeded, trials.end()) << "the stale entry's configuration was not timed";
+  const auto seeded = phase_one_trial(*device, problem, "direct_tiled", db, old);
+  ASSERT_TRUE(seeded) << "the stale entry's configuration was not timed";
   EXPECT_NE(seeded->note.find("stale entry"), std::string::npos) << seeded->note;
   EXPECT_TRUE(seeded->ms.has_value()) << seeded->failure;
   std::filesystem::remove(file);
@@ -241,17 +251,8 @@ TEST(Tuner, StartsAWidenedFamilyFromTheFp32FamilysEntryForTheShape) {
   ASSERT_FALSE(tuned.empty());
   db.insert(make_tuning_entry(info, "direct_tiled", kernel_source_hash(direct, fp32, info), fp32, tuned, 0.001));
 
-  TuneOptions options;
-  options.budget_seconds = 60;
-  options.max_candidates = 0;
-  options.max_fraction = 1e-9;  // no search beyond what phase 1 measures
-  options.repeats = 1;
-  options.save = false;
-  const auto results = tune(*device, make_tune_tasks(info, {{"small", bf16}}, "widened_direct_tiled"), db, options);
-  ASSERT_EQ(results.size(), 1u);
-  const auto& trials = results[0].trials;
-  const auto seeded = std::find_if(trials.begin(), trials.end(), [&](const TuneTrial& t) { return t.config == tuned; });
-  ASSERT_NE(seeded, trials.end()) << "the FP32 entry's configuration was not timed";
+  const auto seeded = phase_one_trial(*device, bf16, "widened_direct_tiled", db, tuned);
+  ASSERT_TRUE(seeded) << "the FP32 entry's configuration was not timed";
   EXPECT_NE(seeded->note.find("another element type"), std::string::npos) << seeded->note;
   EXPECT_TRUE(seeded->ms.has_value()) << seeded->failure;
   std::filesystem::remove(file);
