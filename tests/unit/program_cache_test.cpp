@@ -5,6 +5,8 @@
 #include <fstream>
 #include <thread>
 
+#include <unistd.h>
+
 #include "src/backend/program_cache.h"
 #include "src/core/atomic_file.h"
 
@@ -22,11 +24,12 @@ ProgramCacheKey key(const std::string& source, std::map<std::string, std::string
   return {"opencl|vendor|device|arch|driver 1", "compiler 2", source, std::move(defines), {"-cl-fast-relaxed-math"}};
 }
 
+// Per process: two runs of this binary at once (ctest -j, two build trees) must not share it.
 struct CacheDir {
   std::filesystem::path path;
   CacheDir() {
     path = std::filesystem::temp_directory_path() /
-           ("convtune_cache_test_" + std::to_string(::testing::UnitTest::GetInstance()->random_seed()) + "_" +
+           ("convtune_cache_test_" + std::to_string(getpid()) + "_" +
             ::testing::UnitTest::GetInstance()->current_test_info()->name());
     std::filesystem::remove_all(path);
   }
