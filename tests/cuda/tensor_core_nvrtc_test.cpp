@@ -187,7 +187,8 @@ TEST(TensorCoreNvrtc, SixteenBitKernelsCompileForSm90AndSm80WithoutSpills) {
   EXPECT_GT(compiled, 0);
 }
 
-// The wgmma families (sm_90a: gemm_wgmma on the TN GEMMs, im2col_wgmma and implicit_gemm_wgmma in every direction)
+// The wgmma families (sm_90a: gemm_wgmma on the TN GEMMs, im2col_wgmma and implicit_gemm_wgmma in every direction,
+// implicit_gemm_nhwc_wgmma forward and backward-data)
 // in bf16, fp16 and tf32 (implicit_gemm_wgmma in 3xtf32 too): defaults and (but im2col_wgmma) a sampled
 // configuration each, no spills.
 TEST(TensorCoreNvrtc, WgmmaFamiliesCompileForSm90aWithoutSpills) {
@@ -201,6 +202,15 @@ TEST(TensorCoreNvrtc, WgmmaFamiliesCompileForSm90aWithoutSpills) {
   // accumulators.
   compile_family("implicit_gemm_wgmma", conv_problems(), test::described_hopper(), 1,
                  {{ElementType::F32, MathMode::TF32x3}});
+  // implicit_gemm_nhwc_wgmma: forward (with the problems' stride, groups and odd channel counts) and stride-1
+  // backward-data (strided backward-data and backward-filter are implicit_gemm_wgmma's).
+  std::vector<Problem> not_filter;
+  for (const Problem& pb : conv_problems()) {
+    const ConvProblem& c = pb.conv();
+    if (c.direction == Direction::Forward || (c.direction == Direction::BackwardData && c.stride.h == 1 && c.stride.w == 1))
+      not_filter.push_back(pb);
+  }
+  compile_family("implicit_gemm_nhwc_wgmma", not_filter, test::described_hopper(), 1, modes);
   std::vector<Problem> gemms;
   for (const char* text : {"M=1024,N=1024,K=1024,trans_b=1", "M=100,N=256,K=3136,trans_b=1",
                            "M=10,N=256,K=64,trans_b=1,batch=3,accumulate=1"})
@@ -209,6 +219,8 @@ TEST(TensorCoreNvrtc, WgmmaFamiliesCompileForSm90aWithoutSpills) {
   const KernelFamily& family = kernel_family("im2col_wgmma");
   const Problem pb = Problem(parse_problem("N=2,C=16,H=20,K=32,R=5")).with_precision({ElementType::BF16, MathMode::FP32});
   expect_compiles(family, pb, {true, true, 1}, family.default_config(pb, test::described_hopper()), test::described_hopper());
+  const KernelFamily& nhwc = kernel_family("implicit_gemm_nhwc_wgmma");  // its bias and ReLU
+  expect_compiles(nhwc, pb, {true, true, 1}, nhwc.default_config(pb, test::described_hopper()), test::described_hopper());
   std::cout << "nvrtc: compiled " << compiled << " wgmma programs for sm_90a\n";
   EXPECT_GT(compiled, 0);
 }

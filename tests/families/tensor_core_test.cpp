@@ -558,7 +558,12 @@ TEST(TensorCoreFamilies, WgmmaFamiliesSupportDefaultsAndPlans) {
       request.use_tuning = false;
       // The tensor-core family, unless it declares the layer a poor fit untuned (thin GEMMs: alex1's C=3 at stride 4,
       // Fashion-MNIST's C=1, backward-data): an FP32 family on FP32 copies (widened_*) takes it then.
-      for (const auto& [device, native] : {std::pair<const DeviceInfo*, const char*>{&hopper, "implicit_gemm_wgmma"},
+      // On the Hopper implicit_gemm_nhwc_wgmma comes first where it computes the layer and fits it.
+      const KernelFamily& nhwc = kernel_family("implicit_gemm_nhwc_wgmma");
+      const bool nhwc_first = nhwc.unsupported_reason(request.problem, {}, hopper).empty() &&
+                              nhwc.untuned_poor_fit(request.problem, hopper).empty();
+      for (const auto& [device, native] : {std::pair<const DeviceInfo*, const char*>{
+                                               &hopper, nhwc_first ? "implicit_gemm_nhwc_wgmma" : "implicit_gemm_wgmma"},
                                            {&ampere, "implicit_gemm_tc"}}) {
         const std::string chosen = PlanDescriptor::create(*device, request).family().name();
         if (kernel_family(native).untuned_poor_fit(request.problem, *device).empty()) {
@@ -581,6 +586,61 @@ TEST(TensorCoreFamilies, WgmmaFamiliesSupportDefaultsAndPlans) {
   const KernelRecipe dyt = implicit.recipe(filter, {}, implicit.default_config(filter, hopper), hopper);
   EXPECT_EQ(dyt.source.defines.at("DY_T"), "1");
   EXPECT_EQ(dyt.steps.front().kernel, "wg_dy_transpose");
+}
+
+// implicit_gemm_nhwc_wgmma: CUDA on compute capability 9.0, bf16/fp16/tf32 (not fp32 or 3xtf32), forward and
+// stride-1 backward-data (backward-filter and strided backward-data refused by name, implicit_gemm_wgmma's); its
+// recipe copies the gathered tensor channels-last (channels per group padded to a 16-byte chunk), reorders the
+// filters and runs the main kernel; first layers of few channels are a poor fit untuned.
+TEST(TensorCoreFamilies, NhwcWgmmaSupportRecipeAndPoorFit) {
+  const DeviceInfo hopper = test::described_hopper();
+  DeviceInfo ampere = hopper;
+  ampere.architecture = "sm_80", ampere.id = "cuda:1", ampere.name = "NVIDIA A100 (described)";
+  const KernelFamily& family = kernel_family("implicit_gemm_nhwc_wgmma");
+  const Precision bf16{ElementType::BF16, MathMode::FP32};
+  const auto problem = [](const char* text, Direction d, Precision precision) {
+    return Problem(parse_problem(text).with_direction(d)).with_precision(precision);
+  };
+  const char* layer = "N=4,C=12,H=10,K=20,R=3,pad=1,groups=2";
+  for (Precision precision : {bf16, Precision{ElementType::F16, MathMode::FP32}, Precision{ElementType::F32, MathMode::TF32}}) {
+    for (Direction d : {Direction::Forward, Direction::BackwardData}) {
+      const Problem pb = problem(layer, d, precision);
+      ASSERT_EQ(family.unsupported_reason(pb, {}, hopper), "") << pb.to_string();
+      const std::string why = family.unsupported_reason(pb, {}, ampere);
+      EXPECT_NE(why.find("implicit_gemm_nhwc_wgmma"), std::string::npos) << why;
+      EXPECT_NE(why.find("cuda:1"), std::string::npos) << why;
+      const Config config = family.default_config(pb, hopper);
+      EXPECT_EQ(config_problem(family, config, pb, hopper), "") << pb.to_string();
+      const KernelRecipe recipe = family.recipe(pb, {}, config, hopper);
+      ASSERT_EQ(recipe.steps.size(), 3u);
+      EXPECT_EQ(recipe.steps[0].kernel, "wgn_to_channels_last");
+      EXPECT_EQ(recipe.steps[1].kernel, "wgn_weights");
+      EXPECT_EQ(recipe.steps[2].kernel, "implicit_gemm_nhwc_wgmma");
+      // 6 (or 10) channels per group padded to a whole 16-byte chunk: 8 16-bit or 8 FP32 elements (two chunks).
+      const int64_t chunk = precision.type == ElementType::F32 ? 4 : 8;
+      const int64_t gathered = d == Direction::Forward ? 6 : 10;
+      const int64_t cp = (gathered + chunk - 1) / chunk * chunk;
+      EXPECT_EQ(recipe.source.defines.at("CP"), std::to_string(cp)) << pb.to_string();
+      const int64_t bytes = precision.type == ElementType::F32 ? 4 : 2;
+      const int64_t pixels = 100;  // 10 x 10 in and out (pad 1)
+      EXPECT_GE(recipe.workspace_bytes, static_cast<uint64_t>(4 * pixels * 2 * cp * bytes)) << pb.to_string();
+      EXPECT_EQ(recipe.steps[2].geometry.global[2], 2u);  // one layer of the grid per group
+    }
+  }
+  EXPECT_NE(family.unsupported_reason(problem(layer, Direction::Forward, {ElementType::F32, MathMode::FP32}), {}, hopper)
+                .find("not fp32 math"),
+            std::string::npos);
+  EXPECT_NE(family.unsupported_reason(problem(layer, Direction::Forward, {ElementType::F32, MathMode::TF32x3}), {}, hopper),
+            "");
+  EXPECT_NE(family.unsupported_reason(problem(layer, Direction::BackwardFilter, bf16), {}, hopper).find("implicit_gemm_wgmma"),
+            std::string::npos);
+  const std::string strided =
+      family.unsupported_reason(problem("N=2,C=16,H=9,K=16,R=3,stride=2,pad=1", Direction::BackwardData, bf16), {}, hopper);
+  EXPECT_NE(strided.find("stride 2x2"), std::string::npos) << strided;
+  EXPECT_EQ(family.unsupported_reason(problem("N=2,C=16,H=9,K=16,R=3,stride=2,pad=1", Direction::Forward, bf16), {}, hopper), "");
+  // alex1's 3 channels padded to 8 forward: a poor fit untuned; 5 of 8 is not.
+  EXPECT_NE(family.untuned_poor_fit(problem("N=8,C=3,H=32,K=64,R=3,pad=1", Direction::Forward, bf16), hopper), "");
+  EXPECT_EQ(family.untuned_poor_fit(problem("N=8,C=5,H=32,K=64,R=3,pad=1", Direction::Forward, bf16), hopper), "");
 }
 
 // fft_tc on a Hopper: valid defaults in both modes and every direction, fft's workspace for the same tiles, fp32

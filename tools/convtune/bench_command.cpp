@@ -456,6 +456,14 @@ void run_bench(const BenchOptions& opt, bool algorithm_given) {
                              {"device", device.info().name},
                              {"device_id", device.info().id},
                              {"driver", device.info().driver_version},
+                             // What `db import-bench` records its entries under.
+                             {"device_info",
+                              {{"fingerprint", device.info().fingerprint()},
+                               {"backend", std::string(to_string(device.info().backend))},
+                               {"name", device.info().name},
+                               {"vendor", device.info().vendor},
+                               {"architecture", device.info().architecture},
+                               {"driver", device.info().driver_version}}},
                              // Each row's own mode is its "math" field; this is what --math asked for.
                              {"math_option", opt.math.empty() ? "none: each problem's own" : opt.math},
                              {"date", utc_now()},

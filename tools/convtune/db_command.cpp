@@ -80,7 +80,8 @@ std::map<std::string, std::string> current_hashes(const TuningEntry& e, const De
 
 }  // namespace
 
-void add_db_fit_command(CLI::App& db);  // db_fit_command.cpp
+void add_db_fit_command(CLI::App& db);           // db_fit_command.cpp
+void add_db_import_bench_command(CLI::App& db);  // db_import_bench.cpp
 
 void add_db_command(CLI::App& app) {
   auto opt = std::make_shared<DbOptions>();
@@ -152,6 +153,7 @@ void add_db_command(CLI::App& app) {
   });
 
   add_db_fit_command(*db);
+  add_db_import_bench_command(*db);
 
   auto* prune = db->add_subcommand("prune", "Remove stale entries (other kernel source or driver) or one device's");
   prune->add_flag("--stale", opt->stale, "Entries this convtune would not trust on the devices present here");

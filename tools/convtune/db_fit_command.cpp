@@ -14,6 +14,8 @@
 
 namespace convtune::cli {
 
+DeviceInfo entries_device(const TuningDevice& d);  // below
+
 namespace {
 
 struct FitOptions {
@@ -29,17 +31,6 @@ bool poor_fit(const std::string& family, const ConvProblem& problem, const Devic
   for (const auto& f : kernel_families())
     if (f->name() == family) return !f->untuned_poor_fit(Problem(problem), device).empty();
   return false;
-}
-
-// What the poor-fit rules read of the device the entries were measured on (the device itself may be absent): its
-// backend and whether it is a GPU. OpenCL on a CPU reports the CPU's vendor ("GenuineIntel", "AuthenticAMD").
-DeviceInfo entries_device(const TuningDevice& d) {
-  DeviceInfo info;
-  info.backend = d.backend == "cuda" ? BackendKind::Cuda : d.backend == "opencl" ? BackendKind::OpenCL : BackendKind::Cpu;
-  info.name = d.name, info.vendor = d.vendor, info.architecture = d.architecture;
-  info.is_gpu = info.backend == BackendKind::Cuda ||
-                (info.backend == BackendKind::OpenCL && d.vendor != "GenuineIntel" && d.vendor != "AuthenticAMD");
-  return info;
 }
 
 // A family's claim on a problem (ahead of the model where it cannot predict the family, of the rank order where it
@@ -100,6 +91,17 @@ void print_device(const std::string& name, const DeviceInfo& device, const std::
 }
 
 }  // namespace
+
+// What the poor-fit rules read of the device the entries were measured on (the device itself may be absent): its
+// backend and whether it is a GPU. OpenCL on a CPU reports the CPU's vendor ("GenuineIntel", "AuthenticAMD").
+DeviceInfo entries_device(const TuningDevice& d) {  // also db_import_bench.cpp
+  DeviceInfo info;
+  info.backend = d.backend == "cuda" ? BackendKind::Cuda : d.backend == "opencl" ? BackendKind::OpenCL : BackendKind::Cpu;
+  info.name = d.name, info.vendor = d.vendor, info.architecture = d.architecture;
+  info.is_gpu = info.backend == BackendKind::Cuda ||
+                (info.backend == BackendKind::OpenCL && d.vendor != "GenuineIntel" && d.vendor != "AuthenticAMD");
+  return info;
+}
 
 void add_db_fit_command(CLI::App& db) {
   auto opt = std::make_shared<FitOptions>();

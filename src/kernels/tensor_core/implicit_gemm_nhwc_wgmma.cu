@@ -1,0 +1,190 @@
+// The implicit_gemm_nhwc_wgmma family: forward and backward-data convolutions as implicit GEMMs on Hopper's wgmma
+// (wgmma.h, wg_mainloop.h) over a channels-last copy of the gathered tensor, so that both operands reach shared
+// memory by 16-byte cp.async copies like a plain GEMM's (gemm_wgmma.cu), none through registers:
+//   forward         A[(n,p,q)][(r,s,c)] = xt at the tap's pixel      B[k][(r,s,c)] = w reordered (workspace)
+//   backward-data   A[(n,h,w)][(r,s,k)] = dyt where the tap lands    B[c][(r,s,k)] = w reordered (workspace)
+// xt / dyt: x or dy as [n][pixel][group][CP] with each group's channels padded to CP (a multiple of the 16-byte
+// chunk), written by wgn_to_channels_last through a shared-memory tile. The reduction runs over taps, then channels,
+// so a 16-byte chunk is CHUNK channels of one tap at one pixel: one bounds check and one copy (zero-filled off the
+// image, between a strided backward-data's grid points and past the reduction). Forward fuses bias and ReLU.
+// Shapes and parameters are defines (problem_defines plus the family's); the file does not compile alone.
+#include "tensor_core/wgmma.h"
+
+#if DIRECTION == 0
+#define CN_GATHERED C_PER_GROUP  // channels per group of the gathered tensor (x)
+#define CN_ROWS_M (N * P * Q)
+#define CN_COLS K_PER_GROUP
+#define CN_IMAGE_H H  // the gathered tensor's pixels
+#define CN_IMAGE_W W
+#else
+#define CN_GATHERED K_PER_GROUP
+#define CN_ROWS_M (N * H * W)
+#define CN_COLS C_PER_GROUP
+#define CN_IMAGE_H P
+#define CN_IMAGE_W Q
+#endif
+#define CN_GCP (GROUPS * CP)   // one pixel's channels in the channels-last copy
+#define CN_RED (R * S * CP)    // the reduction: taps x padded channels (a multiple of WG_CHUNK)
+#define CN_OUTSIDE (-(1 << 30))  // a row past M: every tap's check fails
+
+#if DIRECTION == 0 && HAS_BIAS
+#define CN_ARGS const wg_elem* RESTRICT x, wg_elem* RESTRICT y, const unsigned char* RESTRICT ws, \
+                const float* RESTRICT bias
+#elif DIRECTION == 0
+#define CN_ARGS const wg_elem* RESTRICT x, wg_elem* RESTRICT y, const unsigned char* RESTRICT ws
+#else
+#define CN_ARGS wg_elem* RESTRICT dx, const unsigned char* RESTRICT ws
+#endif
+
+// A tile: WG_BLOCK_M rows x 8 chunks; thread tid takes chunk tid % 8 of rows tid / 8 + i * WG_THREADS / 8 (eight
+// threads read a row's 128 contiguous bytes when the tile's channels are one tap's).
+#define CN_A_ITEMS (WG_BLOCK_M * 8 / WG_THREADS)
+#define CN_A_ROW(i) ((tid >> 3) + (i) * (WG_THREADS / 8))
+
+KERNEL __launch_bounds__(WG_THREADS, 1) void implicit_gemm_nhwc_wgmma(CN_ARGS) {
+  const int tid = LOCAL_ID(0);
+  const int n0 = (int)GROUP_ID(0) * BLOCK_N;
+  const int m0 = (int)GROUP_ID(1) * WG_BLOCK_M;
+  const int g = (int)GROUP_ID(2);
+  const int ntiles = (CN_RED + WG_TILE_K - 1) / WG_TILE_K;
+  const wg_elem* gathered = (const wg_elem*)(ws + WS_T);
+  const wg_elem* b_rows = (const wg_elem*)(ws + WS_W) + ((long)g * CN_COLS + n0) * CN_RED;
+  const int ch = tid & 7;
+
+  // This thread's A rows: the pixel's offset in the copy (this group's channels) and its origin (u, v).
+  int a_pixel[CN_A_ITEMS], a_u[CN_A_ITEMS], a_v[CN_A_ITEMS];
+  PRAGMA_UNROLL
+  for (int i = 0; i < CN_A_ITEMS; ++i) {
+    const int m = m0 + CN_A_ROW(i);
+    a_pixel[i] = 0, a_u[i] = CN_OUTSIDE, a_v[i] = CN_OUTSIDE;
+    if (m < CN_ROWS_M) {
+#if DIRECTION == 0
+      // Forward: output pixel (p, q) reads input pixel (p STRIDE - PAD + r DILATION, ...).
+      const int img = m / (P * Q), pq = m % (P * Q);
+      a_u[i] = (pq / Q) * STRIDE_H - PAD_H, a_v[i] = (pq % Q) * STRIDE_W - PAD_W;
+      a_pixel[i] = img * (H * W) * CN_GCP + g * CP;
+#else
+      // Backward-data: dx pixel (h, w) takes dy pixel ((h + PAD - r DILATION) / STRIDE, ...) where that divides.
+      const int img = m / (H * W), hw = m % (H * W);
+      a_u[i] = hw / W + PAD_H, a_v[i] = hw % W + PAD_W;
+      a_pixel[i] = img * (P * Q) * CN_GCP + g * CP;
+#endif
+    }
+  }
+
+  // Reduction tile `tile`: this thread's chunk of each of its rows, then B's rows like a GEMM's.
+#if DIRECTION == 0
+#define CN_CHUNK_SOURCE(i, dr, ds, c, ok, src)                                                    \
+  {                                                                                               \
+    const int h_ = a_u[i] + (dr), w_ = a_v[i] + (ds);                                             \
+    ok = ok && (unsigned)h_ < (unsigned)H && (unsigned)w_ < (unsigned)W;                          \
+    src = ok ? a_pixel[i] + (h_ * W + w_) * CN_GCP + (c) : 0;                                     \
+  }
+#else
+#define CN_CHUNK_SOURCE(i, dr, ds, c, ok, src)                                                    \
+  {                                                                                               \
+    const int ph_ = a_u[i] - (dr), qw_ = a_v[i] - (ds);                                           \
+    ok = ok && ph_ >= 0 && qw_ >= 0 && ph_ % STRIDE_H == 0 && qw_ % STRIDE_W == 0 &&              \
+         ph_ / STRIDE_H < P && qw_ / STRIDE_W < Q;                                                \
+    src = ok ? a_pixel[i] + ((ph_ / STRIDE_H) * Q + qw_ / STRIDE_W) * CN_GCP + (c) : 0;           \
+  }
+#endif
+#define WG_LOAD(stage, tile)                                                                      \
+  {                                                                                               \
+    const int kk_ = (tile) * WG_TILE_K + ch * WG_CHUNK;                                           \
+    const int tap_ = kk_ / CP, c_ = kk_ % CP;                                                     \
+    const int dr_ = (tap_ / S) * DILATION_H, ds_ = (tap_ % S) * DILATION_W;                       \
+    PRAGMA_UNROLL for (int i = 0; i < CN_A_ITEMS; ++i) {                                          \
+      bool ok_ = kk_ < CN_RED;                                                                    \
+      int src_;                                                                                   \
+      CN_CHUNK_SOURCE(i, dr_, ds_, c_, ok_, src_);                                                \
+      wg_copy16((stage) + wg_swizzle(CN_A_ROW(i), ch), gathered + src_, ok_);                     \
+    }                                                                                             \
+    PRAGMA_UNROLL for (int e = 0; e < (BLOCK_N * 8 + WG_THREADS - 1) / WG_THREADS; ++e) {         \
+      const int idx = tid + e * WG_THREADS, row = idx >> 3, bch = idx & 7;                        \
+      if ((BLOCK_N * 8) % WG_THREADS == 0 || row < BLOCK_N) {                                     \
+        const int k_ = (tile) * WG_TILE_K + bch * WG_CHUNK;                                       \
+        const bool ok = n0 + row < CN_COLS && k_ < CN_RED;                                        \
+        wg_copy16((stage) + WG_A_STAGE_BYTES + wg_swizzle(row, bch),                              \
+                  b_rows + (ok ? (long)row * CN_RED + k_ : 0), ok);                               \
+      }                                                                                           \
+    }                                                                                             \
+  }
+
+#include "tensor_core/wg_mainloop.h"
+
+  // ---- epilogue: rows are output pixels, columns channels (NCHW: a warp's stores run along pixels) ----
+  PRAGMA_UNROLL
+  for (int r = 0; r < 4; ++r) {
+    const int mm = m0 + WG_ACC_ROW(r);
+    if (mm >= CN_ROWS_M) continue;
+#if DIRECTION == 0
+    const int img = mm / (P * Q), pq = mm % (P * Q);
+    wg_elem* out_row = y + ((long)img * K + g * K_PER_GROUP) * (P * Q) + pq;  // + n * PQ
+#define CN_OUT_STRIDE (P * Q)
+#else
+    const int img = mm / (H * W), hw = mm % (H * W);
+    wg_elem* out_row = dx + ((long)img * C + g * C_PER_GROUP) * (H * W) + hw;  // + n * HW
+#define CN_OUT_STRIDE (H * W)
+#endif
+    PRAGMA_UNROLL
+    for (int j = 0; j < BLOCK_N / 8; ++j) {
+      const int n = n0 + WG_ACC_COL(j, r);
+      if (n >= CN_COLS) continue;
+      float value = acc[4 * j + r];
+#if DIRECTION == 0 && HAS_BIAS
+      value += bias[g * K_PER_GROUP + n];
+#endif
+#if DIRECTION == 0 && HAS_RELU
+      value = value > 0.0f ? value : 0.0f;
+#endif
+      out_row[(long)n * CN_OUT_STRIDE] = WG_FROM_FLOAT(value);
+    }
+  }
+}
+
+// The gathered tensor (x forward, dy backward-data: [n][group * CN_GATHERED + c][pixel]) into the workspace as
+// [n][pixel][group][CP], channels past CN_GATHERED zero. A 32 x 32 tile of (padded channel, pixel) a block of 32 x 8
+// threads through shared memory: reads run along pixels, writes along channels. Grid: x channel tiles, y pixel tiles,
+// z images.
+KERNEL void wgn_to_channels_last(const wg_elem* RESTRICT src, unsigned char* RESTRICT ws) {
+  __shared__ wg_elem tile[32][33];
+  const int tx = LOCAL_ID(0), ty = LOCAL_ID(1);
+  const int c0 = (int)GROUP_ID(0) * 32, pix0 = (int)GROUP_ID(1) * 32, img = (int)GROUP_ID(2);
+  const int pixels = CN_IMAGE_H * CN_IMAGE_W;
+  PRAGMA_UNROLL
+  for (int i = 0; i < 4; ++i) {
+    const int cc = c0 + ty + 8 * i, pix = pix0 + tx;  // padded channel (group, c) and pixel
+    const int grp = cc / CP, c = cc % CP;
+    wg_elem value = (wg_elem)0;
+    if (cc < CN_GCP && c < CN_GATHERED && pix < pixels)
+      value = src[((long)img * (GROUPS * CN_GATHERED) + grp * CN_GATHERED + c) * pixels + pix];
+    tile[ty + 8 * i][tx] = value;
+  }
+  BARRIER();
+  wg_elem* dst = (wg_elem*)(ws + WS_T) + (long)img * pixels * CN_GCP;
+  PRAGMA_UNROLL
+  for (int i = 0; i < 4; ++i) {
+    const int pix = pix0 + ty + 8 * i, cc = c0 + tx;
+    if (pix < pixels && cc < CN_GCP) dst[(long)pix * CN_GCP + cc] = tile[tx][ty + 8 * i];
+  }
+}
+
+// The filters as B rows: forward wr[g K/G + k][(r,s,c)] = w[g K/G + k][c][r][s], backward-data
+// wr[g C/G + c][(r,s,k)] = w[g K/G + k][c][r][s]; channels past the group's zero.
+KERNEL void wgn_weights(const wg_elem* RESTRICT w, unsigned char* RESTRICT ws) {
+  const long idx = GLOBAL_ID(0);
+  if (idx >= (long)GROUPS * CN_COLS * CN_RED) return;
+  const int red = (int)(idx % CN_RED), row = (int)(idx / CN_RED);
+  const int grp = row / CN_COLS, col = row % CN_COLS;
+  const int tap = red / CP, c = red % CP;
+  wg_elem value = (wg_elem)0;
+  if (c < CN_GATHERED) {
+#if DIRECTION == 0
+    value = w[((long)(grp * K_PER_GROUP + col) * C_PER_GROUP + c) * (R * S) + tap];
+#else
+    value = w[((long)(grp * K_PER_GROUP + c) * C_PER_GROUP + col) * (R * S) + tap];
+#endif
+  }
+  ((wg_elem*)(ws + WS_W))[idx] = value;
+}
