@@ -4,10 +4,11 @@
 # scripts/gpu/unseen_shapes.txt, forward and backward-data (every row checked against float64 by the bench), while
 # family_conformance_test checks the family on cuda:0 (every standard case, sampled configurations, bf16 and tf32;
 # fp16 too with FP16=1) at nice 19 beside it (the benches time on device events; cuDNN runs in the same bench).
+# TF32=1 adds the family's default in tf32 against cuDNN tf32 on the same layers (tf32_fwd, tf32_bwd-data).
 # PLAN=1 adds issue 14's bf16 bar: the plans' own choice (the shipped tuning/ files, an empty user database) on the
 # same layers in every direction against cuDNN bf16 (bf16_plan.md/.json), after the family's benches.
 # Files in OUTDIR: bf16_fwd.md/.json, bf16_bwd-data.md/.json, conformance.txt, log.txt.
-#   [PLAN=1] [FP16=1] scripts/gpu/nhwc_check.sh OUTDIR
+#   [PLAN=1] [TF32=1] [FP16=1] scripts/gpu/nhwc_check.sh OUTDIR
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 OUT=${1:?usage: nhwc_check.sh OUTDIR}
@@ -30,13 +31,17 @@ cat bench/suites/alexnet.txt bench/suites/seeds.txt scripts/gpu/unseen_shapes.tx
       >"/tmp/conf-$dir.txt" 2>&1 &
     pids+=($!)
   done
-  for dir in fwd bwd-data; do
-    echo "--- bench bf16 $dir ($(date +%T))"
-    timeout "${BENCH_SECONDS:-75}" "$BIN/convtune" bench --suite "$ALL" --direction "$dir" --device cuda:0 --math bf16 \
-      --family "$FAMILY" --against cudnn --warmup 2 --repeats 10 --out "$OUT/bf16_$dir.json" \
-      --markdown "$OUT/bf16_$dir.md" >"/tmp/bench-$dir.txt" 2>&1
-    echo "exit $?"
-    grep -vE "^\[" "/tmp/bench-$dir.txt" | cut -c1-300 | tail -30
+  maths=bf16
+  [ "${TF32:-0}" = 1 ] && maths="bf16 tf32"
+  for math in $maths; do
+    for dir in fwd bwd-data; do
+      echo "--- bench $math $dir ($(date +%T))"
+      timeout "${BENCH_SECONDS:-75}" "$BIN/convtune" bench --suite "$ALL" --direction "$dir" --device cuda:0 \
+        --math "$math" --family "$FAMILY" --against cudnn --warmup 2 --repeats 10 --out "$OUT/${math}_$dir.json" \
+        --markdown "$OUT/${math}_$dir.md" >"/tmp/bench-$math-$dir.txt" 2>&1
+      echo "exit $?"
+      grep -vE "^\[" "/tmp/bench-$math-$dir.txt" | cut -c1-300 | tail -30
+    done
   done
   if [ "${PLAN:-0}" = 1 ]; then
     echo "--- bench bf16, the plans' choice, every direction ($(date +%T))"
