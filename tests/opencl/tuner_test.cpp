@@ -47,6 +47,29 @@ std::optional<TuneTrial> phase_one_trial(Device& device, const Problem& problem,
   return std::nullopt;
 }
 
+// A shape tuned in FP32 for direct_tiled (its entry, of a configuration that is not the widened family's default,
+// in `db`) and its bf16 twin, which widened_direct_tiled computes from that family's configurations.
+struct Fp32Seed {
+  ConvProblem fp32, bf16;
+  Config tuned, widened_default;
+};
+Fp32Seed insert_fp32_seed(const DeviceInfo& info, TuningDatabase& db) {
+  Fp32Seed seed;
+  seed.fp32 = parse_problem("N=2,C=8,H=12,W=12,K=8,R=3,pad=1");
+  seed.bf16 = seed.fp32;
+  seed.bf16.type = ElementType::BF16;
+  const KernelFamily& direct = kernel_family("direct_tiled");
+  const KernelFamily& widened = kernel_family("widened_direct_tiled");
+  seed.widened_default = widened.default_config(seed.bf16, info);
+  const SearchSpace space(direct, seed.fp32, info);
+  for (const Config& c : space.sample(8, 11))
+    if (c != seed.widened_default && config_problem(widened, c, seed.bf16, info).empty()) seed.tuned = c;
+  if (!seed.tuned.empty())
+    db.insert(make_tuning_entry(info, "direct_tiled", kernel_source_hash(direct, seed.fp32, info), seed.fp32, seed.tuned,
+                                0.001));
+  return seed;
+}
+
 }  // namespace
 
 TEST(Tuner, NeverLeavesAProblemSlowerThanTodaysPlan) {
@@ -236,26 +259,14 @@ TEST(Tuner, StartsAWidenedFamilyFromTheFp32FamilysEntryForTheShape) {
   const DeviceInfo& info = device->info();
   // The shape tuned in FP32 for direct_tiled; its bf16 twin's tune of widened_direct_tiled times that configuration
   // first, with room for nothing but the baselines.
-  const ConvProblem fp32 = parse_problem("N=2,C=8,H=12,W=12,K=8,R=3,pad=1");
-  ConvProblem bf16 = fp32;
-  bf16.type = ElementType::BF16;
-  const KernelFamily& direct = kernel_family("direct_tiled");
-  const KernelFamily& widened = kernel_family("widened_direct_tiled");
-  EXPECT_EQ(widened.seed_family(), "direct_tiled");
+  EXPECT_EQ(kernel_family("widened_direct_tiled").seed_family(), "direct_tiled");
   const std::filesystem::path file = temp_db("widened_seed");
   std::filesystem::remove(file);
   TuningDatabase db(file);
-  const Config defaults = widened.default_config(bf16, info);
-  Config tuned;
-  {
-    const SearchSpace space(direct, fp32, info);
-    for (const Config& c : space.sample(8, 11))
-      if (c != defaults && config_problem(widened, c, bf16, info).empty()) tuned = c;
-  }
-  ASSERT_FALSE(tuned.empty());
-  db.insert(make_tuning_entry(info, "direct_tiled", kernel_source_hash(direct, fp32, info), fp32, tuned, 0.001));
+  const Fp32Seed seed = insert_fp32_seed(info, db);
+  ASSERT_FALSE(seed.tuned.empty());
 
-  const auto seeded = phase_one_trial(*device, bf16, "widened_direct_tiled", db, tuned);
+  const auto seeded = phase_one_trial(*device, seed.bf16, "widened_direct_tiled", db, seed.tuned);
   ASSERT_TRUE(seeded) << "the FP32 entry's configuration was not timed";
   EXPECT_NE(seeded->note.find("another element type"), std::string::npos) << seeded->note;
   EXPECT_TRUE(seeded->ms.has_value()) << seeded->failure;
@@ -270,24 +281,13 @@ TEST(Tuner, TimesTunedSeedsBeforeTheFamiliesDefaults) {
   // timed first): the FP32 entry's configuration is timed before the default, so a tune of many layers whose
   // budget ends among the defaults has timed the tuned configurations (a 330 s bf16 tune of 48 layers x 11
   // families never reached them when the defaults came first).
-  const ConvProblem fp32 = parse_problem("N=2,C=8,H=12,W=12,K=8,R=3,pad=1");
-  ConvProblem bf16 = fp32;
-  bf16.type = ElementType::BF16;
-  const KernelFamily& direct = kernel_family("direct_tiled");
-  const KernelFamily& widened = kernel_family("widened_direct_tiled");
   const KernelFamily& other = kernel_family("widened_implicit_gemm");
   const std::filesystem::path file = temp_db("seeds_first");
   std::filesystem::remove(file);
   TuningDatabase db(file);
-  const Config defaults = widened.default_config(bf16, info);
-  Config tuned;
-  {
-    const SearchSpace space(direct, fp32, info);
-    for (const Config& c : space.sample(8, 11))
-      if (c != defaults && config_problem(widened, c, bf16, info).empty()) tuned = c;
-  }
-  ASSERT_FALSE(tuned.empty());
-  db.insert(make_tuning_entry(info, "direct_tiled", kernel_source_hash(direct, fp32, info), fp32, tuned, 0.001));
+  const Fp32Seed seed = insert_fp32_seed(info, db);
+  ASSERT_FALSE(seed.tuned.empty());
+  const ConvProblem& bf16 = seed.bf16;
   db.insert(make_tuning_entry(info, other.name(), kernel_source_hash(other, bf16, info), bf16,
                               other.default_config(bf16, info), 0.0001));
   PlanRequest request;
@@ -299,7 +299,7 @@ TEST(Tuner, TimesTunedSeedsBeforeTheFamiliesDefaults) {
   const auto at = [&](const Config& config) {
     return std::find_if(trials.begin(), trials.end(), [&](const TuneTrial& t) { return t.config == config; });
   };
-  const auto seeded = at(tuned), by_default = at(defaults);
+  const auto seeded = at(seed.tuned), by_default = at(seed.widened_default);
   ASSERT_NE(seeded, trials.end()) << "the FP32 entry's configuration was not timed";
   ASSERT_NE(by_default, trials.end()) << "the default was not timed";
   EXPECT_LT(seeded - trials.begin(), by_default - trials.begin()) << "the seed was timed after the default";

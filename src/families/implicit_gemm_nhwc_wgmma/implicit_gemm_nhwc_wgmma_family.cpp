@@ -1,7 +1,7 @@
 // The implicit_gemm_nhwc_wgmma family: forward and backward-data convolutions as implicit GEMMs on Hopper's warpgroup
 // MMA over a channels-last copy of the gathered tensor (kernels/tensor_core/implicit_gemm_nhwc_wgmma.cu), so both
 // operands are copied by 16-byte cp.async like a plain GEMM's: implicit_gemm_wgmma gathers NCHW's scattered 2-byte
-// elements through registers, which held its 3x3 and 5x5 layers at 140-220 TFLOP/s where its GEMM reaches 530-620.
+// elements through registers, which held its 3x3 and 5x5 layers at 100-240 TFLOP/s where its GEMM reaches 530-620.
 // BF16/FP16 tensors and FP32 tensors in tf32 math, bias and ReLU fused forward. CUDA on compute capability 9.0.
 #include <fmt/format.h>
 
