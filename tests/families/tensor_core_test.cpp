@@ -558,12 +558,15 @@ TEST(TensorCoreFamilies, WgmmaFamiliesSupportDefaultsAndPlans) {
       request.use_tuning = false;
       // The tensor-core family, unless it declares the layer a poor fit untuned (thin GEMMs: alex1's C=3 at stride 4,
       // Fashion-MNIST's C=1, backward-data): an FP32 family on FP32 copies (widened_*) takes it then.
-      // On the Hopper implicit_gemm_nhwc_wgmma comes first where it computes the layer and fits it.
-      const KernelFamily& nhwc = kernel_family("implicit_gemm_nhwc_wgmma");
-      const bool nhwc_first = nhwc.unsupported_reason(request.problem, {}, hopper).empty() &&
-                              nhwc.untuned_poor_fit(request.problem, hopper).empty();
-      for (const auto& [device, native] : {std::pair<const DeviceInfo*, const char*>{
-                                               &hopper, nhwc_first ? "implicit_gemm_nhwc_wgmma" : "implicit_gemm_wgmma"},
+      // On the Hopper implicit_gemm_nhwc_wgmma (forward, stride-1 backward-data) or implicit_gemm_shifted_wgmma
+      // (backward-filter) comes first where it computes the layer and fits it.
+      const char* hopper_native = "implicit_gemm_wgmma";
+      for (const char* first : {"implicit_gemm_nhwc_wgmma", "implicit_gemm_shifted_wgmma"}) {
+        const KernelFamily& f = kernel_family(first);
+        if (f.unsupported_reason(request.problem, {}, hopper).empty() && f.untuned_poor_fit(request.problem, hopper).empty())
+          hopper_native = first;
+      }
+      for (const auto& [device, native] : {std::pair<const DeviceInfo*, const char*>{&hopper, hopper_native},
                                            {&ampere, "implicit_gemm_tc"}}) {
         const std::string chosen = PlanDescriptor::create(*device, request).family().name();
         if (kernel_family(native).untuned_poor_fit(request.problem, *device).empty()) {
@@ -641,6 +644,60 @@ TEST(TensorCoreFamilies, NhwcWgmmaSupportRecipeAndPoorFit) {
   // alex1's 3 channels padded to 8 forward: a poor fit untuned; 5 of 8 is not.
   EXPECT_NE(family.untuned_poor_fit(problem("N=8,C=3,H=32,K=64,R=3,pad=1", Direction::Forward, bf16), hopper), "");
   EXPECT_EQ(family.untuned_poor_fit(problem("N=8,C=5,H=32,K=64,R=3,pad=1", Direction::Forward, bf16), hopper), "");
+}
+
+// implicit_gemm_shifted_wgmma: CUDA on compute capability 9.0, bf16/fp16/tf32, backward-filter only (the other
+// directions refused by name); its recipe shifts x (one copy per filter column), lays dy's rows out padded, runs the
+// main kernel and, split, sums the slices; output rows padded to more than twice their length are a poor fit untuned.
+TEST(TensorCoreFamilies, ShiftedWgmmaSupportRecipeAndPoorFit) {
+  const DeviceInfo hopper = test::described_hopper();
+  DeviceInfo ampere = hopper;
+  ampere.architecture = "sm_80", ampere.id = "cuda:1", ampere.name = "NVIDIA A100 (described)";
+  const KernelFamily& family = kernel_family("implicit_gemm_shifted_wgmma");
+  const Precision bf16{ElementType::BF16, MathMode::FP32};
+  const auto problem = [](const char* text, Direction d, Precision precision) {
+    return Problem(parse_problem(text).with_direction(d)).with_precision(precision);
+  };
+  const char* layer = "N=4,C=12,H=13,K=20,R=3,S=5,pad=1x2,groups=2";  // Q = 13
+  for (Precision precision : {bf16, Precision{ElementType::F16, MathMode::FP32}, Precision{ElementType::F32, MathMode::TF32}}) {
+    const Problem pb = problem(layer, Direction::BackwardFilter, precision);
+    ASSERT_EQ(family.unsupported_reason(pb, {}, hopper), "") << pb.to_string();
+    const std::string why = family.unsupported_reason(pb, {}, ampere);
+    EXPECT_NE(why.find("implicit_gemm_shifted_wgmma"), std::string::npos) << why;
+    EXPECT_NE(why.find("cuda:1"), std::string::npos) << why;
+    for (int64_t split : {1, 2}) {
+      Config config = family.default_config(pb, hopper);
+      config["SPLIT_K"] = split;
+      ASSERT_EQ(config_problem(family, config, pb, hopper), "") << pb.to_string();
+      const KernelRecipe recipe = family.recipe(pb, {}, config, hopper);
+      ASSERT_EQ(recipe.steps.size(), split == 1 ? 3u : 4u);
+      EXPECT_EQ(recipe.steps[0].kernel, "wgs_shift_x");
+      EXPECT_EQ(recipe.steps[1].kernel, "wgs_dy_rows");
+      EXPECT_EQ(recipe.steps[2].kernel, "implicit_gemm_shifted_wgmma");
+      if (split > 1) EXPECT_EQ(recipe.steps[3].kernel, "wgs_filter_reduce");
+      // Q = 13 padded to a whole 16-byte chunk: 16 16-bit or FP32 elements.
+      EXPECT_EQ(recipe.source.defines.at("QP"), "16") << pb.to_string();
+      const int64_t bytes = precision.type == ElementType::F32 ? 4 : 2;
+      const uint64_t shifted = 5 * 4 * 12 * 13 * 16 * bytes, dy_rows = 20 * 4 * 13 * 16 * bytes;
+      const uint64_t partials = split > 1 ? 2 * 20 * 6 * 15 * 4 : 0;  // FP32, K x C/groups*R*S a slice
+      EXPECT_GE(recipe.workspace_bytes, shifted + dy_rows + partials) << pb.to_string();
+      EXPECT_LE(recipe.workspace_bytes, shifted + dy_rows + partials + 3 * 256) << pb.to_string();
+      EXPECT_EQ(recipe.steps[2].geometry.global[2], static_cast<size_t>(2 * split));  // groups x slices
+    }
+  }
+  for (Direction d : {Direction::Forward, Direction::BackwardData}) {
+    const std::string why = family.unsupported_reason(problem(layer, d, bf16), {}, hopper);
+    EXPECT_NE(why.find("computes backward-filter"), std::string::npos) << why;
+  }
+  EXPECT_NE(family.unsupported_reason(problem(layer, Direction::BackwardFilter, {ElementType::F32, MathMode::FP32}), {},
+                                      hopper)
+                .find("not fp32 math"),
+            std::string::npos);
+  // Q = 3 padded to 8: a poor fit untuned; Q = 4 and 13 (alex3-5) are not, nor Fashion-MNIST's C=1 (25 filter rows).
+  EXPECT_NE(family.untuned_poor_fit(problem("N=8,C=64,H=3,K=64,R=3,pad=1", Direction::BackwardFilter, bf16), hopper), "");
+  EXPECT_EQ(family.untuned_poor_fit(problem("N=8,C=64,H=4,K=64,R=3,pad=1", Direction::BackwardFilter, bf16), hopper), "");
+  EXPECT_EQ(family.untuned_poor_fit(problem("N=8,C=64,H=13,K=64,R=3,pad=1", Direction::BackwardFilter, bf16), hopper), "");
+  EXPECT_EQ(family.untuned_poor_fit(problem("N=100,C=1,H=28,K=32,R=5,pad=2", Direction::BackwardFilter, bf16), hopper), "");
 }
 
 // fft_tc on a Hopper: valid defaults in both modes and every direction, fft's workspace for the same tiles, fp32
