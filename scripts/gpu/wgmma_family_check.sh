@@ -9,6 +9,7 @@
 #   TUNE=S  then `tune` the family on the same layers and directions for S seconds a math mode (TUNE_MATHS: bf16)
 #           (tune_db.json, tune_log_<math>_<dir>.json), and bench the tuned entries against cuDNN in that mode
 #           (<math>_tuned_<dir>)
+#   TUNE_LAYERS="alex1 u7"  tune (and bench tuned) only these layers of the set
 #   IMPORT_DB=tuning/FILE  then those benches' rows into a copy of FILE (db import-bench) in OUTDIR/tuning/, which
 #           the PLAN benches use
 #   PLAN=1  issue 14's bf16 bar: the plans' own choice (the shipped tuning/ files, or TUNING_DIR's, an empty user
@@ -61,16 +62,18 @@ bench_rows() {  # name, then bench's arguments
     done
   fi
   if [ "${TUNE:-0}" != 0 ]; then
+    layer_args=()
+    for layer in ${TUNE_LAYERS:-}; do layer_args+=(--layer "$layer"); done
     for math in ${TUNE_MATHS:-bf16}; do
       for dir in $DIRS; do
         echo "--- tune $FAMILY $math $dir for $((TUNE / $(echo $DIRS | wc -w)))s ($(date +%T))"
-        timeout $((TUNE + 60)) "$BIN/convtune" tune --suite "$ALL" --direction "$dir" --device cuda:0 --math "$math" \
-          --family "$FAMILY" --budget "$((TUNE / $(echo $DIRS | wc -w)))s" --db "$OUT/tune_db.json" \
+        timeout $((TUNE + 60)) "$BIN/convtune" tune --suite "$ALL" "${layer_args[@]}" --direction "$dir" \
+          --device cuda:0 --math "$math" --family "$FAMILY" --budget "$((TUNE / $(echo $DIRS | wc -w)))s" --db "$OUT/tune_db.json" \
           --log "$OUT/tune_log_${math}_$dir.json" --no-peak >"/tmp/tune-$math-$dir.txt" 2>&1
         echo "exit $?"
         grep -vE "^\[" "/tmp/tune-$math-$dir.txt" | cut -c1-250 | tail -25
-        CONVTUNE_TUNING_DB=$OUT/tune_db.json bench_rows "${math}_tuned_$dir" --direction "$dir" --math "$math" \
-          --family "$FAMILY" --against cudnn
+        CONVTUNE_TUNING_DB=$OUT/tune_db.json bench_rows "${math}_tuned_$dir" "${layer_args[@]}" --direction "$dir" \
+          --math "$math" --family "$FAMILY" --against cudnn
       done
     done
   fi
@@ -79,8 +82,9 @@ bench_rows() {  # name, then bench's arguments
     # below then use: OUT/tuning/ comes back with the results.
     echo "--- import the tuned rows into $OUT/tuning/$(basename "$IMPORT_DB") ($(date +%T))"
     mkdir -p "$OUT/tuning" && cp "$CONVTUNE_SHIPPED_TUNING_DIR"/*.json "$OUT/tuning/"
+    empty=$(mktemp -d)  # no shipped defaults beside the file being written
     for f in "$OUT"/*_tuned_*.json; do
-      CONVTUNE_SHIPPED_TUNING_DIR=/nonexistent "$BIN/convtune" db --db "$OUT/tuning/$(basename "$IMPORT_DB")" \
+      CONVTUNE_SHIPPED_TUNING_DIR=$empty "$BIN/convtune" db --db "$OUT/tuning/$(basename "$IMPORT_DB")" \
         import-bench "$f" 2>&1 | tail -1
     done
     export CONVTUNE_SHIPPED_TUNING_DIR=$OUT/tuning

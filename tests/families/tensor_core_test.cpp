@@ -482,7 +482,7 @@ TEST(TensorCoreFamilies, PlansChooseTensorCoresByMathModeWithValidDefaults) {
   int thin_problems = 0;
   for (const Problem& base : problems) {
     // A GEMM thinner than one MMA tile (C=1 or 3 in backward-data) goes to the FP32 families, which compute the
-    // tensor-core modes too.
+    // tensor-core modes too, unless col2im_wgmma (strided backward-data) takes it.
     const KernelFamily& tc_family = kernel_family(base.is_conv() ? "implicit_gemm_tc" : "gemm_tc");
     const bool thin = !tc_family.untuned_poor_fit(base, hopper).empty();
     thin_problems += thin;
@@ -493,7 +493,12 @@ TEST(TensorCoreFamilies, PlansChooseTensorCoresByMathModeWithValidDefaults) {
       const PlanDescriptor d = PlanDescriptor::create(hopper, request);
       const std::string& family = d.family().name();
       const bool tc = family.find("_tc") != std::string::npos || family.find("_wgmma") != std::string::npos;
-      EXPECT_EQ(tc, math != MathMode::FP32 && !thin) << request.problem.to_string() << " -> " << d.describe();
+      // col2im_wgmma's GEMM has C/groups*R*S columns: it takes alex1's strided thin backward-data in tf32.
+      const KernelFamily& col2im = kernel_family("col2im_wgmma");
+      const bool col2im_takes = col2im.unsupported_reason(request.problem, {}, hopper).empty() &&
+                                col2im.untuned_poor_fit(request.problem, hopper).empty();
+      EXPECT_EQ(tc, math != MathMode::FP32 && (!thin || col2im_takes))
+          << request.problem.to_string() << " -> " << d.describe();
       if (tc) EXPECT_LE(d.recipe().steps.front().geometry.dynamic_local_bytes, hopper.local_memory_optin_bytes);
     }
   }
@@ -558,10 +563,11 @@ TEST(TensorCoreFamilies, WgmmaFamiliesSupportDefaultsAndPlans) {
       request.use_tuning = false;
       // The tensor-core family, unless it declares the layer a poor fit untuned (thin GEMMs: alex1's C=3 at stride 4,
       // Fashion-MNIST's C=1, backward-data): an FP32 family on FP32 copies (widened_*) takes it then.
-      // On the Hopper implicit_gemm_nhwc_wgmma (forward, stride-1 backward-data) or implicit_gemm_shifted_wgmma
-      // (backward-filter) comes first where it computes the layer and fits it.
+      // On the Hopper implicit_gemm_nhwc_wgmma (forward, stride-1 backward-data), col2im_wgmma (strided
+      // backward-data) or implicit_gemm_shifted_wgmma (backward-filter) comes first where it computes the layer and
+      // fits it.
       const char* hopper_native = "implicit_gemm_wgmma";
-      for (const char* first : {"implicit_gemm_nhwc_wgmma", "implicit_gemm_shifted_wgmma"}) {
+      for (const char* first : {"implicit_gemm_nhwc_wgmma", "col2im_wgmma", "implicit_gemm_shifted_wgmma"}) {
         const KernelFamily& f = kernel_family(first);
         if (f.unsupported_reason(request.problem, {}, hopper).empty() && f.untuned_poor_fit(request.problem, hopper).empty())
           hopper_native = first;
@@ -698,6 +704,58 @@ TEST(TensorCoreFamilies, ShiftedWgmmaSupportRecipeAndPoorFit) {
   EXPECT_EQ(family.untuned_poor_fit(problem("N=8,C=64,H=4,K=64,R=3,pad=1", Direction::BackwardFilter, bf16), hopper), "");
   EXPECT_EQ(family.untuned_poor_fit(problem("N=8,C=64,H=13,K=64,R=3,pad=1", Direction::BackwardFilter, bf16), hopper), "");
   EXPECT_EQ(family.untuned_poor_fit(problem("N=100,C=1,H=28,K=32,R=5,pad=2", Direction::BackwardFilter, bf16), hopper), "");
+}
+
+// col2im_wgmma: CUDA on compute capability 9.0, bf16/fp16/tf32, backward-data only; its recipe copies dy
+// channels-last, reorders the filters, then a GEMM and a gather per chunk of IMAGES images (the last chunk shorter);
+// unit-stride layers are a poor fit untuned (implicit_gemm_nhwc_wgmma's), alex1's 3 input channels are not.
+TEST(TensorCoreFamilies, Col2imWgmmaSupportRecipeAndPoorFit) {
+  const DeviceInfo hopper = test::described_hopper();
+  DeviceInfo ampere = hopper;
+  ampere.architecture = "sm_80", ampere.id = "cuda:1", ampere.name = "NVIDIA A100 (described)";
+  const KernelFamily& family = kernel_family("col2im_wgmma");
+  const Precision bf16{ElementType::BF16, MathMode::FP32};
+  const auto problem = [](const char* text, Direction d, Precision precision) {
+    return Problem(parse_problem(text).with_direction(d)).with_precision(precision);
+  };
+  const char* layer = "N=5,C=12,H=15,K=20,R=5,stride=2,pad=2,groups=2";  // P = Q = 8, 10 channels of dy a group
+  for (Precision precision : {bf16, Precision{ElementType::F16, MathMode::FP32}, Precision{ElementType::F32, MathMode::TF32}}) {
+    const Problem pb = problem(layer, Direction::BackwardData, precision);
+    ASSERT_EQ(family.unsupported_reason(pb, {}, hopper), "") << pb.to_string();
+    EXPECT_EQ(family.untuned_poor_fit(pb, hopper), "");
+    const std::string why = family.unsupported_reason(pb, {}, ampere);
+    EXPECT_NE(why.find("col2im_wgmma"), std::string::npos) << why;
+    EXPECT_NE(why.find("cuda:1"), std::string::npos) << why;
+    Config config = family.default_config(pb, hopper);
+    config["IMAGES"] = 2;
+    ASSERT_EQ(config_problem(family, config, pb, hopper), "") << pb.to_string();
+    const KernelRecipe recipe = family.recipe(pb, {}, config, hopper);
+    ASSERT_EQ(recipe.steps.size(), 2u + 2 * 3);  // chunks of 2, 2 and 1 images
+    EXPECT_EQ(recipe.steps[0].kernel, "col2im_wgmma_dy");
+    EXPECT_EQ(recipe.steps[1].kernel, "col2im_wgmma_weights");
+    EXPECT_EQ(recipe.steps[2].kernel, "col2im_wgmma_gemm");
+    EXPECT_EQ(recipe.steps[3].kernel, "col2im_wgmma_gather");
+    EXPECT_EQ(recipe.steps[7].kernel, "col2im_wgmma_gather");
+    EXPECT_EQ(recipe.steps[2].geometry.global[2], 2u);  // one layer of the grid per group
+    // 10 channels a group padded to a 16-byte chunk: 16 16-bit or 12 FP32 elements; the columns are FP32.
+    const int64_t kp = precision.type == ElementType::F32 ? 12 : 16;
+    EXPECT_EQ(recipe.source.defines.at("KP"), std::to_string(kp));
+    EXPECT_EQ(recipe.source.defines.at("CHUNK_ROWS"), "128");  // 2 images x 8 x 8
+    const int64_t bytes = precision.type == ElementType::F32 ? 4 : 2;
+    const uint64_t dyt = 5 * 64 * 2 * kp * bytes, wt = 2 * 150 * kp * bytes, col = 2 * 150 * 128 * 4;
+    EXPECT_GE(recipe.workspace_bytes, dyt + wt + col);
+    EXPECT_LE(recipe.workspace_bytes, dyt + wt + col + 3 * 256);
+  }
+  for (Direction d : {Direction::Forward, Direction::BackwardFilter}) {
+    const std::string why = family.unsupported_reason(problem(layer, d, bf16), {}, hopper);
+    EXPECT_NE(why.find("computes backward-data"), std::string::npos) << why;
+  }
+  EXPECT_NE(family.untuned_poor_fit(problem("N=8,C=64,H=13,K=64,R=3,pad=1", Direction::BackwardData, bf16), hopper)
+                .find("implicit_gemm_nhwc_wgmma"),
+            std::string::npos);
+  EXPECT_EQ(family.untuned_poor_fit(problem("N=128,C=3,H=224,K=64,R=11,stride=4,pad=2", Direction::BackwardData, bf16),
+                                    hopper),
+            "");
 }
 
 // fft_tc on a Hopper: valid defaults in both modes and every direction, fft's workspace for the same tiles, fp32

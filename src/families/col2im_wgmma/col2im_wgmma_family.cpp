@@ -1,0 +1,207 @@
+// The col2im_wgmma family: backward-data convolutions as a GEMM into FP32 columns on Hopper's warpgroup MMA, dy
+// channels-last times the filters with both operands by 16-byte cp.async, then a gather of the columns into dx
+// (kernels/tensor_core/col2im_wgmma.cu), in chunks of IMAGES images. For strided layers and layers of few input
+// channels: every product is computed once, where a masked implicit GEMM multiplies zeros at all but one in
+// stride x stride taps and a GEMM of C/groups columns (alex1's 3) is mostly empty. BF16/FP16 tensors and FP32 in
+// tf32 math. CUDA on compute capability 9.0.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <limits>
+
+#include "convtune/plan.h"
+#include "src/families/depthwise/depthwise_layer.h"
+#include "src/families/families.h"
+#include "src/families/gemm_wgmma/wgmma_tiles.h"
+
+namespace convtune {
+
+namespace {
+
+// The wgmma tiles (SPLIT_K unused: the reduction is K/groups) and the images of one chunk.
+struct Params : wgmma::Params {
+  int64_t images = 0;
+};
+
+const ParameterTable<Params>& table() {
+  using P = Params;
+  static const ParameterTable<Params> t({
+      {"WG_M", &P::wg_m, {2, 1}, "warpgroups along M: block tiles of 64 x WG_M dy pixels, 128 x WG_M threads"},
+      {"BLOCK_N", &P::block_n, {128, 256, 64}, "block tile columns (c,r,s): one m64nBLOCK_N wgmma per warpgroup"},
+      {"STAGES", &P::stages, {3, 4}, "shared-memory stages (the reduction is K/groups: a few 128-byte tiles)"},
+      {"IMAGES", &P::images, {16, 8, 32, 4, 64, 128, 2, 1},
+       "images per chunk: the FP32 columns of IMAGES x P x Q dy pixels are written, then gathered into dx"},
+  });
+  return t;
+}
+
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+int64_t round_up(int64_t a, int64_t b) { return ceil_div(a, b) * b; }
+uint64_t aligned(uint64_t bytes) { return (bytes + 255) / 256 * 256; }
+
+// The GEMM per group (rows N*P*Q in chunks, columns C/groups*R*S, reduction KP) and the workspace.
+struct Shape {
+  int64_t cols = 0;
+  int64_t kp = 0;          // K/groups padded to a whole 16-byte chunk
+  int64_t images = 0;      // per chunk (at most N)
+  int64_t chunk_rows = 0;  // images x P x Q
+  uint64_t dy_bytes = 0, w_bytes = 0, col_bytes = 0;
+  uint64_t workspace() const { return dy_bytes + w_bytes + col_bytes; }
+};
+
+Shape shape(const ConvProblem& pb, int64_t images) {
+  Shape s;
+  const int64_t eb = wgmma::element_bytes(pb.type);
+  s.cols = pb.c_per_group() * pb.r * pb.s;
+  s.kp = round_up(pb.k_per_group(), wgmma::chunk_elements(pb.type));
+  s.images = std::clamp<int64_t>(images, 1, pb.n);
+  s.chunk_rows = s.images * pb.p() * pb.q();
+  s.dy_bytes = aligned(static_cast<uint64_t>(pb.n * pb.p() * pb.q() * pb.groups * s.kp * eb));
+  s.w_bytes = aligned(static_cast<uint64_t>(pb.groups * s.cols * s.kp * eb));
+  s.col_bytes = aligned(static_cast<uint64_t>(pb.groups * s.cols * s.chunk_rows * 4));
+  return s;
+}
+
+// Shared memory of all stages (as wgmma::shared_bytes).
+size_t shared_bytes(const Params& p) { return wgmma::shared_bytes(p); }
+
+class Col2imWgmmaFamily final : public KernelFamily {
+ public:
+  std::string name() const override { return "col2im_wgmma"; }
+  std::string description() const override {
+    return "backward-data as a GEMM into FP32 columns on Hopper's warpgroup MMA (wgmma, sm_90a), dy channels-last "
+           "times the filters by cp.async, then a gather into dx, in chunks of images: every product once, for "
+           "strided layers and few input channels; BF16/FP16 tensors and FP32 in tf32 math";
+  }
+  Problem::Kind problem_kind() const override { return Problem::Kind::Convolution; }
+  // Before implicit_gemm_wgmma (3), whose phases still gather dy through registers and whose GEMM has C/groups
+  // columns.
+  int untuned_rank() const override { return 2; }
+  bool uses_tensor_cores() const override { return true; }
+
+  std::string unsupported_reason(const Problem& generic, const Epilogue& epilogue,
+                                 const DeviceInfo& device) const override {
+    if (std::string why = wgmma::conv_unsupported_reason(name(), generic, epilogue, device); !why.empty()) return why;
+    const ConvProblem& pb = generic.conv();
+    if (pb.direction != Direction::BackwardData)
+      return fmt::format("computes backward-data, not {}", to_string(pb.direction));
+    const Shape one = shape(pb, 1);
+    constexpr int64_t kMax = std::numeric_limits<int32_t>::max();
+    if (pb.n * pb.p() * pb.q() * pb.groups * one.kp > kMax || pb.groups * one.cols * one.chunk_rows > kMax)
+      return "dy's channels-last copy or one image's columns exceed 2^31-1 elements (32-bit indexing)";
+    if (one.workspace() > workspace_limit(device)) {
+      return fmt::format("{} needs {} bytes of workspace for one image (dy channels-last, the filters, the FP32 "
+                         "columns), over the limit of {} bytes",
+                         name(), one.workspace(), workspace_limit(device));
+    }
+    if (ceil_div(pb.p() * pb.q(), 32) > wgmma::kMaxGridAxis || pb.n > wgmma::kMaxGridAxis)
+      return fmt::format("N={} or {} dy pixels exceed the grid limits of the channels-last copy", pb.n,
+                         pb.p() * pb.q());
+    return {};
+  }
+
+  std::string untuned_poor_fit(const Problem& generic, const DeviceInfo&) const override {
+    const ConvProblem& pb = generic.conv();
+    // The GEMM has C/groups*R*S columns: few input channels fill it (wgmma::conv_poor_fit's C/groups does not apply).
+    if (std::string why = depthwise::leave_to_depthwise(pb); !why.empty()) return why;
+    if (pb.stride.h == 1 && pb.stride.w == 1)
+      return "unit stride: implicit_gemm_nhwc_wgmma computes each product once without the columns' round trip "
+             "through memory";
+    return {};
+  }
+
+  std::vector<Parameter> parameters(const Problem&) const override { return table().parameters(); }
+
+  std::vector<Constraint> constraints(const Problem& problem) const override {
+    using X = ConstraintContext;
+    using P = Params;
+    const ConvProblem pb = problem.conv();
+    const ParameterTable<Params>& t = table();
+    return {
+        t.constraint("shared memory of all stages within the device's opt-in limit", {&P::wg_m, &P::block_n, &P::stages},
+                     [](const P& p, const X& x) {
+                       return shared_bytes(p) <= std::max(x.device.local_memory_bytes, x.device.local_memory_optin_bytes);
+                     }),
+        t.constraint("threads within the device limit", {&P::wg_m},
+                     [](const P& p, const X& x) { return static_cast<size_t>(p.threads()) <= x.device.max_work_group_size; }),
+        // Past the batch a larger chunk is the same chunk: one candidate stands for all.
+        t.constraint("IMAGES at most the batch rounded up to a power of two", {&P::images},
+                     [pb](const P& p, const X&) { return p.images < 2 * pb.n; }),
+        t.constraint("at most 256 chunks (two launches each)", {&P::images},
+                     [pb](const P& p, const X&) { return ceil_div(pb.n, p.images) <= 256; }),
+        t.constraint("M-tiles of a chunk within the CUDA grid limit", {&P::wg_m, &P::images},
+                     [pb](const P& p, const X&) {
+                       return ceil_div(shape(pb, p.images).chunk_rows, p.block_m()) <= wgmma::kMaxGridAxis;
+                     }),
+        t.constraint("workspace within the limit", {&P::images}, [pb](const P& p, const X& x) {
+          return shape(pb, p.images).workspace() <= workspace_limit(x.device);
+        }),
+    };
+  }
+
+  Config default_config(const Problem& problem, const DeviceInfo& device) const override {
+    const ConvProblem& pb = problem.conv();
+    const Shape one = shape(pb, 1);
+    Params p;
+    static_cast<wgmma::Params&>(p) = wgmma::default_tiles(pb.n * pb.p() * pb.q(), one.cols);
+    p.stages = 3;
+    // Chunks of columns up to 128 MiB: the gather reads them back soon after they are written, and a chunk costs
+    // two launches.
+    const uint64_t per_image = one.col_bytes;
+    p.images = 1;
+    while (p.images * 2 < 2 * pb.n && per_image * static_cast<uint64_t>(p.images * 2) <= (uint64_t{128} << 20))
+      p.images *= 2;
+    auto valid = [&](const Params& q) { return config_problem(*this, table().write(q), problem, device).empty(); };
+    while (!valid(p) && p.images > 1) p.images /= 2;
+    return table().write(p);
+  }
+
+  KernelRecipe recipe(const Problem& problem, const Epilogue&, const Config& config,
+                      const DeviceInfo&) const override {
+    const ConvProblem& pb = problem.conv();
+    const Params p = table().read(config);
+    const Shape s = shape(pb, p.images);
+    KernelRecipe recipe;
+    recipe.source.file = "tensor_core/col2im_wgmma.cu";
+    recipe.source.defines = problem_defines(pb);
+    recipe.source.defines["KP"] = std::to_string(s.kp);
+    recipe.source.defines["CHUNK_ROWS"] = std::to_string(s.chunk_rows);
+    recipe.source.defines["WS_DY"] = "0";
+    recipe.source.defines["WS_W"] = std::to_string(s.dy_bytes);
+    recipe.source.defines["WS_COL"] = std::to_string(s.dy_bytes + s.w_bytes);
+    table().add_defines(p, recipe.source.defines);
+    recipe.source.defines["ELEM"] = pb.type == ElementType::BF16 ? "0" : pb.type == ElementType::F16 ? "1" : "2";
+    recipe.source.options.push_back("--gpu-architecture=sm_90a");
+    recipe.workspace_bytes = s.workspace();
+
+    constexpr int dx = 0, w = 1, dy = 2;
+    const auto value = [](int64_t v) { return ArgSource::fixed(static_cast<int32_t>(v)); };
+    LaunchStep copy{"col2im_wgmma_dy", {ArgSource::of_operand(dy), ArgSource::workspace()}, {}};
+    copy.geometry.dims = 3;
+    copy.geometry.global = {static_cast<size_t>(ceil_div(pb.groups * s.kp, 32) * 32),
+                            static_cast<size_t>(ceil_div(pb.p() * pb.q(), 32) * 8), static_cast<size_t>(pb.n)};
+    copy.geometry.local = {32, 8, 1};
+    recipe.steps.push_back(std::move(copy));
+    recipe.steps.push_back(wgmma::elementwise_step("col2im_wgmma_weights",
+                                                   {ArgSource::of_operand(w), ArgSource::workspace()},
+                                                   pb.groups * s.cols * s.kp));
+    for (int64_t n0 = 0; n0 < pb.n; n0 += s.images) {
+      const int64_t images = std::min(s.images, pb.n - n0), rows = images * pb.p() * pb.q();
+      LaunchStep gemm;
+      gemm.kernel = "col2im_wgmma_gemm";
+      gemm.geometry = wgmma::main_geometry(rows, s.cols, pb.groups, p);
+      gemm.args = {ArgSource::workspace(), value(n0 * pb.p() * pb.q()), value(rows)};
+      recipe.steps.push_back(std::move(gemm));
+      recipe.steps.push_back(wgmma::elementwise_step(
+          "col2im_wgmma_gather", {ArgSource::workspace(), ArgSource::of_operand(dx), value(n0), value(images)},
+          images * pb.c * pb.h * pb.w));
+    }
+    return recipe;
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<KernelFamily> families::make_col2im_wgmma() { return std::make_unique<Col2imWgmmaFamily>(); }
+
+}  // namespace convtune
