@@ -21,8 +21,9 @@ using wgmma::Params;
 
 const ParameterTable<Params>& table() {
   static const ParameterTable<Params> t = wgmma::make_table(
-      {1, 2, 4, 8, 16, 32}, "slices of the N*P*Q reduction, FP32 partials summed by a second kernel (fills the GPU: "
-                            "backward-filter's output is only K x C/groups*R*S)");
+      {1, 2, 4, 8, 16, 32, 64, 128},
+      "slices of the N*P*Q reduction, FP32 partials summed by a second kernel (fills the GPU: backward-filter's output "
+      "is only K x C/groups*R*S, one or two tiles on 1x1 layers of few channels)");
   return t;
 }
 
@@ -139,7 +140,7 @@ class ImplicitGemmShiftedWgmmaFamily final : public KernelFamily {
     // Split the reduction until the blocks fill the GPU twice over, keeping at least 8 tiles a slice.
     const int64_t blocks = ceil_div(s.m, p.block_m()) * ceil_div(s.cols, p.block_n) * pb.groups;
     const int64_t target = 2 * std::max(1, device.compute_units), tile_k = wgmma::tile_k(pb.type);
-    while (p.split_k < 32 && blocks * p.split_k * 2 <= target && s.reduction / (p.split_k * 2) >= 8 * tile_k) {
+    while (p.split_k < 128 && blocks * p.split_k * 2 <= target && s.reduction / (p.split_k * 2) >= 8 * tile_k) {
       Params q = p;
       q.split_k *= 2;
       if (!valid(q)) break;
