@@ -756,6 +756,14 @@ TEST(TensorCoreFamilies, Col2imWgmmaSupportRecipeAndPoorFit) {
   EXPECT_EQ(family.untuned_poor_fit(problem("N=128,C=3,H=224,K=64,R=11,stride=4,pad=2", Direction::BackwardData, bf16),
                                     hopper),
             "");
+  // It claims strided layers of few input channels (ahead of a cost model that cannot predict it), not wider ones.
+  EXPECT_NE(family.untuned_claim(problem("N=128,C=3,H=224,K=64,R=11,stride=4,pad=2", Direction::BackwardData, bf16),
+                                 hopper),
+            "");
+  EXPECT_EQ(family.untuned_claim(problem("N=32,C=128,H=56,K=128,R=3,stride=2,pad=1", Direction::BackwardData, bf16),
+                                 hopper),
+            "");
+  EXPECT_EQ(family.untuned_claim(problem("N=8,C=3,H=32,K=64,R=3,pad=1", Direction::BackwardData, bf16), hopper), "");
 }
 
 // fft_tc on a Hopper: valid defaults in both modes and every direction, fft's workspace for the same tiles, fp32
