@@ -62,9 +62,6 @@ Shape shape(const ConvProblem& pb, int64_t images) {
   return s;
 }
 
-// Shared memory of all stages (as wgmma::shared_bytes).
-size_t shared_bytes(const Params& p) { return wgmma::shared_bytes(p); }
-
 class Col2imWgmmaFamily final : public KernelFamily {
  public:
   std::string name() const override { return "col2im_wgmma"; }
@@ -130,13 +127,8 @@ class Col2imWgmmaFamily final : public KernelFamily {
     using P = Params;
     const ConvProblem pb = problem.conv();
     const ParameterTable<Params>& t = table();
-    return {
-        t.constraint("shared memory of all stages within the device's opt-in limit", {&P::wg_m, &P::block_n, &P::stages},
-                     [](const P& p, const X& x) {
-                       return shared_bytes(p) <= std::max(x.device.local_memory_bytes, x.device.local_memory_optin_bytes);
-                     }),
-        t.constraint("threads within the device limit", {&P::wg_m},
-                     [](const P& p, const X& x) { return static_cast<size_t>(p.threads()) <= x.device.max_work_group_size; }),
+    std::vector<Constraint> list = wgmma::tile_constraints(t);
+    list.insert(list.end(), {
         // Past the batch a larger chunk is the same chunk: one candidate stands for all.
         t.constraint("IMAGES at most the batch rounded up to a power of two", {&P::images},
                      [pb](const P& p, const X&) { return p.images < 2 * pb.n; }),
@@ -149,7 +141,8 @@ class Col2imWgmmaFamily final : public KernelFamily {
         t.constraint("workspace within the limit", {&P::images}, [pb](const P& p, const X& x) {
           return shape(pb, p.images).workspace() <= workspace_limit(x.device);
         }),
-    };
+    });
+    return list;
   }
 
   Config default_config(const Problem& problem, const DeviceInfo& device) const override {

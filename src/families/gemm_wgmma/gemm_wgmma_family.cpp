@@ -88,14 +88,7 @@ class GemmWgmmaFamily final : public KernelFamily {
     while (!valid(p) && p.stages > 3) --p.stages;
     // Split the reduction while the blocks do not fill the multiprocessors twice and each slice keeps 4 tiles.
     const int64_t blocks = ceil_div(g.m, p.block_m()) * ceil_div(g.n, p.block_n) * g.batch;
-    const int64_t target = 2 * std::max(1, device.compute_units), tile_k = wgmma::tile_k(g.type);
-    while (p.split_k < 16 && blocks * p.split_k * 2 <= target && g.k / (p.split_k * 2) >= 4 * tile_k) {
-      Params q = p;
-      q.split_k *= 2;
-      if (!valid(q)) break;
-      p = q;
-    }
-    return table().write(p);
+    return table().write(wgmma::split_to_fill(p, blocks, g.k, g.type, 16, 4, device, valid));
   }
 
   KernelRecipe recipe(const Problem& problem, const Epilogue&, const Config& config,

@@ -55,21 +55,6 @@ size_t shared_bytes(const Params& p) {
   return static_cast<size_t>(p.stages * (p.block_m() + p.block_n) * 128 + 1024);
 }
 
-std::vector<Constraint> tile_constraints(const ParameterTable<Params>& t) {
-  using P = Params;
-  using X = ConstraintContext;
-  return {
-      t.constraint("shared memory of all stages within the device's opt-in limit", {&P::wg_m, &P::block_n, &P::stages},
-                   [](const P& p, const X& x) {
-                     return shared_bytes(p) <= std::max(x.device.local_memory_bytes, x.device.local_memory_optin_bytes);
-                   }),
-      t.constraint("threads within the device limit", {&P::wg_m},
-                   [](const P& p, const X& x) { return static_cast<size_t>(p.threads()) <= x.device.max_work_group_size; }),
-      // 64 x 256 accumulators of two warpgroups take 128 registers a thread beside the copies' addresses: ptxas
-      // reported 203 for WG_M 2, BLOCK_N 256 (tensor_core_nvrtc_test); one warpgroup would not hide the latency.
-  };
-}
-
 Params default_tiles(int64_t m, int64_t n) {
   Params p;
   p.wg_m = m >= 128 ? 2 : 1;
@@ -78,6 +63,19 @@ Params default_tiles(int64_t m, int64_t n) {
   if (p.block_n == 256 && m < 256) p.block_n = 128;
   p.stages = 4;
   p.split_k = 1;
+  return p;
+}
+
+Params split_to_fill(Params p, int64_t blocks, int64_t reduction, ElementType type, int64_t max_split,
+                     int64_t min_tiles, const DeviceInfo& device, const std::function<bool(const Params&)>& valid) {
+  const int64_t target = 2 * std::max(1, device.compute_units);
+  while (p.split_k < max_split && blocks * p.split_k * 2 <= target &&
+         reduction / (p.split_k * 2) >= min_tiles * tile_k(type)) {
+    Params q = p;
+    q.split_k *= 2;
+    if (!valid(q)) break;
+    p = q;
+  }
   return p;
 }
 

@@ -3,7 +3,9 @@
 // element-type defines and the main kernel's launch.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
 #include <string_view>
@@ -40,11 +42,30 @@ int64_t chunk_elements(ElementType type);
 // The table of WG_M, BLOCK_N, STAGES and SPLIT_K with the given split candidates.
 ParameterTable<Params> make_table(std::vector<int64_t> split_candidates, std::string split_description);
 size_t shared_bytes(const Params& p);  // all stages plus 1024 bytes to align them
-// Shared memory, threads, registers; the family adds its problem's (grid, split-K, workspace).
-std::vector<Constraint> tile_constraints(const ParameterTable<Params>& t);
+// Shared memory and threads; the family adds its problem's (grid, split-K, workspace). A table of a struct derived
+// from Params (a family's further parameters) takes them too.
+template <typename P>
+std::vector<Constraint> tile_constraints(const ParameterTable<P>& t) {
+  using X = ConstraintContext;
+  return {
+      t.constraint("shared memory of all stages within the device's opt-in limit", {&P::wg_m, &P::block_n, &P::stages},
+                   [](const P& p, const X& x) {
+                     return shared_bytes(p) <= std::max(x.device.local_memory_bytes, x.device.local_memory_optin_bytes);
+                   }),
+      t.constraint("threads within the device limit", {&P::wg_m},
+                   [](const P& p, const X& x) { return static_cast<size_t>(p.threads()) <= x.device.max_work_group_size; }),
+      // 64 x 256 accumulators of two warpgroups take 128 registers a thread beside the copies' addresses: ptxas
+      // reported 203 for WG_M 2, BLOCK_N 256 (tensor_core_nvrtc_test); one warpgroup would not hide the latency.
+  };
+}
 
 // Block tiles for an m x n GEMM: two warpgroups where M fills 128 rows, BLOCK_N 256/128/64 by n, four stages.
 Params default_tiles(int64_t m, int64_t n);
+// `p` with SPLIT_K doubled while `blocks` x SPLIT_K x 2 still fits in twice the device's multiprocessors, SPLIT_K
+// stays within `max_split`, each slice keeps at least `min_tiles` reduction tiles of `reduction` elements, and
+// `valid` holds (the family's constraints).
+Params split_to_fill(Params p, int64_t blocks, int64_t reduction, ElementType type, int64_t max_split,
+                     int64_t min_tiles, const DeviceInfo& device, const std::function<bool(const Params&)>& valid);
 
 // The parameters as defines plus ELEM (0 BF16, 1 FP16, 2 TF32), and the sm_90a target option.
 void add_defines(const ParameterTable<Params>& t, const Params& p, ElementType type, KernelRecipe& recipe);

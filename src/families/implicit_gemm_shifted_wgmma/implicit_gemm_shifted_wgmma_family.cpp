@@ -139,13 +139,7 @@ class ImplicitGemmShiftedWgmmaFamily final : public KernelFamily {
     while (!valid(p) && p.stages > 3) --p.stages;
     // Split the reduction until the blocks fill the GPU twice over, keeping at least 8 tiles a slice.
     const int64_t blocks = ceil_div(s.m, p.block_m()) * ceil_div(s.cols, p.block_n) * pb.groups;
-    const int64_t target = 2 * std::max(1, device.compute_units), tile_k = wgmma::tile_k(pb.type);
-    while (p.split_k < 128 && blocks * p.split_k * 2 <= target && s.reduction / (p.split_k * 2) >= 8 * tile_k) {
-      Params q = p;
-      q.split_k *= 2;
-      if (!valid(q)) break;
-      p = q;
-    }
+    p = wgmma::split_to_fill(p, blocks, s.reduction, pb.type, 128, 8, device, valid);
     return table().write(p);
   }
 

@@ -206,13 +206,7 @@ class ImplicitGemmWgmmaFamily final : public KernelFamily {
     while (!valid(p) && p.stages > 3) --p.stages;
     if (filter) {
       const int64_t blocks = ceil_div(s0.m, p.block_m()) * ceil_div(s0.n, p.block_n) * pb.groups;
-      const int64_t target = 2 * std::max(1, device.compute_units), tile_k = wgmma::tile_k(pb.type);
-      while (p.split_k < 32 && blocks * p.split_k * 2 <= target && s0.reduction / (p.split_k * 2) >= 8 * tile_k) {
-        Params q = p;
-        q.split_k *= 2;
-        if (!valid(q)) break;
-        p = q;
-      }
+      p = wgmma::split_to_fill(p, blocks, s0.reduction, pb.type, 32, 8, device, valid);
     }
     return table(pb.direction).write(p);
   }
