@@ -63,8 +63,8 @@ class ImplicitGemmNhwcWgmmaFamily final : public KernelFamily {
            "forward (bias and ReLU fused) and backward-data";
   }
   Problem::Kind problem_kind() const override { return Problem::Kind::Convolution; }
-  // Before implicit_gemm_wgmma, which keeps backward-filter, strided backward-data and thin first layers: on the
-  // H100 this family's default took 0.43-0.75 of implicit_gemm_wgmma's tuned time on every other AlexNet, seed and
+  // Before implicit_gemm_wgmma, which keeps thin first layers (backward-filter and strided backward-data are
+  // implicit_gemm_shifted_wgmma's and col2im_wgmma's, also rank 2): on the H100 this family's default took 0.43-0.75 of implicit_gemm_wgmma's tuned time on every other AlexNet, seed and
   // unseen_shapes.txt row where that family ran in bf16 (docs/PERFORMANCE.md, seventeenth session).
   int untuned_rank() const override { return 2; }
   bool uses_tensor_cores() const override { return true; }
@@ -74,11 +74,12 @@ class ImplicitGemmNhwcWgmmaFamily final : public KernelFamily {
     if (std::string why = wgmma::conv_unsupported_reason(name(), generic, epilogue, device); !why.empty()) return why;
     const ConvProblem& pb = generic.conv();
     if (pb.direction == Direction::BackwardFilter)
-      return "computes forward and backward-data; backward-filter is implicit_gemm_wgmma's";
+      return "computes forward and backward-data; backward-filter is implicit_gemm_shifted_wgmma's and "
+             "implicit_gemm_wgmma's";
     // Masked here, a stride-s backward-data would spend (s*s-1)/(s*s) of its MMAs on zeros (alex1's stride 4: 17 ms
-    // against 1.5 ms); implicit_gemm_wgmma runs it by phases.
+    // against 1.5 ms); col2im_wgmma computes each product once and implicit_gemm_wgmma runs it by phases.
     if (pb.direction == Direction::BackwardData && (pb.stride.h > 1 || pb.stride.w > 1))
-      return fmt::format("strided backward-data (stride {}x{}) is implicit_gemm_wgmma's, which runs it by phases",
+      return fmt::format("strided backward-data (stride {}x{}) is col2im_wgmma's and implicit_gemm_wgmma's (by phases)",
                          pb.stride.h, pb.stride.w);
     const Shape s = shape(pb);
     if (s.copy_elements > std::numeric_limits<int32_t>::max() ||
