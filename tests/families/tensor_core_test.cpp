@@ -706,6 +706,24 @@ TEST(TensorCoreFamilies, ShiftedWgmmaSupportRecipeAndPoorFit) {
   EXPECT_EQ(family.untuned_poor_fit(problem("N=100,C=1,H=28,K=32,R=5,pad=2", Direction::BackwardFilter, bf16), hopper), "");
 }
 
+// Untuned tf32 backward-filter of fewer than 128 filter rows goes to implicit_gemm_tc, which claims it (its smaller
+// tiles fill the GPU there); wider layers and bf16 stay with implicit_gemm_shifted_wgmma.
+TEST(TensorCoreFamilies, FewFilterRowsInTf32GoToImplicitGemmTc) {
+  const DeviceInfo hopper = test::described_hopper();
+  const auto chosen = [&](const char* text, Precision precision) {
+    PlanRequest request;
+    request.problem = Problem(parse_problem(text).with_direction(Direction::BackwardFilter)).with_precision(precision);
+    request.use_tuning = false;
+    return PlanDescriptor::create(hopper, request).family().name();
+  };
+  const Precision tf32{ElementType::F32, MathMode::TF32}, bf16{ElementType::BF16, MathMode::FP32};
+  EXPECT_EQ(chosen("N=32,C=64,H=56,K=256,R=1", tf32), "implicit_gemm_tc");  // ResNet-50's 1x1 expansion: 64 rows
+  EXPECT_EQ(chosen("N=64,C=24,H=56,K=144,R=1", tf32), "implicit_gemm_tc");  // MobileNetV2's: 24 rows
+  EXPECT_EQ(chosen("N=32,C=64,H=56,K=256,R=1", bf16), "implicit_gemm_shifted_wgmma");
+  EXPECT_EQ(chosen("N=32,C=1024,H=14,K=256,R=1", tf32), "implicit_gemm_shifted_wgmma");
+  EXPECT_EQ(chosen("N=32,C=128,H=28,K=128,R=1", tf32), "implicit_gemm_shifted_wgmma");  // 128 rows
+}
+
 // col2im_wgmma: CUDA on compute capability 9.0, bf16/fp16/tf32, backward-data only; its recipe copies dy
 // channels-last, reorders the filters, then a GEMM and a gather per chunk of IMAGES images (the last chunk shorter);
 // unit-stride layers are a poor fit untuned (implicit_gemm_nhwc_wgmma's), alex1's 3 input channels are not.
