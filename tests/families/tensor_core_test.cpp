@@ -706,6 +706,36 @@ TEST(TensorCoreFamilies, ShiftedWgmmaSupportRecipeAndPoorFit) {
   EXPECT_EQ(family.untuned_poor_fit(problem("N=100,C=1,H=28,K=32,R=5,pad=2", Direction::BackwardFilter, bf16), hopper), "");
 }
 
+// The Hopper families added for issue 14 on shapes outside the suites (N=1, large N, groups, dilation, odd sizes,
+// asymmetric filters and strides): wherever a family computes the problem, its default configuration satisfies every
+// one of its constraints and its recipe's workspace stays within the limit; in every mode it computes.
+TEST(TensorCoreFamilies, NewWgmmaFamiliesHaveValidDefaultsOutsideTheSuites) {
+  const DeviceInfo hopper = test::described_hopper();
+  int checked = 0;
+  for (const char* text : {"N=1,C=3,H=224,K=64,R=7,stride=2,pad=3", "N=20000,C=3,H=64,K=32,R=5,stride=2,pad=2",
+                           "N=4096,C=16,H=9,W=13,K=24,R=3,S=5,stride=1x2,pad=1x2", "N=2,C=32,H=17,K=48,R=3,dilation=2,pad=2,groups=4",
+                           "N=8,C=64,H=33,K=64,R=3,stride=3,dilation=2,pad=1,groups=2", "N=1,C=2048,H=7,K=512,R=1",
+                           "N=64,C=96,H=5,K=80,R=5,pad=2", "N=300,C=12,H=28,K=18,R=3,stride=2,pad=1,groups=3",
+                           "N=20000,C=32,H=32,K=8,R=7,stride=2,pad=3"}) {
+    for (Direction d : {Direction::Forward, Direction::BackwardData, Direction::BackwardFilter}) {
+      for (Precision precision : {Precision{ElementType::BF16, MathMode::FP32}, Precision{ElementType::F16, MathMode::FP32},
+                                  Precision{ElementType::F32, MathMode::TF32}}) {
+        const Problem pb = Problem(parse_problem(text).with_direction(d)).with_precision(precision);
+        for (const char* name : {"implicit_gemm_nhwc_wgmma", "implicit_gemm_shifted_wgmma", "col2im_wgmma"}) {
+          const KernelFamily& family = kernel_family(name);
+          if (!family.unsupported_reason(pb, {}, hopper).empty()) continue;
+          const Config config = family.default_config(pb, hopper);
+          ASSERT_EQ(config_problem(family, config, pb, hopper), "") << name << " " << pb.to_string();
+          EXPECT_LE(family.recipe(pb, {}, config, hopper).workspace_bytes, workspace_limit(hopper))
+              << name << " " << pb.to_string();
+          ++checked;
+        }
+      }
+    }
+  }
+  EXPECT_GE(checked, 70);
+}
+
 // Untuned tf32 backward-filter of fewer than 128 filter rows goes to implicit_gemm_tc, which claims it (its smaller
 // tiles fill the GPU there); wider layers and bf16 stay with implicit_gemm_shifted_wgmma.
 TEST(TensorCoreFamilies, FewFilterRowsInTf32GoToImplicitGemmTc) {

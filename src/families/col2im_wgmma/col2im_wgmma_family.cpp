@@ -35,9 +35,19 @@ const ParameterTable<Params>& table() {
   return t;
 }
 
-int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
-int64_t round_up(int64_t a, int64_t b) { return ceil_div(a, b) * b; }
-uint64_t aligned(uint64_t bytes) { return (bytes + 255) / 256 * 256; }
+using wgmma::aligned;
+using wgmma::ceil_div;
+using wgmma::round_up;
+
+constexpr int64_t kMaxChunks = 256;   // each chunk is two launches
+constexpr int64_t kMaxImages = 128;   // IMAGES' largest candidate
+
+// The fewest images per chunk (a power of two, as IMAGES' candidates) that keeps the batch within kMaxChunks chunks.
+int64_t min_images(const ConvProblem& pb) {
+  int64_t images = 1;
+  while ((pb.n + images - 1) / images > kMaxChunks) images *= 2;
+  return images;
+}
 
 // The GEMM per group (rows N*P*Q in chunks, columns C/groups*R*S, reduction KP) and the workspace.
 struct Shape {
@@ -82,14 +92,16 @@ class Col2imWgmmaFamily final : public KernelFamily {
     const ConvProblem& pb = generic.conv();
     if (pb.direction != Direction::BackwardData)
       return fmt::format("computes backward-data, not {}", to_string(pb.direction));
-    const Shape one = shape(pb, 1);
+    if (min_images(pb) > kMaxImages)
+      return fmt::format("N={} needs more than {} chunks of at most {} images", pb.n, kMaxChunks, kMaxImages);
+    const Shape fewest = shape(pb, min_images(pb));
     constexpr int64_t kMax = std::numeric_limits<int32_t>::max();
-    if (pb.n * pb.p() * pb.q() * pb.groups * one.kp > kMax || pb.groups * one.cols * one.chunk_rows > kMax)
-      return "dy's channels-last copy or one image's columns exceed 2^31-1 elements (32-bit indexing)";
-    if (one.workspace() > workspace_limit(device)) {
-      return fmt::format("{} needs {} bytes of workspace for one image (dy channels-last, the filters, the FP32 "
-                         "columns), over the limit of {} bytes",
-                         name(), one.workspace(), workspace_limit(device));
+    if (pb.n * pb.p() * pb.q() * pb.groups * fewest.kp > kMax || pb.groups * fewest.cols * fewest.chunk_rows > kMax)
+      return "dy's channels-last copy or one chunk's columns exceed 2^31-1 elements (32-bit indexing)";
+    if (fewest.workspace() > workspace_limit(device)) {
+      return fmt::format("{} needs {} bytes of workspace for its smallest chunk of {} images (dy channels-last, the "
+                         "filters, the FP32 columns), over the limit of {} bytes",
+                         name(), fewest.workspace(), fewest.images, workspace_limit(device));
     }
     if (ceil_div(pb.p() * pb.q(), 32) > wgmma::kMaxGridAxis || pb.n > wgmma::kMaxGridAxis)
       return fmt::format("N={} or {} dy pixels exceed the grid limits of the channels-last copy", pb.n,
@@ -133,7 +145,7 @@ class Col2imWgmmaFamily final : public KernelFamily {
         t.constraint("IMAGES at most the batch rounded up to a power of two", {&P::images},
                      [pb](const P& p, const X&) { return p.images < 2 * pb.n; }),
         t.constraint("at most 256 chunks (two launches each)", {&P::images},
-                     [pb](const P& p, const X&) { return ceil_div(pb.n, p.images) <= 256; }),
+                     [pb](const P& p, const X&) { return ceil_div(pb.n, p.images) <= kMaxChunks; }),
         t.constraint("M-tiles of a chunk within the CUDA grid limit", {&P::wg_m, &P::images},
                      [pb](const P& p, const X&) {
                        return ceil_div(shape(pb, p.images).chunk_rows, p.block_m()) <= wgmma::kMaxGridAxis;
@@ -151,14 +163,16 @@ class Col2imWgmmaFamily final : public KernelFamily {
     Params p;
     static_cast<wgmma::Params&>(p) = wgmma::default_tiles(pb.n * pb.p() * pb.q(), one.cols);
     p.stages = 3;
-    // Chunks of columns up to 128 MiB: the gather reads them back soon after they are written, and a chunk costs
-    // two launches.
+    // Chunks of columns up to 128 MiB (the gather reads them back soon after they are written), but never more than
+    // kMaxChunks of them; smaller where the workspace limit asks.
     const uint64_t per_image = one.col_bytes;
-    p.images = 1;
-    while (p.images * 2 < 2 * pb.n && per_image * static_cast<uint64_t>(p.images * 2) <= (uint64_t{128} << 20))
+    const int64_t fewest = min_images(pb);
+    p.images = fewest;
+    while (p.images * 2 < 2 * pb.n && p.images < kMaxImages &&
+           per_image * static_cast<uint64_t>(p.images * 2) <= (uint64_t{128} << 20))
       p.images *= 2;
     auto valid = [&](const Params& q) { return config_problem(*this, table().write(q), problem, device).empty(); };
-    while (!valid(p) && p.images > 1) p.images /= 2;
+    while (!valid(p) && p.images > fewest) p.images /= 2;
     return table().write(p);
   }
 

@@ -24,7 +24,7 @@ const ParameterTable<Params>& table() {
   return t;
 }
 
-int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+using wgmma::ceil_div;
 
 class GemmWgmmaFamily final : public KernelFamily {
  public:

@@ -10,10 +10,6 @@
 
 namespace convtune::wgmma {
 
-namespace {
-int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
-}  // namespace
-
 std::string unsupported_reason(std::string_view family, const Problem& problem, const DeviceInfo& device,
                                bool split_tf32) {
   if (!device.can_run_kernels) return fmt::format("needs a device that compiles kernels: {}", device.cannot_run_reason);

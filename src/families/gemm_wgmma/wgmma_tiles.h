@@ -27,6 +27,12 @@ struct Params {
 
 inline constexpr int64_t kMaxGridAxis = 65535;  // CUDA's limit on grid axes 1 and 2
 
+// The families' size arithmetic: ceil(a / b), a rounded up to a multiple of b, and a workspace region's bytes
+// rounded up to 256 (every region starts aligned for 16-byte copies and coalesced access).
+inline int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+inline int64_t round_up(int64_t a, int64_t b) { return ceil_div(a, b) * b; }
+inline uint64_t aligned(uint64_t bytes) { return (bytes + 255) / 256 * 256; }
+
 // Empty when `family` computes problems of this element type and math mode on the device: BF16 or FP16 tensors (fp32
 // math), or FP32 tensors in tf32 math (and 3xtf32 where the family's kernel splits them: `split_tf32`), through CUDA
 // on a compute capability 9.0 GPU (wgmma exists on sm_90a only).

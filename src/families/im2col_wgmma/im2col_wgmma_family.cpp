@@ -27,9 +27,9 @@ const ParameterTable<Params>& table(Direction direction) {
   return direction == Direction::BackwardFilter ? filter : other;
 }
 
-int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
-int64_t round_up(int64_t a, int64_t b) { return ceil_div(a, b) * b; }
-uint64_t aligned(uint64_t bytes) { return (bytes + 255) / 256 * 256; }
+using wgmma::aligned;
+using wgmma::ceil_div;
+using wgmma::round_up;
 
 // How a problem and configuration use the workspace: the chunk of gathered rows (forward, backward-data) or reduction
 // positions (backward-filter), the padded reduction (the gathered matrices' row length), the regions' offsets.

@@ -24,9 +24,9 @@ const ParameterTable<Params>& table() {
   return t;
 }
 
-int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
-int64_t round_up(int64_t a, int64_t b) { return ceil_div(a, b) * b; }
-uint64_t aligned(uint64_t bytes) { return (bytes + 255) / 256 * 256; }
+using wgmma::aligned;
+using wgmma::ceil_div;
+using wgmma::round_up;
 
 // The GEMM (rows M gathered, columns per group) and the workspace: the channels-last copy, then the filters' rows.
 struct Shape {

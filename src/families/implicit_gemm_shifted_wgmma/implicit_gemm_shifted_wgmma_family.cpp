@@ -27,9 +27,9 @@ const ParameterTable<Params>& table() {
   return t;
 }
 
-int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
-int64_t round_up(int64_t a, int64_t b) { return ceil_div(a, b) * b; }
-uint64_t aligned(uint64_t bytes) { return (bytes + 255) / 256 * 256; }
+using wgmma::aligned;
+using wgmma::ceil_div;
+using wgmma::round_up;
 
 // The GEMM (rows C/groups*R*S, columns K/groups, reduction N*P*QP) and the workspace: the shifted copies of x, dy's
 // rows, then the split-K partials.

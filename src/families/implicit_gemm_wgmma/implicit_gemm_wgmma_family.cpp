@@ -27,9 +27,9 @@ const ParameterTable<Params>& table(Direction direction) {
   return direction == Direction::BackwardFilter ? filter : other;
 }
 
-int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
-int64_t round_up(int64_t a, int64_t b) { return ceil_div(a, b) * b; }
-uint64_t aligned(uint64_t bytes) { return (bytes + 255) / 256 * 256; }
+using wgmma::aligned;
+using wgmma::ceil_div;
+using wgmma::round_up;
 
 // 3xTF32: FP32 tensors split into TF32 big parts and residuals (kernel's SPLIT3).
 bool split3(const ConvProblem& pb) { return pb.type == ElementType::F32 && pb.math == MathMode::TF32x3; }
