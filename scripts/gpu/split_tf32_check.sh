@@ -8,7 +8,8 @@
 #   tune         with TUNE_BUDGET (e.g. 120s): `tune --math M --family FAMILY` (M in TUNE_MATHS, default 3xtf32) of
 #                TUNE_SUITE (default alexnet; "all": AlexNet + seeds + unseen), only the layers named in LAYERS if
 #                set, every direction, into OUTDIR/db.json (the benches read it); the tuner's never-worse rule stores
-#                today's plan where it stays faster, so the plan's rows improve;
+#                today's plan where it stays faster, so the plan's rows improve; TUNE_DIRECTION (default all)
+#                for a family of one direction;
 #   bench        AlexNet + the seeds + scripts/gpu/unseen_shapes.txt, every direction, against cuDNN (FP32 for
 #                3xtf32: cuDNN has no split mode): BENCHES picks (default "wgmma plan fp32") among
 #                  family  FAMILY alone in each of FAMILY_MATHS (default "tf32 3xtf32"), only LAYERS if set
@@ -65,8 +66,8 @@ stamp() { echo "--- $* ($(date +%T))"; }
     [ "$suite" = all ] && suite=$ALL
     for math in ${TUNE_MATHS:-3xtf32}; do
       stamp "tune $math $TUNE_BUDGET"
-      timeout 270 "$BIN/convtune" tune --suite "$suite" "${layer_args[@]}" "${ws_args[@]}" --math "$math" --direction all \
-        --device cuda:0 --family "$FAMILY" --budget "$TUNE_BUDGET" >"/tmp/tune-$math.txt" 2>&1
+      timeout 270 "$BIN/convtune" tune --suite "$suite" "${layer_args[@]}" "${ws_args[@]}" --math "$math" \
+        --direction "${TUNE_DIRECTION:-all}" --device cuda:0 --family "$FAMILY" --budget "$TUNE_BUDGET" >"/tmp/tune-$math.txt" 2>&1
       echo "tune $math: exit $?"; grep -vE "^tune \[" "/tmp/tune-$math.txt" | tail -60 | cut -c1-230
     done
   fi

@@ -190,7 +190,7 @@ TEST(TensorCoreNvrtc, SixteenBitKernelsCompileForSm90AndSm80WithoutSpills) {
 // The wgmma families (sm_90a: gemm_wgmma on the TN GEMMs, im2col_wgmma and implicit_gemm_wgmma in every direction,
 // implicit_gemm_nhwc_wgmma forward and backward-data, implicit_gemm_shifted_wgmma backward-filter, col2im_wgmma
 // backward-data)
-// in bf16, fp16 and tf32 (implicit_gemm_wgmma in 3xtf32 too): defaults and (but im2col_wgmma) a sampled
+// in bf16, fp16 and tf32 (implicit_gemm_wgmma and col2im_wgmma in 3xtf32 too): defaults and (but im2col_wgmma) a sampled
 // configuration each, no spills.
 TEST(TensorCoreNvrtc, WgmmaFamiliesCompileForSm90aWithoutSpills) {
   compiled = 0;
@@ -222,6 +222,7 @@ TEST(TensorCoreNvrtc, WgmmaFamiliesCompileForSm90aWithoutSpills) {
   for (const Problem& pb : conv_problems())
     if (pb.conv().direction == Direction::BackwardData) data.push_back(pb);
   compile_family("col2im_wgmma", data, test::described_hopper(), 1, modes);
+  compile_family("col2im_wgmma", data, test::described_hopper(), 1, {{ElementType::F32, MathMode::TF32x3}});
   std::vector<Problem> gemms;
   for (const char* text : {"M=1024,N=1024,K=1024,trans_b=1", "M=100,N=256,K=3136,trans_b=1",
                            "M=10,N=256,K=64,trans_b=1,batch=3,accumulate=1"})

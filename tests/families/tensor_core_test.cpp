@@ -794,6 +794,34 @@ TEST(TensorCoreFamilies, Col2imWgmmaSupportRecipeAndPoorFit) {
     EXPECT_GE(recipe.workspace_bytes, dyt + wt + col);
     EXPECT_LE(recipe.workspace_bytes, dyt + wt + col + 3 * 256);
   }
+  // 3xtf32: the residuals' copies of dy and the filters follow the big parts' (WS_LO_SHIFT FP32 elements later),
+  // BLOCK_N at most 128, and each stage's shared memory doubled in the GEMM's launch.
+  {
+    const Problem pb = problem(layer, Direction::BackwardData, Precision{ElementType::F32, MathMode::TF32x3});
+    ASSERT_EQ(family.unsupported_reason(pb, {}, hopper), "") << pb.to_string();
+    Config config = family.default_config(pb, hopper);
+    EXPECT_LE(config.at("BLOCK_N"), 128);
+    config["IMAGES"] = 2;
+    ASSERT_EQ(config_problem(family, config, pb, hopper), "");
+    const KernelRecipe recipe = family.recipe(pb, {}, config, hopper);
+    EXPECT_EQ(recipe.source.defines.at("SPLIT3"), "1");
+    const uint64_t dyt = 5 * 64 * 2 * 12 * 4, wt = 2 * 150 * 12 * 4, col = 2 * 150 * 128 * 4;
+    const uint64_t lo = std::stoull(recipe.source.defines.at("WS_LO_SHIFT")) * 4;
+    EXPECT_GE(lo, dyt + wt);
+    EXPECT_LE(lo, dyt + wt + 2 * 256);
+    EXPECT_EQ(recipe.source.defines.at("WS_COL"), std::to_string(2 * lo));
+    EXPECT_GE(recipe.workspace_bytes, 2 * (dyt + wt) + col);
+    EXPECT_LE(recipe.workspace_bytes, 2 * lo + col + 256);
+    const KernelRecipe tf32 = family.recipe(
+        problem(layer, Direction::BackwardData, Precision{ElementType::F32, MathMode::TF32}), {}, config, hopper);
+    EXPECT_EQ(recipe.steps[2].geometry.dynamic_local_bytes, 2 * tf32.steps[2].geometry.dynamic_local_bytes - 1024);
+    config["BLOCK_N"] = 256;
+    EXPECT_NE(config_problem(family, config, pb, hopper).find("BLOCK_N at most 128"), std::string::npos);
+    const std::string fp32 =
+        family.unsupported_reason(problem(layer, Direction::BackwardData, Precision{ElementType::F32, MathMode::FP32}),
+                                  {}, hopper);
+    EXPECT_NE(fp32.find("tf32 or 3xtf32"), std::string::npos) << fp32;
+  }
   for (Direction d : {Direction::Forward, Direction::BackwardFilter}) {
     const std::string why = family.unsupported_reason(problem(layer, d, bf16), {}, hopper);
     EXPECT_NE(why.find("computes backward-data"), std::string::npos) << why;

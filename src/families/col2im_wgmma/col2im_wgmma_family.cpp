@@ -3,7 +3,8 @@
 // (kernels/tensor_core/col2im_wgmma.cu), in chunks of IMAGES images. For strided layers and layers of few input
 // channels: every product is computed once, where a masked implicit GEMM multiplies zeros at all but one in
 // stride x stride taps and a GEMM of C/groups columns (alex1's 3) is mostly empty. BF16/FP16 tensors and FP32 in
-// tf32 math. CUDA on compute capability 9.0.
+// tf32 or 3xtf32 math (the copies split each FP32 element into TF32 big part and residual). CUDA on compute
+// capability 9.0.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -49,18 +50,25 @@ int64_t min_images(const ConvProblem& pb) {
   return images;
 }
 
-// The GEMM per group (rows N*P*Q in chunks, columns C/groups*R*S, reduction KP) and the workspace.
+// 3xTF32: FP32 tensors whose copies hold TF32 big parts and residuals (the kernel's SPLIT3).
+bool split3(const ConvProblem& pb) { return pb.type == ElementType::F32 && pb.math == MathMode::TF32x3; }
+
+// The GEMM per group (rows N*P*Q in chunks, columns C/groups*R*S, reduction KP) and the workspace. In 3xTF32 the
+// copies of dy and the filters are followed by their residuals' copies (lo_bytes() later).
 struct Shape {
   int64_t cols = 0;
   int64_t kp = 0;          // K/groups padded to a whole 16-byte chunk
   int64_t images = 0;      // per chunk (at most N)
   int64_t chunk_rows = 0;  // images x P x Q
+  bool split = false;
   uint64_t dy_bytes = 0, w_bytes = 0, col_bytes = 0;
-  uint64_t workspace() const { return dy_bytes + w_bytes + col_bytes; }
+  uint64_t lo_bytes() const { return split ? dy_bytes + w_bytes : 0; }
+  uint64_t workspace() const { return dy_bytes + w_bytes + lo_bytes() + col_bytes; }
 };
 
 Shape shape(const ConvProblem& pb, int64_t images) {
   Shape s;
+  s.split = split3(pb);
   const int64_t eb = wgmma::element_bytes(pb.type);
   s.cols = pb.c_per_group() * pb.r * pb.s;
   s.kp = round_up(pb.k_per_group(), wgmma::chunk_elements(pb.type));
@@ -72,13 +80,18 @@ Shape shape(const ConvProblem& pb, int64_t images) {
   return s;
 }
 
+// The stages' shared memory: both halves of each stage in 3xTF32.
+size_t shared_bytes(const ConvProblem& pb, const Params& p) {
+  return wgmma::shared_bytes(p) + (split3(pb) ? wgmma::shared_bytes(p) - 1024 : 0);
+}
+
 class Col2imWgmmaFamily final : public KernelFamily {
  public:
   std::string name() const override { return "col2im_wgmma"; }
   std::string description() const override {
     return "backward-data as a GEMM into FP32 columns on Hopper's warpgroup MMA (wgmma, sm_90a), dy channels-last "
            "times the filters by cp.async, then a gather into dx, in chunks of images: every product once, for "
-           "strided layers and few input channels; BF16/FP16 tensors and FP32 in tf32 math";
+           "strided layers and few input channels; BF16/FP16 tensors and FP32 in tf32 or 3xtf32 math";
   }
   Problem::Kind problem_kind() const override { return Problem::Kind::Convolution; }
   // Before implicit_gemm_wgmma (3), whose phases still gather dy through registers and whose GEMM has C/groups
@@ -88,7 +101,9 @@ class Col2imWgmmaFamily final : public KernelFamily {
 
   std::string unsupported_reason(const Problem& generic, const Epilogue& epilogue,
                                  const DeviceInfo& device) const override {
-    if (std::string why = wgmma::conv_unsupported_reason(name(), generic, epilogue, device); !why.empty()) return why;
+    if (std::string why = wgmma::conv_unsupported_reason(name(), generic, epilogue, device, /*split_tf32=*/true);
+        !why.empty())
+      return why;
     const ConvProblem& pb = generic.conv();
     if (pb.direction != Direction::BackwardData)
       return fmt::format("computes backward-data, not {}", to_string(pb.direction));
@@ -154,6 +169,17 @@ class Col2imWgmmaFamily final : public KernelFamily {
           return shape(pb, p.images).workspace() <= workspace_limit(x.device);
         }),
     });
+    if (split3(pb)) {
+      // A tile's partial sums beside the accumulators: 2 x 64 registers a thread at BLOCK_N 128; and the residuals'
+      // half of every stage.
+      list.push_back(t.constraint("3xtf32: BLOCK_N at most 128 (the accumulators and a tile's partial sums in registers)",
+                                  {&P::block_n}, [](const P& p, const X&) { return p.block_n <= 128; }));
+      list.push_back(t.constraint("3xtf32: both halves of all stages within the device's opt-in shared memory",
+                                  {&P::wg_m, &P::block_n, &P::stages}, [pb](const P& p, const X& x) {
+                                    return shared_bytes(pb, p) <= std::max(x.device.local_memory_bytes,
+                                                                           x.device.local_memory_optin_bytes);
+                                  }));
+    }
     return list;
   }
 
@@ -163,6 +189,7 @@ class Col2imWgmmaFamily final : public KernelFamily {
     Params p;
     static_cast<wgmma::Params&>(p) = wgmma::default_tiles(pb.n * pb.p() * pb.q(), one.cols);
     p.stages = 3;
+    if (split3(pb)) p.block_n = std::min<int64_t>(p.block_n, 128);
     // Chunks of columns up to 128 MiB (the gather reads them back soon after they are written), but never more than
     // kMaxChunks of them; smaller where the workspace limit asks.
     const uint64_t per_image = one.col_bytes;
@@ -189,6 +216,11 @@ class Col2imWgmmaFamily final : public KernelFamily {
     recipe.source.defines["WS_DY"] = "0";
     recipe.source.defines["WS_W"] = std::to_string(s.dy_bytes);
     recipe.source.defines["WS_COL"] = std::to_string(s.dy_bytes + s.w_bytes);
+    if (s.split) {
+      recipe.source.defines["SPLIT3"] = "1";
+      recipe.source.defines["WS_LO_SHIFT"] = std::to_string(s.lo_bytes() / 4);  // in FP32 elements
+      recipe.source.defines["WS_COL"] = std::to_string(s.dy_bytes + s.w_bytes + s.lo_bytes());
+    }
     table().add_defines(p, recipe.source.defines);
     recipe.source.defines["ELEM"] = pb.type == ElementType::BF16 ? "0" : pb.type == ElementType::F16 ? "1" : "2";
     recipe.source.options.push_back("--gpu-architecture=sm_90a");
@@ -210,6 +242,7 @@ class Col2imWgmmaFamily final : public KernelFamily {
       LaunchStep gemm;
       gemm.kernel = "col2im_wgmma_gemm";
       gemm.geometry = wgmma::main_geometry(rows, s.cols, pb.groups, p);
+      gemm.geometry.dynamic_local_bytes = shared_bytes(pb, p);
       gemm.args = {ArgSource::workspace(), value(n0 * pb.p() * pb.q()), value(rows)};
       recipe.steps.push_back(std::move(gemm));
       recipe.steps.push_back(wgmma::elementwise_step(

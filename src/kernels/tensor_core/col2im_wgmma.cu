@@ -7,8 +7,41 @@
 // where C/groups*R*S columns fill it well. The columns are FP32 (the sum over taps rounds once, into dx).
 // Workspace (byte offsets): WS_DY dyt[(n,p,q)][group][KP] (each group's K/groups channels padded to KP, a multiple of
 // the 16-byte chunk), WS_W wt[g][(c,r,s)][KP], WS_COL col of one chunk: [g][(c,r,s)][CHUNK_ROWS] FP32.
+// 3xTF32 (SPLIT3=1, FP32 tensors in FP32-accurate math): the copies of dy and the filters write each element's TF32
+// big part and, WS_LO_SHIFT elements later, its TF32 residual; the GEMM multiplies them on wg_mainloop_split3.h.
 // Shapes and parameters are defines (problem_defines plus the family's); the file does not compile alone.
 #include "tensor_core/wgmma.h"
+
+#ifndef SPLIT3
+#define SPLIT3 0
+#endif
+#if SPLIT3
+#if ELEM != 2
+#error "3xTF32 splits FP32 tensors"
+#endif
+// x rounded to the nearest TF32 value (ties away from zero), as FP32 bits with the low 13 bits clear.
+DEVICE_FN float ci_tf32(float x) {
+  unsigned r;
+  asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(r) : "f"(x));
+  return __uint_as_float(r);
+}
+// One element into the workspace: its big part at idx, its residual WS_LO_SHIFT elements later.
+#define CI_STORE(base, idx, value)                        \
+  {                                                       \
+    const float v_ = (value), hi_ = ci_tf32(v_);          \
+    (base)[idx] = hi_;                                    \
+    (base)[(idx) + WS_LO_SHIFT] = ci_tf32(v_ - hi_);      \
+  }
+// A 16-byte chunk of the big parts into the stage, and the residuals' chunk into the stage's other half.
+#define CI_COPY(dst, src, ok)                                   \
+  {                                                             \
+    wg_copy16(dst, src, ok);                                    \
+    wg_copy16((dst) + WG_STAGE_BYTES, (src) + WS_LO_SHIFT, ok); \
+  }
+#else
+#define CI_STORE(base, idx, value) (base)[idx] = (value)
+#define CI_COPY(dst, src, ok) wg_copy16(dst, src, ok)
+#endif
 
 #define CI_CRS (C_PER_GROUP * R * S)  // GEMM columns per group
 #define CI_PQ (P * Q)
@@ -35,19 +68,23 @@ KERNEL __launch_bounds__(WG_THREADS, 1) void col2im_wgmma_gemm(unsigned char* RE
     PRAGMA_UNROLL for (int i = 0; i < CI_A_ITEMS; ++i) {                                          \
       const int m_ = m0 + CI_A_ROW(i);                                                            \
       const bool ok_ = m_ < rows && k_ < KP;                                                      \
-      wg_copy16((stage) + wg_swizzle(CI_A_ROW(i), ch), a_rows + (ok_ ? (long)m_ * CI_GKP + k_ : 0), ok_); \
+      CI_COPY((stage) + wg_swizzle(CI_A_ROW(i), ch), a_rows + (ok_ ? (long)m_ * CI_GKP + k_ : 0), ok_); \
     }                                                                                             \
     PRAGMA_UNROLL for (int e = 0; e < (BLOCK_N * 8 + WG_THREADS - 1) / WG_THREADS; ++e) {         \
       const int idx = tid + e * WG_THREADS, row = idx >> 3, bch = idx & 7;                        \
       if ((BLOCK_N * 8) % WG_THREADS == 0 || row < BLOCK_N) {                                     \
         const int kb_ = (tile) * WG_TILE_K + bch * WG_CHUNK;                                      \
         const bool ok = n0 + row < CI_CRS && kb_ < KP;                                            \
-        wg_copy16((stage) + WG_A_STAGE_BYTES + wg_swizzle(row, bch), b_rows + (ok ? (long)row * KP + kb_ : 0), ok); \
+        CI_COPY((stage) + WG_A_STAGE_BYTES + wg_swizzle(row, bch), b_rows + (ok ? (long)row * KP + kb_ : 0), ok); \
       }                                                                                           \
     }                                                                                             \
   }
 
+#if SPLIT3
+#include "tensor_core/wg_mainloop_split3.h"
+#else
 #include "tensor_core/wg_mainloop.h"
+#endif
 
   // ---- epilogue: col[g][(c,r,s)][row] (a warp's stores run along rows) ----
   float* col = (float*)(ws + WS_COL) + (long)g * CI_CRS * CHUNK_ROWS;
@@ -111,7 +148,7 @@ KERNEL void col2im_wgmma_dy(const wg_elem* RESTRICT dy, unsigned char* RESTRICT 
   PRAGMA_UNROLL
   for (int i = 0; i < 4; ++i) {
     const int pix = pix0 + ty + 8 * i, cc = c0 + tx;
-    if (pix < CI_PQ && cc < CI_GKP) dst[(long)pix * CI_GKP + cc] = tile[tx][ty + 8 * i];
+    if (pix < CI_PQ && cc < CI_GKP) CI_STORE(dst, (long)pix * CI_GKP + cc, tile[tx][ty + 8 * i]);
   }
 }
 
@@ -122,5 +159,5 @@ KERNEL void col2im_wgmma_weights(const wg_elem* RESTRICT w, unsigned char* RESTR
   const int k = (int)(idx % KP);
   const long row = idx / KP;
   const int g = (int)(row / CI_CRS), crs = (int)(row % CI_CRS);
-  ((wg_elem*)(ws + WS_W))[idx] = k < K_PER_GROUP ? w[(long)(g * K_PER_GROUP + k) * CI_CRS + crs] : (wg_elem)0;
+  CI_STORE((wg_elem*)(ws + WS_W), idx, k < K_PER_GROUP ? w[(long)(g * K_PER_GROUP + k) * CI_CRS + crs] : (wg_elem)0);
 }
