@@ -1,0 +1,315 @@
+// The cpu_depthwise family: FP32 depthwise convolutions (one input channel per group, any channel multiplier) on
+// the CPU backend, every direction, stride, padding and dilation, from the SIMD row kernels of row_kernels.h on the
+// persistent thread pool. A general kernel's register block tiles C/groups or K/groups, which are 1 (or the small
+// multiplier) here, so it idles or re-reads its input per tap; this family works a plane at a time instead: the
+// input plane (or, backward-data, dx's accumulator plane) is copied padded and split into STRIDE_W phases, so that
+// every filter tap reads (or writes) one contiguous run along an output row, vectors along that row.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+#include "src/backend/cpu/host_program.h"
+#include "src/core/parallel_for.h"
+#include "src/families/cpu_depthwise/row_kernels.h"
+#include "src/families/cpu_family.h"
+#include "src/families/depthwise/depthwise_layer.h"
+#include "src/families/families.h"
+
+namespace convtune {
+
+namespace {
+
+constexpr const char* kProgram = "cpu/depthwise";
+constexpr const char* kName = "cpu_depthwise";
+
+// A plane of `rows` rows whose `width` values sit `left` columns into a zero row of `padded` columns, split into
+// `stride` phases: phase j of a row holds padded columns j, j + stride, j + 2 stride, ... (then kRowSlack floats),
+// so that column u of row h lies at at(h, u).
+struct PhasePlane {
+  int64_t rows = 0, width = 0, left = 0, padded = 0, stride = 1;
+  int64_t phase_len = 0;
+
+  static PhasePlane make(int64_t rows, int64_t width, int64_t left, int64_t padded, int64_t stride) {
+    PhasePlane p;
+    p.rows = rows, p.width = width, p.left = left, p.padded = std::max(padded, left + width), p.stride = stride;
+    p.phase_len = (p.padded + stride - 1) / stride + cpu_depthwise::kRowSlack;
+    return p;
+  }
+  int64_t row_floats() const { return stride * phase_len; }
+  int64_t floats() const { return rows * row_floats(); }
+  int64_t at(int64_t h, int64_t u) const { return h * row_floats() + (u % stride) * phase_len + u / stride; }
+
+  // `src` (rows x width, rows contiguous) into `dst`: zeros around each row's values, and in the slack.
+  void fill(const float* src, float* dst) const {
+    for (int64_t h = 0; h < rows; ++h) {
+      const float* in = src + h * width;
+      for (int64_t j = 0; j < stride; ++j) {
+        float* out = dst + h * row_floats() + j * phase_len;
+        // Phase index t holds column t * stride + j: values where left <= that < left + width.
+        const int64_t first = std::clamp<int64_t>((left - j + stride - 1) / stride, 0, phase_len);
+        const int64_t last = std::clamp<int64_t>((left + width - j + stride - 1) / stride, first, phase_len);
+        std::fill(out, out + first, 0.0f);
+        if (stride == 1) {
+          std::memcpy(out + first, in + (first - left), static_cast<size_t>(last - first) * sizeof(float));
+        } else {
+          const float* from = in + (first * stride + j - left);
+          for (int64_t t = first; t < last; ++t, from += stride) out[t] = *from;
+        }
+        std::fill(out + last, out + phase_len, 0.0f);
+      }
+    }
+  }
+};
+
+// Per-thread scratch: planes, one output row, and the tap lists of a kernel call.
+struct Scratch {
+  std::vector<float> planes, row;
+  std::vector<const float*> a, b;
+  std::vector<float> weights;
+};
+
+Scratch& scratch(size_t plane_floats, size_t row_floats, size_t pointers) {
+  thread_local Scratch s;
+  if (s.planes.size() < plane_floats) s.planes.resize(plane_floats);
+  if (s.row.size() < row_floats) s.row.resize(row_floats);
+  if (s.a.size() < pointers) s.a.resize(pointers), s.b.resize(pointers), s.weights.resize(pointers);
+  return s;
+}
+
+class Depthwise {
+ public:
+  Depthwise(const ConvProblem& pb, int64_t vecs) : pb_(pb), vecs_(vecs) {
+    const int64_t sw = pb.stride.w, dw = pb.dilation.w;
+    // x padded by the layer's padding, in stride phases: tap s of output column q reads column q sw + s dw.
+    x_plane_ = PhasePlane::make(pb.h, pb.w, pb.pad.w, pb.w + 2 * pb.pad.w, sw);
+    // dy padded for backward-data's gather (one phase): dx column x takes tap s from dy column
+    // (x + pad - s dw) / sw where that divides; over a phase of x these run from -((S-1) dw) / sw to past Q.
+    dy_left_ = (pb.s - 1) * dw / sw;
+    const int64_t q_end = (pb.w + sw - 1) / sw + (sw - 1 + pb.pad.w) / sw + 1;
+    dy_plane_ = PhasePlane::make(pb.p(), pb.q(), dy_left_, dy_left_ + std::max(pb.q(), q_end), 1);
+    // The plane offsets the loops add, computed once here (their divisions by the strides cost more than a row's
+    // work on small images): each tap's column in x's plane, and backward-data's phases, taps and dy rows.
+    for (int64_t t = 0; t < pb.s; ++t) x_column_.push_back(x_plane_.at(0, t * dw));
+    for (int64_t phase = 0; phase < sw; ++phase) {
+      Phase ph;
+      ph.x0 = ((phase - pb.pad.w) % sw + sw) % sw;
+      if (ph.x0 >= pb.w) continue;
+      ph.count = (pb.w - ph.x0 + sw - 1) / sw;
+      const int64_t base = (ph.x0 + pb.pad.w - phase) / sw;
+      for (int64_t t = 0; t < pb.s; ++t) {
+        if ((t * dw) % sw != phase) continue;
+        ph.taps.push_back(t);
+        ph.columns.push_back(dy_plane_.at(0, dy_left_ + base - (t * dw - phase) / sw));
+      }
+      phases_.push_back(std::move(ph));
+    }
+    dy_row_.assign(static_cast<size_t>(pb.h * pb.r), -1);
+    for (int64_t h = 0; h < pb.h; ++h)
+      for (int64_t r = 0; r < pb.r; ++r) {
+        const int64_t row = h + pb.pad.h - r * pb.dilation.h;
+        if (row >= 0 && row % pb.stride.h == 0 && row / pb.stride.h < pb.p())
+          dy_row_[static_cast<size_t>(h * pb.r + r)] = row / pb.stride.h;
+      }
+  }
+
+  // The problem's operands x, w and y (dy); the direction says which one is written.
+  void run(float* x, float* w, float* y) const {
+    const cpu_depthwise::RowKernels& k = cpu_depthwise::row_kernels(cpu::active_isa());
+    const cpu_depthwise::TapsSum sum = k.sum[vecs_ == 4 ? 2 : vecs_ == 2 ? 1 : 0];
+    switch (pb_.direction) {
+      case Direction::Forward: return forward(sum, x, w, y);
+      case Direction::BackwardData: return backward_data(sum, y, w, x);
+      case Direction::BackwardFilter: return backward_filter(k.dot, x, y, w);
+    }
+  }
+
+ private:
+  int64_t multiplier() const { return pb_.k_per_group(); }
+  int64_t taps() const { return multiplier() * pb_.r * pb_.s; }
+
+  // y[n][c m + j] for every j: the taps of each output row summed along it.
+  void forward(cpu_depthwise::TapsSum sum, const float* x, const float* w, float* y) const {
+    const int64_t P = pb_.p(), Q = pb_.q(), m = multiplier();
+    parallel_for(pb_.n * pb_.c, hardware_threads(), [&](int64_t item) {
+      const int64_t n = item / pb_.c, c = item % pb_.c;
+      Scratch& s = scratch(static_cast<size_t>(x_plane_.floats()), 0, static_cast<size_t>(taps()));
+      x_plane_.fill(x + (n * pb_.c + c) * pb_.h * pb_.w, s.planes.data());
+      for (int64_t j = 0; j < m; ++j) {
+        const int64_t k = c * m + j;
+        const float* wk = w + k * pb_.r * pb_.s;
+        float* out = y + (n * pb_.k + k) * P * Q;
+        for (int64_t p = 0; p < P; ++p) {
+          int64_t taps = 0;
+          for (int64_t r = 0; r < pb_.r; ++r) {
+            const int64_t h = p * pb_.stride.h + r * pb_.dilation.h - pb_.pad.h;
+            if (h < 0 || h >= pb_.h) continue;
+            const float* row = s.planes.data() + h * x_plane_.row_floats();
+            for (int64_t t = 0; t < pb_.s; ++t) {
+              s.a[static_cast<size_t>(taps)] = row + x_column_[static_cast<size_t>(t)];
+              s.weights[static_cast<size_t>(taps++)] = wk[r * pb_.s + t];
+            }
+          }
+          sum(s.a.data(), s.weights.data(), taps, Q, out + p * Q);
+        }
+      }
+    });
+  }
+
+  // dx[n][c] gathered: dx column x of row h sums, over the channel's outputs j and the taps (r, s) for which
+  // h + pad_h - r dil_h and x + pad_w - s dil_w are multiples of the strides, w times dy there. Columns of one phase
+  // (x + pad_w modulo stride_w) share their taps and read consecutive dy columns: one sum per phase and row.
+  void backward_data(cpu_depthwise::TapsSum sum, const float* dy, const float* w, float* dx) const {
+    const int64_t P = pb_.p(), Q = pb_.q(), m = multiplier();
+    const int64_t sw = pb_.stride.w;
+    parallel_for(pb_.n * pb_.c, hardware_threads(), [&](int64_t item) {
+      const int64_t n = item / pb_.c, c = item % pb_.c;
+      Scratch& s = scratch(static_cast<size_t>(m * dy_plane_.floats()), static_cast<size_t>(pb_.w),
+                           static_cast<size_t>(taps()));
+      for (int64_t j = 0; j < m; ++j)
+        dy_plane_.fill(dy + (n * pb_.k + c * m + j) * P * Q, s.planes.data() + j * dy_plane_.floats());
+      float* out = dx + (n * pb_.c + c) * pb_.h * pb_.w;
+      for (int64_t h = 0; h < pb_.h; ++h) {
+        for (const Phase& ph : phases_) {
+          int64_t taps = 0;
+          for (int64_t j = 0; j < m; ++j) {
+            const float* wk = w + (c * m + j) * pb_.r * pb_.s;
+            const float* plane = s.planes.data() + j * dy_plane_.floats();
+            for (int64_t r = 0; r < pb_.r; ++r) {
+              const int64_t p = dy_row_[static_cast<size_t>(h * pb_.r + r)];
+              if (p < 0) continue;
+              const float* row = plane + p * dy_plane_.row_floats();
+              for (size_t i = 0; i < ph.taps.size(); ++i) {
+                s.a[static_cast<size_t>(taps)] = row + ph.columns[i];
+                s.weights[static_cast<size_t>(taps++)] = wk[r * pb_.s + ph.taps[i]];
+              }
+            }
+          }
+          if (sw == 1) {
+            sum(s.a.data(), s.weights.data(), taps, ph.count, out + h * pb_.w);
+          } else {
+            sum(s.a.data(), s.weights.data(), taps, ph.count, s.row.data());
+            for (int64_t t = 0; t < ph.count; ++t) out[h * pb_.w + ph.x0 + t * sw] = s.row[static_cast<size_t>(t)];
+          }
+        }
+      }
+    });
+  }
+
+  // dw[c m + j][r][s] = sum over images and output pixels of x at the tap times dy: per channel (and, where the
+  // channels are too few to keep every thread busy, per share of the images), one dot product per tap over all
+  // output rows of a plane whose input row exists.
+  void backward_filter(cpu_depthwise::TapsDot dot, const float* x, const float* dy, float* dw) const {
+    const int64_t P = pb_.p(), Q = pb_.q(), m = multiplier(), all = taps();
+    const int64_t threads = static_cast<int64_t>(hardware_threads());
+    const int64_t shares = std::clamp<int64_t>((4 * threads + pb_.c - 1) / pb_.c, 1, pb_.n);
+    std::vector<double> partial(static_cast<size_t>(pb_.c * shares * all), 0.0);
+    parallel_for(pb_.c * shares, hardware_threads(), [&](int64_t item) {
+      const int64_t c = item / shares, share = item % shares;
+      const int64_t n0 = pb_.n * share / shares, n1 = pb_.n * (share + 1) / shares;
+      Scratch& s = scratch(static_cast<size_t>(x_plane_.floats()), 0, static_cast<size_t>(pb_.s * P));
+      double* sums = partial.data() + item * all;
+      for (int64_t n = n0; n < n1; ++n) {
+        x_plane_.fill(x + (n * pb_.c + c) * pb_.h * pb_.w, s.planes.data());
+        for (int64_t j = 0; j < m; ++j) {
+          const float* in = dy + (n * pb_.k + c * m + j) * P * Q;
+          for (int64_t r = 0; r < pb_.r; ++r) {
+            // The output rows whose input row at filter row r exists, then each tap's rows of x.
+            int64_t rows = 0;
+            for (int64_t p = 0; p < P; ++p) {
+              const int64_t h = p * pb_.stride.h + r * pb_.dilation.h - pb_.pad.h;
+              if (h < 0 || h >= pb_.h) continue;
+              s.b[static_cast<size_t>(rows)] = in + p * Q;
+              const float* row = s.planes.data() + h * x_plane_.row_floats();
+              for (int64_t t = 0; t < pb_.s; ++t) s.a[static_cast<size_t>(t * P + rows)] = row + x_column_[static_cast<size_t>(t)];
+              ++rows;
+            }
+            if (rows == 0) continue;
+            // The a rows of tap t are s.a[t P ...]: compact them to a[t rows + i] as the kernel reads them.
+            for (int64_t t = 1; t < pb_.s; ++t)
+              std::copy_n(s.a.begin() + t * P, rows, s.a.begin() + t * rows);
+            dot(s.a.data(), pb_.s, s.b.data(), rows, Q, sums + (j * pb_.r + r) * pb_.s);
+          }
+        }
+      }
+    });
+    // The shares added in order: the result does not depend on the threads' timing.
+    for (int64_t c = 0; c < pb_.c; ++c) {
+      for (int64_t t = 0; t < all; ++t) {
+        double total = 0;
+        for (int64_t share = 0; share < shares; ++share)
+          total += partial[static_cast<size_t>((c * shares + share) * all + t)];
+        dw[c * all + t] = static_cast<float>(total);
+      }
+    }
+  }
+
+  // Backward-data's output columns of one stride phase: the first, how many, and the taps (s) that reach them with
+  // the column of dy's plane each starts at.
+  struct Phase {
+    int64_t x0 = 0, count = 0;
+    std::vector<int64_t> taps, columns;
+  };
+
+  ConvProblem pb_;
+  int64_t vecs_;
+  PhasePlane x_plane_, dy_plane_;
+  int64_t dy_left_ = 0;
+  std::vector<int64_t> x_column_;  // tap s's offset within a row of x's plane
+  std::vector<Phase> phases_;
+  std::vector<int64_t> dy_row_;    // [h][r]: the dy row backward-data reads there, or -1
+};
+
+class CpuDepthwiseFamily final : public CpuFamily {
+ public:
+  CpuDepthwiseFamily() : CpuFamily(Problem::Kind::Convolution) {
+    cpu::register_host_program(kProgram, [](const ProgramSource& source) {
+      const ConvProblem pb = parse_problem(source.defines.at("PROBLEM"));
+      auto conv = std::make_shared<Depthwise>(pb, cpu::define_int(source, "VECS"));
+      return std::map<std::string, cpu::HostKernel>{{"convolve", [conv](const std::vector<KernelArg>& args) {
+                                                       conv->run(cpu::host_floats(args.at(0), "x"),
+                                                                 cpu::host_floats(args.at(1), "w"),
+                                                                 cpu::host_floats(args.at(2), "y"));
+                                                     }}};
+    });
+  }
+  std::string name() const override { return kName; }
+  std::string description() const override {
+    return "FP32 depthwise convolution (one input channel per group) on the CPU backend: each plane copied padded "
+           "and split into stride phases, SIMD row kernels (Highway: AVX-512, AVX2, scalar) summing, scattering or "
+           "dotting whole rows per filter tap, on the persistent thread pool";
+  }
+  // Before cpu_blocked (40): on depthwise layers its blocks tile the one channel of a group.
+  int untuned_rank() const override { return 35; }
+
+  std::string unsupported_reason(const Problem& problem, const Epilogue& epilogue,
+                                 const DeviceInfo& device) const override {
+    if (std::string why = CpuFamily::unsupported_reason(problem, epilogue, device); !why.empty()) return why;
+    const ConvProblem& pb = problem.conv();
+    if (!depthwise::one_channel_per_group(pb))
+      return fmt::format("computes depthwise layers (one input channel per group), not C/groups = {}", pb.c_per_group());
+    return {};
+  }
+  // A single group (one input channel, many outputs: Fashion-MNIST's first layer) is a plain convolution that
+  // cpu_blocked's kernels fill.
+  std::string untuned_poor_fit(const Problem& problem, const DeviceInfo&) const override {
+    if (problem.conv().groups == 1) return "one group: a plain convolution of one input channel";
+    return {};
+  }
+
+  std::vector<Parameter> parameters(const Problem&) const override {
+    return {{"VECS", {4, 2, 1}, "vectors along an output row per register block (one broadcast weight per tap)"}};
+  }
+  std::vector<Constraint> constraints(const Problem&) const override { return {}; }
+  Config default_config(const Problem&, const DeviceInfo&) const override { return {{"VECS", 4}}; }
+  KernelRecipe recipe(const Problem& problem, const Epilogue&, const Config& config, const DeviceInfo&) const override {
+    return cpu_recipe(kProgram, "convolve", problem, config);
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<KernelFamily> families::make_cpu_depthwise() { return std::make_unique<CpuDepthwiseFamily>(); }
+
+}  // namespace convtune

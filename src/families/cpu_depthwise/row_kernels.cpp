@@ -1,0 +1,119 @@
+// The cpu_depthwise family's row kernels (row_kernels.h), compiled once per Highway target by foreach_target:
+// weighted sums in register blocks of 1, 2 or 4 vectors along a row (one broadcast weight per filter tap), and dot
+// products of rows.
+#include "src/backend/cpu/hwy_targets.h"
+// Highway re-includes this file once per target.
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "src/families/cpu_depthwise/row_kernels.cpp"
+#include <hwy/foreach_target.h>
+#include <hwy/highway.h>
+
+#include <algorithm>
+
+#include "src/families/cpu_depthwise/row_kernels.h"
+
+HWY_BEFORE_NAMESPACE();
+namespace convtune::cpu_depthwise {
+namespace HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+using D = hn::ScalableTag<float>;
+using V = hn::Vec<D>;
+
+template <int NV>
+void Sum(const float* const* rows, const float* weights, int64_t taps, int64_t count, float* out) {
+  const D d;
+  const int64_t lanes = static_cast<int64_t>(hn::Lanes(d));
+  int64_t i = 0;
+  for (; i + NV * lanes <= count; i += NV * lanes) {
+    V acc[NV];
+    for (int v = 0; v < NV; ++v) acc[v] = hn::Zero(d);
+    for (int64_t t = 0; t < taps; ++t) {
+      const V w = hn::Set(d, weights[t]);
+      const float* row = rows[t] + i;
+      for (int v = 0; v < NV; ++v) acc[v] = hn::MulAdd(w, hn::LoadU(d, row + v * lanes), acc[v]);
+    }
+    for (int v = 0; v < NV; ++v) hn::StoreU(acc[v], d, out + i + v * lanes);
+  }
+  for (; i < count; i += lanes) {
+    V acc = hn::Zero(d);
+    for (int64_t t = 0; t < taps; ++t) acc = hn::MulAdd(hn::Set(d, weights[t]), hn::LoadU(d, rows[t] + i), acc);
+    if (i + lanes <= count) {
+      hn::StoreU(acc, d, out + i);
+    } else {
+      hn::BlendedStore(acc, hn::FirstN(d, static_cast<size_t>(count - i)), d, out + i);
+    }
+  }
+}
+
+// Four taps at a time share each load of b; every tap's products stay in one vector over all rows.
+void Dot(const float* const* a, int64_t taps, const float* const* b, int64_t nrows, int64_t count, double* sums) {
+  const D d;
+  const int64_t lanes = static_cast<int64_t>(hn::Lanes(d));
+  const int64_t full = count / lanes * lanes;
+  const auto tail = hn::FirstN(d, static_cast<size_t>(count - full));
+  for (int64_t t0 = 0; t0 < taps; t0 += 4) {
+    const int64_t nt = std::min<int64_t>(4, taps - t0);
+    V acc[4] = {hn::Zero(d), hn::Zero(d), hn::Zero(d), hn::Zero(d)};
+    for (int64_t i = 0; i < nrows; ++i) {
+      const float* in = b[i];
+      const float* rows[4];
+      for (int64_t j = 0; j < nt; ++j) rows[j] = a[(t0 + j) * nrows + i];
+      for (int64_t c = 0; c < full; c += lanes) {
+        const V x = hn::LoadU(d, in + c);
+        for (int64_t j = 0; j < nt; ++j) acc[j] = hn::MulAdd(hn::LoadU(d, rows[j] + c), x, acc[j]);
+      }
+      if (full < count) {
+        const V x = hn::MaskedLoad(tail, d, in + full);
+        for (int64_t j = 0; j < nt; ++j) acc[j] = hn::MulAdd(hn::LoadU(d, rows[j] + full), x, acc[j]);
+      }
+    }
+    for (int64_t j = 0; j < nt; ++j) sums[t0 + j] += static_cast<double>(hn::GetLane(hn::SumOfLanes(d, acc[j])));
+  }
+}
+
+void FillTable(RowKernels& k) {
+  k.lanes = static_cast<int>(hn::Lanes(D()));
+  k.sum[0] = &Sum<1>, k.sum[1] = &Sum<2>, k.sum[2] = &Sum<4>;
+  k.dot = &Dot;
+}
+
+}  // namespace HWY_NAMESPACE
+}  // namespace convtune::cpu_depthwise
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+#include <fmt/format.h>
+
+#include <mutex>
+
+#include "convtune/error.h"
+
+namespace convtune::cpu_depthwise {
+
+const RowKernels& row_kernels(cpu::Isa isa) {
+  static RowKernels tables[3];
+  static std::once_flag once[3];
+  const int index = static_cast<int>(isa);
+  std::call_once(once[index], [&] {
+    switch (isa) {
+#if HWY_TARGETS & HWY_AVX3
+      case cpu::Isa::Avx512: N_AVX3::FillTable(tables[index]); return;
+#endif
+#if HWY_TARGETS & HWY_AVX2
+      case cpu::Isa::Avx2: N_AVX2::FillTable(tables[index]); return;
+#endif
+#if HWY_TARGETS & HWY_SCALAR
+      case cpu::Isa::Scalar: N_SCALAR::FillTable(tables[index]); return;
+#elif HWY_TARGETS & HWY_EMU128
+      case cpu::Isa::Scalar: N_EMU128::FillTable(tables[index]); return;
+#endif
+      default: break;
+    }
+    throw Unsupported(fmt::format("this binary has no {} kernels (Highway target not compiled)", cpu::to_string(isa)));
+  });
+  return tables[index];
+}
+
+}  // namespace convtune::cpu_depthwise
+#endif  // HWY_ONCE

@@ -1,0 +1,87 @@
+// cpu_depthwise beyond the shared CPU conformance test: every VECS on every ISA (AVX-512, AVX2, scalar) against the
+// float64 reference on depthwise shapes the standard cases leave out (strides 2 and 3 per axis, dilation, odd and
+// one-pixel images, multipliers, padding wider than the filter's reach, images narrower than a vector); untuned
+// plans on the CPU take it for depthwise layers and leave one-group layers to cpu_blocked; backward-filter's shares
+// are summed in a fixed order (bit-identical reruns); other layers are refused by name.
+#include <gtest/gtest.h>
+
+#include "convtune/plan.h"
+#include "src/backend/cpu/isa.h"
+#include "src/harness/workload.h"
+#include "tests/support/plan_check.h"
+
+using namespace convtune;
+
+namespace {
+
+Device& cpu_device() { return Registry::instance().find("cpu"); }
+
+struct ForcedIsa {
+  explicit ForcedIsa(cpu::Isa isa) { cpu::force_isa(isa); }
+  ~ForcedIsa() { cpu::force_isa(std::nullopt); }
+};
+
+const std::vector<std::string> kShapes = {
+    "N=2,C=5,H=13,W=11,K=5,R=3,pad=1,groups=5",                      // odd sizes
+    "N=1,C=3,H=20,W=37,K=6,R=3,stride=2,pad=1,groups=3",             // multiplier 2, stride 2
+    "N=2,C=4,H=17,W=23,K=4,R=5,S=3,stride=3x2,pad=2x1,groups=4",     // strides differ per axis
+    "N=1,C=2,H=9,W=40,K=6,R=3,dilation=2x3,pad=2x3,groups=2",       // dilation, multiplier 3
+    "N=3,C=3,H=1,W=1,K=3,R=3,pad=1,groups=3",                        // one pixel
+    "N=1,C=2,H=6,W=5,K=2,R=3,pad=3,groups=2",                        // padding past the filter's reach
+    "N=2,C=8,H=33,W=70,K=8,R=7,stride=2,pad=3,groups=8",             // rows longer than a vector block
+    "N=1,C=1,H=12,W=12,K=4,R=5,pad=2",                               // one group of one channel
+};
+
+}  // namespace
+
+TEST(CpuDepthwise, EveryVecsOnEveryIsaMatchesTheReference) {
+  int checks = 0;
+  for (const std::string& text : kShapes) {
+    for (Direction d : {Direction::Forward, Direction::BackwardData, Direction::BackwardFilter}) {
+      const ConvProblem pb = parse_problem(text).with_direction(d);
+      harness::Workload workload(cpu_device(), pb, 5);
+      for (cpu::Isa isa : cpu::available_isas()) {
+        ForcedIsa forced(isa);
+        for (int64_t vecs : {1, 2, 4}) {
+          const auto r = testing_support::check_plan_on(workload, "cpu_depthwise", Config{{"VECS", vecs}});
+          EXPECT_TRUE(r.passed) << pb.to_string() << " " << cpu::to_string(isa) << " VECS=" << vecs << ": " << r.message;
+          ++checks;
+        }
+      }
+    }
+  }
+  std::cout << "cpu_depthwise: " << checks << " checks\n";
+}
+
+TEST(CpuDepthwise, UntunedPlansTakeItForDepthwiseLayersOnly) {
+  const auto family_of = [](const char* text) {
+    PlanRequest request{Problem(parse_problem(text))};
+    request.use_tuning = false;
+    return PlanDescriptor::create(cpu_device().info(), request).family().name();
+  };
+  EXPECT_EQ(family_of("N=8,C=144,H=56,K=144,R=3,pad=1,groups=144"), "cpu_depthwise");
+  EXPECT_EQ(family_of("N=8,C=144,H=56,K=144,R=3,stride=2,pad=1,groups=144"), "cpu_depthwise");
+  EXPECT_EQ(family_of("N=8,C=32,H=28,K=64,R=3,pad=1,groups=32"), "cpu_depthwise");  // multiplier 2
+  EXPECT_EQ(family_of("N=8,C=1,H=28,K=32,R=5,pad=2"), "cpu_blocked");               // one group
+  EXPECT_EQ(family_of("N=8,C=256,H=28,K=256,R=3,pad=1,groups=32"), "cpu_blocked");  // 8 channels a group
+  const std::string why = kernel_family("cpu_depthwise")
+                              .unsupported_reason(Problem(parse_problem("N=1,C=16,H=8,K=16,R=3,groups=2")), {},
+                                                  cpu_device().info());
+  EXPECT_NE(why.find("depthwise"), std::string::npos) << why;
+}
+
+TEST(CpuDepthwise, BackwardFilterRerunsAreBitIdentical) {
+  // Few channels, many images: the images are split into shares per channel, summed in order.
+  const ConvProblem pb =
+      parse_problem("N=16,C=2,H=15,W=15,K=2,R=3,pad=1,groups=2").with_direction(Direction::BackwardFilter);
+  PlanRequest request{Problem(pb)};
+  request.family = "cpu_depthwise";
+  harness::Workload workload(cpu_device(), pb, 3);
+  const Plan plan = Plan::create(cpu_device(), request);
+  plan.run(workload.queue(), workload.operands());
+  const std::vector<float> first = workload.output();
+  for (int i = 0; i < 5; ++i) {
+    plan.run(workload.queue(), workload.operands());
+    EXPECT_EQ(workload.output(), first);
+  }
+}
