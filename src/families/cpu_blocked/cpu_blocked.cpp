@@ -387,7 +387,12 @@ Config default_config(const ConvProblem& problem) {
       return 4 * (problem.c * problem.s * (rows + (problem.r - 1) * problem.dilation.h) * problem.q() +
                   plane.first * rows * problem.q());
     };
-    if (problem.stride.h == 1 && (c.orient == 1 || dy_bytes_per_flop >= 0.1) && plane_bytes(1) <= (96 << 10)) {
+    // Not for a 1x1 filter whose input channels fill the vectors: one tap leaves each plane dot a single product
+    // per dy element (two threads: MobileNetV2's 24 -> 144 at 56x56, 16 images, 2.9 ms with plane dots, 1.6 with
+    // vectors over input channels).
+    const bool one_tap_filled = problem.r * problem.s == 1 && c.orient == 0;
+    if (problem.stride.h == 1 && (c.orient == 1 || (dy_bytes_per_flop >= 0.1 && !one_tap_filled)) &&
+        plane_bytes(1) <= (96 << 10)) {
       c.orient = 1, c.layout = 1, c.vecs = plane.first, c.cols = plane.second;
       // Whole images when one fits, else the most rows (a power of two) that do.
       int64_t rb = 0;
@@ -427,12 +432,16 @@ Config default_config(const ConvProblem& problem) {
     return parameter_table(problem).write(c);
   }
   // Forward / backward-data: the orientation whose best block keeps the FMA units busier. Channel vectors also
-  // pay a transposed store per block (a scalar store per lane), amortised over the reduction (input channels x
-  // taps steps).
+  // pay a transposed store per block, amortised over the reduction (input channels x taps steps): a gather per
+  // channel and a masked vector store (StoreBlock), about an eighth of a cycle per accumulator lane. At half a cycle
+  // (a scalar store per lane, before the gathers) the 1x1 layers of 24-64 input channels took pixel vectors and ran
+  // 2x slower than with channel vectors (two threads: ResNet-50's 64 -> 256 at 56x56, 8 images, 7.8 -> 3.9 ms;
+  // a stride-2 3x3 backward-data of 64 -> 32 channels on 208x208, 12.9 -> 7.3), while Fashion-MNIST's first layer
+  // (25 steps) keeps pixel vectors (0.57 ms; channel vectors 0.78).
   double eff_oc = 0, eff_px = 0;
   const auto by_oc = best_bcast_block(sh.oc, sh.row, &eff_oc);
   const auto by_px = best_bcast_block(sh.row, sh.oc, &eff_px);
-  const double store_cycles = static_cast<double>(by_oc.first * by_oc.second * lanes) / 2.0;
+  const double store_cycles = static_cast<double>(by_oc.first * by_oc.second * lanes) / 8.0;
   const double reduce_cycles = static_cast<double>(sh.ic * sh.taps) * step_cycles(by_oc.first, by_oc.second);
   eff_oc *= reduce_cycles / (reduce_cycles + store_cycles);
   // Pixel vectors broadcast from the whole filter (one cache line per reduction step, used once per block):
