@@ -1,6 +1,6 @@
 // The cpu_depthwise family's row kernels (row_kernels.h), compiled once per Highway target by foreach_target:
-// weighted sums in register blocks of 1, 2 or 4 vectors along a row (one broadcast weight per filter tap), and dot
-// products of rows.
+// weighted sums of rows over whole planes in register blocks of 1, 2 or 4 vectors along a row (one broadcast weight
+// per filter tap), and dot products of rows.
 #include "src/backend/cpu/hwy_targets.h"
 // Highway re-includes this file once per target.
 #undef HWY_TARGET_INCLUDE
@@ -21,33 +21,39 @@ using D = hn::ScalableTag<float>;
 using V = hn::Vec<D>;
 
 template <int NV>
-void Sum(const float* const* rows, const float* weights, int64_t taps, int64_t count, float* out) {
+void PlaneSumRows(const float* base, const int64_t* offsets, const float* weights, int64_t taps, int64_t rows,
+                  int64_t in_stride, int64_t count, float* out, int64_t out_stride) {
   const D d;
   const int64_t lanes = static_cast<int64_t>(hn::Lanes(d));
-  int64_t i = 0;
-  for (; i + NV * lanes <= count; i += NV * lanes) {
-    V acc[NV];
-    for (int v = 0; v < NV; ++v) acc[v] = hn::Zero(d);
-    for (int64_t t = 0; t < taps; ++t) {
-      const V w = hn::Set(d, weights[t]);
-      const float* row = rows[t] + i;
-      for (int v = 0; v < NV; ++v) acc[v] = hn::MulAdd(w, hn::LoadU(d, row + v * lanes), acc[v]);
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* in = base + r * in_stride;
+    float* o = out + r * out_stride;
+    int64_t i = 0;
+    for (; i + NV * lanes <= count; i += NV * lanes) {
+      V acc[NV];
+      for (int v = 0; v < NV; ++v) acc[v] = hn::Zero(d);
+      for (int64_t t = 0; t < taps; ++t) {
+        const V w = hn::Set(d, weights[t]);
+        const float* row = in + offsets[t] + i;
+        for (int v = 0; v < NV; ++v) acc[v] = hn::MulAdd(w, hn::LoadU(d, row + v * lanes), acc[v]);
+      }
+      for (int v = 0; v < NV; ++v) hn::StoreU(acc[v], d, o + i + v * lanes);
     }
-    for (int v = 0; v < NV; ++v) hn::StoreU(acc[v], d, out + i + v * lanes);
-  }
-  for (; i < count; i += lanes) {
-    V acc = hn::Zero(d);
-    for (int64_t t = 0; t < taps; ++t) acc = hn::MulAdd(hn::Set(d, weights[t]), hn::LoadU(d, rows[t] + i), acc);
-    if (i + lanes <= count) {
-      hn::StoreU(acc, d, out + i);
-    } else {
-      hn::BlendedStore(acc, hn::FirstN(d, static_cast<size_t>(count - i)), d, out + i);
+    for (; i < count; i += lanes) {
+      V acc = hn::Zero(d);
+      for (int64_t t = 0; t < taps; ++t) acc = hn::MulAdd(hn::Set(d, weights[t]), hn::LoadU(d, in + offsets[t] + i), acc);
+      if (i + lanes <= count) {
+        hn::StoreU(acc, d, o + i);
+      } else {
+        hn::BlendedStore(acc, hn::FirstN(d, static_cast<size_t>(count - i)), d, o + i);
+      }
     }
   }
 }
 
-// Four taps at a time share each load of b; every tap's products stay in one vector over all rows.
-void Dot(const float* const* a, int64_t taps, const float* const* b, int64_t nrows, int64_t count, double* sums) {
+// Four taps at a time share each load of b; every tap's products stay in one vector over the whole plane.
+void PlaneDotRows(const float* base, const int64_t* offsets, int64_t taps, int64_t rows, int64_t in_stride,
+                  const float* b, int64_t b_stride, int64_t count, double* sums) {
   const D d;
   const int64_t lanes = static_cast<int64_t>(hn::Lanes(d));
   const int64_t full = count / lanes * lanes;
@@ -55,17 +61,16 @@ void Dot(const float* const* a, int64_t taps, const float* const* b, int64_t nro
   for (int64_t t0 = 0; t0 < taps; t0 += 4) {
     const int64_t nt = std::min<int64_t>(4, taps - t0);
     V acc[4] = {hn::Zero(d), hn::Zero(d), hn::Zero(d), hn::Zero(d)};
-    for (int64_t i = 0; i < nrows; ++i) {
-      const float* in = b[i];
-      const float* rows[4];
-      for (int64_t j = 0; j < nt; ++j) rows[j] = a[(t0 + j) * nrows + i];
-      for (int64_t c = 0; c < full; c += lanes) {
-        const V x = hn::LoadU(d, in + c);
-        for (int64_t j = 0; j < nt; ++j) acc[j] = hn::MulAdd(hn::LoadU(d, rows[j] + c), x, acc[j]);
+    for (int64_t i = 0; i < rows; ++i) {
+      const float* in = b + i * b_stride;
+      const float* row = base + i * in_stride;
+      for (int64_t x = 0; x < full; x += lanes) {
+        const V v = hn::LoadU(d, in + x);
+        for (int64_t j = 0; j < nt; ++j) acc[j] = hn::MulAdd(hn::LoadU(d, row + offsets[t0 + j] + x), v, acc[j]);
       }
       if (full < count) {
-        const V x = hn::MaskedLoad(tail, d, in + full);
-        for (int64_t j = 0; j < nt; ++j) acc[j] = hn::MulAdd(hn::LoadU(d, rows[j] + full), x, acc[j]);
+        const V v = hn::MaskedLoad(tail, d, in + full);
+        for (int64_t j = 0; j < nt; ++j) acc[j] = hn::MulAdd(hn::LoadU(d, row + offsets[t0 + j] + full), v, acc[j]);
       }
     }
     for (int64_t j = 0; j < nt; ++j) sums[t0 + j] += static_cast<double>(hn::GetLane(hn::SumOfLanes(d, acc[j])));
@@ -74,8 +79,8 @@ void Dot(const float* const* a, int64_t taps, const float* const* b, int64_t nro
 
 void FillTable(RowKernels& k) {
   k.lanes = static_cast<int>(hn::Lanes(D()));
-  k.sum[0] = &Sum<1>, k.sum[1] = &Sum<2>, k.sum[2] = &Sum<4>;
-  k.dot = &Dot;
+  k.plane_sum[0] = &PlaneSumRows<1>, k.plane_sum[1] = &PlaneSumRows<2>, k.plane_sum[2] = &PlaneSumRows<4>;
+  k.plane_dot = &PlaneDotRows;
 }
 
 }  // namespace HWY_NAMESPACE
