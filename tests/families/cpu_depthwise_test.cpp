@@ -29,6 +29,7 @@ const std::vector<std::string> kShapes = {
     "N=3,C=3,H=1,W=1,K=3,R=3,pad=1,groups=3",                        // one pixel
     "N=1,C=2,H=6,W=5,K=2,R=3,pad=3,groups=2",                        // padding past the filter's reach
     "N=2,C=8,H=33,W=70,K=8,R=7,stride=2,pad=3,groups=8",             // rows longer than a vector block
+    "N=1,C=3,H=14,W=45,K=3,R=5,stride=2,pad=2,groups=3",             // stride 2 from an even padding
     "N=1,C=1,H=12,W=12,K=4,R=5,pad=2",                               // one group of one channel
 };
 

@@ -44,26 +44,31 @@ struct PhasePlane {
   int64_t at(int64_t h, int64_t u) const { return h * row_floats() + (u % stride) * phase_len + u / stride; }
 
   // `src` (src_rows x width, rows contiguous) into `dst`: zeros around each row's values, in the slack and in the
-  // rows above and below.
-  void fill(const float* src, float* dst) const {
+  // rows above and below. Stride 2's phases come from `deinterleave2`, a SIMD split of each row.
+  void fill(const float* src, float* dst, cpu_depthwise::Deinterleave deinterleave2) const {
     std::fill(dst, dst + top * row_floats(), 0.0f);
     std::fill(dst + (top + src_rows) * row_floats(), dst + floats(), 0.0f);
     for (int64_t h = 0; h < src_rows; ++h) {
       const float* in = src + h * width;
+      float* row = dst + (top + h) * row_floats();
       for (int64_t j = 0; j < stride; ++j) {
-        float* out = dst + (top + h) * row_floats() + j * phase_len;
+        float* out = row + j * phase_len;
         // Phase index t holds column t * stride + j: values where left <= that < left + width.
         const int64_t first = std::clamp<int64_t>((left - j + stride - 1) / stride, 0, phase_len);
         const int64_t last = std::clamp<int64_t>((left + width - j + stride - 1) / stride, first, phase_len);
         std::fill(out, out + first, 0.0f);
         if (stride == 1) {
           std::memcpy(out + first, in + (first - left), static_cast<size_t>(last - first) * sizeof(float));
-        } else {
+        } else if (stride != 2) {
           const float* from = in + (first * stride + j - left);
           for (int64_t t = first; t < last; ++t, from += stride) out[t] = *from;
         }
         std::fill(out + last, out + phase_len, 0.0f);
       }
+      // Column x goes to padded column left + x: even x to phase left % 2 from index left / 2, odd x to the other
+      // phase from index (left + 1) / 2.
+      if (stride == 2)
+        deinterleave2(in, width, row + (left % 2) * phase_len + left / 2, row + ((left + 1) % 2) * phase_len + (left + 1) / 2);
     }
   }
 };
@@ -144,9 +149,9 @@ class Depthwise {
     const cpu_depthwise::RowKernels& k = cpu_depthwise::row_kernels(cpu::active_isa());
     const int index = vecs_ == 4 ? 2 : vecs_ == 2 ? 1 : 0;
     switch (pb_.direction) {
-      case Direction::Forward: return forward(k.plane_sum[index], x, w, y);
-      case Direction::BackwardData: return backward_data(k.plane_sum[index], y, w, x);
-      case Direction::BackwardFilter: return backward_filter(k.plane_dot, x, y, w);
+      case Direction::Forward: return forward(k.plane_sum[index], k.deinterleave2, x, w, y);
+      case Direction::BackwardData: return backward_data(k.plane_sum[index], k.deinterleave2, y, w, x);
+      case Direction::BackwardFilter: return backward_filter(k.plane_dot, k.deinterleave2, x, y, w);
     }
   }
 
@@ -156,7 +161,7 @@ class Depthwise {
 
   // y[n][c m + j] for every j: every tap of every output row inside the zero-bordered plane, one call a plane.
   // Work items are runs of consecutive planes, the next plane's input prefetched while one is computed.
-  void forward(cpu_depthwise::PlaneSum plane_sum, const float* x, const float* w, float* y) const {
+  void forward(cpu_depthwise::PlaneSum plane_sum, cpu_depthwise::Deinterleave split, const float* x, const float* w, float* y) const {
     const int64_t P = pb_.p(), Q = pb_.q(), m = multiplier(), taps = pb_.r * pb_.s, planes = pb_.n * pb_.c;
     const int64_t run = std::max<int64_t>(1, std::min<int64_t>(8, planes / (8 * hardware_threads())));
     parallel_for((planes + run - 1) / run, hardware_threads(), [&](int64_t item) {
@@ -165,7 +170,7 @@ class Depthwise {
       for (int64_t plane = item * run; plane < end; ++plane) {
         const int64_t n = plane / pb_.c, c = plane % pb_.c;
         if (plane + 1 < planes) prefetch(x + (plane + 1) * pb_.h * pb_.w, pb_.h * pb_.w);
-        x_plane_.fill(x + plane * pb_.h * pb_.w, s.planes.data());
+        x_plane_.fill(x + plane * pb_.h * pb_.w, s.planes.data(), split);
         for (int64_t j = 0; j < m; ++j) {
           const int64_t k = c * m + j;
           plane_sum(s.planes.data(), x_tap_.data(), w + k * taps, taps, P, pb_.stride.h * x_plane_.row_floats(), Q,
@@ -186,7 +191,7 @@ class Depthwise {
   // dx[n][c] gathered: dx column x of row h sums, over the channel's outputs j and the taps (r, s) for which
   // h + pad_h - r dil_h and x + pad_w - s dil_w are multiples of the strides, w times dy there. Columns of one phase
   // (x + pad_w modulo stride_w) share their taps and read consecutive dy columns: one sum per phase and row.
-  void backward_data(cpu_depthwise::PlaneSum plane_sum, const float* dy, const float* w, float* dx) const {
+  void backward_data(cpu_depthwise::PlaneSum plane_sum, cpu_depthwise::Deinterleave split, const float* dy, const float* w, float* dx) const {
     const int64_t P = pb_.p(), Q = pb_.q(), m = multiplier(), W = pb_.w;
     const int64_t sh = pb_.stride.h, sw = pb_.stride.w;
     parallel_for(pb_.n * pb_.c, hardware_threads(), [&](int64_t item) {
@@ -196,7 +201,7 @@ class Depthwise {
       // The next item's dy planes follow this item's in memory (channels c m .. c m + m - 1 of one image).
       if (item + 1 < pb_.n * pb_.c) prefetch(dy + (item + 1) * m * P * Q, m * P * Q);
       for (int64_t j = 0; j < m; ++j)
-        dy_plane_.fill(dy + (n * pb_.k + c * m + j) * P * Q, s.planes.data() + j * dy_plane_.floats());
+        dy_plane_.fill(dy + (n * pb_.k + c * m + j) * P * Q, s.planes.data() + j * dy_plane_.floats(), split);
       const float* wc = w + c * taps();
       float* out = dx + (n * pb_.c + c) * pb_.h * W;
       for (const Group& g : groups_) {
@@ -222,7 +227,7 @@ class Depthwise {
   // dw[c m + j][r][s] = sum over images and output pixels of x at the tap times dy: per channel (and, where the
   // channels are too few to keep every thread busy, per share of the images), one dot product per tap over the
   // whole zero-bordered plane.
-  void backward_filter(cpu_depthwise::PlaneDot plane_dot, const float* x, const float* dy, float* dw) const {
+  void backward_filter(cpu_depthwise::PlaneDot plane_dot, cpu_depthwise::Deinterleave split, const float* x, const float* dy, float* dw) const {
     const int64_t P = pb_.p(), Q = pb_.q(), m = multiplier(), all = taps(), taps = pb_.r * pb_.s;
     const int64_t threads = static_cast<int64_t>(hardware_threads());
     const int64_t shares = std::clamp<int64_t>((4 * threads + pb_.c - 1) / pb_.c, 1, pb_.n);
@@ -237,7 +242,7 @@ class Depthwise {
           prefetch(x + ((n + 1) * pb_.c + c) * pb_.h * pb_.w, pb_.h * pb_.w);
           prefetch(dy + ((n + 1) * pb_.k + c * m) * P * Q, m * P * Q);
         }
-        x_plane_.fill(x + (n * pb_.c + c) * pb_.h * pb_.w, s.planes.data());
+        x_plane_.fill(x + (n * pb_.c + c) * pb_.h * pb_.w, s.planes.data(), split);
         for (int64_t j = 0; j < m; ++j)
           plane_dot(s.planes.data(), x_tap_.data(), taps, P, pb_.stride.h * x_plane_.row_floats(),
                     dy + (n * pb_.k + c * m + j) * P * Q, Q, Q, sums + j * taps);

@@ -51,6 +51,23 @@ void PlaneSumRows(const float* base, const int64_t* offsets, const float* weight
   }
 }
 
+void Deinterleave2(const float* in, int64_t count, float* even, float* odd) {
+  int64_t i = 0;
+#if HWY_TARGET != HWY_SCALAR
+  const D d;
+  const int64_t lanes = static_cast<int64_t>(hn::Lanes(d));
+  for (; 2 * (i + lanes) <= count; i += lanes) {
+    const V lo = hn::LoadU(d, in + 2 * i), hi = hn::LoadU(d, in + 2 * i + lanes);
+    hn::StoreU(hn::ConcatEven(d, hi, lo), d, even + i);
+    hn::StoreU(hn::ConcatOdd(d, hi, lo), d, odd + i);
+  }
+#endif
+  for (; 2 * i < count; ++i) {
+    even[i] = in[2 * i];
+    if (2 * i + 1 < count) odd[i] = in[2 * i + 1];
+  }
+}
+
 // Four taps at a time share each load of b; every tap's products stay in one vector over the whole plane.
 void PlaneDotRows(const float* base, const int64_t* offsets, int64_t taps, int64_t rows, int64_t in_stride,
                   const float* b, int64_t b_stride, int64_t count, double* sums) {
@@ -81,6 +98,7 @@ void FillTable(RowKernels& k) {
   k.lanes = static_cast<int>(hn::Lanes(D()));
   k.plane_sum[0] = &PlaneSumRows<1>, k.plane_sum[1] = &PlaneSumRows<2>, k.plane_sum[2] = &PlaneSumRows<4>;
   k.plane_dot = &PlaneDotRows;
+  k.deinterleave2 = &Deinterleave2;
 }
 
 }  // namespace HWY_NAMESPACE

@@ -19,8 +19,12 @@ using PlaneSum = void (*)(const float* base, const int64_t* offsets, const float
 using PlaneDot = void (*)(const float* base, const int64_t* offsets, int64_t taps, int64_t rows, int64_t in_stride,
                           const float* b, int64_t b_stride, int64_t count, double* sums);
 
+using Deinterleave = void (*)(const float* in, int64_t count, float* even, float* odd);
+
 struct RowKernels {
   int lanes = 1;
+  // even[i] = in[2 i] and odd[i] = in[2 i + 1] for 2 i (+ 1) < count: a row split into stride 2's phases.
+  Deinterleave deinterleave2 = nullptr;
   // Over `rows` rows: out[i * out_stride + x] = sum over t < taps of weights[t] * base[i * in_stride + offsets[t] + x]
   // for x < count (written, never read; zero for no taps). The base rows may be read up to kRowSlack floats past
   // count; out only below it. Register blocks of 1, 2 or 4 vectors along a row (the family's VECS):
