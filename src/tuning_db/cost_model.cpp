@@ -207,7 +207,16 @@ CostModel CostModel::fit_for_device(const std::vector<ListedEntry>& entries, con
 }
 
 std::optional<double> CostModel::predict_ms(std::string_view family, const ConvProblem& problem) const {
-  const std::string types = types_of(problem);
+  // FP16 tensors without a fit of their own take BF16's: the same 2-byte storage, the same tensor-core rate and
+  // kernels (on the H100 the fp16 and bf16 tables track each other), where the rank order alone took
+  // col2im_wgmma for strided backward-data of 32-128 channels at 1.7x cuDNN's time, the bf16 model's choice 1.0-1.5x.
+  std::string types = types_of(problem);
+  if (problem.type == ElementType::F16 &&
+      std::none_of(fits_.begin(), fits_.end(), [&](const FamilyFit& f) { return f.family == family && f.types == types; })) {
+    ConvProblem as_bf16 = problem;
+    as_bf16.type = ElementType::BF16;
+    types = types_of(as_bf16);
+  }
   for (const FamilyFit& f : fits_) {
     if (f.family != family || f.types != types) continue;
     const std::vector<double> x = features(problem);

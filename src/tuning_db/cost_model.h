@@ -55,7 +55,7 @@ class CostModel {
 
   bool empty() const { return fits_.empty(); }
   // Predicted tuned time of `family` on `problem`; nullopt when the model has no fit for that family and the
-  // problem's element type and math mode, or when the problem lies outside what the fit was measured on (see
+  // problem's element type and math mode (FP16 tensors without their own fit take BF16's), or when the problem lies outside what the fit was measured on (see
   // kCostModelReach): a regression extrapolated far says nothing (on the shipped H200 entries, whose layers all take
   // 10-160 GFLOP, a depthwise layer of 0.1 GFLOP got predictions of microseconds that changed family with every
   // refit), and the plan keeps its rules there.

@@ -754,6 +754,25 @@ TEST(TensorCoreFamilies, FewFilterRowsInTf32GoToImplicitGemmTc) {
   EXPECT_EQ(chosen("N=32,C=128,H=28,K=128,R=1", tf32), "implicit_gemm_shifted_wgmma");  // 128 rows
 }
 
+// fp16 has no tuned entries of its own: its untuned plans take the bf16 cost model's choice (the rank order alone took
+// col2im_wgmma for strided backward-data of 32-128 channels, 1.7x cuDNN's time on the H100, nineteenth session).
+TEST(TensorCoreFamilies, Fp16UntunedPlansFollowBf16s) {
+  const DeviceInfo hopper = test::described_hopper();
+  const auto chosen = [&](const char* text, Direction d, ElementType type) {
+    PlanRequest request;
+    request.problem = Problem(parse_problem(text).with_direction(d)).with_precision({type, MathMode::FP32});
+    return PlanDescriptor::create(hopper, request).family().name();
+  };
+  for (const char* text : {"N=32,C=128,H=56,K=128,R=3,stride=2,pad=1", "N=16,C=32,H=208,K=64,R=3,stride=2,pad=1",
+                           "N=16,C=32,H=50,K=48,R=5,stride=3,pad=1", "N=32,C=256,H=13,K=384,R=3,pad=1"}) {
+    for (Direction d : {Direction::Forward, Direction::BackwardData, Direction::BackwardFilter}) {
+      EXPECT_EQ(chosen(text, d, ElementType::F16), chosen(text, d, ElementType::BF16)) << text << " " << to_string(d);
+    }
+  }
+  EXPECT_NE(chosen("N=32,C=128,H=56,K=128,R=3,stride=2,pad=1", Direction::BackwardData, ElementType::F16),
+            "col2im_wgmma");
+}
+
 // col2im_wgmma: CUDA on compute capability 9.0, bf16/fp16/tf32, backward-data only; its recipe copies dy
 // channels-last, reorders the filters, then a GEMM and a gather per chunk of IMAGES images (the last chunk shorter);
 // unit-stride layers are a poor fit untuned (implicit_gemm_nhwc_wgmma's), alex1's 3 input channels are not.

@@ -66,6 +66,30 @@ TEST(CostModel, FitDoesNotDependOnSampleOrderAndPredictsTheSameEveryTime) {
   EXPECT_FALSE(a.predict_ms("implicit_gemm", tf32));  // fitted on fp32 math only
 }
 
+TEST(CostModel, Fp16WithoutItsOwnFitTakesBf16s) {
+  // Two families measured in bf16 only, then one of them in fp16 too (with other times): fp16 problems take the
+  // bf16 fit where there is no fp16 one, their own where there is.
+  std::vector<CostSample> samples;
+  for (int64_t i = 0; i < 8; ++i) {
+    ConvProblem p = conv(8 << (i % 4), 64 << (i / 4), 28, 128, 3, 1, 1);
+    p.type = ElementType::BF16;
+    samples.push_back({"implicit_gemm_wgmma", p, 0.1 * static_cast<double>(1 + i)});
+    samples.push_back({"col2im_wgmma", p, 0.2 * static_cast<double>(1 + i)});
+    p.type = ElementType::F16;
+    samples.push_back({"col2im_wgmma", p, 0.05 * static_cast<double>(1 + i)});
+  }
+  const CostModel model = CostModel::fit(samples);
+  ConvProblem bf16 = conv(16, 64, 28, 128, 3, 1, 1), fp16 = bf16;
+  bf16.type = ElementType::BF16, fp16.type = ElementType::F16;
+  ASSERT_TRUE(model.predict_ms("implicit_gemm_wgmma", fp16));
+  EXPECT_EQ(*model.predict_ms("implicit_gemm_wgmma", fp16), *model.predict_ms("implicit_gemm_wgmma", bf16));
+  ASSERT_TRUE(model.predict_ms("col2im_wgmma", fp16));
+  EXPECT_LT(*model.predict_ms("col2im_wgmma", fp16), *model.predict_ms("col2im_wgmma", bf16));  // its own fit
+  ConvProblem fp32 = bf16;
+  fp32.type = ElementType::F32;
+  EXPECT_FALSE(model.predict_ms("implicit_gemm_wgmma", fp32));  // no such fallback for other types
+}
+
 TEST(CostModel, TooFewSamplesGiveNoModelAndPlansKeepTheRankOrder) {
   std::vector<CostSample> few;
   for (int i = 0; i < static_cast<int>(kCostModelMinSamples) - 1; ++i)
