@@ -107,7 +107,7 @@ class Depthwise {
     dy_plane_ = PhasePlane::make(pb.p(), dy_top_, dy_top_ + (pb.h - 1 + pb.pad.h) / sh + 2, pb.q(), dy_left_,
                                  dy_left_ + std::max(pb.q(), q_end), 1);
     // The plane offsets the loops add, computed once here (their divisions by the strides cost more than a row's
-    // work on small images): each tap's column in x's plane, and backward-data's phases, taps and dy rows.
+    // work on small images): each tap's offset in x's plane, and backward-data's phases and groups.
     for (int64_t t = 0; t < pb.s; ++t) x_column_.push_back(x_plane_.at(0, t * dw));
     for (int64_t r = 0; r < pb.r; ++r)
       for (int64_t t = 0; t < pb.s; ++t)
