@@ -20,6 +20,7 @@
 #include "src/families/cpu_blocked/plan.h"
 #include "src/families/widened.h"
 #include "src/tuner/search_space.h"
+#include "tests/support/forced_isa.h"
 #include "tests/support/plan_check.h"
 
 using namespace convtune;
@@ -106,11 +107,7 @@ class SampledPlan final : public harness::Implementation {
   std::unique_ptr<harness::PlanImplementation> plan_;
 };
 
-// Sets the ISA for one scope.
-struct ForcedIsa {
-  explicit ForcedIsa(cb::Isa isa) { cb::force_isa(isa); }
-  ~ForcedIsa() { cb::force_isa(std::nullopt); }
-};
+using test::ForcedIsa;
 
 void check_all(const std::vector<conformance::Target>& targets, const std::string& what) {
   const auto list = cases();

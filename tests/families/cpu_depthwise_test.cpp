@@ -8,6 +8,7 @@
 #include "convtune/plan.h"
 #include "src/backend/cpu/isa.h"
 #include "src/harness/workload.h"
+#include "tests/support/forced_isa.h"
 #include "tests/support/plan_check.h"
 
 using namespace convtune;
@@ -16,10 +17,7 @@ namespace {
 
 Device& cpu_device() { return Registry::instance().find("cpu"); }
 
-struct ForcedIsa {
-  explicit ForcedIsa(cpu::Isa isa) { cpu::force_isa(isa); }
-  ~ForcedIsa() { cpu::force_isa(std::nullopt); }
-};
+using test::ForcedIsa;
 
 const std::vector<std::string> kShapes = {
     "N=2,C=5,H=13,W=11,K=5,R=3,pad=1,groups=5",                      // odd sizes

@@ -719,7 +719,7 @@ TEST(TensorCoreFamilies, NewWgmmaFamiliesHaveValidDefaultsOutsideTheSuites) {
                            "N=20000,C=32,H=32,K=8,R=7,stride=2,pad=3"}) {
     for (Direction d : {Direction::Forward, Direction::BackwardData, Direction::BackwardFilter}) {
       for (Precision precision : {Precision{ElementType::BF16, MathMode::FP32}, Precision{ElementType::F16, MathMode::FP32},
-                                  Precision{ElementType::F32, MathMode::TF32}}) {
+                                  Precision{ElementType::F32, MathMode::TF32}, Precision{ElementType::F32, MathMode::TF32x3}}) {
         const Problem pb = Problem(parse_problem(text).with_direction(d)).with_precision(precision);
         for (const char* name : {"implicit_gemm_nhwc_wgmma", "implicit_gemm_shifted_wgmma", "col2im_wgmma"}) {
           const KernelFamily& family = kernel_family(name);
