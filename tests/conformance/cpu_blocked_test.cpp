@@ -276,6 +276,69 @@ TEST(CpuBlocked, FusedWinogradBlocksAreRight) {
   EXPECT_EQ(checked, static_cast<int>(20 * cb::available_isas().size()));
 }
 
+TEST(CpuBlocked, OneByOnePlanesAreRight) {
+  // 1x1 filters at stride 1 without padding are computed over planes of one row of H*W pixels (computed_problem):
+  // planes of whole vectors that pixel vectors read in place, planes with a partial last vector (copied with
+  // slack), planes long enough to be cut into column blocks (pixel_rows), groups, and backward-filter's results
+  // converted from every orientation's block layout. Every direction, the default and sampled configurations of
+  // each orientation and order, every ISA, against the float64 reference.
+  const std::vector<const char*> problems = {
+      "N=3,C=24,H=8,W=8,K=40,R=1",           // 64 pixels: whole vectors on AVX-512 and AVX2
+      "N=4,C=20,H=7,W=7,K=36,R=1",           // 49 pixels: a partial last vector
+      "N=2,C=64,H=47,W=50,K=24,R=1",         // 2350 pixels: several column blocks and a tail
+      "N=2,C=32,H=6,W=8,K=48,R=1,groups=2",  // groups
+  };
+  const std::vector<Config> kinds = {{{"ORIENT", 0}, {"ORDER", 0}}, {{"ORIENT", 0}, {"ORDER", 1}},
+                                     {{"ORIENT", 1}, {"ORDER", 0}}, {{"ORIENT", 1}, {"ORDER", 1}},
+                                     {{"ORIENT", 2}}};
+  int checked = 0;
+  for (cb::Isa isa : cb::available_isas()) {
+    ForcedIsa forced(isa);
+    for (const char* text : problems) {
+      for (Direction d : {Direction::Forward, Direction::BackwardData, Direction::BackwardFilter}) {
+        const ConvProblem pb = parse_problem(text).with_direction(d);
+        const ConvProblem computed = cb::computed_problem(pb);
+        EXPECT_EQ(computed.h, 1);
+        EXPECT_EQ(computed.w, pb.h * pb.w);
+        std::vector<Config> configs = {cb::default_config(pb)};
+        const std::vector<Config> space = SearchSpace(family(), pb, cpu_device().info()).configs();
+        for (size_t k = 0; k < kinds.size(); ++k) {
+          std::vector<Config> matching;
+          for (const Config& c : space)
+            if (std::all_of(kinds[k].begin(), kinds[k].end(), [&](const auto& kv) {
+                  return c.count(kv.first) && c.at(kv.first) == kv.second;
+                }))
+              matching.push_back(c);
+          if (!matching.empty()) configs.push_back(matching[(k * 7919 + checked) % matching.size()]);
+        }
+        harness::Workload workload(cpu_device(), pb, 17);
+        for (const Config& config : configs) {
+          const auto r = testing_support::check_plan_on(workload, "cpu_blocked", config);
+          EXPECT_TRUE(r.passed) << cb::to_string(isa) << " " << pb.to_string() << " " << to_string(config) << ": "
+                                << r.message;
+          ++checked;
+        }
+      }
+    }
+  }
+  std::cout << "conformance: cpu_blocked 1x1 planes: " << checked << " checks\n";
+  EXPECT_GE(checked, static_cast<int>(12 * 4 * cb::available_isas().size()));
+}
+
+TEST(CpuBlocked, PixelVectorsReadWholeVectorPlanesInPlace) {
+  // A 1x1 layer whose planes are whole vectors is read where it lies by pixel vectors (no padded copy); one whose
+  // planes end mid-vector is copied with slack, so no vector read leaves the buffer.
+  const ForcedIsa avx512_or_best(cb::available_isas().front());
+  const int64_t lanes = cb::vector_lanes(cb::active_isa());
+  if (lanes == 1) GTEST_SKIP() << "scalar: every plane is whole vectors";
+  Config config = cb::default_config(parse_problem("N=2,C=24,H=8,W=8,K=40,R=1"));
+  config["ORIENT"] = 1, config["LAYOUT"] = 0, config["IC_CHUNK"] = 0;
+  const cb::Convolution whole(parse_problem("N=2,C=24,H=8,W=8,K=40,R=1"), config);
+  EXPECT_NE(whole.describe().find("input read in place"), std::string::npos) << whole.describe();
+  const cb::Convolution partial(parse_problem("N=2,C=24,H=7,W=7,K=40,R=1"), config);
+  EXPECT_NE(partial.describe().find("input copied"), std::string::npos) << partial.describe();
+}
+
 TEST(CpuBlocked, DefaultsAreValidForEveryCase) {
   // The default must satisfy the family's own constraints wherever the family computes, or an untuned plan fails.
   for (const auto& c : cases()) {

@@ -14,6 +14,9 @@
 
 #include <charconv>
 #include <map>
+#include <memory>
+#include <new>
+#include <algorithm>
 #include <mutex>
 
 #include "convtune/error.h"
@@ -74,16 +77,30 @@ class HostProgram final : public Program {
 };
 
 // Host memory: its own, or the caller's (wrapped, never freed).
+// Owned buffers start on a 64-byte boundary (a cache line, an AVX-512 vector), as PyTorch's and oneDNN's CPU
+// allocators give: the kernels' streaming stores need whole aligned vectors, and an operand that starts mid-line
+// splits every row's first and last vector across two lines. Zero-filled, as the vector it replaced was.
+struct AlignedFree {
+  void operator()(std::byte* p) const { ::operator delete[](p, std::align_val_t{kHostAlignment}); }
+  static constexpr size_t kHostAlignment = 64;
+};
+
 class HostBuffer final : public Buffer {
  public:
-  explicit HostBuffer(size_t bytes) : owned_(bytes), data_(owned_.data()), bytes_(bytes) {}
+  explicit HostBuffer(size_t bytes)
+      : owned_(static_cast<std::byte*>(::operator new[](std::max<size_t>(bytes, 1),
+                                                         std::align_val_t{AlignedFree::kHostAlignment}))),
+        data_(owned_.get()),
+        bytes_(bytes) {
+    std::memset(data_, 0, bytes);
+  }
   HostBuffer(std::byte* foreign, size_t bytes) : data_(foreign), bytes_(bytes) {}
   size_t bytes() const override { return bytes_; }
   std::byte* data() { return data_; }
   const std::byte* data() const { return data_; }
 
  private:
-  std::vector<std::byte> owned_;
+  std::unique_ptr<std::byte[], AlignedFree> owned_;
   std::byte* data_;
   size_t bytes_;
 };

@@ -73,6 +73,10 @@ ParameterTable<Choice> parameter_table(const ConvProblem& problem);
 std::vector<Constraint> constraints(const ConvProblem& problem);
 // A valid configuration that is reasonably fast without tuning, from a cost model of the register blocks.
 Config default_config(const ConvProblem& problem);
+// The problem the strategies compute for `problem`: itself, or for a 1x1 filter at stride 1 without padding the
+// same convolution over planes of one row of H*W pixels (the same bytes). Constraints, defaults and the
+// Convolution all read this form.
+ConvProblem computed_problem(const ConvProblem& problem);
 
 // Where a run's time went, host clock: the edge conversions (padded / channel-blocked input copies, the
 // backward-filter result's conversion to KCRS), weight packing, and the micro-kernels.
