@@ -2,6 +2,7 @@
 // configurations through plans on the standard cases plus wider-channel ones, every direction, the adjoint
 // identity and the harness's canaries; every valid configuration of one problem; the errors a bad configuration
 // gives; packed weights reused only while the weights are unchanged.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -348,6 +349,28 @@ TEST(CpuBlocked, DefaultsAreValidForEveryCase) {
           << c.name << " " << to_string(d);
     }
   }
+  // 1x1 layers, whose defaults take their own branches (planes of one row, dots over input channels): a grid of
+  // channel counts on both sides, plane sizes and groups, on every ISA.
+  int checked = 0;
+  for (cb::Isa isa : cb::available_isas()) {
+    ForcedIsa forced(isa);
+    for (int c : {1, 3, 8, 24, 33, 144, 512})
+      for (int k : {1, 4, 24, 32, 40, 160, 1024})
+        for (int hw : {1, 7, 28, 56})
+          for (int g : {1, 2}) {
+            if (c % g != 0 || k % g != 0) continue;
+            const ConvProblem base = parse_problem(fmt::format("N=2,C={},H={},W={},K={},R=1,groups={}", c, hw, hw, k, g));
+            for (Direction d : {Direction::Forward, Direction::BackwardData, Direction::BackwardFilter}) {
+              const ConvProblem pb = base.with_direction(d);
+              EXPECT_EQ(config_problem(family(), family().default_config(pb, cpu_device().info()), pb,
+                                       cpu_device().info()),
+                        "")
+                  << cb::to_string(isa) << " " << pb.to_string();
+              ++checked;
+            }
+          }
+  }
+  EXPECT_GT(checked, 1000);
 }
 
 TEST(CpuBlocked, InvalidConfigurationsNameTheParameter) {

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdlib>
 #include <numeric>
 
 #include "convtune/error.h"
@@ -235,6 +236,7 @@ std::vector<Constraint> constraints(const ConvProblem& asked) {
   const ConvProblem problem = computed_problem(asked);
   const Shape sh = shape_of(problem);
   const bool filter = is_filter(problem);
+  const bool one_by_one_dots = detail::channel_dots(problem);
   const ParameterTable<Choice> t = parameter_table(problem);
   // The ISA's facts are read once, when the constraints are made (a search makes them right before enumerating).
   const KernelTable* kt = &kernels();
@@ -278,13 +280,16 @@ std::vector<Constraint> constraints(const ConvProblem& asked) {
   out.push_back(t.constraint(
       "COLS at most the columns there are (pixels of a row, output channels, or filter taps along a row)",
       {&Choice::algo, &Choice::orient, &Choice::layout, &Choice::cols},
-      [sh, filter, problem, lanes](const Choice& c, const X&) {
+      [sh, filter, problem, lanes, one_by_one_dots](const Choice& c, const X&) {
         // Winograd backward-filter: columns are input channels within one vector of them.
         if (c.algo == 1) return filter ? c.cols <= std::min(sh.ic, lanes) : true;
         if (filter) {
-          // Dots: taps of one stride class, or (whole planes, LAYOUT 1) any taps along the row.
+          // Dots: taps of one stride class, or (whole planes, LAYOUT 1) any taps along the row; 1x1 dots
+          // (detail::channel_dots): input channels.
           return c.orient == 0   ? c.cols <= sh.oc
-                 : c.orient == 1 ? c.cols <= (c.layout == 1 ? problem.s : taps_per_class(problem))
+                 : c.orient == 1 ? c.cols <= (one_by_one_dots ? sh.ic
+                                              : c.layout == 1 ? problem.s
+                                                              : taps_per_class(problem))
                                  : c.cols <= problem.s;
         }
         return c.cols <= (c.orient == 0 ? sh.row : sh.oc);
@@ -320,6 +325,11 @@ std::vector<Constraint> constraints(const ConvProblem& asked) {
                                "then over whole planes) or 2 (vectors over output channels)",
                                {&Choice::orient, &Choice::layout},
                                [](const Choice& c, const X&) { return c.layout == 0 || c.orient != 0; }));
+    out.push_back(t.constraint("backward-filter of a 1x1 layer at stride 1 without padding: ORIENT 1 (dots over "
+                               "input channels, x and dy read in place) with LAYOUT 0 only",
+                               {&Choice::orient, &Choice::layout}, [one_by_one_dots](const Choice& c, const X&) {
+                                 return !one_by_one_dots || c.orient != 1 || c.layout == 0;
+                               }));
     const bool unit_row_stride = problem.stride.h == 1;
     out.push_back(t.constraint("backward-filter: ORIENT 1 with LAYOUT 1 (dots over whole planes) only at stride_h 1 "
                                "(consecutive output rows read consecutive input rows)",
@@ -385,6 +395,21 @@ Config default_config(const ConvProblem& asked) {
     }
     return parameter_table(problem).write(c);
   }
+  // 1x1 backward-filter into few output channels: dots of dy's and x's rows where they lie (detail::channel_dots).
+  // Vectors over input channels first copy all of x channel-interleaved, whose cost per FLOP grows as 1 / K. Two
+  // threads, 16 images: 144 -> 24 at 56x56 3.7-3.9 -> 1.7-1.8 ms, 192 -> 32 at 28x28 0.99 -> 0.68-0.76, 64 -> 16
+  // 1.6-1.7 -> 0.57-0.63; from 64 output channels on the dots lost (384 -> 64 at 14x14 0.73 -> 0.90-0.96, 960 ->
+  // 160 at 7x7 1.04 -> 2.0: each call sums its lanes, and the reduction is not blocked for the caches).
+  // (Also wherever the rules below would take dots or vectors over output channels, whose blocks have one
+  // column for a 1x1 filter.)
+  const auto channel_dots_default = [&] {
+    const auto [ni, nj] = best_plane_block(sh.oc, std::min<int64_t>(sh.ic, detail::kMaxDotColumns));
+    c.orient = 1, c.vecs = ni, c.cols = nj, c.layout = 0, c.row_block = 0;
+    const int64_t tiles = problem.groups * ceil_div(sh.oc, ni) * ceil_div(sh.ic, nj);
+    c.order = tiles >= 8 * static_cast<int64_t>(ThreadPool::instance().size()) ? 0 : 1;
+    return parameter_table(problem).write(c);
+  };
+  if (is_filter(problem) && detail::channel_dots(problem) && sh.oc <= 32) return channel_dots_default();
   if (is_filter(problem)) {
     // Vectors over input channels when they fill the vectors; else vectors over output channels when those do and
     // copying dy channel-interleaved, a reduction tile at a time (LAYOUT 1), is cheap beside the work (AlexNet's
@@ -408,6 +433,7 @@ Config default_config(const ConvProblem& asked) {
       while (nj > 1 && !dot_compiled(kernels(), ni, nj)) --nj;
       c.orient = 1, c.vecs = ni, c.cols = nj;
     }
+    if (detail::channel_dots(problem) && c.orient != 0) return channel_dots_default();
     // Dots over whole output planes (stride_h 1) instead, where a block's dy planes and the x copies of a tile of
     // a few rows fit about an L1: dy read in place, no interleave, runs along whole planes. fmnist1 (one thread):
     // 1.37-1.40 ms with vectors over output channels and dy interleaved per tile, 1.04 with plane dots; a 3x3
@@ -422,7 +448,8 @@ Config default_config(const ConvProblem& asked) {
     // per dy element (two threads: MobileNetV2's 24 -> 144 at 56x56, 16 images, 2.9 ms with plane dots, 1.6 with
     // vectors over input channels).
     const bool one_tap_filled = problem.r * problem.s == 1 && c.orient == 0;
-    if (problem.stride.h == 1 && (c.orient == 1 || (dy_bytes_per_flop >= 0.1 && !one_tap_filled)) &&
+    if (problem.stride.h == 1 && !detail::channel_dots(problem) &&
+        (c.orient == 1 || (dy_bytes_per_flop >= 0.1 && !one_tap_filled)) &&
         plane_bytes(1) <= (96 << 10)) {
       c.orient = 1, c.layout = 1, c.vecs = plane.first, c.cols = plane.second;
       // Whole images when one fits, else the most rows (a power of two) that do.

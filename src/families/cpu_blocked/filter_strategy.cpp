@@ -65,8 +65,10 @@ class FilterStrategy final : public Strategy {
         ws_ = (wi_ + phases_ - 1) / phases_;
         row_floats_ = phases_ * ws_;
         tap_period_ = pb.stride.w / std::gcd(pb.stride.w, pb.dilation.w);
-        // LAYOUT 1: whole-plane dots (stride_h 1, the constraints see to it).
-        planes_ = per_tile_ = choice.layout == 1;
+        // 1x1: output channels x input channels over x and dy in place (channel_dots). Else LAYOUT 1: whole-plane
+        // dots (stride_h 1, the constraints see to it).
+        channel_dots_ = channel_dots(pb);
+        planes_ = per_tile_ = choice.layout == 1 && !channel_dots_;
         break;
       case Mode::ChannelVectors:
         nv_ = static_cast<int>(std::min<int64_t>(choice.vecs, (cg_ + lanes_ - 1) / lanes_));
@@ -121,7 +123,13 @@ class FilterStrategy final : public Strategy {
     auto start = Clock::now();
     switch (mode_) {
       case Mode::ChannelVectors: copy_x_channel_blocked(x, b.x); break;
-      case Mode::Dots: copy_x_phase_split(x, b.x); break;
+      case Mode::Dots:
+        if (channel_dots_) {
+          b.x = x;  // read in place
+        } else {
+          copy_x_phase_split(x, b.x);
+        }
+        break;
       case Mode::KernelVectors:
         copy_x_padded(x, b.x);
         copy_dy_channel_blocked(y, b.dy);
@@ -176,8 +184,10 @@ class FilterStrategy final : public Strategy {
 
   std::string describe() const override {
     const char* form = mode_ == Mode::ChannelVectors ? "vectors over input channels, channels x output channels"
-                       : mode_ == Mode::Dots         ? "dot products along rows, output channels x taps"
-                                                     : "vectors over output channels, channels x taps";
+                       : channel_dots_ ? "dot products along whole planes, output channels x input channels, x and dy "
+                                         "read in place"
+                       : mode_ == Mode::Dots ? "dot products along rows, output channels x taps"
+                                             : "vectors over output channels, channels x taps";
     return fmt::format("{} block {}x{}, reduction tiles of {} image(s) x {} row(s){}, threads split the {}", form,
                        mode_ == Mode::Dots ? ni_ : nv_, nj_, images_per_tile_, rows_per_tile_,
                        planes_ ? ", whole planes (x copied per tap column)" : per_tile_ ? " copied per tile" : "",
@@ -395,8 +405,10 @@ class FilterStrategy final : public Strategy {
       b.results = c.floats(static_cast<size_t>(copies * result_floats()));
       return b;
     }
-    const int64_t x_planes = mode_ == Mode::ChannelVectors ? pb_.n * pb_.groups * blocks_ : pb_.n * pb_.c;
-    b.x = c.floats(static_cast<size_t>(x_planes * hi_ * row_floats_));
+    const int64_t x_planes = mode_ == Mode::ChannelVectors ? pb_.n * pb_.groups * blocks_
+                             : channel_dots_                ? 0
+                                                            : pb_.n * pb_.c;
+    if (x_planes > 0) b.x = c.floats(static_cast<size_t>(x_planes * hi_ * row_floats_));
     if (mode_ == Mode::KernelVectors) b.dy = c.floats(static_cast<size_t>(pb_.n * pb_.groups * blocks_ * p_ * q_ * block_));
     const bool direct = mode_ == Mode::Dots && !split_reduction_;
     const int64_t copies = split_reduction_ ? threads_ : 1;
@@ -455,6 +467,7 @@ class FilterStrategy final : public Strategy {
     switch (mode_) {
       case Mode::ChannelVectors: return pb_.groups * blocks_ * ceil_div(kg_, nj_) * pb_.r * pb_.s;
       case Mode::Dots:
+        if (channel_dots_) return pb_.groups * ceil_div(cg_, nj_) * ceil_div(kg_, ni_);
         return pb_.groups * ceil_div(kg_, ni_) * cg_ * pb_.r * (planes_ ? ceil_div(pb_.s, nj_) : tap_blocks());
       case Mode::KernelVectors: return pb_.groups * blocks_ * cg_ * pb_.r * ceil_div(pb_.s, nj_);
     }
@@ -567,7 +580,40 @@ class FilterStrategy final : public Strategy {
     }
   }
 
+  // channel_dots_: dW[k][c] (+)= the dot products of dy's rows k and x's rows c over the tile's images, output
+  // tile o = (group, block of COLS input channels, block of VECS output channels), output channels fastest: a
+  // thread's consecutive tiles keep one block of x rows in L1 and walk dy's rows (in L2).
+  void channel_dot_tile(const float* x, const float* dy, float* result, const Range& r, int64_t o,
+                        bool accumulate) const {
+    Digits digits(o);
+    const int64_t kb = digits.next(ceil_div(kg_, ni_)), cb = digits.next(ceil_div(cg_, nj_)), g = digits.rest();
+    const int64_t k0 = kb * ni_, ks = std::min<int64_t>(ni_, kg_ - k0);
+    const int64_t c0 = cb * nj_, cs = std::min<int64_t>(nj_, cg_ - c0);
+    DotArgs a;
+    a.a_i = q_, a.b_j = q_, a.len = q_;
+    a.n0 = r.images, a.a0 = pb_.k * q_, a.b0 = pb_.c * q_;
+    a.o_i = cg_, a.o_j = 1;
+    a.accumulate = accumulate;
+    for (int64_t c = c0; c < c0 + cs;) {
+      const int use_j = fit(static_cast<int>(std::min<int64_t>(c0 + cs - c, nj_)));
+      for (int64_t k = k0; k < k0 + ks;) {
+        int use_i = static_cast<int>(std::min<int64_t>(k0 + ks - k, ni_));
+        while (use_i > 1 && kt_.dot[use_i - 1][use_j - 1] == nullptr) --use_i;
+        a.a = dy + (r.n0 * pb_.k + g * kg_ + k) * q_;
+        a.b = x + (r.n0 * pb_.c + g * cg_ + c) * q_;
+        a.out = result + (g * kg_ + k) * cg_ + c;
+        kt_.dot[use_i - 1][use_j - 1](a);
+        k += use_i;
+      }
+      c += use_j;
+    }
+  }
+
   void dot_tile(const float* xs, const float* dy, float* result, const Range& r, int64_t o, bool accumulate) const {
+    if (channel_dots_) {
+      channel_dot_tile(xs, dy, result, r, o, accumulate);
+      return;
+    }
     const int64_t classes = std::min(tap_period_, pb_.s);
     const int64_t per_class = tap_blocks() / classes;
     Digits digits(o);
@@ -753,11 +799,17 @@ class FilterStrategy final : public Strategy {
   bool split_reduction_ = false;
   bool per_tile_ = false;  // LAYOUT 1 (kernel vectors): x and dy copied per reduction tile
   bool planes_ = false;    // LAYOUT 1 (dots): whole-plane dots over per-tile x copies, dy in place
+  bool channel_dots_ = false;  // 1x1 dots: output channels x input channels, x and dy in place
   int64_t x_rows_ = 0;     // padded x rows a tile's copy holds
   size_t workspace_ = 0;
 };
 
 }  // namespace
+
+bool channel_dots(const ConvProblem& pb) {
+  return pb.direction == Direction::BackwardFilter && pb.r == 1 && pb.s == 1 && pb.h == 1 &&
+         pb.stride == Pair{1, 1} && pb.pad == Pair{0, 0};
+}
 
 std::unique_ptr<Strategy> make_filter_strategy(const ConvProblem& problem, const Choice& choice,
                                                const KernelTable& kernels) {

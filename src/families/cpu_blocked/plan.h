@@ -130,6 +130,11 @@ std::unique_ptr<Strategy> make_view_strategy(const ConvProblem& problem, const C
                                              const KernelTable& kernels);
 std::unique_ptr<Strategy> make_winograd_strategy(const ConvProblem& problem, const Choice& choice,
                                                  const KernelTable& kernels);
+// Backward-filter of a 1x1 filter at stride 1 without padding, as computed_problem gives it (planes of one row):
+// dW = dy x^T, both operands' rows contiguous whole planes. Its dot blocks (ORIENT 1) then take output channels x
+// input channels, reading x and dy where they lie, instead of output channels x filter taps.
+bool channel_dots(const ConvProblem& computed);
+
 std::unique_ptr<Strategy> make_filter_strategy(const ConvProblem& problem, const Choice& choice,
                                                const KernelTable& kernels);
 
