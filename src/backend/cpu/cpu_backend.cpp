@@ -12,12 +12,12 @@
 #include <string>
 #include <vector>
 
+#include <algorithm>
 #include <charconv>
 #include <map>
 #include <memory>
-#include <new>
-#include <algorithm>
 #include <mutex>
+#include <new>
 
 #include "convtune/error.h"
 #include "src/backend/cpu/host_program.h"
