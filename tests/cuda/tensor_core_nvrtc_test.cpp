@@ -1,4 +1,4 @@
-// The tensor-core families (gemm_tc, implicit_gemm_tc, winograd_tc, fft_tc) compile to cubins through NVRTC for sm_80 and sm_90 without
+// The tensor-core families (gemm_tc, implicit_gemm_tc, winograd_tc, fft_tc, fft_wgmma) compile to cubins through NVRTC for sm_80 and sm_90 without
 // a GPU, in tf32 and 3xtf32 math (and bf16/fp16 tensors where the family has 16-bit kernels), every direction, default and sampled configurations, with ptxas's resource
 // report: every configuration must fit its register cap without spilling (the families' register constraint is an
 // estimate; this is where it is held to the compiler's count). Prints one line per compiled program.
@@ -140,6 +140,14 @@ TEST(TensorCoreNvrtc, SampledConfigurationsCompileForSm90WithoutSpills) {
   compile_family("winograd_tc", winograd_problems(), test::described_hopper(), 2);
   compile_family("fft_tc", fft_problems(), test::described_hopper(), 1);
   std::cout << "nvrtc: compiled " << compiled << " tensor-core programs for sm_90\n";
+  EXPECT_GT(compiled, 0);
+}
+
+// fft_wgmma (sm_90a only): the defaults and two sampled configurations of each problem, direction and mode.
+TEST(TensorCoreNvrtc, FftWgmmaCompilesForSm90aWithoutSpills) {
+  compiled = 0;
+  compile_family("fft_wgmma", fft_problems(), test::described_hopper(), 2);
+  std::cout << "nvrtc: compiled " << compiled << " fft_wgmma programs for sm_90a\n";
   EXPECT_GT(compiled, 0);
 }
 

@@ -864,7 +864,8 @@ TEST(TensorCoreFamilies, Col2imWgmmaSupportRecipeAndPoorFit) {
 // fft_tc on a Hopper: valid defaults in both modes and every direction, fft's workspace for the same tiles, fp32
 // refused by name, and its claim: 5x5 layers of at least 32 channels whose batch fits one chunk within the 80 GB
 // GPU's 1 GiB (alex2 and u8 at N=128), not where the workspace limit cuts the batch (u8's 96 -> 256 channels at
-// N=512; Fashion-MNIST's conv2 at N=10000) nor on 3x3 layers (fewer than 25 taps: winograd's ground).
+// N=512; Fashion-MNIST's conv2 at N=10000) nor on 3x3 layers (fewer than 25 taps: winograd's ground). Untuned plans
+// take it there in tf32; in 3xtf32 fft_wgmma's claim of the same layers goes first.
 TEST(TensorCoreFamilies, FftTcDefaultsClaimAndWorkspace) {
   const DeviceInfo hopper = test::described_hopper();
   const KernelFamily& family = kernel_family("fft_tc");
@@ -894,7 +895,10 @@ TEST(TensorCoreFamilies, FftTcDefaultsClaimAndWorkspace) {
         PlanRequest request;
         request.problem = pb;
         request.use_tuning = false;
-        EXPECT_EQ(PlanDescriptor::create(hopper, request).family().name(), layer.untuned) << pb.to_string();
+        // In 3xtf32 fft_wgmma claims fft_tc's layers first (FftWgmmaSupportDefaultsAndClaim).
+        const std::string untuned =
+            math == MathMode::TF32x3 && std::string(layer.untuned) == "fft_tc" ? "fft_wgmma" : layer.untuned;
+        EXPECT_EQ(PlanDescriptor::create(hopper, request).family().name(), untuned) << pb.to_string();
       }
     }
   }
@@ -902,10 +906,60 @@ TEST(TensorCoreFamilies, FftTcDefaultsClaimAndWorkspace) {
   EXPECT_EQ(family.untuned_claim(fmnist2, hopper), "");
 }
 
+// fft_wgmma: fp32 tensors in tf32 and 3xtf32 on compute capability 9.0 only (an A100 and bf16 refused by name);
+// valid defaults in every direction and both modes, on AlexNet's 5x5 layer and a small grouped layer with odd sizes
+// (single-float loads); fft's workspace for the same tiles; the 3xtf32 defaults keep BLOCK_N within 128 (a tile's
+// partial sums beside the accumulators); its untuned claim: fft_tc's layers (5x5, at least 32 channels, the batch in
+// one chunk) in 3xtf32 only, where untuned plans take it; in tf32 they stay fft_tc's.
+TEST(TensorCoreFamilies, FftWgmmaSupportDefaultsAndClaim) {
+  const DeviceInfo hopper = test::described_hopper();
+  DeviceInfo ampere = hopper;
+  ampere.architecture = "sm_80", ampere.id = "cuda:1", ampere.name = "NVIDIA A100 (described)";
+  const KernelFamily& family = kernel_family("fft_wgmma");
+  const KernelFamily& fft = kernel_family("fft");
+  for (const char* text : {"N=128,C=64,H=27,K=192,R=5,pad=2", "N=3,C=18,H=11,W=9,K=22,R=5,S=3,pad=2x1,groups=2"}) {
+    for (Direction d : {Direction::Forward, Direction::BackwardData, Direction::BackwardFilter}) {
+      const ConvProblem base = parse_problem(text).with_direction(d);
+      EXPECT_NE(family.unsupported_reason(base, {}, hopper).find("not fp32 math"), std::string::npos);
+      const std::string sixteen =
+          family.unsupported_reason(Problem(base).with_precision({ElementType::BF16, MathMode::FP32}), {}, hopper);
+      EXPECT_NE(sixteen.find("not bf16 tensors"), std::string::npos) << sixteen;
+      for (MathMode math : {MathMode::TF32, MathMode::TF32x3}) {
+        const Problem pb = Problem(base).with_math(math);
+        ASSERT_EQ(family.unsupported_reason(pb, {}, hopper), "") << pb.to_string();
+        const std::string why = family.unsupported_reason(pb, {}, ampere);
+        EXPECT_NE(why.find("fft_wgmma"), std::string::npos) << why;
+        EXPECT_NE(why.find("cuda:1"), std::string::npos) << why;
+        const Config config = family.default_config(pb, hopper);
+        EXPECT_EQ(config_problem(family, config, pb, hopper), "") << pb.to_string();
+        if (math == MathMode::TF32x3) EXPECT_LE(config.at("BLOCK_N"), 128) << pb.to_string();
+        Config same = fft.default_config(Problem(base), hopper);
+        for (const char* name : {"FFT_SIZE", "GAUSS", "BATCH_CHUNK", "SPLIT"}) same[name] = config.at(name);
+        const KernelRecipe recipe = family.recipe(pb, {}, config, hopper);
+        EXPECT_EQ(recipe.workspace_bytes, fft.recipe(Problem(base), {}, same, hopper).workspace_bytes) << pb.to_string();
+        EXPECT_EQ(recipe.source.defines.at("MATH_SPLIT"), math == MathMode::TF32x3 ? "1" : "0");
+      }
+    }
+  }
+  for (const char* text : {"N=128,C=64,H=27,K=192,R=5,pad=2", "N=512,C=96,H=27,K=256,R=5,pad=2",
+                           "N=128,C=192,H=13,K=384,R=3,pad=1"}) {
+    for (MathMode math : {MathMode::TF32, MathMode::TF32x3}) {
+      const Problem pb = Problem(parse_problem(text)).with_math(math);
+      // Only alex2 in 3xtf32: u8 at N=512 needs chunks, alex3 is 3x3 (winograd_tc's claim), tf32 is fft_tc's.
+      const bool claims = math == MathMode::TF32x3 && std::string(text).find("N=128,C=64") == 0;
+      EXPECT_EQ(family.untuned_claim(pb, hopper).empty(), !claims) << pb.to_string();
+      PlanRequest request;
+      request.problem = pb;
+      request.use_tuning = false;
+      EXPECT_EQ(PlanDescriptor::create(hopper, request).family().name() == "fft_wgmma", claims) << pb.to_string();
+    }
+  }
+}
+
 // winograd_tc on a Hopper: valid defaults on AlexNet's stride-1 layers in both modes and every direction (F(4x4,3x3)
 // and F(2x2,5x5)), alpha-8 tiles only where the mode admits them (tf32, not 3xtf32), fp32 refused by name, and
 // untuned plans that take it on these wide layers (its claim in tf32 and 3xtf32) but for the 5x5 one, which fft_tc
-// claims first.
+// (tf32) and fft_wgmma (3xtf32) claim first.
 TEST(TensorCoreFamilies, WinogradTcDefaultsModesAndUntunedPlans) {
   const DeviceInfo hopper = test::described_hopper();
   const KernelFamily& family = kernel_family("winograd_tc");
@@ -934,8 +988,9 @@ TEST(TensorCoreFamilies, WinogradTcDefaultsModesAndUntunedPlans) {
         request.problem = pb;
         request.use_tuning = false;
         // AlexNet's stride-1 layers are wide (winograd::wide_layer_claim): untuned plans take winograd_tc on the 3x3
-        // ones; on the 5x5 one fft_tc's claim goes first (its batch fits one chunk; FftTcDefaultsClaimAndWorkspace).
-        EXPECT_EQ(PlanDescriptor::create(hopper, request).family().name(), base.r == 3 ? "winograd_tc" : "fft_tc")
+        // ones; on the 5x5 one fft_tc's claim goes first in tf32 and fft_wgmma's in 3xtf32 (the batch fits one chunk).
+        const char* five = math == MathMode::TF32x3 ? "fft_wgmma" : "fft_tc";
+        EXPECT_EQ(PlanDescriptor::create(hopper, request).family().name(), base.r == 3 ? "winograd_tc" : five)
             << pb.to_string();
       }
     }
