@@ -153,6 +153,25 @@ int64_t largest_chunk(const ConvProblem& pb, int64_t size, int64_t split, uint64
   return chunk;
 }
 
+bool large_filter_layer_in_one_chunk(const ConvProblem& pb, const DeviceInfo& device) {
+  return large_filter_layer(pb) && largest_chunk(pb, default_size(pb), 1, workspace_limit(device), false) >= pb.n;
+}
+
+int64_t gemm_layers(const ConvProblem& pb, const Layout& l, int64_t split) {
+  return (pb.direction == Direction::BackwardFilter ? split : 1) * pb.groups * bins(l.size) * l.gemms;
+}
+
+Slices filter_slices(const ConvProblem& pb, int64_t size, int64_t blocks, int64_t min_reduction,
+                     const DeviceInfo& device) {
+  const uint64_t cap = workspace_limit(device);
+  Slices s;
+  const int64_t target = 2 * std::max(1, device.compute_units);
+  while (s.split < 64 && blocks * s.split * 2 <= target) s.split *= 2;
+  s.chunk = largest_chunk(pb, size, s.split, cap, false);
+  while (s.split > 1 && layout(pb, size, s.chunk, 1).tiles < s.split * min_reduction) s.split /= 2;
+  return s;
+}
+
 int64_t default_transform_tiles(int64_t size, const DeviceInfo& device) {
   const int64_t max_threads = std::min<int64_t>(static_cast<int64_t>(device.max_work_group_size), device.is_gpu ? 256 : 64);
   const uint64_t local = std::min<uint64_t>(device.local_memory_bytes, gemm::kPortableLocalBytes);

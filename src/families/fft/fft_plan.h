@@ -74,6 +74,21 @@ inline bool large_filter_layer(const ConvProblem& pb) {
 }
 int64_t largest_chunk(const ConvProblem& pb, int64_t size, int64_t split, uint64_t cap, bool gauss = false);
 
+// The tensor-core forms' (fft_tc, fft_wgmma) shared rules. Their untuned claim's condition beyond the mode: a large
+// filter layer whose batch fits the workspace in one chunk of the default tile size (where it does not, each chunk's
+// GEMMs are narrow and fft_tc lost forward).
+bool large_filter_layer_in_one_chunk(const ConvProblem& pb, const DeviceInfo& device);
+// Work-group axis 2 of their GEMM: (slices x) groups x bins (x Gauss's three planes).
+int64_t gemm_layers(const ConvProblem& pb, const Layout& l, int64_t split);
+// Backward-filter's slices and chunk without Gauss's planes: K x C tiles are few, so slices of the batch's tiles
+// bring the GEMM's blocks (`blocks` per slice) up to about two per multiprocessor, each slice keeping at least
+// `min_reduction` tiles of the reduction.
+struct Slices {
+  int64_t split = 1, chunk = 1;
+};
+Slices filter_slices(const ConvProblem& pb, int64_t size, int64_t blocks, int64_t min_reduction,
+                     const DeviceInfo& device);
+
 // cos(2 pi k / T) and sin(2 pi k / T), k < T, as float literals, exact zeros and ones where the value is (the
 // kernels drop multiplications by zero at compile time).
 std::string twiddles(int64_t size, bool sine);

@@ -45,11 +45,6 @@ Layout layout_of(const ConvProblem& pb, const Params& p) {
 // fft.cl's GEMM operands: U (A) is stored K-contiguous always, V only for backward-filter (B transposed).
 tensor_core::Layout tc_layout(Direction direction) { return {true, direction == Direction::BackwardFilter}; }
 
-// Work-group axis 2 of the GEMM: (slices x) groups x bins (x Gauss's three planes).
-int64_t gemm_layers(const ConvProblem& pb, const Layout& l, int64_t split) {
-  return (pb.direction == Direction::BackwardFilter ? split : 1) * pb.groups * bins(l.size) * l.gemms;
-}
-
 class FftTcFamily final : public KernelFamily {
  public:
   std::string name() const override { return "fft_tc"; }
@@ -85,10 +80,8 @@ class FftTcFamily final : public KernelFamily {
   std::string untuned_claim(const Problem& generic, const DeviceInfo& device) const override {
     const ConvProblem& pb = generic.conv();
     if (pb.math != MathMode::TF32 && pb.math != MathMode::TF32x3) return {};
-    if (!large_filter_layer(pb)) return {};
+    if (!large_filter_layer_in_one_chunk(pb, device)) return {};
     const int64_t channels = std::min(pb.c_per_group(), pb.k_per_group());
-    const int64_t size = default_size(pb);
-    if (largest_chunk(pb, size, 1, workspace_limit(device), false) < pb.n) return {};
     return fmt::format("a {}x{} stride-1 layer with {} channels a group whose batch fits the workspace in one chunk: "
                        "the {} taps an output become about 4 real multiplications a frequency bin on the tensor cores",
                        pb.r, pb.s, channels, pb.r * pb.s);
@@ -136,13 +129,10 @@ class FftTcFamily final : public KernelFamily {
     const Layout l = layout_of(pb, p);
     const tensor_core::Params tiles = tensor_core::default_tiles(l.gemm_m, l.gemm_n, l.gemm_k);
     if (pb.direction == Direction::BackwardFilter) {
-      // K x C tiles are few: slices of the batch's tiles bring the blocks up to about two per multiprocessor, each
-      // slice keeping at least 4 TILE_K steps of the reduction (as winograd_tc does).
+      // Each slice keeps at least 4 TILE_K steps of the reduction (as winograd_tc does).
       const int64_t blocks = gemm_layers(pb, l, 1) * ceil_div(l.gemm_m, tiles.tile_m) * ceil_div(l.gemm_n, tiles.tile_n);
-      const int64_t target = 2 * std::max(1, device.compute_units);
-      while (p.split < 64 && blocks * p.split * 2 <= target) p.split *= 2;
-      p.batch_chunk = largest_chunk(pb, p.size, p.split, cap, false);
-      while (p.split > 1 && layout(pb, p.size, p.batch_chunk, 1).tiles < p.split * 4 * tiles.tile_k) p.split /= 2;
+      const Slices slices = filter_slices(pb, p.size, blocks, 4 * tiles.tile_k, device);
+      p.split = slices.split, p.batch_chunk = slices.chunk;
     }
     auto valid = [&](const tensor_core::Params& candidate) {
       Params q = p;

@@ -63,11 +63,6 @@ int64_t estimated_registers(const Params& p, bool split, bool n_contiguous_b) {
 }
 constexpr int64_t kRegisterBudget = 208;
 
-// Work-group axis 2 of the GEMM: (slices x) groups x bins (x Gauss's three planes).
-int64_t gemm_layers(const ConvProblem& pb, const Layout& l, int64_t split) {
-  return (pb.direction == Direction::BackwardFilter ? split : 1) * pb.groups * bins(l.size) * l.gemms;
-}
-
 class FftWgmmaFamily final : public KernelFamily {
  public:
   std::string name() const override { return "fft_wgmma"; }
@@ -90,8 +85,7 @@ class FftWgmmaFamily final : public KernelFamily {
   // choose it there, winograd_tc keeps the claim.
   std::string untuned_claim(const Problem& generic, const DeviceInfo& device) const override {
     const ConvProblem& pb = generic.conv();
-    if (pb.math != MathMode::TF32x3 || !large_filter_layer(pb)) return {};
-    if (largest_chunk(pb, default_size(pb), 1, workspace_limit(device), false) < pb.n) return {};
+    if (pb.math != MathMode::TF32x3 || !large_filter_layer_in_one_chunk(pb, device)) return {};
     return fmt::format("a {}x{} stride-1 layer with {} channels a group whose batch fits the workspace in one chunk, in "
                        "3xtf32: the bins' three TF32 products on wgmma",
                        pb.r, pb.s, std::min(pb.c_per_group(), pb.k_per_group()));
@@ -154,20 +148,17 @@ class FftWgmmaFamily final : public KernelFamily {
     p.transform_tiles = default_transform_tiles(p.size, device);
     p.split = 1;
     p.batch_chunk = largest_chunk(pb, p.size, 1, cap, false);
-    Layout l = layout_of(pb, p);
+    const Layout l = layout_of(pb, p);
     const wgmma::Params tiles = wgmma::default_tiles(l.gemm_m, l.gemm_n);
     p.wg_m = tiles.wg_m;
     p.block_n = tiles.block_n;
     if (split3(pb)) p.block_n = std::min<int64_t>(p.block_n, 128);
     p.loads_ahead = 2;
     if (pb.direction == Direction::BackwardFilter) {
-      // K x C tiles are few: slices of the batch's tiles bring the blocks up to about two per multiprocessor, each
-      // slice keeping at least 4 reduction tiles (as fft_tc does).
+      // Each slice keeps at least 4 reduction tiles of 32 (as fft_tc does).
       const int64_t blocks = gemm_layers(pb, l, 1) * ceil_div(l.gemm_m, p.block_m()) * ceil_div(l.gemm_n, p.block_n);
-      const int64_t target = 2 * std::max(1, device.compute_units);
-      while (p.split < 64 && blocks * p.split * 2 <= target) p.split *= 2;
-      p.batch_chunk = largest_chunk(pb, p.size, p.split, cap, false);
-      while (p.split > 1 && layout(pb, p.size, p.batch_chunk, 1).tiles < p.split * 4 * 32) p.split /= 2;
+      const Slices slices = filter_slices(pb, p.size, blocks, 4 * 32, device);
+      p.split = slices.split, p.batch_chunk = slices.chunk;
     }
     // One tile's loads in flight, then narrower tiles, where the defaults' do not fit (registers, shared memory on a
     // smaller device).
