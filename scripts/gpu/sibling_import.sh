@@ -49,7 +49,7 @@ stamp() { echo "--- $* ($(date +%T))"; }
   )
   cp "$MERGED/$INTO" "$OUT/$INTO"
   stamp "plan_tables.sh with the merged $INTO"
-  CONVTUNE_SHIPPED_TUNING_DIR=$MERGED MATHS=${TABLES:-bf16 tf32 3xtf32} scripts/gpu/plan_tables.sh "$WORK/tables"
+  CONVTUNE_SHIPPED_TUNING_DIR=$MERGED MATHS=${TABLES:-bf16 tf32 3xtf32} bash scripts/gpu/plan_tables.sh "$WORK/tables"
   stamp done
 } >"$LOG" 2>&1
 tar -C "$WORK" -czf "$OUT/results.tar.gz" .
