@@ -38,7 +38,7 @@ GEMMS=(--gemm M=1024,N=1024,K=1024 --gemm M=2048,N=2048,K=2048 --gemm M=4096,N=4
     for math in ${TRAIN_MATHS:-fp32 tf32 bf16 fp16}; do
       stamp "train cnn --math $math, ${EPOCHS:-6} epochs"
       timeout 150 "$BIN/convtune" train cnn --device cuda:0 --data "$DATA" --epochs "${EPOCHS:-6}" --math "$math" \
-        --out "$WORK/cnn_$math.model" >"$WORK/train_cnn_$math.log" 2>&1
+        --model "$WORK/cnn_$math.model" >"$WORK/train_cnn_$math.log" 2>&1
       echo "exit $?"; grep -vE "^\[" "$WORK/train_cnn_$math.log" | tail -9
     done
     for math in fp32 tf32 bf16; do
