@@ -3,8 +3,9 @@
 # every math mode on the GPU machine, one call (binaries carried: scripts/gpu/pack.sh; carry [".carry/bin"]): the
 # plans' own choice (shipped tuning, an empty user database), every direction, against cuDNN in the same mode
 # (FP32 beside 3xtf32), each row checked against float64 by the bench. MATHS (default "fp32 3xtf32 fp16 bf16
-# tf32"). Files in OUTDIR: general_<math>.json/.md, log.txt.
-#   [MATHS="3xtf32 fp16"] scripts/gpu/general_modes.sh OUTDIR
+# tf32"). Files in OUTDIR: general_<math>.json/.md, log.txt; with TAR=1 the tables go into general.tar.gz instead (the
+# device tool returns at most 8 files).
+#   [MATHS="3xtf32 fp16"] [TAR=1] scripts/gpu/general_modes.sh OUTDIR
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 OUT=${1:?usage: general_modes.sh OUTDIR}
@@ -23,4 +24,7 @@ export CONVTUNE_TUNING_DB=$OUT/db.json
   done
   echo "--- done ($(date +%T))"
 } >"$OUT/log.txt" 2>&1
+if [ "${TAR:-0}" = 1 ]; then
+  (cd "$OUT" && tar -czf general.tar.gz general_*.json general_*.md && rm -f general_*.json general_*.md)
+fi
 grep -E "^---|exit|geomean|largest|disagree|error" "$OUT/log.txt"

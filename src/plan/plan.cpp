@@ -14,6 +14,7 @@
 #include "convtune/interop.h"
 #include "src/core/install_paths.h"
 #include "src/tuning_db/cost_model.h"
+#include "src/tuning_db/shape_distance.h"
 #include "src/tuning_db/tuning_database.h"
 
 namespace convtune {
@@ -242,6 +243,7 @@ PlanDescriptor PlanDescriptor::create_impl(const DeviceInfo& device, const PlanR
       options.fit = [&](const TuningEntry& e) {
         return carry_config(family_of(e), e.parameters, e.problem, request.problem, carried_on);
       };
+      const bool free_choice = !given && request.family.empty();
       options.refuse = [&](const TuningEntry& e, const Config& fitted) -> std::string {
         const KernelFamily& family = family_of(e);
         // An entry measured on a variant the asked mode does not admit (an fp32 entry of Winograd's alpha 8, tuned
@@ -250,6 +252,14 @@ PlanDescriptor PlanDescriptor::create_impl(const DeviceInfo& device, const PlanR
         if (const double factor = family.error_factor(request.problem, e.parameters); factor > admitted) {
           return fmt::format("held to {:g}x the FP32 tolerance, more than {} math admits ({:g}x)", factor,
                              to_string(request.problem.math()), admitted);
+        }
+        // Another shape's entry is an extrapolation, as an untuned default is: where the plan chooses the family,
+        // one its untuned rules call a poor fit for this problem is not carried to it (fft_wgmma's 13x13 3x3
+        // entries took a 7x7 3x3 layer at 1.6-2.1x cuDNN, docs/PERFORMANCE.md, twenty-second session). Its own
+        // shape's entries, measurements of exactly this problem, still choose it.
+        if (free_choice && !same_shape(e.problem, request.problem)) {
+          if (std::string why = family.untuned_poor_fit(request.problem, info); !why.empty())
+            return fmt::format("tuned for another shape, and a poor fit here untuned ({})", why);
         }
         const size_t bytes = family.recipe(request.problem, request.epilogue, fitted, info).memory_bytes();
         if (bytes > limit) {

@@ -5,13 +5,16 @@
 // configurations.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
+#include <unistd.h>
 
+#include <filesystem>
 #include <string>
 #include <vector>
 
 #include "convtune/plan.h"
 #include "src/families/fft/fft_plan.h"
 #include "src/harness/implementation.h"
+#include "src/tuning_db/tuning_database.h"
 #include "tests/support/epilogue_check.h"
 #include "tests/support/opencl_device.h"
 #include "tests/support/plan_check.h"
@@ -171,4 +174,43 @@ TEST(Fft, ForwardBiasAndReluAreFusedIntoTheOutputTransform) {
   EXPECT_NE(family().unsupported_reason(pb.with_direction(Direction::BackwardData), bias_relu, device->info())
                 .find("forward direction only"),
             std::string::npos);
+}
+
+// Another shape's fft entry is not carried to a 3x3 layer (fewer than 25 taps: the untuned rules' poor fit, as
+// fft_wgmma's 13x13 entries were to a 7x7 layer at 1.6-2.1x cuDNN on the H200): the plan takes the neighbour entry
+// of a family that suits it, and names why fft's was skipped. Its own shape's entry still chooses fft, and a plan
+// that names fft still takes the neighbour's parameters.
+TEST(Fft, ANeighboursEntryIsNotCarriedToALayerFftSuitsPoorly) {
+  const DeviceInfo device = described_device();
+  const ConvProblem tuned = parse_problem("N=32,C=256,H=13,W=13,K=256,R=3,pad=1");
+  const ConvProblem asked = parse_problem("N=32,C=256,H=7,W=7,K=256,R=3,pad=1");
+  ASSERT_NE(fft::poor_fit(asked), "");
+  const std::filesystem::path file =
+      std::filesystem::temp_directory_path() / fmt::format("convtune_fft_neighbour_{}.json", static_cast<long>(getpid()));
+  TuningDatabase db(file);
+  db.insert(make_tuning_entry(device, "fft", kernel_source_hash(family(), tuned, device), tuned,
+                              family().default_config(tuned, device), 0.1));
+  const KernelFamily& winograd = kernel_family("winograd");
+  db.insert(make_tuning_entry(device, "winograd", kernel_source_hash(winograd, tuned, device), tuned,
+                              winograd.default_config(tuned, device), 0.2));
+
+  PlanRequest request;
+  request.tuning = &db;
+  request.problem = tuned;
+  const PlanDescriptor exact = PlanDescriptor::create(device, request);
+  EXPECT_EQ(exact.family().name(), "fft") << exact.explanation();
+  EXPECT_EQ(exact.tier(), ConfigTier::Exact);
+
+  request.problem = asked;
+  const PlanDescriptor carried = PlanDescriptor::create(device, request);
+  EXPECT_EQ(carried.family().name(), "winograd") << carried.explanation();
+  EXPECT_EQ(carried.tier(), ConfigTier::Nearest);
+  EXPECT_NE(carried.explanation().find("poor fit here untuned (a 3x3 filter: fewer than 25 taps"), std::string::npos)
+      << carried.explanation();
+
+  request.family = "fft";
+  const PlanDescriptor named = PlanDescriptor::create(device, request);
+  EXPECT_EQ(named.family().name(), "fft");
+  EXPECT_EQ(named.tier(), ConfigTier::Nearest) << named.explanation();
+  std::filesystem::remove(file);
 }
