@@ -9,8 +9,8 @@ BUILD=${BUILD:-build}
 cp "$BUILD"/convtune .carry/bin/
 cp "$BUILD"/lib/libconvtune.so.0 .carry/bin/  # the file itself, under its soname (links may not travel)
 # Its Debian dependencies the GPU machine may lack (Highway for the CPU family, OpenSSL's libcrypto for model
-# checksums), under their sonames beside it.
-for lib in libhwy.so.1 libcrypto.so.3; do cp -L "/lib/x86_64-linux-gnu/$lib" .carry/bin/; done
+# checksums, fmt), under their sonames beside it.
+for lib in libhwy.so.1 libcrypto.so.3 libfmt.so.9; do cp -L "/lib/x86_64-linux-gnu/$lib" .carry/bin/; done
 for t in cuda_backend_test opencl_backend_test family_conformance_test gemm_test implicit_gemm_test winograd_test fft_test \
          tensor_core_test depthwise_test; do
   [ -x "$BUILD/tests/$t" ] && cp "$BUILD/tests/$t" .carry/bin/

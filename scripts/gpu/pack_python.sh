@@ -30,7 +30,7 @@ rm -rf "$OUTDIR" && mkdir -p "$OUTDIR/site" "$OUTDIR/bin" "$OUTDIR/data"
 "$ENV/bin/python" -m zipfile -e "$BUILD"/py312-wheel/convtune-*-cp312-abi3-*.whl "$OUTDIR/site"
 rm -rf "$OUTDIR"/site/*.dist-info
 # libconvtune's Debian dependencies the GPU machine may lack, beside it (the package's lib/ is on its rpath).
-for lib in libhwy.so.1 libcrypto.so.3; do cp -L "/lib/x86_64-linux-gnu/$lib" "$OUTDIR/site/convtune/lib/"; done
+for lib in libhwy.so.1 libcrypto.so.3 libfmt.so.9; do cp -L "/lib/x86_64-linux-gnu/$lib" "$OUTDIR/site/convtune/lib/"; done
 cp "$BUILD/convtune" "$OUTDIR/bin/"
 "$ENV/bin/python" - "$DATA" "$OUTDIR/data" "$TRAIN_IMAGES" <<'PY'
 import gzip, os, struct, sys
