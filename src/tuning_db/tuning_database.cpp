@@ -125,7 +125,10 @@ InsertOutcome TuningDatabase::insert(TuningEntry entry) {
   if (!(entry.time_ms > 0))
     throw InvalidArgument(fmt::format("{}: field 'time_ms' is {}: expected a positive time", what, entry.time_ms));
   revision_ = next_revision();
-  return insert_keeping_faster(user_entries_, std::move(entry));
+  std::string key = entry.key();
+  const InsertOutcome outcome = insert_keeping_faster(user_entries_, std::move(entry));
+  if (outcome != InsertOutcome::KeptExisting) changed_keys_.insert(std::move(key));
+  return outcome;
 }
 
 MergeCounts TuningDatabase::merge(const std::vector<TuningEntry>& entries) {
@@ -148,6 +151,7 @@ size_t TuningDatabase::prune_if(const std::function<bool(const TuningEntry&)>& r
   for (auto it = user_entries_.begin(); it != user_entries_.end();) {
     if (remove(it->second)) {
       pruned_keys_.insert(it->first);
+      changed_keys_.erase(it->first);
       it = user_entries_.erase(it);
       ++removed;
     } else {
@@ -176,8 +180,14 @@ void TuningDatabase::save() {
   revision_ = next_revision();  // entries other processes saved are folded in
   FileLock lock(user_file_);
   remove_stale_temporaries(user_file_);
+  // The file as it is now, less what this database pruned, plus what it inserted since its last save (the faster per
+  // key). Only this database's own changes are written over the file: an entry another process removed stays removed
+  // even where this one had read it (the tuner prunes its own stored entry when today's plan wins the second
+  // opinion; a concurrent tuner that had folded that entry in used to write it back).
+  std::map<std::string, TuningEntry> written;
   std::error_code ec;
-  if (std::filesystem::exists(user_file_, ec) || ec) {
+  const bool on_disk_exists = std::filesystem::exists(user_file_, ec) || ec;
+  if (on_disk_exists) {
     std::vector<TuningEntry> on_disk;
     try {
       on_disk = read_tuning_file(user_file_);
@@ -188,12 +198,19 @@ void TuningDatabase::save() {
                                   e.what(), user_file_.string()));
     }
     for (TuningEntry& e : on_disk)
-      if (!pruned_keys_.count(e.key())) insert_keeping_faster(user_entries_, std::move(e));
+      if (!pruned_keys_.count(e.key())) insert_keeping_faster(written, std::move(e));
+    for (const std::string& key : changed_keys_)
+      if (const auto it = user_entries_.find(key); it != user_entries_.end()) insert_keeping_faster(written, it->second);
+  } else {
+    written = user_entries_;  // a new (or removed) file: everything this database holds
   }
   std::vector<const TuningEntry*> ordered;
-  ordered.reserve(user_entries_.size());
-  for (const auto& [key, e] : user_entries_) ordered.push_back(&e);
+  ordered.reserve(written.size());
+  for (const auto& [key, e] : written) ordered.push_back(&e);
   write_file_atomic(user_file_, tuning_file_text(ordered));
+  user_entries_ = std::move(written);
+  changed_keys_.clear();
+  pruned_keys_.clear();
   user_file_error_.clear();
 }
 

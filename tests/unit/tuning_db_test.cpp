@@ -801,3 +801,23 @@ TEST_F(TuningDbTest, SaveRemovesTemporaryFilesOfDeadWritersOnly) {
   for (const std::string& kept : {live, std::string("tuning.json.tmp.x.1"), std::string("other.tmp.1.1")})
     EXPECT_EQ(std::count(names.begin(), names.end(), kept), 1) << kept;
 }
+
+// An entry one process removes stays removed when another process that had read it saves its own changes: the
+// tuner prunes its own stored entry when today's plan wins the second opinion, and a concurrent tuner used to write
+// it back (tests/cli/concurrent_tune.sh found 11 entries where its three tuners stored 9).
+TEST_F(TuningDbTest, AnEntryAnotherProcessRemovedIsNotWrittenBack) {
+  TuningDatabase first(file_), second(file_);
+  first.insert(entry(kH100, kLayer, 1.0));
+  first.save();
+  second.insert(entry(kA100, kLayer, 2.0));
+  second.save();  // reads first's entry, and holds it from now on
+  EXPECT_EQ(second.user_entry_count(), 2u);
+  EXPECT_EQ(first.prune_device(kH100.name), 1u);
+  first.save();
+  second.insert(entry(kRadeon, kLayer, 3.0, 64, "direct_tiled", "dt-v1"));
+  second.save();
+  TuningDatabase reloaded(file_);
+  EXPECT_EQ(reloaded.user_entry_count(), 2u);
+  EXPECT_TRUE(reloaded.list(EntryFilter{.device = kH100.name}).empty());
+  EXPECT_EQ(second.user_entry_count(), 2u);
+}
