@@ -224,10 +224,11 @@ class TuningDatabase {
   // Writes the user database atomically under an exclusive lock (flock on USER_FILE.lock): reads the file as it is
   // now, with the entries other processes saved since this one loaded, and writes it with this database's own
   // changes since its last save (what it inserted, keeping the faster per key; what it pruned left out), so an
-  // entry another process removed is not written back; then holds the file's entries. It writes a temporary file, flushes it and renames it over the database, so
-  // any number of concurrent tuners lose nothing and a crash leaves the old or the new file. While it holds the
-  // lock it removes temporary files that killed writers left. The folder must exist. Throws TuningDatabaseError
-  // naming the file, which stays untouched, when the file on disk is damaged or unreadable.
+  // entry another process removed is not written back; then holds the file's entries. It writes a temporary file,
+  // flushes it and renames it over the database, so any number of concurrent tuners lose nothing and a crash leaves
+  // the old or the new file. While it holds the lock it removes temporary files that killed writers left. The folder
+  // must exist. Throws TuningDatabaseError naming the file, which stays untouched, when the file on disk is damaged
+  // or unreadable.
   void save();
 
   std::vector<ListedEntry> list(const EntryFilter& filter = {}) const;
@@ -250,7 +251,7 @@ class TuningDatabase {
   std::string user_file_error_;
   std::map<std::string, TuningEntry> user_entries_;  // by key(), so the file is written in a stable order
   std::set<std::string> pruned_keys_;                // so save() does not bring them back from disk
-  std::set<std::string> changed_keys_;               // inserted or replaced since the last save: what save() writes over the file
+  std::set<std::string> changed_keys_;               // inserted or replaced since the last save: save() writes these
   std::vector<std::filesystem::path> shipped_files_;
   std::vector<std::pair<TuningEntry, std::string>> shipped_entries_;  // entry, origin
   std::vector<std::string> shipped_file_errors_;

@@ -7,7 +7,8 @@
 #   train  `train cnn` for EPOCHS (default 6) in each of TRAIN_MATHS (default "fp32 tf32 bf16 fp16"), then the same
 #          network in PyTorch (scripts/gpu/cnn_torch.py) in fp32, tf32 and bf16 autocast; `train mlp` in each mode
 #          (its default 4,000 images a epoch, 5 epochs).
-# STAGES picks (default "gemm train"). Files in OUTDIR: log.txt, gemm_<math>.md/.json, results.tar.gz (the logs).
+# STAGES picks (default "gemm train"). Files in OUTDIR: log.txt and results.tar.gz (gemm_<math>.md/.json and every
+# log; the device tool returns at most 8 files).
 #   [STAGES=gemm] scripts/gpu/modes_gemm_train.sh OUTDIR
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -19,9 +20,7 @@ export CONVTUNE_TUNING_DB=$WORK/db.json
 STAGES=${STAGES:-gemm train}
 has() { [[ " $STAGES " == *" $1 "* ]]; }
 stamp() { echo "--- $* ($(date +%T))"; }
-GEMMS=(--gemm M=1024,N=1024,K=1024 --gemm M=2048,N=2048,K=2048 --gemm M=4096,N=4096,K=4096
-       --gemm M=100,N=256,K=3136,trans_b=1 --gemm M=100,N=10,K=256,trans_b=1 --gemm M=64,N=256,K=3136,trans_b=1
-       --gemm M=256,N=3136,K=64,trans_a=1 --gemm M=64,N=3136,K=256 --gemm M=10,N=256,K=64,trans_a=1)
+source scripts/gpu/gemm_shapes.sh  # GEMMS
 {
   nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv,noheader
   echo "cudnn: $CONVTUNE_CUDNN_LIBRARY; commit $(git rev-parse --short HEAD 2>/dev/null)"
@@ -29,7 +28,7 @@ GEMMS=(--gemm M=1024,N=1024,K=1024 --gemm M=2048,N=2048,K=2048 --gemm M=4096,N=4
     for math in ${GEMM_MATHS:-tf32 3xtf32 bf16 fp16}; do
       stamp "gemm $math against cuBLAS"
       timeout 120 "$BIN/convtune" bench "${GEMMS[@]}" --device cuda:0 --math "$math" --against cublas --warmup 3 \
-        --repeats 20 --out "$OUT/gemm_$math.json" --markdown "$OUT/gemm_$math.md" >"$WORK/gemm_$math.txt" 2>&1
+        --repeats 20 --out "$WORK/gemm_$math.json" --markdown "$WORK/gemm_$math.md" >"$WORK/gemm_$math.txt" 2>&1
       echo "exit $?"; grep -vE "^\[" "$WORK/gemm_$math.txt" | cut -c1-260 | tail -14
     done
   fi

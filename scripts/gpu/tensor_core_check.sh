@@ -93,9 +93,7 @@ note "conformance: $ok OK, $failed FAILED, $skipped SKIPPED ($(($(date +%s) - ST
 grep -E "^\[ +FAILED +\]" "$OUT/conformance.txt" | sort -u | head -12 | tee -a "$OUT/gpu.txt"
 
 # ---- 1b. tuning (TUNE_SECONDS), and PyTorch's TF32 accuracy
-GEMMS=(--gemm M=1024,N=1024,K=1024 --gemm M=2048,N=2048,K=2048 --gemm M=4096,N=4096,K=4096
-       --gemm M=100,N=256,K=3136,trans_b=1 --gemm M=100,N=10,K=256,trans_b=1 --gemm M=64,N=256,K=3136,trans_b=1
-       --gemm M=256,N=3136,K=64,trans_a=1 --gemm M=64,N=3136,K=256 --gemm M=10,N=256,K=64,trans_a=1)
+source scripts/gpu/gemm_shapes.sh  # GEMMS
 TUNE_SECONDS=${TUNE_SECONDS:-0}
 tune() {  # NAME SECONDS ARGS...
   local name=$1 want=$2
