@@ -29,6 +29,7 @@ const std::vector<std::string> kShapes = {
     "N=2,C=8,H=33,W=70,K=8,R=7,stride=2,pad=3,groups=8",             // rows longer than a vector block
     "N=1,C=3,H=14,W=45,K=3,R=5,stride=2,pad=2,groups=3",             // stride 2 from an even padding
     "N=1,C=1,H=12,W=12,K=4,R=5,pad=2",                               // one group of one channel
+    "N=2,C=3,H=10,W=17,K=3,R=3,S=5,stride=2x3,pad=1x2,groups=3",     // stride 3 along rows
 };
 
 }  // namespace
@@ -82,5 +83,35 @@ TEST(CpuDepthwise, BackwardFilterRerunsAreBitIdentical) {
   for (int i = 0; i < 5; ++i) {
     plan.run(workload.queue(), workload.operands());
     EXPECT_EQ(workload.output(), first);
+  }
+}
+
+TEST(CpuDepthwise, PlanesKeepTheirZerosBetweenLayers) {
+  // A thread's scratch planes keep a layer's zero borders between planes and runs; another layer's planes in
+  // between (other sizes, padding, strides) must not leave their values where the first layer expects zeros.
+  const std::vector<std::string> layers = {"N=3,C=4,H=9,W=13,K=4,R=3,pad=1,groups=4",
+                                           "N=3,C=4,H=12,W=7,K=4,R=5,pad=2,groups=4",
+                                           "N=2,C=4,H=11,W=19,K=4,R=3,stride=2,pad=1,groups=4"};
+  for (Direction d : {Direction::Forward, Direction::BackwardData, Direction::BackwardFilter}) {
+    std::vector<std::unique_ptr<harness::Workload>> workloads;
+    std::vector<Plan> plans;
+    std::vector<std::vector<float>> first;
+    for (const std::string& text : layers) {
+      const ConvProblem pb = parse_problem(text).with_direction(d);
+      PlanRequest request{Problem(pb)};
+      request.family = "cpu_depthwise";
+      workloads.push_back(std::make_unique<harness::Workload>(cpu_device(), pb, 7));
+      plans.push_back(Plan::create(cpu_device(), request));
+      const auto r = testing_support::check_plan_on(*workloads.back(), "cpu_depthwise", Config{{"VECS", 4}});
+      EXPECT_TRUE(r.passed) << pb.to_string() << ": " << r.message;
+      plans.back().run(workloads.back()->queue(), workloads.back()->operands());
+      first.push_back(workloads.back()->output());
+    }
+    for (int round = 0; round < 3; ++round) {
+      for (size_t i = 0; i < layers.size(); ++i) {
+        plans[i].run(workloads[i]->queue(), workloads[i]->operands());
+        EXPECT_EQ(workloads[i]->output(), first[i]) << layers[i] << " " << to_string(d) << ", round " << round;
+      }
+    }
   }
 }

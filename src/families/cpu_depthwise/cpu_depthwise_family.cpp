@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 #include <vector>
 
@@ -44,40 +45,54 @@ struct PhasePlane {
   int64_t at(int64_t h, int64_t u) const { return h * row_floats() + (u % stride) * phase_len + u / stride; }
 
   // `src` (src_rows x width, rows contiguous) into `dst`: zeros around each row's values, in the slack and in the
-  // rows above and below. Stride 2's phases come from `deinterleave2`, a SIMD split of each row.
-  void fill(const float* src, float* dst, cpu_depthwise::Deinterleave deinterleave2) const {
-    std::fill(dst, dst + top * row_floats(), 0.0f);
-    std::fill(dst + (top + src_rows) * row_floats(), dst + floats(), 0.0f);
-    for (int64_t h = 0; h < src_rows; ++h) {
-      const float* in = src + h * width;
-      float* row = dst + (top + h) * row_floats();
-      for (int64_t j = 0; j < stride; ++j) {
-        float* out = row + j * phase_len;
-        // Phase index t holds column t * stride + j: values where left <= that < left + width.
-        const int64_t first = std::clamp<int64_t>((left - j + stride - 1) / stride, 0, phase_len);
-        const int64_t last = std::clamp<int64_t>((left + width - j + stride - 1) / stride, first, phase_len);
-        std::fill(out, out + first, 0.0f);
-        if (stride == 1) {
-          std::memcpy(out + first, in + (first - left), static_cast<size_t>(last - first) * sizeof(float));
-        } else if (stride != 2) {
-          const float* from = in + (first * stride + j - left);
-          for (int64_t t = first; t < last; ++t, from += stride) out[t] = *from;
-        }
-        std::fill(out + last, out + phase_len, 0.0f);
-      }
+  // rows above and below, unless `zeroed` says that `dst` held this plane's layout before (the values only are
+  // written then: the zeros are where they were). Stride 2's phases come from `deinterleave2`, a SIMD split of
+  // each row.
+  void fill(const float* src, float* dst, cpu_depthwise::Deinterleave deinterleave2, bool zeroed = false) const {
+    if (!zeroed) std::fill(dst, dst + floats(), 0.0f);
+    float* first_row = dst + top * row_floats();
+    if (stride == 1) {
+      for (int64_t h = 0; h < src_rows; ++h)
+        std::memcpy(first_row + h * row_floats() + left, src + h * width, static_cast<size_t>(width) * sizeof(float));
+      return;
+    }
+    if (stride == 2) {
       // Column x goes to padded column left + x: even x to phase left % 2 from index left / 2, odd x to the other
       // phase from index (left + 1) / 2.
-      if (stride == 2)
-        deinterleave2(in, width, row + (left % 2) * phase_len + left / 2, row + ((left + 1) % 2) * phase_len + (left + 1) / 2);
+      const int64_t even = (left % 2) * phase_len + left / 2, odd = ((left + 1) % 2) * phase_len + (left + 1) / 2;
+      for (int64_t h = 0; h < src_rows; ++h) {
+        float* row = first_row + h * row_floats();
+        deinterleave2(src + h * width, width, row + even, row + odd);
+      }
+      return;
+    }
+    // Phase j's index t holds column t * stride + j: values where left <= that < left + width. The bounds are
+    // worked out once, not per row (the divisions cost more than a short row's copy).
+    std::vector<int64_t> first(static_cast<size_t>(stride)), last(static_cast<size_t>(stride));
+    for (int64_t j = 0; j < stride; ++j) {
+      first[j] = std::clamp<int64_t>((left - j + stride - 1) / stride, 0, phase_len);
+      last[j] = std::clamp<int64_t>((left + width - j + stride - 1) / stride, first[j], phase_len);
+    }
+    for (int64_t h = 0; h < src_rows; ++h) {
+      const float* in = src + h * width;
+      float* row = first_row + h * row_floats();
+      for (int64_t j = 0; j < stride; ++j) {
+        float* out = row + j * phase_len;
+        const float* from = in + (first[j] * stride + j - left);
+        for (int64_t t = first[j]; t < last[j]; ++t, from += stride) out[t] = *from;
+      }
     }
   }
 };
 
-// Per-thread scratch: planes, one output row, and the tap lists of a kernel call.
+// Per-thread scratch: planes, one output row, and the tap lists of a kernel call. `zeroed_for` names the layer
+// (Depthwise::id_) whose plane layout `planes` holds, zeros included: the next plane of that layer writes only
+// its values (MobileNetV2's stride-2 depthwise forward spent more time zeroing borders per row than summing).
 struct Scratch {
   std::vector<float> planes, row;
   std::vector<const float*> a, b;
   std::vector<float> weights;
+  uint64_t zeroed_for = 0;
 };
 
 Scratch& scratch(size_t plane_floats, size_t row_floats, size_t pointers) {
@@ -90,7 +105,7 @@ Scratch& scratch(size_t plane_floats, size_t row_floats, size_t pointers) {
 
 class Depthwise {
  public:
-  Depthwise(const ConvProblem& pb, int64_t vecs) : pb_(pb), vecs_(vecs) {
+  Depthwise(const ConvProblem& pb, int64_t vecs) : pb_(pb), vecs_(vecs), id_(next_id()) {
     const int64_t sw = pb.stride.w, dw = pb.dilation.w;
     // x padded by the layer's padding, rows too, in stride phases: tap (r, s) of output (p, q) reads row
     // p sh + r dh and column q sw + s dw, every one of them inside the plane.
@@ -126,10 +141,12 @@ class Depthwise {
       phases_.push_back(std::move(ph));
     }
     // Backward-data's groups: dx rows of one residue modulo stride_h times columns of one phase share their taps.
+    int64_t buffer = 0;
     for (int64_t rho = 0; rho < std::min(sh, pb.h); ++rho) {
       for (const Phase& ph : phases_) {
         Group g;
         g.rho = rho, g.rows = (pb.h - rho + sh - 1) / sh, g.phase = &ph - phases_.data();
+        g.buffer = buffer, buffer += g.rows * ph.count;
         for (int64_t j = 0; j < pb.k_per_group(); ++j)
           for (int64_t r = 0; r < pb.r; ++r) {
             const int64_t e = rho + pb.pad.h - r * dh;
@@ -157,6 +174,19 @@ class Depthwise {
 
  private:
   int64_t multiplier() const { return pb_.k_per_group(); }
+
+  // Each layer's id, never reused, so that a thread's scratch knows whose plane layout (zeros included) it holds.
+  static uint64_t next_id() {
+    static std::atomic<uint64_t> last{0};
+    return ++last;
+  }
+  // True when this thread's scratch planes already hold this layer's layout; marks them as holding it from now on
+  // (the caller's first fill zeroes them).
+  bool claim(Scratch& s) const {
+    if (s.zeroed_for == id_) return true;
+    s.zeroed_for = id_;
+    return false;
+  }
   int64_t taps() const { return multiplier() * pb_.r * pb_.s; }
 
   // y[n][c m + j] for every j: every tap of every output row inside the zero-bordered plane, one call a plane.
@@ -166,15 +196,26 @@ class Depthwise {
     const int64_t run = std::max<int64_t>(1, std::min<int64_t>(8, planes / (8 * hardware_threads())));
     parallel_for((planes + run - 1) / run, hardware_threads(), [&](int64_t item) {
       Scratch& s = scratch(static_cast<size_t>(x_plane_.floats()), 0, 0);
+      const bool zeroed = claim(s);
       const int64_t end = std::min(planes, (item + 1) * run);
+      const int64_t in_rows = pb_.stride.h * x_plane_.row_floats();
       for (int64_t plane = item * run; plane < end; ++plane) {
         const int64_t n = plane / pb_.c, c = plane % pb_.c;
-        if (plane + 1 < planes) prefetch(x + (plane + 1) * pb_.h * pb_.w, pb_.h * pb_.w);
-        x_plane_.fill(x + plane * pb_.h * pb_.w, s.planes.data(), split);
+        x_plane_.fill(x + plane * pb_.h * pb_.w, s.planes.data(), split, zeroed || plane > item * run);
+        // The next plane's input (towards L2) and this plane's outputs (for writing) are prefetched a share before
+        // each chunk of rows, so that the misses overlap the sums instead of stalling a burst of prefetches.
+        const float* next = plane + 1 < planes ? x + (plane + 1) * pb_.h * pb_.w : nullptr;
         for (int64_t j = 0; j < m; ++j) {
           const int64_t k = c * m + j;
-          plane_sum(s.planes.data(), x_tap_.data(), w + k * taps, taps, P, pb_.stride.h * x_plane_.row_floats(), Q,
-                    y + (n * pb_.k + k) * P * Q, Q);
+          float* out = y + (n * pb_.k + k) * P * Q;
+          const int64_t chunks = std::min<int64_t>(P, 8);
+          for (int64_t chunk = 0; chunk < chunks; ++chunk) {
+            const int64_t r0 = P * chunk / chunks, r1 = P * (chunk + 1) / chunks;
+            if (next && j == 0) prefetch_share(next, pb_.h * pb_.w, chunk, chunks, false);
+            prefetch_share(out + r0 * Q, (r1 - r0) * Q, 0, 1, true);
+            plane_sum(s.planes.data() + r0 * in_rows, x_tap_.data(), w + k * taps, taps, r1 - r0, in_rows, Q,
+                      out + r0 * Q, Q);
+          }
         }
       }
     });
@@ -188,6 +229,20 @@ class Depthwise {
     for (int64_t at = 0; at < size; at += 64) __builtin_prefetch(bytes + at, 0, 2);
   }
 
+  // Share `part` of `parts` of the cache lines of `count` floats from `data`: towards L2 for reading, or into the
+  // cache for writing (the lines a plane's rows are about to store into, fetched ahead instead of on each store).
+  static void prefetch_share(const float* data, int64_t count, int64_t part, int64_t parts, bool write) {
+    const char* bytes = reinterpret_cast<const char*>(data);
+    const int64_t lines = (count * static_cast<int64_t>(sizeof(float)) + 63) / 64;
+    const int64_t l0 = lines * part / parts, l1 = lines * (part + 1) / parts;
+    for (int64_t l = l0; l < l1; ++l) {
+      if (write)
+        __builtin_prefetch(bytes + l * 64, 1, 3);
+      else
+        __builtin_prefetch(bytes + l * 64, 0, 2);
+    }
+  }
+
   // dx[n][c] gathered: dx column x of row h sums, over the channel's outputs j and the taps (r, s) for which
   // h + pad_h - r dil_h and x + pad_w - s dil_w are multiples of the strides, w times dy there. Columns of one phase
   // (x + pad_w modulo stride_w) share their taps and read consecutive dy columns: one sum per phase and row.
@@ -198,10 +253,11 @@ class Depthwise {
       const int64_t n = item / pb_.c, c = item % pb_.c;
       Scratch& s = scratch(static_cast<size_t>(m * dy_plane_.floats()), static_cast<size_t>(sw > 1 ? pb_.h * W : 0),
                            static_cast<size_t>(taps()));
+      const bool zeroed = claim(s);
       // The next item's dy planes follow this item's in memory (channels c m .. c m + m - 1 of one image).
       if (item + 1 < pb_.n * pb_.c) prefetch(dy + (item + 1) * m * P * Q, m * P * Q);
       for (int64_t j = 0; j < m; ++j)
-        dy_plane_.fill(dy + (n * pb_.k + c * m + j) * P * Q, s.planes.data() + j * dy_plane_.floats(), split);
+        dy_plane_.fill(dy + (n * pb_.k + c * m + j) * P * Q, s.planes.data() + j * dy_plane_.floats(), split, zeroed);
       const float* wc = w + c * taps();
       float* out = dx + (n * pb_.c + c) * pb_.h * W;
       for (const Group& g : groups_) {
@@ -213,15 +269,43 @@ class Depthwise {
                     out + g.rho * W, sh * W);
         } else {
           plane_sum(s.planes.data(), g.offsets.data(), s.weights.data(), taps, g.rows, dy_plane_.row_floats(),
-                    ph.count, s.row.data(), ph.count);
-          for (int64_t i = 0; i < g.rows; ++i) {
-            const float* from = s.row.data() + i * ph.count;
-            float* to = out + (g.rho + i * sh) * W + ph.x0;
-            for (int64_t t = 0; t < ph.count; ++t) to[t * sw] = from[t];
-          }
+                    ph.count, s.row.data() + g.buffer, ph.count);
         }
       }
+      if (sw > 1) interleave_phases(s.row.data(), out);
     });
+  }
+
+  // Backward-data with stride_w > 1: dx's rows put together from the groups' phase rows in `buffer`, each row
+  // written front to back (a strided store per element, a phase at a time, touched every line of dx twice and
+  // stalled on its misses: MobileNetV2's stride-2 depthwise backward-data spent half its time there).
+  void interleave_phases(const float* buffer, float* dx) const {
+    const int64_t W = pb_.w, sh = pb_.stride.h, sw = pb_.stride.w;
+    std::vector<const float*> from(static_cast<size_t>(sw));
+    for (int64_t rho = 0; rho < std::min(sh, pb_.h); ++rho) {
+      // This residue's groups, one per phase: the phase of output column x0 = x modulo stride_w.
+      int64_t rows = 0;
+      for (const Group& g : groups_) {
+        if (g.rho != rho) continue;
+        const Phase& ph = phases_[static_cast<size_t>(g.phase)];
+        from[static_cast<size_t>(ph.x0)] = buffer + g.buffer;
+        rows = g.rows;
+      }
+      for (int64_t i = 0; i < rows; ++i) {
+        float* row = dx + (rho + i * sh) * W;
+        if (sw == 2) {
+          const float* even = from[0] + i * ((W + 1) / 2);
+          const float* odd = from[1] + i * (W / 2);
+          for (int64_t t = 0; t < W / 2; ++t) row[2 * t] = even[t], row[2 * t + 1] = odd[t];
+          if (W % 2) row[W - 1] = even[W / 2];
+          continue;
+        }
+        for (int64_t x = 0; x < W; ++x) {
+          const int64_t r = x % sw;
+          row[x] = from[static_cast<size_t>(r)][i * ((W - r + sw - 1) / sw) + x / sw];
+        }
+      }
+    }
   }
 
   // dw[c m + j][r][s] = sum over images and output pixels of x at the tap times dy: per channel (and, where the
@@ -236,13 +320,14 @@ class Depthwise {
       const int64_t c = item / shares, share = item % shares;
       const int64_t n0 = pb_.n * share / shares, n1 = pb_.n * (share + 1) / shares;
       Scratch& s = scratch(static_cast<size_t>(x_plane_.floats()), 0, 0);
+      const bool zeroed = claim(s);
       double* sums = partial.data() + item * all;
       for (int64_t n = n0; n < n1; ++n) {
         if (n + 1 < n1) {
           prefetch(x + ((n + 1) * pb_.c + c) * pb_.h * pb_.w, pb_.h * pb_.w);
           prefetch(dy + ((n + 1) * pb_.k + c * m) * P * Q, m * P * Q);
         }
-        x_plane_.fill(x + (n * pb_.c + c) * pb_.h * pb_.w, s.planes.data(), split);
+        x_plane_.fill(x + (n * pb_.c + c) * pb_.h * pb_.w, s.planes.data(), split, zeroed || n > n0);
         for (int64_t j = 0; j < m; ++j)
           plane_dot(s.planes.data(), x_tap_.data(), taps, P, pb_.stride.h * x_plane_.row_floats(),
                     dy + (n * pb_.k + c * m + j) * P * Q, Q, Q, sums + j * taps);
@@ -268,6 +353,7 @@ class Depthwise {
 
   ConvProblem pb_;
   int64_t vecs_;
+  uint64_t id_;
   PhasePlane x_plane_, dy_plane_;
   int64_t dy_left_ = 0;
   std::vector<int64_t> x_column_;  // tap s's offset within a row of x's plane
@@ -277,6 +363,7 @@ class Depthwise {
   // offset in the dy planes from the group's first row, and its weight's index from the channel's first filter.
   struct Group {
     int64_t rho = 0, rows = 0, phase = 0;
+    int64_t buffer = 0;  // stride_w > 1: where its rows (phase columns each) start in the per-thread row buffer
     std::vector<int64_t> offsets, weights;
   };
   std::vector<Group> groups_;

@@ -20,33 +20,49 @@ namespace hn = hwy::HWY_NAMESPACE;
 using D = hn::ScalableTag<float>;
 using V = hn::Vec<D>;
 
+// One register block of NB vectors at out + i of every tap's weighted row: the first NB - 1 vectors whole, the last
+// stored under `last` (whole vectors or a row's tail). Loads may run past count into the rows' slack.
+template <int NB>
+HWY_INLINE void SumBlock(const D d, const float* in, const int64_t* offsets, const float* weights, int64_t taps,
+                         int64_t i, hn::Mask<D> last, float* o) {
+  const int64_t lanes = static_cast<int64_t>(hn::Lanes(d));
+  V acc[NB];
+#pragma GCC unroll 8
+  for (int v = 0; v < NB; ++v) acc[v] = hn::Zero(d);
+  for (int64_t t = 0; t < taps; ++t) {
+    const V w = hn::Set(d, weights[t]);
+    const float* row = in + offsets[t] + i;
+#pragma GCC unroll 8
+    for (int v = 0; v < NB; ++v) acc[v] = hn::MulAdd(w, hn::LoadU(d, row + v * lanes), acc[v]);
+  }
+#pragma GCC unroll 8
+  for (int v = 0; v + 1 < NB; ++v) hn::StoreU(acc[v], d, o + i + v * lanes);
+  hn::BlendedStore(acc[NB - 1], last, d, o + i + (NB - 1) * lanes);
+}
+
+// Blocks of NV vectors along each row, then one block of the 1..NV vectors left, its last vector masked: a row of
+// 56 floats is one block of four AVX-512 vectors (each tap's weight broadcast once per four loads), not four
+// blocks of one (MobileNetV2's 56x56 depthwise forward, one thread: the one-vector loop was load-bound on the
+// weight and offset of every tap).
 template <int NV>
 void PlaneSumRows(const float* base, const int64_t* offsets, const float* weights, int64_t taps, int64_t rows,
                   int64_t in_stride, int64_t count, float* out, int64_t out_stride) {
   const D d;
   const int64_t lanes = static_cast<int64_t>(hn::Lanes(d));
+  const int64_t whole = count / (NV * lanes) * (NV * lanes);
+  const int64_t rest = count - whole, rest_vectors = (rest + lanes - 1) / lanes;
+  const auto all = hn::FirstN(d, static_cast<size_t>(lanes));
+  const auto tail = hn::FirstN(d, static_cast<size_t>(rest - (rest_vectors - 1) * lanes));
   for (int64_t r = 0; r < rows; ++r) {
     const float* in = base + r * in_stride;
     float* o = out + r * out_stride;
-    int64_t i = 0;
-    for (; i + NV * lanes <= count; i += NV * lanes) {
-      V acc[NV];
-      for (int v = 0; v < NV; ++v) acc[v] = hn::Zero(d);
-      for (int64_t t = 0; t < taps; ++t) {
-        const V w = hn::Set(d, weights[t]);
-        const float* row = in + offsets[t] + i;
-        for (int v = 0; v < NV; ++v) acc[v] = hn::MulAdd(w, hn::LoadU(d, row + v * lanes), acc[v]);
-      }
-      for (int v = 0; v < NV; ++v) hn::StoreU(acc[v], d, o + i + v * lanes);
-    }
-    for (; i < count; i += lanes) {
-      V acc = hn::Zero(d);
-      for (int64_t t = 0; t < taps; ++t) acc = hn::MulAdd(hn::Set(d, weights[t]), hn::LoadU(d, in + offsets[t] + i), acc);
-      if (i + lanes <= count) {
-        hn::StoreU(acc, d, o + i);
-      } else {
-        hn::BlendedStore(acc, hn::FirstN(d, static_cast<size_t>(count - i)), d, o + i);
-      }
+    for (int64_t i = 0; i < whole; i += NV * lanes) SumBlock<NV>(d, in, offsets, weights, taps, i, all, o);
+    switch (rest_vectors) {
+      case 0: break;
+      case 1: SumBlock<1>(d, in, offsets, weights, taps, whole, tail, o); break;
+      case 2: if constexpr (NV >= 2) SumBlock<2>(d, in, offsets, weights, taps, whole, tail, o); break;
+      case 3: if constexpr (NV >= 3) SumBlock<3>(d, in, offsets, weights, taps, whole, tail, o); break;
+      default: if constexpr (NV >= 4) SumBlock<4>(d, in, offsets, weights, taps, whole, tail, o); break;
     }
   }
 }
@@ -68,29 +84,59 @@ void Deinterleave2(const float* in, int64_t count, float* even, float* odd) {
   }
 }
 
-// Four taps at a time share each load of b; every tap's products stay in one vector over the whole plane.
-void PlaneDotRows(const float* base, const int64_t* offsets, int64_t taps, int64_t rows, int64_t in_stride,
-                  const float* b, int64_t b_stride, int64_t count, double* sums) {
-  const D d;
+// NT taps (compile-time, so that the accumulators stay in registers) share each load of b; every tap's products
+// stay in one vector over the whole plane.
+template <int NT>
+HWY_INLINE void DotTaps(const D d, const float* base, const int64_t* offsets, int64_t rows, int64_t in_stride,
+                        const float* b, int64_t b_stride, int64_t count, double* sums) {
   const int64_t lanes = static_cast<int64_t>(hn::Lanes(d));
   const int64_t full = count / lanes * lanes;
   const auto tail = hn::FirstN(d, static_cast<size_t>(count - full));
-  for (int64_t t0 = 0; t0 < taps; t0 += 4) {
-    const int64_t nt = std::min<int64_t>(4, taps - t0);
-    V acc[4] = {hn::Zero(d), hn::Zero(d), hn::Zero(d), hn::Zero(d)};
-    for (int64_t i = 0; i < rows; ++i) {
-      const float* in = b + i * b_stride;
-      const float* row = base + i * in_stride;
-      for (int64_t x = 0; x < full; x += lanes) {
-        const V v = hn::LoadU(d, in + x);
-        for (int64_t j = 0; j < nt; ++j) acc[j] = hn::MulAdd(hn::LoadU(d, row + offsets[t0 + j] + x), v, acc[j]);
-      }
-      if (full < count) {
-        const V v = hn::MaskedLoad(tail, d, in + full);
-        for (int64_t j = 0; j < nt; ++j) acc[j] = hn::MulAdd(hn::LoadU(d, row + offsets[t0 + j] + full), v, acc[j]);
-      }
+  V acc[NT];
+  int64_t off[NT];
+#pragma GCC unroll 16
+  for (int j = 0; j < NT; ++j) acc[j] = hn::Zero(d), off[j] = offsets[j];
+  for (int64_t i = 0; i < rows; ++i) {
+    const float* in = b + i * b_stride;
+    const float* row = base + i * in_stride;
+    for (int64_t x = 0; x < full; x += lanes) {
+      const V v = hn::LoadU(d, in + x);
+#pragma GCC unroll 16
+      for (int j = 0; j < NT; ++j) acc[j] = hn::MulAdd(hn::LoadU(d, row + off[j] + x), v, acc[j]);
     }
-    for (int64_t j = 0; j < nt; ++j) sums[t0 + j] += static_cast<double>(hn::GetLane(hn::SumOfLanes(d, acc[j])));
+    if (full < count) {
+      const V v = hn::MaskedLoad(tail, d, in + full);
+#pragma GCC unroll 16
+      for (int j = 0; j < NT; ++j) acc[j] = hn::MulAdd(hn::LoadU(d, row + off[j] + full), v, acc[j]);
+    }
+  }
+#pragma GCC unroll 16
+  for (int j = 0; j < NT; ++j) sums[j] += static_cast<double>(hn::GetLane(hn::SumOfLanes(d, acc[j])));
+}
+
+// Passes of up to 9 taps, as even as the tap count allows (3x3: one pass; 5x5: 9 + 8 + 8), each reading b once:
+// with a run-time count the accumulators lived in memory (a load and a store per product).
+void PlaneDotRows(const float* base, const int64_t* offsets, int64_t taps, int64_t rows, int64_t in_stride,
+                  const float* b, int64_t b_stride, int64_t count, double* sums) {
+  const D d;
+  constexpr int64_t kMaxTaps = 9;
+  const int64_t passes = (taps + kMaxTaps - 1) / kMaxTaps;
+  for (int64_t pass = 0, t0 = 0; pass < passes; ++pass) {
+    const int64_t t1 = taps * (pass + 1) / passes;
+    const int64_t* o = offsets + t0;
+    double* s = sums + t0;
+    switch (t1 - t0) {
+      case 1: DotTaps<1>(d, base, o, rows, in_stride, b, b_stride, count, s); break;
+      case 2: DotTaps<2>(d, base, o, rows, in_stride, b, b_stride, count, s); break;
+      case 3: DotTaps<3>(d, base, o, rows, in_stride, b, b_stride, count, s); break;
+      case 4: DotTaps<4>(d, base, o, rows, in_stride, b, b_stride, count, s); break;
+      case 5: DotTaps<5>(d, base, o, rows, in_stride, b, b_stride, count, s); break;
+      case 6: DotTaps<6>(d, base, o, rows, in_stride, b, b_stride, count, s); break;
+      case 7: DotTaps<7>(d, base, o, rows, in_stride, b, b_stride, count, s); break;
+      case 8: DotTaps<8>(d, base, o, rows, in_stride, b, b_stride, count, s); break;
+      default: DotTaps<9>(d, base, o, rows, in_stride, b, b_stride, count, s); break;
+    }
+    t0 = t1;
   }
 }
 
