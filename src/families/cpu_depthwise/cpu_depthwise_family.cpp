@@ -308,37 +308,46 @@ class Depthwise {
     }
   }
 
-  // dw[c m + j][r][s] = sum over images and output pixels of x at the tap times dy: per channel (and, where the
-  // channels are too few to keep every thread busy, per share of the images), one dot product per tap over the
-  // whole zero-bordered plane.
+  // dw[c m + j][r][s] = sum over images and output pixels of x at the tap times dy: one dot product per tap over
+  // each whole zero-bordered plane. The planes are split into one contiguous run (in memory order: image, then
+  // channel) per hardware thread, each summing into its own copy of dw, so that x and dy are read front to back
+  // (a channel's planes an image apart, as before, restarted the hardware's prefetch on every plane); the copies
+  // are added in a fixed order, so the result does not depend on the threads' timing.
   void backward_filter(cpu_depthwise::PlaneDot plane_dot, cpu_depthwise::Deinterleave split, const float* x, const float* dy, float* dw) const {
     const int64_t P = pb_.p(), Q = pb_.q(), m = multiplier(), all = taps(), taps = pb_.r * pb_.s;
-    const int64_t threads = static_cast<int64_t>(hardware_threads());
-    const int64_t shares = std::clamp<int64_t>((4 * threads + pb_.c - 1) / pb_.c, 1, pb_.n);
-    std::vector<double> partial(static_cast<size_t>(pb_.c * shares * all), 0.0);
-    parallel_for(pb_.c * shares, hardware_threads(), [&](int64_t item) {
-      const int64_t c = item / shares, share = item % shares;
-      const int64_t n0 = pb_.n * share / shares, n1 = pb_.n * (share + 1) / shares;
+    const int64_t planes = pb_.n * pb_.c, plane = pb_.h * pb_.w;
+    const int64_t shares = std::clamp<int64_t>(static_cast<int64_t>(hardware_threads()), 1, planes);
+    const int64_t in_rows = pb_.stride.h * x_plane_.row_floats();
+    std::vector<double> partial(static_cast<size_t>(shares * pb_.c * all), 0.0);
+    parallel_for(shares, hardware_threads(), [&](int64_t share) {
+      const int64_t first = planes * share / shares, end = planes * (share + 1) / shares;
       Scratch& s = scratch(static_cast<size_t>(x_plane_.floats()), 0, 0);
       const bool zeroed = claim(s);
-      double* sums = partial.data() + item * all;
-      for (int64_t n = n0; n < n1; ++n) {
-        if (n + 1 < n1) {
-          prefetch(x + ((n + 1) * pb_.c + c) * pb_.h * pb_.w, pb_.h * pb_.w);
-          prefetch(dy + ((n + 1) * pb_.k + c * m) * P * Q, m * P * Q);
+      for (int64_t at = first; at < end; ++at) {
+        const int64_t n = at / pb_.c, c = at % pb_.c;
+        x_plane_.fill(x + at * plane, s.planes.data(), split, zeroed || at > first);
+        const float* next_x = at + 1 < end ? x + (at + 1) * plane : nullptr;
+        double* sums = partial.data() + (share * pb_.c + c) * all;
+        for (int64_t j = 0; j < m; ++j) {
+          const float* b = dy + (n * pb_.k + c * m + j) * P * Q;
+          // dy's planes (n, c m + j) lie in the order of (at, j), K being C m: the next one follows this one.
+          const float* next_b = at + 1 < end || j + 1 < m ? b + P * Q : nullptr;
+          const int64_t chunks = std::min<int64_t>(P, 8);
+          for (int64_t chunk = 0; chunk < chunks; ++chunk) {
+            const int64_t r0 = P * chunk / chunks, r1 = P * (chunk + 1) / chunks;
+            if (next_x && j == 0) prefetch_share(next_x, plane, chunk, chunks, false);
+            if (next_b) prefetch_share(next_b, P * Q, chunk, chunks, false);
+            plane_dot(s.planes.data() + r0 * in_rows, x_tap_.data(), taps, r1 - r0, in_rows, b + r0 * Q, Q, Q,
+                      sums + j * taps);
+          }
         }
-        x_plane_.fill(x + (n * pb_.c + c) * pb_.h * pb_.w, s.planes.data(), split, zeroed || n > n0);
-        for (int64_t j = 0; j < m; ++j)
-          plane_dot(s.planes.data(), x_tap_.data(), taps, P, pb_.stride.h * x_plane_.row_floats(),
-                    dy + (n * pb_.k + c * m + j) * P * Q, Q, Q, sums + j * taps);
       }
     });
-    // The shares added in order: the result does not depend on the threads' timing.
     for (int64_t c = 0; c < pb_.c; ++c) {
       for (int64_t t = 0; t < all; ++t) {
         double total = 0;
         for (int64_t share = 0; share < shares; ++share)
-          total += partial[static_cast<size_t>((c * shares + share) * all + t)];
+          total += partial[static_cast<size_t>((share * pb_.c + c) * all + t)];
         dw[c * all + t] = static_cast<float>(total);
       }
     }

@@ -21,23 +21,44 @@ using D = hn::ScalableTag<float>;
 using V = hn::Vec<D>;
 
 // One register block of NB vectors at out + i of every tap's weighted row: the first NB - 1 vectors whole, the last
-// stored under `last` (whole vectors or a row's tail). Loads may run past count into the rows' slack.
+// stored under `last` (whole vectors or a row's tail). Loads may run past count into the rows' slack. The taps
+// alternate between K sets of accumulators, added at the end: with one set, each vector's sum was a chain of
+// dependent multiply-adds (four cycles each), and four vectors kept the FMA units half idle.
 template <int NB>
 HWY_INLINE void SumBlock(const D d, const float* in, const int64_t* offsets, const float* weights, int64_t taps,
                          int64_t i, hn::Mask<D> last, float* o) {
+  constexpr int K = NB >= 4 ? 2 : 8 / NB;
   const int64_t lanes = static_cast<int64_t>(hn::Lanes(d));
-  V acc[NB];
+  V acc[K][NB];
 #pragma GCC unroll 8
-  for (int v = 0; v < NB; ++v) acc[v] = hn::Zero(d);
-  for (int64_t t = 0; t < taps; ++t) {
+  for (int k = 0; k < K; ++k) {
+#pragma GCC unroll 8
+    for (int v = 0; v < NB; ++v) acc[k][v] = hn::Zero(d);
+  }
+  int64_t t = 0;
+  for (; t + K <= taps; t += K) {
+#pragma GCC unroll 8
+    for (int k = 0; k < K; ++k) {
+      const V w = hn::Set(d, weights[t + k]);
+      const float* row = in + offsets[t + k] + i;
+#pragma GCC unroll 8
+      for (int v = 0; v < NB; ++v) acc[k][v] = hn::MulAdd(w, hn::LoadU(d, row + v * lanes), acc[k][v]);
+    }
+  }
+  for (int k = 0; t < taps; ++t, ++k) {
     const V w = hn::Set(d, weights[t]);
     const float* row = in + offsets[t] + i;
 #pragma GCC unroll 8
-    for (int v = 0; v < NB; ++v) acc[v] = hn::MulAdd(w, hn::LoadU(d, row + v * lanes), acc[v]);
+    for (int v = 0; v < NB; ++v) acc[k][v] = hn::MulAdd(w, hn::LoadU(d, row + v * lanes), acc[k][v]);
   }
 #pragma GCC unroll 8
-  for (int v = 0; v + 1 < NB; ++v) hn::StoreU(acc[v], d, o + i + v * lanes);
-  hn::BlendedStore(acc[NB - 1], last, d, o + i + (NB - 1) * lanes);
+  for (int k = 1; k < K; ++k) {
+#pragma GCC unroll 8
+    for (int v = 0; v < NB; ++v) acc[0][v] = hn::Add(acc[0][v], acc[k][v]);
+  }
+#pragma GCC unroll 8
+  for (int v = 0; v + 1 < NB; ++v) hn::StoreU(acc[0][v], d, o + i + v * lanes);
+  hn::BlendedStore(acc[0][NB - 1], last, d, o + i + (NB - 1) * lanes);
 }
 
 // Blocks of NV vectors along each row, then one block of the 1..NV vectors left, its last vector masked: a row of
