@@ -37,7 +37,9 @@ struct PhasePlane {
     PhasePlane p;
     p.src_rows = src_rows, p.top = top, p.rows = std::max(rows, top + src_rows);
     p.width = width, p.left = left, p.padded = std::max(padded, left + width), p.stride = stride;
-    p.phase_len = (p.padded + stride - 1) / stride + cpu_depthwise::kRowSlack;
+    // Phases a whole number of cache lines long: in a 64-byte aligned buffer every row and phase starts on a line,
+    // so the taps of column offset 0 load whole lines (rows of 58 + 16 floats split three loads in four).
+    p.phase_len = ((p.padded + stride - 1) / stride + cpu_depthwise::kRowSlack + 15) / 16 * 16;
     return p;
   }
   int64_t row_floats() const { return stride * phase_len; }
@@ -93,11 +95,16 @@ struct Scratch {
   std::vector<const float*> a, b;
   std::vector<float> weights;
   uint64_t zeroed_for = 0;
+  // The planes from their first 64-byte boundary (`planes` holds 16 floats more than asked).
+  float* aligned_planes() {
+    const auto at = reinterpret_cast<uintptr_t>(planes.data());
+    return planes.data() + ((64 - at % 64) % 64) / sizeof(float);
+  }
 };
 
 Scratch& scratch(size_t plane_floats, size_t row_floats, size_t pointers) {
   thread_local Scratch s;
-  if (s.planes.size() < plane_floats) s.planes.resize(plane_floats);
+  if (s.planes.size() < plane_floats + 16) s.planes.resize(plane_floats + 16);
   if (s.row.size() < row_floats) s.row.resize(row_floats);
   if (s.a.size() < pointers) s.a.resize(pointers), s.b.resize(pointers), s.weights.resize(pointers);
   return s;
@@ -197,11 +204,12 @@ class Depthwise {
     parallel_for((planes + run - 1) / run, hardware_threads(), [&](int64_t item) {
       Scratch& s = scratch(static_cast<size_t>(x_plane_.floats()), 0, 0);
       const bool zeroed = claim(s);
+      float* planes_at = s.aligned_planes();
       const int64_t end = std::min(planes, (item + 1) * run);
       const int64_t in_rows = pb_.stride.h * x_plane_.row_floats();
       for (int64_t plane = item * run; plane < end; ++plane) {
         const int64_t n = plane / pb_.c, c = plane % pb_.c;
-        x_plane_.fill(x + plane * pb_.h * pb_.w, s.planes.data(), split, zeroed || plane > item * run);
+        x_plane_.fill(x + plane * pb_.h * pb_.w, planes_at, split, zeroed || plane > item * run);
         // The next plane's input (towards L2) and this plane's outputs (for writing) are prefetched a share before
         // each chunk of rows, so that the misses overlap the sums instead of stalling a burst of prefetches.
         const float* next = plane + 1 < planes ? x + (plane + 1) * pb_.h * pb_.w : nullptr;
@@ -213,7 +221,7 @@ class Depthwise {
             const int64_t r0 = P * chunk / chunks, r1 = P * (chunk + 1) / chunks;
             if (next && j == 0) prefetch_share(next, pb_.h * pb_.w, chunk, chunks, false);
             prefetch_share(out + r0 * Q, (r1 - r0) * Q, 0, 1, true);
-            plane_sum(s.planes.data() + r0 * in_rows, x_tap_.data(), w + k * taps, taps, r1 - r0, in_rows, Q,
+            plane_sum(planes_at + r0 * in_rows, x_tap_.data(), w + k * taps, taps, r1 - r0, in_rows, Q,
                       out + r0 * Q, Q);
           }
         }
@@ -254,10 +262,11 @@ class Depthwise {
       Scratch& s = scratch(static_cast<size_t>(m * dy_plane_.floats()), static_cast<size_t>(sw > 1 ? pb_.h * W : 0),
                            static_cast<size_t>(taps()));
       const bool zeroed = claim(s);
+      float* planes_at = s.aligned_planes();
       // The next item's dy planes follow this item's in memory (channels c m .. c m + m - 1 of one image).
       if (item + 1 < pb_.n * pb_.c) prefetch(dy + (item + 1) * m * P * Q, m * P * Q);
       for (int64_t j = 0; j < m; ++j)
-        dy_plane_.fill(dy + (n * pb_.k + c * m + j) * P * Q, s.planes.data() + j * dy_plane_.floats(), split, zeroed);
+        dy_plane_.fill(dy + (n * pb_.k + c * m + j) * P * Q, planes_at + j * dy_plane_.floats(), split, zeroed);
       const float* wc = w + c * taps();
       float* out = dx + (n * pb_.c + c) * pb_.h * W;
       for (const Group& g : groups_) {
@@ -265,10 +274,10 @@ class Depthwise {
         const int64_t taps = static_cast<int64_t>(g.offsets.size());
         for (int64_t t = 0; t < taps; ++t) s.weights[static_cast<size_t>(t)] = wc[g.weights[static_cast<size_t>(t)]];
         if (sw == 1) {
-          plane_sum(s.planes.data(), g.offsets.data(), s.weights.data(), taps, g.rows, dy_plane_.row_floats(), W,
+          plane_sum(planes_at, g.offsets.data(), s.weights.data(), taps, g.rows, dy_plane_.row_floats(), W,
                     out + g.rho * W, sh * W);
         } else {
-          plane_sum(s.planes.data(), g.offsets.data(), s.weights.data(), taps, g.rows, dy_plane_.row_floats(),
+          plane_sum(planes_at, g.offsets.data(), s.weights.data(), taps, g.rows, dy_plane_.row_floats(),
                     ph.count, s.row.data() + g.buffer, ph.count);
         }
       }
@@ -323,9 +332,10 @@ class Depthwise {
       const int64_t first = planes * share / shares, end = planes * (share + 1) / shares;
       Scratch& s = scratch(static_cast<size_t>(x_plane_.floats()), 0, 0);
       const bool zeroed = claim(s);
+      float* planes_at = s.aligned_planes();
       for (int64_t at = first; at < end; ++at) {
         const int64_t n = at / pb_.c, c = at % pb_.c;
-        x_plane_.fill(x + at * plane, s.planes.data(), split, zeroed || at > first);
+        x_plane_.fill(x + at * plane, planes_at, split, zeroed || at > first);
         const float* next_x = at + 1 < end ? x + (at + 1) * plane : nullptr;
         double* sums = partial.data() + (share * pb_.c + c) * all;
         for (int64_t j = 0; j < m; ++j) {
@@ -337,7 +347,7 @@ class Depthwise {
             const int64_t r0 = P * chunk / chunks, r1 = P * (chunk + 1) / chunks;
             if (next_x && j == 0) prefetch_share(next_x, plane, chunk, chunks, false);
             if (next_b) prefetch_share(next_b, P * Q, chunk, chunks, false);
-            plane_dot(s.planes.data() + r0 * in_rows, x_tap_.data(), taps, r1 - r0, in_rows, b + r0 * Q, Q, Q,
+            plane_dot(planes_at + r0 * in_rows, x_tap_.data(), taps, r1 - r0, in_rows, b + r0 * Q, Q, Q,
                       sums + j * taps);
           }
         }
