@@ -289,30 +289,31 @@ class Depthwise {
   // written front to back (a strided store per element, a phase at a time, touched every line of dx twice and
   // stalled on its misses: MobileNetV2's stride-2 depthwise backward-data spent half its time there).
   void interleave_phases(const float* buffer, float* dx) const {
-    const int64_t W = pb_.w, sh = pb_.stride.h, sw = pb_.stride.w;
-    std::vector<const float*> from(static_cast<size_t>(sw));
-    for (int64_t rho = 0; rho < std::min(sh, pb_.h); ++rho) {
-      // This residue's groups, one per phase: the phase of output column x0 = x modulo stride_w.
-      int64_t rows = 0;
-      for (const Group& g : groups_) {
-        if (g.rho != rho) continue;
-        const Phase& ph = phases_[static_cast<size_t>(g.phase)];
-        from[static_cast<size_t>(ph.x0)] = buffer + g.buffer;
-        rows = g.rows;
+    const int64_t W = pb_.w, H = pb_.h, sh = pb_.stride.h, sw = pb_.stride.w;
+    // from[rho * sw + r]: the rows of residue rho's group of phase x0 = r (output columns x = r modulo stride_w).
+    std::vector<const float*> from(static_cast<size_t>(std::min(sh, H) * sw), nullptr);
+    for (const Group& g : groups_)
+      from[static_cast<size_t>(g.rho * sw + phases_[static_cast<size_t>(g.phase)].x0)] = buffer + g.buffer;
+    // Rows in memory order (not a residue's rows, then the next's: rows share cache lines at their ends), each
+    // written front to back, the next row's lines fetched for writing first.
+    for (int64_t h = 0; h < H; ++h) {
+      const int64_t rho = h % sh, i = h / sh;
+      const float* const* f = from.data() + rho * sw;
+      float* row = dx + h * W;
+      if (h + 1 < H) {
+        const char* next = reinterpret_cast<const char*>(row + W);
+        for (int64_t at = 0; at < W * static_cast<int64_t>(sizeof(float)); at += 64) __builtin_prefetch(next + at, 1, 3);
       }
-      for (int64_t i = 0; i < rows; ++i) {
-        float* row = dx + (rho + i * sh) * W;
-        if (sw == 2) {
-          const float* even = from[0] + i * ((W + 1) / 2);
-          const float* odd = from[1] + i * (W / 2);
-          for (int64_t t = 0; t < W / 2; ++t) row[2 * t] = even[t], row[2 * t + 1] = odd[t];
-          if (W % 2) row[W - 1] = even[W / 2];
-          continue;
-        }
-        for (int64_t x = 0; x < W; ++x) {
-          const int64_t r = x % sw;
-          row[x] = from[static_cast<size_t>(r)][i * ((W - r + sw - 1) / sw) + x / sw];
-        }
+      if (sw == 2) {
+        const float* even = f[0] + i * ((W + 1) / 2);
+        const float* odd = f[1] + i * (W / 2);
+        for (int64_t t = 0; t < W / 2; ++t) row[2 * t] = even[t], row[2 * t + 1] = odd[t];
+        if (W % 2) row[W - 1] = even[W / 2];
+        continue;
+      }
+      for (int64_t x = 0; x < W; ++x) {
+        const int64_t r = x % sw;
+        row[x] = f[r][i * ((W - r + sw - 1) / sw) + x / sw];
       }
     }
   }
