@@ -98,6 +98,16 @@ void Deinterleave2(const float* in, int64_t count, float* even, float* odd) {
     hn::StoreU(hn::ConcatEven(d, hi, lo), d, even + i);
     hn::StoreU(hn::ConcatOdd(d, hi, lo), d, odd + i);
   }
+  // The rest (under two vectors: 24 of a row of 56) masked, not a float at a time.
+  const int64_t rest = count - 2 * i;
+  if (rest > 0) {
+    const auto first = hn::FirstN(d, static_cast<size_t>(std::min(rest, lanes)));
+    const auto second = hn::FirstN(d, static_cast<size_t>(std::max<int64_t>(rest - lanes, 0)));
+    const V lo = hn::MaskedLoad(first, d, in + 2 * i), hi = hn::MaskedLoad(second, d, in + 2 * i + lanes);
+    hn::BlendedStore(hn::ConcatEven(d, hi, lo), hn::FirstN(d, static_cast<size_t>((rest + 1) / 2)), d, even + i);
+    hn::BlendedStore(hn::ConcatOdd(d, hi, lo), hn::FirstN(d, static_cast<size_t>(rest / 2)), d, odd + i);
+    return;
+  }
 #endif
   for (; 2 * i < count; ++i) {
     even[i] = in[2 * i];
