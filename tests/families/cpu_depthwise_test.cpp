@@ -30,6 +30,12 @@ const std::vector<std::string> kShapes = {
     "N=1,C=3,H=14,W=45,K=3,R=5,stride=2,pad=2,groups=3",             // stride 2 from an even padding
     "N=1,C=1,H=12,W=12,K=4,R=5,pad=2",                               // one group of one channel
     "N=2,C=3,H=10,W=17,K=3,R=3,S=5,stride=2x3,pad=1x2,groups=3",     // stride 3 along rows
+    // Read in place (unit strides, 3x3 and 5x5; 7x7 copies): rows of several blocks, no padding, padding wider
+    // than the filter's reach (backward-data's own padding negative).
+    "N=1,C=3,H=11,W=150,K=3,R=3,pad=1,groups=3",
+    "N=2,C=3,H=20,W=70,K=3,R=7,pad=3,groups=3",
+    "N=1,C=2,H=9,W=9,K=2,R=5,groups=2",
+    "N=1,C=2,H=7,W=19,K=2,R=3,pad=4,dilation=2,groups=2",
 };
 
 }  // namespace

@@ -171,11 +171,76 @@ void PlaneDotRows(const float* base, const int64_t* offsets, int64_t taps, int64
   }
 }
 
+// The in-place unit-stride sum (row_kernels.h, DirectGeometry) for an R x R filter: blocks of up to four vectors
+// along an output row, every row of the plane per block (a block's loads are the same per row, so its border masks
+// are worked out once per block), taps alternating between two accumulator sets. Loads that would reach outside a
+// row are masked (a masked-off lane is never read), so the plane needs neither a padded copy nor slack.
+template <int R>
+void PlaneDirectR(const float* in, const DirectGeometry& g, const float* weights, float* out) {
+  const D d;
+  constexpr int NB = 4;
+  const int64_t lanes = static_cast<int64_t>(hn::Lanes(d));
+  V w[R * R];
+#pragma GCC unroll 25
+  for (int t = 0; t < R * R; ++t) w[t] = hn::Set(d, weights[t]);
+  for (int64_t q0 = 0; q0 < g.out_w; q0 += NB * lanes) {
+    const int64_t nb = std::min<int64_t>(NB, (g.out_w - q0 + lanes - 1) / lanes);
+    // Lanes [lo, hi) of vector v's load for filter column s are inside the row.
+    hn::Mask<D> m[NB][R];
+    bool whole = true;
+#pragma GCC unroll 8
+    for (int v = 0; v < NB; ++v) {
+#pragma GCC unroll 8
+      for (int s = 0; s < R; ++s) {
+        const int64_t col = q0 + v * lanes + s * g.dil_w - g.pad_w;
+        const int64_t lo = std::clamp<int64_t>(-col, 0, lanes), hi = std::clamp<int64_t>(g.in_w - col, 0, lanes);
+        m[v][s] = hi > lo ? hn::AndNot(hn::FirstN(d, static_cast<size_t>(lo)), hn::FirstN(d, static_cast<size_t>(hi)))
+                          : hn::FirstN(d, 0);
+        if (v < nb && (lo != 0 || hi != lanes)) whole = false;
+      }
+    }
+    const auto tail = hn::FirstN(d, static_cast<size_t>(g.out_w - q0 - (nb - 1) * lanes));
+    for (int64_t p = 0; p < g.out_h; ++p) {
+      V acc[2][NB];
+#pragma GCC unroll 8
+      for (int v = 0; v < NB; ++v) acc[0][v] = hn::Zero(d), acc[1][v] = hn::Zero(d);
+#pragma GCC unroll 5
+      for (int r = 0; r < R; ++r) {
+        const int64_t row = p + r * g.dil_h - g.pad_h;
+        if (row < 0 || row >= g.in_h) continue;
+        const float* x = in + row * g.in_w + q0 - g.pad_w;
+#pragma GCC unroll 5
+        for (int s = 0; s < R; ++s) {
+          const float* at = x + s * g.dil_w;
+#pragma GCC unroll 8
+          for (int v = 0; v < NB; ++v) {
+            if (v >= nb) break;
+            const V xv = whole ? hn::LoadU(d, at + v * lanes) : hn::MaskedLoad(m[v][s], d, at + v * lanes);
+            acc[(r * R + s) & 1][v] = hn::MulAdd(w[r * R + s], xv, acc[(r * R + s) & 1][v]);
+          }
+        }
+      }
+      float* o = out + p * g.out_w + q0;
+#pragma GCC unroll 8
+      for (int v = 0; v < NB; ++v) {
+        if (v >= nb) break;
+        const V sum = hn::Add(acc[0][v], acc[1][v]);
+        if (v + 1 < nb) {
+          hn::StoreU(sum, d, o + v * lanes);
+        } else {
+          hn::BlendedStore(sum, tail, d, o + v * lanes);
+        }
+      }
+    }
+  }
+}
+
 void FillTable(RowKernels& k) {
   k.lanes = static_cast<int>(hn::Lanes(D()));
   k.plane_sum[0] = &PlaneSumRows<1>, k.plane_sum[1] = &PlaneSumRows<2>, k.plane_sum[2] = &PlaneSumRows<4>;
   k.plane_dot = &PlaneDotRows;
   k.deinterleave2 = &Deinterleave2;
+  k.plane_direct[0] = &PlaneDirectR<3>, k.plane_direct[1] = &PlaneDirectR<5>;
 }
 
 }  // namespace HWY_NAMESPACE

@@ -21,6 +21,14 @@ using PlaneDot = void (*)(const float* base, const int64_t* offsets, int64_t tap
 
 using Deinterleave = void (*)(const float* in, int64_t count, float* even, float* odd);
 
+// A unit-stride depthwise sum read in place: out[p * out_w + q] = sum over taps (r, s) of
+// weights[r * S + s] * in[(p + r dil_h - pad_h) * in_w + q + s dil_w - pad_w], taps outside the in_h x in_w plane
+// counting zero, for p < out_h and q < out_w. Padding may be negative (backward-data's when pad > dil (R - 1)).
+struct DirectGeometry {
+  int64_t in_h = 0, in_w = 0, out_h = 0, out_w = 0, pad_h = 0, pad_w = 0, dil_h = 1, dil_w = 1;
+};
+using PlaneDirect = void (*)(const float* in, const DirectGeometry& g, const float* weights, float* out);
+
 struct RowKernels {
   int lanes = 1;
   // even[i] = in[2 i] and odd[i] = in[2 i + 1] for 2 i (+ 1) < count: a row split into stride 2's phases.
@@ -34,6 +42,9 @@ struct RowKernels {
   // b[i * b_stride + x], for t < taps: each tap's products held in a vector over the whole plane, summed across
   // lanes once. b is read only below count; the base rows up to kRowSlack past it.
   PlaneDot plane_dot = nullptr;
+  // The in-place sums for 3x3 and 5x5 filters (plane_direct[0] and [1]): no padded copy, the plane's borders
+  // handled by masked loads. Other filters copy the plane instead (plane_sum).
+  PlaneDirect plane_direct[2] = {nullptr, nullptr};
 };
 
 // The kernels of one ISA (the CPU backend's active one by default: cpu::active_isa()).
