@@ -2,8 +2,9 @@
 // the CPU backend, every direction, stride, padding and dilation, from the SIMD row kernels of row_kernels.h on the
 // persistent thread pool. A general kernel's register block tiles C/groups or K/groups, which are 1 (or the small
 // multiplier) here, so it idles or re-reads its input per tap; this family works a plane at a time instead: the
-// input plane (or, backward-data, dx's accumulator plane) is copied padded and split into STRIDE_W phases, so that
-// every filter tap reads (or writes) one contiguous run along an output row, vectors along that row.
+// input plane (or, backward-data, dy's plane) is copied padded and split into stride_w phases, so that every filter
+// tap reads one contiguous run along an output row, vectors along that row. Unit-stride 3x3 and 5x5 layers read
+// their planes in place instead (forward, and backward-data with one output per channel), borders masked.
 #include <fmt/format.h>
 
 #include <algorithm>

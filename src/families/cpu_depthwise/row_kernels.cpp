@@ -1,6 +1,6 @@
 // The cpu_depthwise family's row kernels (row_kernels.h), compiled once per Highway target by foreach_target:
 // weighted sums of rows over whole planes in register blocks of 1, 2 or 4 vectors along a row (one broadcast weight
-// per filter tap), and dot products of rows.
+// per filter tap), the same sums read in place for 3x3 and 5x5 filters, dot products of rows, and stride 2's split.
 #include "src/backend/cpu/hwy_targets.h"
 // Highway re-includes this file once per target.
 #undef HWY_TARGET_INCLUDE
