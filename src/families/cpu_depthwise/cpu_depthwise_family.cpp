@@ -181,7 +181,7 @@ class Depthwise {
       case Direction::BackwardData:
         if (direct && multiplier() == 1) return backward_data_direct(direct, y, w, x);
         return backward_data(k.plane_sum[index], k.deinterleave2, y, w, x);
-      case Direction::BackwardFilter: return backward_filter(k.plane_dot, k.deinterleave2, x, y, w);
+      case Direction::BackwardFilter: return backward_filter(k.plane_dot, direct_dot_kernel(k), k.deinterleave2, x, y, w);
     }
   }
 
@@ -208,9 +208,14 @@ class Depthwise {
   // 4.1 ms of a forward run. Two threads, alternated with the copying path: 3x3 layers 1.3-1.9x faster (56x56,
   // 14x14 with 576 channels, 112x112), 5x5 on 28x28 10-30%; 7x7 on 56x56 20% slower (its 49 weights and 28
   // border masks do not fit the registers), so 7x7 keeps the copy.
+  bool reads_in_place() const {
+    return pb_.stride.h == 1 && pb_.stride.w == 1 && pb_.r == pb_.s && (pb_.r == 3 || pb_.r == 5);
+  }
   cpu_depthwise::PlaneDirect direct_kernel(const cpu_depthwise::RowKernels& k) const {
-    if (pb_.stride.h != 1 || pb_.stride.w != 1 || pb_.r != pb_.s || (pb_.r != 3 && pb_.r != 5)) return nullptr;
-    return k.plane_direct[pb_.r == 3 ? 0 : 1];
+    return reads_in_place() ? k.plane_direct[pb_.r == 3 ? 0 : 1] : nullptr;
+  }
+  cpu_depthwise::PlaneDotDirect direct_dot_kernel(const cpu_depthwise::RowKernels& k) const {
+    return reads_in_place() ? k.plane_dot_direct[pb_.r == 3 ? 0 : 1] : nullptr;
   }
 
   // Forward in place: y[n][c m + j] = the channel's plane summed under filter c m + j, planes in memory order.
@@ -373,7 +378,8 @@ class Depthwise {
   // channel) per hardware thread, each summing into its own copy of dw, so that x and dy are read front to back
   // (a channel's planes an image apart, as before, restarted the hardware's prefetch on every plane); the copies
   // are added in a fixed order, so the result does not depend on the threads' timing.
-  void backward_filter(cpu_depthwise::PlaneDot plane_dot, cpu_depthwise::Deinterleave split, const float* x, const float* dy, float* dw) const {
+  void backward_filter(cpu_depthwise::PlaneDot plane_dot, cpu_depthwise::PlaneDotDirect direct,
+                       cpu_depthwise::Deinterleave split, const float* x, const float* dy, float* dw) const {
     const int64_t P = pb_.p(), Q = pb_.q(), m = multiplier(), all = taps(), taps = pb_.r * pb_.s;
     const int64_t planes = pb_.n * pb_.c, plane = pb_.h * pb_.w;
     const int64_t shares = std::clamp<int64_t>(static_cast<int64_t>(hardware_threads()), 1, planes);
@@ -384,6 +390,17 @@ class Depthwise {
       Scratch& s = scratch(static_cast<size_t>(x_plane_.floats()), 0, 0);
       const bool zeroed = claim(s);
       float* planes_at = s.aligned_planes();
+      if (direct) {
+        // Unit strides, 3x3 or 5x5: x's planes read where they lie, front to back.
+        const cpu_depthwise::DirectGeometry g{pb_.h, pb_.w, P, Q, pb_.pad.h, pb_.pad.w, pb_.dilation.h, pb_.dilation.w};
+        for (int64_t at = first; at < end; ++at) {
+          const int64_t n = at / pb_.c, c = at % pb_.c;
+          double* sums = partial.data() + (share * pb_.c + c) * all;
+          for (int64_t j = 0; j < m; ++j)
+            direct(x + at * plane, g, dy + (n * pb_.k + c * m + j) * P * Q, sums + j * taps);
+        }
+        return;
+      }
       for (int64_t at = first; at < end; ++at) {
         const int64_t n = at / pb_.c, c = at % pb_.c;
         x_plane_.fill(x + at * plane, planes_at, split, zeroed || at > first);

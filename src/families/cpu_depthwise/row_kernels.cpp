@@ -235,12 +235,60 @@ void PlaneDirectR(const float* in, const DirectGeometry& g, const float* weights
   }
 }
 
+// Backward-filter's dots read in place (row_kernels.h): one accumulator per tap over the whole plane, blocks of up to
+// four vectors along a dy row with every row per block, loads outside a row of x masked as in PlaneDirectR.
+template <int R>
+void PlaneDotDirectR(const float* in, const DirectGeometry& g, const float* b, double* sums) {
+  const D d;
+  constexpr int NB = 4;
+  const int64_t lanes = static_cast<int64_t>(hn::Lanes(d));
+  V acc[R * R];
+#pragma GCC unroll 25
+  for (int t = 0; t < R * R; ++t) acc[t] = hn::Zero(d);
+  for (int64_t q0 = 0; q0 < g.out_w; q0 += NB * lanes) {
+    const int64_t nb = std::min<int64_t>(NB, (g.out_w - q0 + lanes - 1) / lanes);
+    hn::Mask<D> m[NB][R];
+#pragma GCC unroll 8
+    for (int v = 0; v < NB; ++v) {
+#pragma GCC unroll 5
+      for (int s = 0; s < R; ++s) {
+        const int64_t col = q0 + v * lanes + s * g.dil_w - g.pad_w;
+        const int64_t lo = std::clamp<int64_t>(-col, 0, lanes), hi = std::clamp<int64_t>(g.in_w - col, 0, lanes);
+        m[v][s] = hi > lo ? hn::AndNot(hn::FirstN(d, static_cast<size_t>(lo)), hn::FirstN(d, static_cast<size_t>(hi)))
+                          : hn::FirstN(d, 0);
+      }
+    }
+    const auto tail = hn::FirstN(d, static_cast<size_t>(g.out_w - q0 - (nb - 1) * lanes));
+    for (int64_t p = 0; p < g.out_h; ++p) {
+      const float* dy = b + p * g.out_w + q0;
+#pragma GCC unroll 8
+      for (int v = 0; v < NB; ++v) {
+        if (v >= nb) break;
+        // dy's lanes past the row read as zero, so the x lanes they meet add nothing.
+        const V dv = v + 1 < nb ? hn::LoadU(d, dy + v * lanes) : hn::MaskedLoad(tail, d, dy + v * lanes);
+#pragma GCC unroll 5
+        for (int r = 0; r < R; ++r) {
+          const int64_t row = p + r * g.dil_h - g.pad_h;
+          if (row < 0 || row >= g.in_h) continue;
+          const float* x = in + row * g.in_w + q0 - g.pad_w + v * lanes;
+#pragma GCC unroll 5
+          for (int s = 0; s < R; ++s)
+            acc[r * R + s] = hn::MulAdd(hn::MaskedLoad(m[v][s], d, x + s * g.dil_w), dv, acc[r * R + s]);
+        }
+      }
+    }
+  }
+#pragma GCC unroll 25
+  for (int t = 0; t < R * R; ++t) sums[t] += static_cast<double>(hn::GetLane(hn::SumOfLanes(d, acc[t])));
+}
+
 void FillTable(RowKernels& k) {
   k.lanes = static_cast<int>(hn::Lanes(D()));
   k.plane_sum[0] = &PlaneSumRows<1>, k.plane_sum[1] = &PlaneSumRows<2>, k.plane_sum[2] = &PlaneSumRows<4>;
   k.plane_dot = &PlaneDotRows;
   k.deinterleave2 = &Deinterleave2;
   k.plane_direct[0] = &PlaneDirectR<3>, k.plane_direct[1] = &PlaneDirectR<5>;
+  k.plane_dot_direct[0] = &PlaneDotDirectR<3>, k.plane_dot_direct[1] = &PlaneDotDirectR<5>;
 }
 
 }  // namespace HWY_NAMESPACE

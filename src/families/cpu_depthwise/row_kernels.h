@@ -28,6 +28,9 @@ struct DirectGeometry {
   int64_t in_h = 0, in_w = 0, out_h = 0, out_w = 0, pad_h = 0, pad_w = 0, dil_h = 1, dil_w = 1;
 };
 using PlaneDirect = void (*)(const float* in, const DirectGeometry& g, const float* weights, float* out);
+// Backward-filter's dots read in place: sums[r * S + s] += sum over p < out_h, q < out_w of b[p * out_w + q] *
+// in[(p + r dil_h - pad_h) * in_w + q + s dil_w - pad_w] (zero outside the in_h x in_w plane).
+using PlaneDotDirect = void (*)(const float* in, const DirectGeometry& g, const float* b, double* sums);
 
 struct RowKernels {
   int lanes = 1;
@@ -45,6 +48,8 @@ struct RowKernels {
   // The in-place sums for 3x3 and 5x5 filters (plane_direct[0] and [1]): no padded copy, the plane's borders
   // handled by masked loads. Other filters copy the plane instead (plane_sum).
   PlaneDirect plane_direct[2] = {nullptr, nullptr};
+  // And backward-filter's dots read in place, for the same filters.
+  PlaneDotDirect plane_dot_direct[2] = {nullptr, nullptr};
 };
 
 // The kernels of one ISA (the CPU backend's active one by default: cpu::active_isa()).
