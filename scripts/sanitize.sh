@@ -18,9 +18,9 @@ if [ ! -f build-asan/build.ninja ]; then
     -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -gline-tables-only" -DCMAKE_UNITY_BUILD=ON -DCONVTUNE_WITH_CUDA=OFF \
     -DCMAKE_CXX_COMPILER=clang++ -DCONVTUNE_FUZZ=ON
 fi
-# Only what the labelled tests run: the library, five test binaries, the command line and the harnesses.
+# Only what the labelled tests run: the library, seven test binaries, the command line and the harnesses.
 cmake --build build-asan -j "$(nproc)" --target unit_tests tool_unit_tests nn_tests mlp_tests cpu_conformance_test \
-  family_conformance_test convtune_cli fuzzers
+  family_conformance_test cpu_depthwise_test convtune_cli fuzzers
 
 # PoCL and LLVM keep allocations until exit that LeakSanitizer would report as leaks of ours.
 export LSAN_OPTIONS="suppressions=$(pwd)/tests/lsan.supp:print_suppressions=0"

@@ -20,6 +20,21 @@ namespace hn = hwy::HWY_NAMESPACE;
 using D = hn::ScalableTag<float>;
 using V = hn::Vec<D>;
 
+// Lanes [lo, hi) from p, zero elsewhere (`m` is that range as a mask). x86's masked loads never touch the other
+// lanes, so p may point before a buffer or its vector run past the end; Highway's emulated and scalar targets load
+// the whole vector (AddressSanitizer caught it), so there the lanes go through a zeroed buffer.
+HWY_INLINE V LoadRange(const D d, const float* p, hn::Mask<D> m, int64_t lo, int64_t hi) {
+#if HWY_ARCH_X86 && (HWY_TARGET <= HWY_AVX3 || HWY_TARGET == HWY_AVX2)
+  (void)lo, (void)hi;
+  return hn::MaskedLoad(m, d, p);
+#else
+  (void)m;
+  HWY_ALIGN float lanes[hn::MaxLanes(D())] = {};
+  for (int64_t i = lo; i < hi; ++i) lanes[i] = p[i];
+  return hn::Load(d, lanes);
+#endif
+}
+
 // One register block of NB vectors at out + i of every tap's weighted row: the first NB - 1 vectors whole, the last
 // stored under `last` (whole vectors or a row's tail). Loads may run past count into the rows' slack. The taps
 // alternate between K sets of accumulators, added at the end: with one set, each vector's sum was a chain of
@@ -103,7 +118,8 @@ void Deinterleave2(const float* in, int64_t count, float* even, float* odd) {
   if (rest > 0) {
     const auto first = hn::FirstN(d, static_cast<size_t>(std::min(rest, lanes)));
     const auto second = hn::FirstN(d, static_cast<size_t>(std::max<int64_t>(rest - lanes, 0)));
-    const V lo = hn::MaskedLoad(first, d, in + 2 * i), hi = hn::MaskedLoad(second, d, in + 2 * i + lanes);
+    const V lo = LoadRange(d, in + 2 * i, first, 0, std::min(rest, lanes));
+    const V hi = LoadRange(d, in + 2 * i + lanes, second, 0, std::max<int64_t>(rest - lanes, 0));
     hn::BlendedStore(hn::ConcatEven(d, hi, lo), hn::FirstN(d, static_cast<size_t>((rest + 1) / 2)), d, even + i);
     hn::BlendedStore(hn::ConcatOdd(d, hi, lo), hn::FirstN(d, static_cast<size_t>(rest / 2)), d, odd + i);
     return;
@@ -136,7 +152,7 @@ HWY_INLINE void DotTaps(const D d, const float* base, const int64_t* offsets, in
       for (int j = 0; j < NT; ++j) acc[j] = hn::MulAdd(hn::LoadU(d, row + off[j] + x), v, acc[j]);
     }
     if (full < count) {
-      const V v = hn::MaskedLoad(tail, d, in + full);
+      const V v = LoadRange(d, in + full, tail, 0, count - full);
 #pragma GCC unroll 16
       for (int j = 0; j < NT; ++j) acc[j] = hn::MulAdd(hn::LoadU(d, row + off[j] + full), v, acc[j]);
     }
@@ -187,15 +203,16 @@ void PlaneDirectR(const float* in, const DirectGeometry& g, const float* weights
     const int64_t nb = std::min<int64_t>(NB, (g.out_w - q0 + lanes - 1) / lanes);
     // Lanes [lo, hi) of vector v's load for filter column s are inside the row.
     hn::Mask<D> m[NB][R];
+    int64_t bounds[NB][R][2];
     bool whole = true;
 #pragma GCC unroll 8
     for (int v = 0; v < NB; ++v) {
 #pragma GCC unroll 8
       for (int s = 0; s < R; ++s) {
         const int64_t col = q0 + v * lanes + s * g.dil_w - g.pad_w;
-        const int64_t lo = std::clamp<int64_t>(-col, 0, lanes), hi = std::clamp<int64_t>(g.in_w - col, 0, lanes);
-        m[v][s] = hi > lo ? hn::AndNot(hn::FirstN(d, static_cast<size_t>(lo)), hn::FirstN(d, static_cast<size_t>(hi)))
-                          : hn::FirstN(d, 0);
+        const int64_t lo = std::clamp<int64_t>(-col, 0, lanes), hi = std::clamp<int64_t>(g.in_w - col, lo, lanes);
+        m[v][s] = hn::AndNot(hn::FirstN(d, static_cast<size_t>(lo)), hn::FirstN(d, static_cast<size_t>(hi)));
+        bounds[v][s][0] = lo, bounds[v][s][1] = hi;
         if (v < nb && (lo != 0 || hi != lanes)) whole = false;
       }
     }
@@ -215,7 +232,8 @@ void PlaneDirectR(const float* in, const DirectGeometry& g, const float* weights
 #pragma GCC unroll 8
           for (int v = 0; v < NB; ++v) {
             if (v >= nb) break;
-            const V xv = whole ? hn::LoadU(d, at + v * lanes) : hn::MaskedLoad(m[v][s], d, at + v * lanes);
+            const V xv = whole ? hn::LoadU(d, at + v * lanes)
+                               : LoadRange(d, at + v * lanes, m[v][s], bounds[v][s][0], bounds[v][s][1]);
             acc[(r * R + s) & 1][v] = hn::MulAdd(w[r * R + s], xv, acc[(r * R + s) & 1][v]);
           }
         }
@@ -248,14 +266,15 @@ void PlaneDotDirectR(const float* in, const DirectGeometry& g, const float* b, d
   for (int64_t q0 = 0; q0 < g.out_w; q0 += NB * lanes) {
     const int64_t nb = std::min<int64_t>(NB, (g.out_w - q0 + lanes - 1) / lanes);
     hn::Mask<D> m[NB][R];
+    int64_t bounds[NB][R][2];
 #pragma GCC unroll 8
     for (int v = 0; v < NB; ++v) {
 #pragma GCC unroll 5
       for (int s = 0; s < R; ++s) {
         const int64_t col = q0 + v * lanes + s * g.dil_w - g.pad_w;
-        const int64_t lo = std::clamp<int64_t>(-col, 0, lanes), hi = std::clamp<int64_t>(g.in_w - col, 0, lanes);
-        m[v][s] = hi > lo ? hn::AndNot(hn::FirstN(d, static_cast<size_t>(lo)), hn::FirstN(d, static_cast<size_t>(hi)))
-                          : hn::FirstN(d, 0);
+        const int64_t lo = std::clamp<int64_t>(-col, 0, lanes), hi = std::clamp<int64_t>(g.in_w - col, lo, lanes);
+        m[v][s] = hn::AndNot(hn::FirstN(d, static_cast<size_t>(lo)), hn::FirstN(d, static_cast<size_t>(hi)));
+        bounds[v][s][0] = lo, bounds[v][s][1] = hi;
       }
     }
     const auto tail = hn::FirstN(d, static_cast<size_t>(g.out_w - q0 - (nb - 1) * lanes));
@@ -265,7 +284,8 @@ void PlaneDotDirectR(const float* in, const DirectGeometry& g, const float* b, d
       for (int v = 0; v < NB; ++v) {
         if (v >= nb) break;
         // dy's lanes past the row read as zero, so the x lanes they meet add nothing.
-        const V dv = v + 1 < nb ? hn::LoadU(d, dy + v * lanes) : hn::MaskedLoad(tail, d, dy + v * lanes);
+        const V dv = v + 1 < nb ? hn::LoadU(d, dy + v * lanes)
+                                : LoadRange(d, dy + v * lanes, tail, 0, std::min(lanes, g.out_w - q0 - v * lanes));
 #pragma GCC unroll 5
         for (int r = 0; r < R; ++r) {
           const int64_t row = p + r * g.dil_h - g.pad_h;
@@ -273,7 +293,8 @@ void PlaneDotDirectR(const float* in, const DirectGeometry& g, const float* b, d
           const float* x = in + row * g.in_w + q0 - g.pad_w + v * lanes;
 #pragma GCC unroll 5
           for (int s = 0; s < R; ++s)
-            acc[r * R + s] = hn::MulAdd(hn::MaskedLoad(m[v][s], d, x + s * g.dil_w), dv, acc[r * R + s]);
+            acc[r * R + s] = hn::MulAdd(LoadRange(d, x + s * g.dil_w, m[v][s], bounds[v][s][0], bounds[v][s][1]), dv,
+                                        acc[r * R + s]);
         }
       }
     }
