@@ -187,6 +187,36 @@ void PlaneDotRows(const float* base, const int64_t* offsets, int64_t taps, int64
   }
 }
 
+// The in-place kernels' border lanes for one block of NB vectors starting at output column q0: the lanes [lo, hi)
+// of vector v's load for filter column s that lie inside the input row, as a mask and as bounds (for LoadRange).
+template <int NB, int R>
+struct BorderMasks {
+  hn::Mask<D> mask[NB][R];
+  int64_t lo[NB][R], hi[NB][R];
+
+  // Returns whether every load of the block's first nb vectors lies inside the row (no masks needed).
+  bool set(const D d, const DirectGeometry& g, int64_t q0, int64_t nb) {
+    const int64_t lanes = static_cast<int64_t>(hn::Lanes(d));
+    bool whole = true;
+#pragma GCC unroll 8
+    for (int v = 0; v < NB; ++v) {
+#pragma GCC unroll 5
+      for (int s = 0; s < R; ++s) {
+        const int64_t col = q0 + v * lanes + s * g.dil_w - g.pad_w;
+        lo[v][s] = std::clamp<int64_t>(-col, 0, lanes);
+        hi[v][s] = std::clamp<int64_t>(g.in_w - col, lo[v][s], lanes);
+        mask[v][s] = hn::AndNot(hn::FirstN(d, static_cast<size_t>(lo[v][s])),
+                                hn::FirstN(d, static_cast<size_t>(hi[v][s])));
+        if (v < nb && (lo[v][s] != 0 || hi[v][s] != lanes)) whole = false;
+      }
+    }
+    return whole;
+  }
+  HWY_INLINE V load(const D d, const float* p, int v, int s) const {
+    return LoadRange(d, p, mask[v][s], lo[v][s], hi[v][s]);
+  }
+};
+
 // The in-place unit-stride sum (row_kernels.h, DirectGeometry) for an R x R filter: blocks of up to four vectors
 // along an output row, every row of the plane per block (a block's loads are the same per row, so its border masks
 // are worked out once per block), taps alternating between two accumulator sets. Loads that would reach outside a
@@ -201,21 +231,8 @@ void PlaneDirectR(const float* in, const DirectGeometry& g, const float* weights
   for (int t = 0; t < R * R; ++t) w[t] = hn::Set(d, weights[t]);
   for (int64_t q0 = 0; q0 < g.out_w; q0 += NB * lanes) {
     const int64_t nb = std::min<int64_t>(NB, (g.out_w - q0 + lanes - 1) / lanes);
-    // Lanes [lo, hi) of vector v's load for filter column s are inside the row.
-    hn::Mask<D> m[NB][R];
-    int64_t bounds[NB][R][2];
-    bool whole = true;
-#pragma GCC unroll 8
-    for (int v = 0; v < NB; ++v) {
-#pragma GCC unroll 8
-      for (int s = 0; s < R; ++s) {
-        const int64_t col = q0 + v * lanes + s * g.dil_w - g.pad_w;
-        const int64_t lo = std::clamp<int64_t>(-col, 0, lanes), hi = std::clamp<int64_t>(g.in_w - col, lo, lanes);
-        m[v][s] = hn::AndNot(hn::FirstN(d, static_cast<size_t>(lo)), hn::FirstN(d, static_cast<size_t>(hi)));
-        bounds[v][s][0] = lo, bounds[v][s][1] = hi;
-        if (v < nb && (lo != 0 || hi != lanes)) whole = false;
-      }
-    }
+    BorderMasks<NB, R> m;
+    const bool whole = m.set(d, g, q0, nb);
     const auto tail = hn::FirstN(d, static_cast<size_t>(g.out_w - q0 - (nb - 1) * lanes));
     for (int64_t p = 0; p < g.out_h; ++p) {
       V acc[2][NB];
@@ -233,7 +250,7 @@ void PlaneDirectR(const float* in, const DirectGeometry& g, const float* weights
           for (int v = 0; v < NB; ++v) {
             if (v >= nb) break;
             const V xv = whole ? hn::LoadU(d, at + v * lanes)
-                               : LoadRange(d, at + v * lanes, m[v][s], bounds[v][s][0], bounds[v][s][1]);
+                               : m.load(d, at + v * lanes, v, s);
             acc[(r * R + s) & 1][v] = hn::MulAdd(w[r * R + s], xv, acc[(r * R + s) & 1][v]);
           }
         }
@@ -265,18 +282,8 @@ void PlaneDotDirectR(const float* in, const DirectGeometry& g, const float* b, d
   for (int t = 0; t < R * R; ++t) acc[t] = hn::Zero(d);
   for (int64_t q0 = 0; q0 < g.out_w; q0 += NB * lanes) {
     const int64_t nb = std::min<int64_t>(NB, (g.out_w - q0 + lanes - 1) / lanes);
-    hn::Mask<D> m[NB][R];
-    int64_t bounds[NB][R][2];
-#pragma GCC unroll 8
-    for (int v = 0; v < NB; ++v) {
-#pragma GCC unroll 5
-      for (int s = 0; s < R; ++s) {
-        const int64_t col = q0 + v * lanes + s * g.dil_w - g.pad_w;
-        const int64_t lo = std::clamp<int64_t>(-col, 0, lanes), hi = std::clamp<int64_t>(g.in_w - col, lo, lanes);
-        m[v][s] = hn::AndNot(hn::FirstN(d, static_cast<size_t>(lo)), hn::FirstN(d, static_cast<size_t>(hi)));
-        bounds[v][s][0] = lo, bounds[v][s][1] = hi;
-      }
-    }
+    BorderMasks<NB, R> m;
+    m.set(d, g, q0, nb);
     const auto tail = hn::FirstN(d, static_cast<size_t>(g.out_w - q0 - (nb - 1) * lanes));
     for (int64_t p = 0; p < g.out_h; ++p) {
       const float* dy = b + p * g.out_w + q0;
@@ -293,8 +300,7 @@ void PlaneDotDirectR(const float* in, const DirectGeometry& g, const float* b, d
           const float* x = in + row * g.in_w + q0 - g.pad_w + v * lanes;
 #pragma GCC unroll 5
           for (int s = 0; s < R; ++s)
-            acc[r * R + s] = hn::MulAdd(LoadRange(d, x + s * g.dil_w, m[v][s], bounds[v][s][0], bounds[v][s][1]), dv,
-                                        acc[r * R + s]);
+            acc[r * R + s] = hn::MulAdd(m.load(d, x + s * g.dil_w, v, s), dv, acc[r * R + s]);
         }
       }
     }
