@@ -387,9 +387,6 @@ class Depthwise {
     std::vector<double> partial(static_cast<size_t>(shares * pb_.c * all), 0.0);
     parallel_for(shares, hardware_threads(), [&](int64_t share) {
       const int64_t first = planes * share / shares, end = planes * (share + 1) / shares;
-      Scratch& s = scratch(static_cast<size_t>(x_plane_.floats()), 0, 0);
-      const bool zeroed = claim(s);
-      float* planes_at = s.aligned_planes();
       if (direct) {
         // Unit strides, 3x3 or 5x5: x's planes read where they lie, front to back.
         const cpu_depthwise::DirectGeometry g{pb_.h, pb_.w, P, Q, pb_.pad.h, pb_.pad.w, pb_.dilation.h, pb_.dilation.w};
@@ -401,6 +398,10 @@ class Depthwise {
         }
         return;
       }
+      // The copying path only: a plane buffer, and the claim that it holds this layer's zeros from the first fill.
+      Scratch& s = scratch(static_cast<size_t>(x_plane_.floats()), 0, 0);
+      const bool zeroed = claim(s);
+      float* planes_at = s.aligned_planes();
       for (int64_t at = first; at < end; ++at) {
         const int64_t n = at / pb_.c, c = at % pb_.c;
         x_plane_.fill(x + at * plane, planes_at, split, zeroed || at > first);
