@@ -552,12 +552,11 @@ Config default_config(const ConvProblem& asked) {
       if (candidate > 0 && candidate < sh.ic && pass_bytes(candidate) <= (int64_t{1} << 20)) chunk = candidate;
     if (chunk == 0 && kChunks[1] < sh.ic) chunk = kChunks[1];  // the smallest pass there is
   }
-  // Pixel vectors step through the input channels a plane apart, so where a plane is a page or more every step
-  // of a pass touches a page of its own: passes of 32 channels keep a pass's pages within the first-level TLB.
-  // Two threads, 8-16 images: ResNet-50's 64 <- 256 1x1 backward-data at 56x56 4.3-5.4 -> 3.1-3.4 ms (passes of 64:
-  // 4.3-5.8), MobileNetV2's 24 <- 144 2.2-3.1 -> 1.45-1.87, the 64 -> 256 forward 3.4-3.7 -> 3.4.
-  const int64_t plane_floats = (in_rows + 2 * std::max<int64_t>(pad_rows, 0)) * (in_cols + 2 * std::max<int64_t>(pad_cols, 0));
-  if (c.orient == 1 && chunk == 0 && sh.ic > 32 && plane_floats * 4 >= 4096) chunk = 32;
+  // (Pixel vectors step through the input channels a plane apart. Passes of 32 channels once kept a pass's pages
+  // within the first-level TLB; since the broadcast kernel prefetches such strided runs a few steps ahead
+  // (microkernels.cpp), one pass is faster: alternated in one process, ResNet-50's 64 -> 256 1x1 at 56x56, 8
+  // images, forward 7.06 -> 6.71 ms on one thread, 4.39 -> 3.86 on two; its backward-data 6.89 -> 5.99 and 4.24
+  // -> 3.45; MobileNetV2's 24 <- 144 backward-data 3.78 -> 3.59 and 1.63 -> 1.35.)
   c.ic_chunk = chunk;
   // Enough work items for the threads to balance, each a few rows.
   int64_t rb = 0;
