@@ -230,6 +230,41 @@ TEST(CpuBlocked, PlanarInputCopiedPerRowBlockIsRight) {
   }
 }
 
+TEST(CpuBlocked, ChannelBlockedInputCopiedPerRowBlockIsRight) {
+  // Channel-blocked input copied per thread (LAYOUT 2) whose image outgrows the per-image copy is copied a row
+  // block at a time: row blocks that divide the rows and a short last one, stride 2, channels past the last whole
+  // block, groups, backward-data with input-channel passes, one output-channel block under ORDER 0; every ISA (the
+  // blocks are small enough for AVX2's registers).
+  struct Trial {
+    const char* problem;
+    Direction direction;
+    const char* config;
+  };
+  const std::vector<Trial> trials = {
+      {"N=2,C=24,H=110,W=110,K=20,R=3,pad=1", Direction::Forward, "VECS=1,COLS=6,ROW_BLOCK=8,ORDER=1"},
+      {"N=2,C=24,H=110,W=110,K=1,R=3,pad=1", Direction::Forward, "VECS=1,COLS=6,ROW_BLOCK=16,ORDER=0"},
+      {"N=2,C=24,H=111,W=109,K=20,R=5,stride=2,pad=2", Direction::Forward, "VECS=1,COLS=6,ROW_BLOCK=16,ORDER=1"},
+      {"N=1,C=48,H=110,W=110,K=20,R=3,pad=1,groups=2", Direction::Forward, "VECS=1,COLS=5,ROW_BLOCK=8,ORDER=1"},
+      {"N=2,C=20,H=110,W=110,K=24,R=3,pad=1", Direction::BackwardData, "VECS=1,COLS=6,ROW_BLOCK=8,ORDER=1,IC_CHUNK=16"},
+  };
+  for (const cb::Isa isa : cb::available_isas()) {
+    const ForcedIsa forced(isa);
+    for (const Trial& t : trials) {
+      const ConvProblem pb = parse_problem(t.problem).with_direction(t.direction);
+      Config config = cb::default_config(pb);
+      config["ALGO"] = 0, config["ORIENT"] = 0, config["LAYOUT"] = 2, config["IC_CHUNK"] = 0;
+      for (const auto& [name, value] : parse_config(t.config)) config[name] = value;
+      const cb::Convolution conv(pb, config);
+      EXPECT_NE(conv.describe().find("rows per item by each thread"), std::string::npos)
+          << cb::to_string(isa) << ": " << conv.describe();
+      harness::Workload workload(cpu_device(), pb, 6);
+      const auto r = testing_support::check_plan_on(workload, "cpu_blocked", config);
+      EXPECT_TRUE(r.passed) << cb::to_string(isa) << " " << pb.to_string() << " " << to_string(config) << ": "
+                            << r.message;
+    }
+  }
+}
+
 TEST(CpuBlocked, FusedWinogradBlocksAreRight) {
   // Winograd forward and backward-data fused in blocks of ROW_BLOCK tile rows (counted across images): blocks
   // inside one image, whole images and blocks spanning two, a short last block, per-image copies (8 images: each

@@ -570,6 +570,14 @@ Config default_config(const ConvProblem& asked) {
   const double planar_bytes =
       4.0 * static_cast<double>(problem.n * problem.groups * sh.ic * (in_rows + problem.r) * (in_cols + problem.s));
   if (c.orient == 0 && c.layout == 0 && one_phase && rb > 0 && planar_bytes > 2e6) c.order = 1;
+  // Channel-blocked input whose image outgrows the per-image copy: copied a row block at a time by each thread
+  // (LAYOUT 2, rows outside channel blocks) where the row blocks allow it, instead of whole up front (written to
+  // memory and read back).
+  if (c.layout == 1 && rb > 0) {
+    Choice rows = c;
+    rows.layout = 2, rows.order = 1;
+    if (detail::copies_row_blocks(problem, rows, kernels())) c = rows;
+  }
   return parameter_table(problem).write(c);
 }
 

@@ -179,9 +179,9 @@ void copy_channel_blocked(const ChannelBlocking& l, const float* src, float* dst
 }
 
 void copy_channel_block(const ChannelBlocking& l, const float* src, int64_t item, float* d, const KernelTable& kernels,
-                        bool transpose) {
+                        bool transpose, int64_t first, int64_t end) {
+  if (end < 0) end = l.out_rows;
   const int64_t blocks = l.blocks();
-  const int64_t plane = l.out_rows * l.out_cols * l.block;
   const int64_t src_plane = l.rows * l.cols;
   const int64_t cb = item % blocks;
   const int64_t ng = item / blocks;  // image * groups + group
@@ -191,10 +191,13 @@ void copy_channel_block(const ChannelBlocking& l, const float* src, int64_t item
   // Each pixel's channels, a plane apart in the source, gathered into one interleaved run; zeros only where
   // nothing is gathered (border rows and columns, channels past the group's), so no line is written twice.
   const int64_t row_floats = l.out_cols * l.block;
-  std::fill(d, d + l.top * row_floats, 0.0f);
-  std::fill(d + (l.top + l.rows) * row_floats, d + plane, 0.0f);
-  for (int64_t r = 0; r < l.rows; ++r) {
-    float* out_row = d + (r + l.top) * row_floats;
+  // Padded rows [first, end): the zero rows above and below the source's, and the source's rows between.
+  const int64_t real0 = std::clamp(l.top, first, end), real1 = std::clamp(l.top + l.rows, first, end);
+  std::fill(d, d + (real0 - first) * row_floats, 0.0f);
+  std::fill(d + (real1 - first) * row_floats, d + (end - first) * row_floats, 0.0f);
+  for (int64_t pr = real0; pr < real1; ++pr) {
+    const int64_t r = pr - l.top;
+    float* out_row = d + (pr - first) * row_floats;
     std::fill(out_row, out_row + l.left * l.block, 0.0f);
     std::fill(out_row + (l.left + l.cols) * l.block, out_row + row_floats, 0.0f);
     float* row = out_row + l.left * l.block;

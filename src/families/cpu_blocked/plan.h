@@ -79,8 +79,10 @@ void copy_channel_blocked(const ChannelBlocking& layout, const float* src, float
 // One (image x group, channel block) of that copy into dst (out_rows x out_cols x block floats), on the calling
 // thread; item = (image * groups + group) * blocks + block. `transpose`: each row's pixels interleaved by the
 // in-register transpose (KernelTable::interleave) rather than a vector gather per pixel.
+// With a row range [first, end) of the padded layout (end <= out_rows), only those rows, dst's row 0 being padded
+// row `first` (a row block's input rows, copied by the thread about to compute on them).
 void copy_channel_block(const ChannelBlocking& layout, const float* src, int64_t item, float* dst,
-                        const KernelTable& kernels, bool transpose);
+                        const KernelTable& kernels, bool transpose, int64_t first = 0, int64_t end = -1);
 
 // Peels mixed-radix digits off a work item's index, least significant first (Digits d(item); kw = d.next(S);
 // kh = d.next(R); ...; rest = d.rest()): how every strategy maps a flat item number to its loop coordinates.
@@ -128,6 +130,11 @@ class Strategy {
 
 std::unique_ptr<Strategy> make_view_strategy(const ConvProblem& problem, const Choice& choice,
                                              const KernelTable& kernels);
+// An image's channel-blocked copy (LAYOUT 2) above this stays out of L2: such inputs are copied a row block at a
+// time instead where the row blocks allow it.
+inline constexpr int64_t kImageCopyBytes = int64_t{1} << 20;
+// Whether the view strategy for (problem, choice) copies its input a row block at a time per thread.
+bool copies_row_blocks(const ConvProblem& problem, const Choice& choice, const KernelTable& kernels);
 std::unique_ptr<Strategy> make_winograd_strategy(const ConvProblem& problem, const Choice& choice,
                                                  const KernelTable& kernels);
 // Backward-filter of a 1x1 filter at stride 1 without padding, as computed_problem gives it (planes of one row):

@@ -134,13 +134,16 @@ class ViewStrategy final : public Strategy {
     // padded tensor to memory and the kernels read it back: alex1 forward (16 x 3 x 228 x 228 floats, 10 MB) spent
     // 1.3 ms of its 17.3 (one thread) on it; two threads copying at once halved it only to 0.65-0.9 ms. One phase
     // per axis, and only where a row block's rows overlap the next block's by little (alex1, 16 rows: 71 rows
-    // copied per 64 advanced).
-    if (copy_input_ && !blocked_in_ && ph_h_.size() == 1 && ph_w_.size() == 1 && row_blocks_ > 1 &&
+    // copied per 64 advanced). Channel-blocked input copied per thread (LAYOUT 2) likewise, where an image's copy
+    // outgrows kImageCopyBytes (an image at a time would not stay in L2).
+    const bool per_thread = !blocked_in_ || (per_image_ && 4 * image_floats() > kImageCopyBytes);
+    if (copy_input_ && per_thread && ph_h_.size() == 1 && ph_w_.size() == 1 && row_blocks_ > 1 &&
         (choice.order == 1 || pixel_vectors_ || oc_blocks_ == 1)) {
       const AxisPhase& h = ph_h_[0];
       block_rows_ = (row_block_ - 1) * h.ins + (h.taps - 1) * h.step + 1;
       const double whole_bytes = 4.0 * static_cast<double>(pb.n * groups_ * image_floats());
-      per_rows_ = whole_bytes > 2e6 && block_rows_ * 4 <= row_block_ * h.ins * 5 && block_rows_ < hi_;
+      per_rows_ = (blocked_in_ || whole_bytes > 2e6) && block_rows_ * 4 <= row_block_ * h.ins * 5 && block_rows_ < hi_;
+      if (per_rows_) per_image_ = false;
     }
     Carver size(nullptr);
     carve(size);
@@ -148,6 +151,7 @@ class ViewStrategy final : public Strategy {
   }
 
   size_t workspace_bytes() const override { return workspace_; }
+  bool copies_row_blocks() const { return per_rows_; }
   size_t packed_weight_floats() const override { return packed_floats_; }
 
   // Offset of filter (o, i)'s R x S taps (contiguous in KCRS) within group g: o indexes the channels written, i
@@ -257,7 +261,9 @@ class ViewStrategy final : public Strategy {
                                                           : "";
     const std::string chunk = chunk_ > 0 && chunk_ < ic_ ? fmt::format(", {} input channels per pass", chunk_) : "";
     const std::string layout = blocked_in_ ? fmt::format(", input in blocks of {} channels{}", in_block_,
-                                                         per_image_ ? " (copied per image by each thread)" : "")
+                                                         per_image_  ? " (copied per image by each thread)"
+                                                         : per_rows_ ? fmt::format(" (copied {} rows per item by each thread)", block_rows_)
+                                                                     : "")
                                : per_rows_ ? fmt::format(", input copied {} rows per item by each thread", block_rows_)
                                            : "";
     return fmt::format("{}, {} block {}x{}{}{}{}, {} row(s) per item, {}", pixel_vectors_ ? "vectors over pixels" : "vectors over output channels",
@@ -272,7 +278,7 @@ class ViewStrategy final : public Strategy {
   // Floats of one (image, group)'s input copy.
   int64_t image_floats() const { return in_blocks_ * in_block_ * hi_ * wi_; }
   // Floats of one thread's row-block copy (per_rows_), slack for pixel vectors' reads past a row's end included.
-  int64_t rows_floats() const { return ic_ * block_rows_ * wi_ + slack(); }
+  int64_t rows_floats() const { return in_blocks_ * in_block_ * block_rows_ * wi_ + slack(); }
 
   float* carve(Carver& c) const {
     if (!copy_input_) return nullptr;
@@ -370,7 +376,13 @@ class ViewStrategy final : public Strategy {
         plane = block_rows_ * wi_;
         const int64_t key = image * row_blocks_ + rb;
         if (copied[thread] != key) {
-          copy_rows(src + image * ic_ * src_rows_ * src_cols_, row0, mine);
+          if (blocked_in_) {
+            for (int64_t b = 0; b < in_blocks_; ++b)
+              copy_channel_block(layout, src, image * in_blocks_ + b, mine + b * block_rows_ * wi_ * in_block_, kt_, true,
+                                 row0, row0 + block_rows_);
+          } else {
+            copy_rows(src + image * ic_ * src_rows_ * src_cols_, row0, mine);
+          }
           copied[thread] = key;
         }
         image_in = mine;
@@ -536,7 +548,7 @@ class ViewStrategy final : public Strategy {
   bool copy_input_ = true;
   bool blocked_in_ = false;
   bool per_image_ = false;
-  bool per_rows_ = false;     // planar input copied a row block at a time by each thread (LAYOUT 0, see the constructor)
+  bool per_rows_ = false;     // input copied a row block at a time by each thread (LAYOUT 0 or 2, see the constructor)
   int64_t block_rows_ = 0;    // padded input rows one row block reads (per_rows_)
   int64_t in_block_ = 1, in_blocks_ = 1;
   int64_t groups_ = 1, ic_ = 1, oc_ = 1;
@@ -559,6 +571,10 @@ class ViewStrategy final : public Strategy {
 std::unique_ptr<Strategy> make_view_strategy(const ConvProblem& problem, const Choice& choice,
                                              const KernelTable& kernels) {
   return std::make_unique<ViewStrategy>(problem, choice, kernels);
+}
+
+bool copies_row_blocks(const ConvProblem& problem, const Choice& choice, const KernelTable& kernels) {
+  return ViewStrategy(problem, choice, kernels).copies_row_blocks();
 }
 
 }  // namespace convtune::cpu_blocked::detail
