@@ -145,14 +145,6 @@ class ViewStrategy final : public Strategy {
       per_rows_ = (blocked_in_ || whole_bytes > 2e6) && block_rows_ * 4 <= row_block_ * h.ins * 5 && block_rows_ < hi_;
       if (per_rows_) per_image_ = false;
     }
-    // Pixel vectors store whole output rows: where the output is large (beyond 8 MB, several L2s), with streaming
-    // stores, so that no line is read for ownership before it is written. Alternated in one process, two threads:
-    // MobileNetV2's 24 -> 144 1x1 at 56x56 (16 images, 29 MB written) 2.90 -> 2.62 ms, ResNet-50's 64 -> 256 (8
-    // images) 5.51 -> 4.90, the 144 -> 24 backward-data 2.25 -> 2.18; one thread 5.79 -> 5.29 and 11.2 -> 10.2.
-    // The next layer then reads them from memory, not from the caches, which would not hold them anyway on most
-    // machines. Not with input-channel passes (later passes read the outputs back).
-    stream_out_ = pixel_vectors_ && 4.0 * static_cast<double>(pb.n * groups_ * oc_ * out_rows_ * out_cols_) > 8e6 &&
-                  (choice.ic_chunk == 0 || choice.ic_chunk >= ic_);
     Carver size(nullptr);
     carve(size);
     workspace_ = size.used();
@@ -517,8 +509,6 @@ class ViewStrategy final : public Strategy {
         a.a = in_c + (yy * h.ins + h.off + t0 * h.step - row0) * wi_ + w.off + x0;
         a.b = weights_c + t0 * row.b1 + o0;
         a.out = out + (h.out_start + yy * h.out_step) * out_cols_ + w.out_start + x0 * w.out_step + o0 * plane_out;
-        a.stream = stream_out_ && a.valid == int64_t{nv} * lanes_ && w.out_step == 1 &&
-                   reinterpret_cast<uintptr_t>(a.out) % 64 == 0 && (plane_out * 4) % 64 == 0;
         kt_.bcast[nv - 1][width - 1](a);
       };
       // Columns per block: whole spans whose input (the pass's channels, the rows of [y0, y1) and their taps)
@@ -558,7 +548,6 @@ class ViewStrategy final : public Strategy {
   bool copy_input_ = true;
   bool blocked_in_ = false;
   bool per_image_ = false;
-  bool stream_out_ = false;
   bool per_rows_ = false;     // input copied a row block at a time by each thread (LAYOUT 0 or 2, see the constructor)
   int64_t block_rows_ = 0;    // padded input rows one row block reads (per_rows_)
   int64_t in_block_ = 1, in_blocks_ = 1;
