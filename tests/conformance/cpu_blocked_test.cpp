@@ -233,8 +233,8 @@ TEST(CpuBlocked, PlanarInputCopiedPerRowBlockIsRight) {
 TEST(CpuBlocked, ChannelBlockedInputCopiedPerRowBlockIsRight) {
   // Channel-blocked input copied per thread (LAYOUT 2) whose image outgrows the per-image copy is copied a row
   // block at a time: row blocks that divide the rows and a short last one, stride 2, channels past the last whole
-  // block, groups, backward-data with input-channel passes, one output-channel block under ORDER 0; every ISA (the
-  // blocks are small enough for AVX2's registers).
+  // block, groups, backward-data with input-channel passes and at strides 2 and 3 (phases), one output-channel block
+  // under ORDER 0; every ISA (the blocks are small enough for AVX2's registers).
   struct Trial {
     const char* problem;
     Direction direction;
@@ -246,6 +246,10 @@ TEST(CpuBlocked, ChannelBlockedInputCopiedPerRowBlockIsRight) {
       {"N=2,C=24,H=111,W=109,K=20,R=5,stride=2,pad=2", Direction::Forward, "VECS=1,COLS=6,ROW_BLOCK=16,ORDER=1"},
       {"N=1,C=48,H=110,W=110,K=20,R=3,pad=1,groups=2", Direction::Forward, "VECS=1,COLS=5,ROW_BLOCK=8,ORDER=1"},
       {"N=2,C=20,H=110,W=110,K=24,R=3,pad=1", Direction::BackwardData, "VECS=1,COLS=6,ROW_BLOCK=8,ORDER=1,IC_CHUNK=16"},
+      // Strided backward-data: one copy of the rows a row block's phases read, the phases inside row blocks.
+      {"N=2,C=20,H=219,W=217,K=48,R=3,stride=2,pad=1", Direction::BackwardData, "VECS=1,COLS=6,ROW_BLOCK=8,ORDER=1"},
+      {"N=1,C=20,H=221,W=221,K=48,R=5,stride=2,pad=2", Direction::BackwardData, "VECS=2,COLS=4,ROW_BLOCK=16,ORDER=1"},
+      {"N=1,C=12,H=260,W=259,K=40,R=3,stride=3,pad=1", Direction::BackwardData, "VECS=1,COLS=6,ROW_BLOCK=8,ORDER=1"},
   };
   for (const cb::Isa isa : cb::available_isas()) {
     const ForcedIsa forced(isa);

@@ -221,8 +221,9 @@ ParameterTable<Choice> parameter_table(const ConvProblem& problem) {
                 "along output rows over x copied whole; 1 dots over whole output planes (stride_h 1): each "
                 "reduction tile's x copied once per filter column, dy read in place. ORIENT 0: 0"
               : "input copy for channel vectors: 0 planar (padded NCHW), 1 channel-blocked (a vector of input "
-                "channels per pixel, nChw16c on AVX-512), 2 channel-blocked an image at a time by the thread about to "
-                "compute on it (a buffer per thread that stays in L2)"},
+                "channels per pixel, nChw16c on AVX-512), 2 channel-blocked by the thread about to compute on it, an "
+                "image at a time, or a row block's rows where an image's copy is over 1 MB (a buffer per thread that "
+                "stays in L2)"},
       {"IC_CHUNK", &Choice::ic_chunk, filter ? std::vector<int64_t>{0} : kChunks,
        filter ? "backward-filter tiles its reduction with ROW_BLOCK; always 0"
               : "input channels per pass over a row block (0: all), so the pass's filter slab and input rows stay in "

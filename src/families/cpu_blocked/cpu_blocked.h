@@ -45,7 +45,8 @@ inline constexpr const char* kFamilyName = "cpu_blocked";
 //              tiles, 1 = threads split the reduction (each sums into its own copy, added at the end)
 //   layout     forward/backward-data with orient 0: the input copy, 0 = planar (padded NCHW), 1 = channel-
 //              blocked (a vector of input channels per pixel: nChw16c on AVX-512, nChw8c on AVX2), 2 = channel-
-//              blocked, an image at a time by the thread about to compute on it (a buffer that stays in L2). backward-filter
+//              blocked, by the thread about to compute on it, an image at a time or (an image's copy over 1 MB) a
+//              row block's rows at a time (a buffer that stays in L2). backward-filter
 //              with orient 2: 0 = x and dy copied whole up front, 1 = each reduction tile's rows copied right before
 //              its kernels (copies that stay in L2); with orient 1: 0 = dots along output rows over x copied whole,
 //              1 = dots over whole output planes (stride_h 1): each tile's x copied once per filter column kw (rows

@@ -97,7 +97,7 @@ class ViewStrategy final : public Strategy {
     blocked_in_ = !pixel_vectors_ && choice.layout >= 1;
     // LAYOUT 2: the same channel-blocked copy made an image at a time by the thread about to compute on it, into
     // a buffer of its own that stays in L2 (the whole-tensor copy writes a padded tensor to memory and the kernels
-    // read it back).
+    // read it back); a row block's rows at a time where an image's copy would not stay in L2 (below).
     per_image_ = blocked_in_ && choice.layout == 2;
     in_block_ = blocked_in_ ? lanes_ : 1;
     in_blocks_ = (ic_ + in_block_ - 1) / in_block_;
@@ -136,13 +136,27 @@ class ViewStrategy final : public Strategy {
     // per axis, and only where a row block's rows overlap the next block's by little (alex1, 16 rows: 71 rows
     // copied per 64 advanced). Channel-blocked input copied per thread (LAYOUT 2) likewise, where an image's copy
     // outgrows kImageCopyBytes (an image at a time would not stay in L2).
+    // Strided backward-data's phases (channel-blocked) read nearly the same input rows for a row block: one copy
+    // of their rows' union serves them all, the phases then taken inside row blocks.
     const bool per_thread = !blocked_in_ || (per_image_ && 4 * image_floats() > kImageCopyBytes);
-    if (copy_input_ && per_thread && ph_h_.size() == 1 && ph_w_.size() == 1 && row_blocks_ > 1 &&
+    const bool one_phase = ph_h_.size() == 1 && ph_w_.size() == 1;
+    const bool same_ins = std::all_of(ph_h_.begin(), ph_h_.end(), [&](const AxisPhase& h) { return h.ins == ph_h_[0].ins; });
+    if (copy_input_ && per_thread && (one_phase || (blocked_in_ && same_ins)) && row_blocks_ > 1 &&
         (choice.order == 1 || pixel_vectors_ || oc_blocks_ == 1)) {
-      const AxisPhase& h = ph_h_[0];
-      block_rows_ = (row_block_ - 1) * h.ins + (h.taps - 1) * h.step + 1;
+      // Padded rows [y0 ins + rows_off_, + block_rows_) hold every row a row block's phases read.
+      int64_t lo = 0, hi = 0;
+      bool any = false;
+      for (const AxisPhase& h : ph_h_) {
+        if (h.taps == 0) continue;
+        const int64_t end = h.off + (row_block_ - 1) * h.ins + (h.taps - 1) * h.step + 1;
+        lo = any ? std::min(lo, h.off) : h.off, hi = any ? std::max(hi, end) : end, any = true;
+      }
+      rows_off_ = lo;
+      block_rows_ = hi - lo;
+      const int64_t ins = ph_h_[0].ins;
       const double whole_bytes = 4.0 * static_cast<double>(pb.n * groups_ * image_floats());
-      per_rows_ = (blocked_in_ || whole_bytes > 2e6) && block_rows_ * 4 <= row_block_ * h.ins * 5 && block_rows_ < hi_;
+      per_rows_ = any && (blocked_in_ || whole_bytes > 2e6) && block_rows_ * 4 <= row_block_ * ins * 5 &&
+                  block_rows_ < hi_;
       if (per_rows_) per_image_ = false;
     }
     Carver size(nullptr);
@@ -343,13 +357,16 @@ class ViewStrategy final : public Strategy {
     std::vector<int64_t> copied(threads_, -1);  // the image (n * groups + g) or row block in each thread's buffer
     parallel_items(items, threads_, [&](int64_t item, unsigned thread) {
       Digits digits(item);
-      int64_t ocb, rb;
-      if (choice_.order == 0) {
-        rb = digits.next(row_blocks_), ocb = digits.next(cb);
+      int64_t ocb, rb, phase;
+      if (per_rows_ && phases > 1) {
+        // One row block's copy serves its phases: phases inside row blocks.
+        ocb = digits.next(cb), phase = digits.next(phases), rb = digits.next(row_blocks_);
+      } else if (choice_.order == 0) {
+        rb = digits.next(row_blocks_), ocb = digits.next(cb), phase = digits.next(phases);
       } else {
-        ocb = digits.next(cb), rb = digits.next(row_blocks_);
+        ocb = digits.next(cb), rb = digits.next(row_blocks_), phase = digits.next(phases);
       }
-      const int64_t phase = digits.next(phases), g = digits.next(groups_), n = digits.rest();
+      const int64_t g = digits.next(groups_), n = digits.rest();
       const AxisPhase& h = ph_h_[static_cast<size_t>(phase / static_cast<int64_t>(ph_w_.size()))];
       const AxisPhase& w = ph_w_[static_cast<size_t>(phase % static_cast<int64_t>(ph_w_.size()))];
       const int64_t y0 = rb * row_block_;
@@ -372,7 +389,7 @@ class ViewStrategy final : public Strategy {
       int64_t plane = hi_ * wi_, row0 = 0;
       if (per_rows_) {
         float* mine = in + int64_t{thread} * rows_floats();
-        row0 = y0 * h.ins + h.off;
+        row0 = y0 * h.ins + rows_off_;
         plane = block_rows_ * wi_;
         const int64_t key = image * row_blocks_ + rb;
         if (copied[thread] != key) {
@@ -550,6 +567,7 @@ class ViewStrategy final : public Strategy {
   bool per_image_ = false;
   bool per_rows_ = false;     // input copied a row block at a time by each thread (LAYOUT 0 or 2, see the constructor)
   int64_t block_rows_ = 0;    // padded input rows one row block reads (per_rows_)
+  int64_t rows_off_ = 0;      // the first of them, less y0 ins (the phases' least offset)
   int64_t in_block_ = 1, in_blocks_ = 1;
   int64_t groups_ = 1, ic_ = 1, oc_ = 1;
   int64_t src_rows_ = 0, src_cols_ = 0, out_rows_ = 0, out_cols_ = 0;
