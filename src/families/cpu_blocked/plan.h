@@ -79,8 +79,8 @@ void copy_channel_blocked(const ChannelBlocking& layout, const float* src, float
 // One (image x group, channel block) of that copy into dst (out_rows x out_cols x block floats), on the calling
 // thread; item = (image * groups + group) * blocks + block. `transpose`: each row's pixels interleaved by the
 // in-register transpose (KernelTable::interleave) rather than a vector gather per pixel.
-// With a row range [first, end) of the padded layout (end <= out_rows), only those rows, dst's row 0 being padded
-// row `first` (a row block's input rows, copied by the thread about to compute on them).
+// With a row range [first, end) of the padded layout, only those rows, dst's row 0 being padded row `first` (a row
+// block's input rows, copied by the thread about to compute on them); rows from out_rows on are written as zeros.
 void copy_channel_block(const ChannelBlocking& layout, const float* src, int64_t item, float* dst,
                         const KernelTable& kernels, bool transpose, int64_t first = 0, int64_t end = -1);
 
