@@ -187,16 +187,21 @@ void PlaneDotRows(const float* base, const int64_t* offsets, int64_t taps, int64
   }
 }
 
-// The in-place kernels' border lanes for one block of NB vectors starting at output column q0: the lanes [lo, hi)
-// of vector v's load for filter column s that lie inside the input row, as a mask and as bounds (for LoadRange).
+// The in-place kernels' block of up to NB vectors starting at output column q0: how many vectors it has (nb), the
+// lanes of its last one that lie inside the output row (tail), and the lanes [lo, hi) of vector v's load for filter
+// column s that lie inside the input row, as a mask and as bounds (for LoadRange).
 template <int NB, int R>
 struct BorderMasks {
+  int64_t nb = 0;
+  hn::Mask<D> tail;
   hn::Mask<D> mask[NB][R];
   int64_t lo[NB][R], hi[NB][R];
 
-  // Returns whether every load of the block's first nb vectors lies inside the row (no masks needed).
-  bool set(const D d, const DirectGeometry& g, int64_t q0, int64_t nb) {
+  // Returns whether every load of the block's nb vectors lies inside the row (no masks needed).
+  bool set(const D d, const DirectGeometry& g, int64_t q0) {
     const int64_t lanes = static_cast<int64_t>(hn::Lanes(d));
+    nb = std::min<int64_t>(NB, (g.out_w - q0 + lanes - 1) / lanes);
+    tail = hn::FirstN(d, static_cast<size_t>(g.out_w - q0 - (nb - 1) * lanes));
     bool whole = true;
 #pragma GCC unroll 8
     for (int v = 0; v < NB; ++v) {
@@ -230,10 +235,10 @@ void PlaneDirectR(const float* in, const DirectGeometry& g, const float* weights
 #pragma GCC unroll 25
   for (int t = 0; t < R * R; ++t) w[t] = hn::Set(d, weights[t]);
   for (int64_t q0 = 0; q0 < g.out_w; q0 += NB * lanes) {
-    const int64_t nb = std::min<int64_t>(NB, (g.out_w - q0 + lanes - 1) / lanes);
     BorderMasks<NB, R> m;
-    const bool whole = m.set(d, g, q0, nb);
-    const auto tail = hn::FirstN(d, static_cast<size_t>(g.out_w - q0 - (nb - 1) * lanes));
+    const bool whole = m.set(d, g, q0);
+    const int64_t nb = m.nb;
+    const auto tail = m.tail;
     for (int64_t p = 0; p < g.out_h; ++p) {
       V acc[2][NB];
 #pragma GCC unroll 8
@@ -281,10 +286,10 @@ void PlaneDotDirectR(const float* in, const DirectGeometry& g, const float* b, d
 #pragma GCC unroll 25
   for (int t = 0; t < R * R; ++t) acc[t] = hn::Zero(d);
   for (int64_t q0 = 0; q0 < g.out_w; q0 += NB * lanes) {
-    const int64_t nb = std::min<int64_t>(NB, (g.out_w - q0 + lanes - 1) / lanes);
     BorderMasks<NB, R> m;
-    m.set(d, g, q0, nb);
-    const auto tail = hn::FirstN(d, static_cast<size_t>(g.out_w - q0 - (nb - 1) * lanes));
+    m.set(d, g, q0);
+    const int64_t nb = m.nb;
+    const auto tail = m.tail;
     for (int64_t p = 0; p < g.out_h; ++p) {
       const float* dy = b + p * g.out_w + q0;
 #pragma GCC unroll 8
