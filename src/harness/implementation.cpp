@@ -3,6 +3,9 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <chrono>
+
 #include "convtune/error.h"
 
 namespace convtune::harness {
@@ -58,6 +61,61 @@ Check check_once(Implementation& implementation, Workload& workload, int samples
 
 Timing time_runs(Implementation& implementation, Workload& workload, int warmup, int repeats) {
   return measure(workload.queue(), [&] { implementation.run(); }, warmup, repeats);
+}
+
+namespace {
+
+// A side whose last timed run took less than this runs once untimed right before each timed run; above it that
+// costs nothing measurable.
+constexpr double kRewarmBelowMs = 50;
+// oneDNN's OpenMP workers spin for 7-11 ms of CPU after each of its calls (libgomp's wait policy): timed right
+// after it, convtune's threads shared the cores with them (alex1 forward read 1.28 of oneDNN's time so, 1.07-1.10
+// on idle cores; docs/PERFORMANCE.md, cpu_blocked seventh pass). So the side after it runs untimed this long
+// first. Not idle: with a 50 ms sleep before each timed run, convtune's fmnist1 runs read 1.7-2x slower even after
+// three untimed runs (a VM's cores left idle that long come back slowly), while the side timed right after
+// convtune never saw such a gap (docs/PERFORMANCE.md, "Side by side in rounds").
+constexpr double kSpinDownMs = 50;
+// Sides whose runs take longer skip that: the workers' spin is then a few percent of one run at most.
+constexpr double kLongRunMs = 200;
+
+}  // namespace
+
+void time_in_rounds(std::vector<RoundSide>& sides, int warmup, int repeats) {
+  using Clock = std::chrono::steady_clock;
+  for (RoundSide& side : sides) {
+    try {
+      for (int i = 0; i < warmup; ++i) side.run();
+    } catch (const std::exception& e) {
+      side.failure = e.what();
+    }
+  }
+  const RoundSide* previous = nullptr;
+  for (int round = 0; round < repeats; ++round) {
+    for (RoundSide& side : sides) {
+      if (!side.failure.empty()) continue;
+      try {
+        const double last = side.samples.empty() ? 0 : side.samples.back();
+        const bool spin_down = previous && previous != &side && previous->spins_after && last < kLongRunMs;
+        if (spin_down || last < kRewarmBelowMs) {
+          const auto start = Clock::now();
+          do {
+            side.run();
+          } while (spin_down && std::chrono::duration<double, std::milli>(Clock::now() - start).count() < kSpinDownMs);
+        }
+        side.samples.push_back(side.time(side.run));
+      } catch (const std::exception& e) {
+        side.failure = e.what();
+      }
+      previous = &side;
+    }
+  }
+}
+
+double median_ms(std::vector<double> samples) {
+  if (samples.empty()) return 0;
+  std::sort(samples.begin(), samples.end());
+  const size_t mid = samples.size() / 2;
+  return samples.size() % 2 ? samples[mid] : 0.5 * (samples[mid - 1] + samples[mid]);
 }
 
 }  // namespace convtune::harness

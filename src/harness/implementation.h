@@ -3,9 +3,11 @@
 // bench --against and the tuner check and time them all the same way (check_once, time_runs below).
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "convtune/backend.h"
 #include "convtune/plan.h"
@@ -71,5 +73,21 @@ Check check_once(Implementation& implementation, Workload& workload, int samples
                  std::optional<double> tolerance = std::nullopt);
 // Median of `repeats` runs after `warmup`, timed on the workload's queue (device events, or the host clock).
 Timing time_runs(Implementation& implementation, Workload& workload, int warmup, int repeats);
+
+// One of several ways to compute a problem timed side by side (bench --against, cpu_blocked_sweep).
+struct RoundSide {
+  std::function<void()> run;                                 // one computation, finished when it returns
+  std::function<double(const std::function<void()>&)> time;  // ms the given work takes (device events, a clock)
+  // Leaves busy-waiting threads behind after each run (oneDNN's OpenMP workers spin 7-11 ms of CPU).
+  bool spins_after = false;
+  std::vector<double> samples;  // the timed runs, ms, in order
+  std::string failure;          // set when a run threw: the side leaves the rounds
+};
+// `warmup` untimed runs of each side, then `repeats` rounds of one timed run of each side in turn, so that a slow
+// spell of a shared machine lands on every side alike. Before each timed run a side whose runs take under 50 ms
+// runs once untimed (threads awake, data in cache, as in back-to-back use), and the side after one that
+// spins_after runs untimed for 50 ms (unless its runs take over 200 ms), never idle: see implementation.cpp.
+void time_in_rounds(std::vector<RoundSide>& sides, int warmup, int repeats);
+double median_ms(std::vector<double> samples);
 
 }  // namespace convtune::harness

@@ -49,8 +49,8 @@ std::vector<std::pair<std::string, std::string>> Against::describe() const {
   return lines;
 }
 
-Against::Outcome Against::compare(harness::Workload& workload, const std::vector<float>& convtune_output,
-                                  double convtune_error_factor, double convtune_ms, int warmup, int repeats) {
+Against::Outcome Against::compare(harness::Workload& workload, harness::Implementation& convtune,
+                                  const std::vector<float>& convtune_output, int warmup, int repeats) {
   Outcome out;
   const Problem& pb = workload.problem();
   // FP32: the conformance tolerance (8 unit roundoffs of FP32 times the square root of the reduction length).
@@ -61,66 +61,115 @@ Against::Outcome Against::compare(harness::Workload& workload, const std::vector
       harness::tolerance(pb) + (precision_.math == MathMode::TF32 ? 8 * std::ldexp(1.0, -11) : 0.0);
   // Two implementations each within their tolerance of the truth are within the sum of both of each other; convtune's
   // is the library's times its plan's declared error factor (Winograd's alpha 8 in fp32-fast: 4).
-  const double agree_tolerance = (1 + convtune_error_factor) * reference_tolerance;
-  for (auto& lib : libraries_) {
-    auto add = [&](std::string ms, std::string algorithm, std::string check, std::string ratio) {
-      out.cells.insert(out.cells.end(), {std::move(ms), std::move(algorithm), std::move(check), std::move(ratio)});
+  const double agree_tolerance = (1 + convtune.error_factor()) * reference_tolerance;
+
+  // First every library is prepared and checked; the ones that computed the problem are timed afterwards, in
+  // rounds with convtune. Per library: its cells so far, or its slot among the timed sides.
+  struct Pending {
+    std::vector<std::string> cells;  // filled when it is not timed (missing, n/a, failed)
+    std::unique_ptr<harness::Workload> host;
+    harness::Workload* workload = nullptr;
+    double vs_convtune = 0;
+    harness::Check sampled;
+    bool agrees = false;
+    int side = -1;
+  };
+  std::vector<Pending> pending(libraries_.size());
+  // Each side finishes its work before the clock stops: timed on its workload's queue.
+  auto side_of = [](harness::Implementation& impl, harness::Workload& w) {
+    harness::RoundSide side;
+    side.run = [&impl, &w] {
+      impl.run();
+      w.queue().finish();
     };
+    side.time = [&impl, &w](const std::function<void()>&) { return w.queue().elapsed_ms([&] { impl.run(); }); };
+    side.spins_after = impl.name() == "onednn";
+    return side;
+  };
+  std::vector<harness::RoundSide> sides = {side_of(convtune, workload)};
+  auto fail = [&](size_t i, const std::string& what) {
+    auto& lib = libraries_[i];
+    pending[i].cells = {fmt::format("FAILED: {}", what), "-", "-", "-"};
+    pending[i].side = -1;
+    out.values[lib->name()] = {{"status", "failed"}, {"reason", what}};
+    out.failures.push_back(fmt::format("{} on {}: {}", lib->name(), pb.to_string(), what));
+  };
+  for (size_t i = 0; i < libraries_.size(); ++i) {
+    auto& lib = libraries_[i];
+    Pending& p = pending[i];
     if (const std::string why = lib->unavailable_reason(); !why.empty()) {
-      add("missing: " + why, "-", "-", "-");
+      p.cells = {"missing: " + why, "-", "-", "-"};
       out.values[lib->name()] = {{"status", "missing"}, {"reason", why}};
       continue;
     }
     if (const std::string why = lib->unsupported_reason(pb, device_.info()); !why.empty()) {
-      add("n/a: " + why, "-", "-", "-");
+      p.cells = {"n/a: " + why, "-", "-", "-"};
       out.values[lib->name()] = {{"status", "n/a"}, {"reason", why}};
       continue;
     }
     try {
       // A library on the host gets a CPU workload with the same seed: the same input values.
-      std::unique_ptr<harness::Workload> host;
-      harness::Workload* theirs = &workload;
+      p.workload = &workload;
       if (lib->runs_on_host() && workload.device().info().backend != BackendKind::Cpu) {
-        host = std::make_unique<harness::Workload>(Registry::instance().find("cpu"), pb, workload.seed());
-        theirs = host.get();
+        p.host = std::make_unique<harness::Workload>(Registry::instance().find("cpu"), pb, workload.seed());
+        p.workload = p.host.get();
       }
-      lib->prepare(*theirs);
-      theirs->poison();
+      lib->prepare(*p.workload);
+      p.workload->poison();
       lib->run();
       lib->collect_output();
-      theirs->queue().finish();
-      theirs->check_canaries();
-      const std::vector<float> result = theirs->output();
+      p.workload->queue().finish();
+      p.workload->check_canaries();
+      const std::vector<float> result = p.workload->output();
       // Against convtune's output everywhere, and against the float64 reference at sampled elements.
-      const double vs_convtune = harness::relative_l2(result, convtune_output);
-      const harness::Check sampled = theirs->verify_sampled(result, 512, reference_tolerance);
-      const bool agrees = vs_convtune <= agree_tolerance && sampled.passed;
-      const Timing t = harness::time_runs(*lib, *theirs, warmup, repeats);
-      const double ratio = convtune_ms / t.median_ms;
-      const std::string word = ratio > 1 ? "slower" : "faster";
-      add(fmt::format("{:.3f}", t.median_ms), lib->algorithm(),
-          fmt::format("{}{:.1e}", agrees ? "" : "DISAGREES ", vs_convtune),
-          fmt::format(fmt::runtime(ratio >= 0.1 ? "{:.2f} {}" : "{:.2g} {}"), ratio, word));
-      out.values[lib->name()] = {{"status", agrees ? "ok" : "disagrees"},
-                                 {"ms", t.median_ms},
-                                 {"min_ms", t.min_ms},
-                                 {"algorithm", lib->algorithm()},
-                                 {"rel_l2_vs_convtune", vs_convtune},
-                                 {"rel_l2_vs_reference_sampled", sampled.rel_l2_error},
-                                 {"tolerance_vs_convtune", agree_tolerance},
-                                 {"ratio_convtune_over_reference", ratio},
-                                 {"convtune_is", word},
-                                 {"runs_on", theirs->device().info().id}};
-      if (!agrees)
-        out.failures.push_back(fmt::format("{} disagrees on {}: rel L2 {:.2e} from convtune's output (tolerance "
-                                           "{:.2e}), {:.2e} from the float64 reference at sampled elements",
-                                           lib->name(), pb.to_string(), vs_convtune, agree_tolerance,
-                                           sampled.rel_l2_error));
+      p.vs_convtune = harness::relative_l2(result, convtune_output);
+      p.sampled = p.workload->verify_sampled(result, 512, reference_tolerance);
+      p.agrees = p.vs_convtune <= agree_tolerance && p.sampled.passed;
+      p.side = static_cast<int>(sides.size());
+      sides.push_back(side_of(*lib, *p.workload));
     } catch (const std::exception& e) {
-      add(fmt::format("FAILED: {}", e.what()), "-", "-", "-");
-      out.values[lib->name()] = {{"status", "failed"}, {"reason", e.what()}};
-      out.failures.push_back(fmt::format("{} on {}: {}", lib->name(), pb.to_string(), e.what()));
+      fail(i, e.what());
     }
+  }
+
+  harness::time_in_rounds(sides, warmup, repeats);
+  if (!sides[0].failure.empty()) throw Error("convtune's plan failed while timed: " + sides[0].failure);
+  out.convtune_samples = sides[0].samples;
+  const double convtune_ms = harness::median_ms(sides[0].samples);
+
+  for (size_t i = 0; i < libraries_.size(); ++i) {
+    auto& lib = libraries_[i];
+    Pending& p = pending[i];
+    if (p.side >= 0) {
+      const harness::RoundSide& side = sides[static_cast<size_t>(p.side)];
+      if (!side.failure.empty()) {
+        fail(i, side.failure);
+      } else {
+        const double ms = harness::median_ms(side.samples);
+        const double min_ms = *std::min_element(side.samples.begin(), side.samples.end());
+        const double ratio = convtune_ms / ms;
+        const std::string word = ratio > 1 ? "slower" : "faster";
+        p.cells = {fmt::format("{:.3f}", ms), lib->algorithm(),
+                   fmt::format("{}{:.1e}", p.agrees ? "" : "DISAGREES ", p.vs_convtune),
+                   fmt::format(fmt::runtime(ratio >= 0.1 ? "{:.2f} {}" : "{:.2g} {}"), ratio, word)};
+        out.values[lib->name()] = {{"status", p.agrees ? "ok" : "disagrees"},
+                                   {"ms", ms},
+                                   {"min_ms", min_ms},
+                                   {"algorithm", lib->algorithm()},
+                                   {"rel_l2_vs_convtune", p.vs_convtune},
+                                   {"rel_l2_vs_reference_sampled", p.sampled.rel_l2_error},
+                                   {"tolerance_vs_convtune", agree_tolerance},
+                                   {"ratio_convtune_over_reference", ratio},
+                                   {"convtune_is", word},
+                                   {"runs_on", p.workload->device().info().id}};
+        if (!p.agrees)
+          out.failures.push_back(fmt::format("{} disagrees on {}: rel L2 {:.2e} from convtune's output (tolerance "
+                                             "{:.2e}), {:.2e} from the float64 reference at sampled elements",
+                                             lib->name(), pb.to_string(), p.vs_convtune, agree_tolerance,
+                                             p.sampled.rel_l2_error));
+      }
+    }
+    out.cells.insert(out.cells.end(), p.cells.begin(), p.cells.end());
   }
   return out;
 }

@@ -1,7 +1,6 @@
-// Side-by-side comparison for `convtune bench --against`: after convtune's plan is verified and timed on a
-// Workload, each requested reference library runs on the same inputs (the very same device buffers where it runs on
+// Side-by-side comparison for `convtune bench --against`: after convtune's plan is verified on a Workload, each requested reference library runs on the same inputs (the very same device buffers where it runs on
 // convtune's device, a CPU workload with the same values where it runs on the host), is checked against convtune's
-// output and the float64 reference, and is timed the same way.
+// output and the float64 reference, and is timed in the same rounds as convtune.
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -30,11 +29,16 @@ class Against {
     std::vector<std::string> cells;  // as columns()
     nlohmann::json values;           // {"cudnn": {"ms":..., "ratio":..., "status":...}, ...}
     std::vector<std::string> failures;
+    std::vector<double> convtune_samples;  // convtune's timed runs (ms), taken in the same rounds
   };
-  // `workload` is the one convtune ran on; `convtune_output` its written operand after convtune's run, held to
-  // `convtune_error_factor` times the direct sum's tolerance (Plan::error_factor).
-  Outcome compare(harness::Workload& workload, const std::vector<float>& convtune_output, double convtune_error_factor,
-                  double convtune_ms, int warmup, int repeats);
+  // `workload` is the one convtune's plan `convtune` ran on; `convtune_output` its written operand after a run,
+  // held to convtune.error_factor() times the direct sum's tolerance (Plan::error_factor). Each library is checked,
+  // then convtune and the libraries that computed the problem are timed together: `warmup` untimed runs each, then
+  // `repeats` rounds of one timed run of each in turn (so a slow spell of a shared machine lands on all alike; a
+  // side under 50 ms gets an untimed run before each timed one, and the side after oneDNN runs untimed for 50 ms
+  // while oneDNN's OpenMP workers spin down). Throws Error when convtune's plan fails while timed.
+  Outcome compare(harness::Workload& workload, harness::Implementation& convtune,
+                  const std::vector<float>& convtune_output, int warmup, int repeats);
 
   // One line per library: its version and file, or why it is missing; for headers of reports.
   std::vector<std::pair<std::string, std::string>> describe() const;

@@ -9,7 +9,7 @@
 #include <ctime>
 #include <filesystem>
 #include <iostream>
-#include <thread>
+#include <optional>
 #include <vector>
 
 #include "convtune/backend.h"
@@ -374,13 +374,32 @@ void run_bench(const BenchOptions& opt, bool algorithm_given) {
         skip_row(impl.algorithm(), fmt::format("FAILED: {}", e.what()));
         continue;
       }
-      // oneDNN's OpenMP workers spin for 7-11 ms of CPU after each of its calls (libgomp's wait policy): timed
-      // right after the previous row's oneDNN runs, convtune's threads shared a core with them (alex1 forward read
-      // 1.28 of oneDNN's time so, 1.07-1.10 on idle cores; docs/PERFORMANCE.md, cpu_blocked seventh pass). Each
-      // library is measured alone: convtune's runs wait for those workers to go idle.
-      if (against && std::find(opt.against.begin(), opt.against.end(), "onednn") != opt.against.end())
-        std::this_thread::sleep_for(std::chrono::milliseconds(50));
-      const std::vector<double> samples = time_each_run(impl, *workload, opt.warmup, opt.repeats);
+      // With --against, convtune is timed in rounds with the libraries (Against::compare), on its output of one
+      // more run; else alone.
+      std::vector<double> samples;
+      std::optional<Against::Outcome> outcome;
+      std::string against_failure;
+      if (against) {
+        try {
+          workload->poison();
+          impl.run();
+          workload->queue().finish();
+          const std::vector<float> mine = workload->output();
+          outcome = against->compare(*workload, impl, mine, opt.warmup, opt.repeats);
+          samples = outcome->convtune_samples;
+        } catch (const Error& e) {
+          against_failure = e.what();
+        }
+      }
+      if (samples.empty()) {
+        try {
+          samples = time_each_run(impl, *workload, opt.warmup, opt.repeats);
+        } catch (const Error& e) {
+          failures.push_back(fmt::format("{} {} {}: {}", layer->name, dir, impl.algorithm(), e.what()));
+          skip_row(impl.algorithm(), fmt::format("FAILED: {}", e.what()));
+          continue;
+        }
+      }
       ++ran;
       const double median_ms = median_of(samples);
       const double gflops = pb.flops() / (median_ms * 1e6);
@@ -409,20 +428,14 @@ void run_bench(const BenchOptions& opt, bool algorithm_given) {
       cells.insert(cells.end(), {device.info().id, impl.algorithm(),
                                  check.is_number() ? fmt::format("{:.1e}", check.get<double>()) : "skipped"});
       if (against) {
-        try {
-          // convtune's output of one more run is what the libraries are compared with.
-          workload->poison();
-          impl.run();
-          workload->queue().finish();
-          const std::vector<float> mine = workload->output();
-          auto outcome = against->compare(*workload, mine, impl.error_factor(), median_ms, opt.warmup, opt.repeats);
-          cells.insert(cells.end(), outcome.cells.begin(), outcome.cells.end());
-          record["against"] = nlohmann::ordered_json::parse(outcome.values.dump());
-          for (auto& f : outcome.failures) failures.push_back(fmt::format("{} {}: {}", layer->name, dir, f));
-        } catch (const Error& e) {
+        if (outcome) {
+          cells.insert(cells.end(), outcome->cells.begin(), outcome->cells.end());
+          record["against"] = nlohmann::ordered_json::parse(outcome->values.dump());
+          for (auto& f : outcome->failures) failures.push_back(fmt::format("{} {}: {}", layer->name, dir, f));
+        } else {
           const auto none = against->empty_cells();
           cells.insert(cells.end(), none.begin(), none.end());
-          failures.push_back(fmt::format("{} {}: reading convtune's output: {}", layer->name, dir, e.what()));
+          failures.push_back(fmt::format("{} {}: beside the libraries: {}", layer->name, dir, against_failure));
         }
       }
       // Tensor-core rows have no measured ceiling of their own: the FP32 FMA peak would read them at 150%.

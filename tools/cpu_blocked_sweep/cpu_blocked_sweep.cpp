@@ -1,8 +1,8 @@
 // cpu_blocked_sweep: how much tuning buys on the CPU. Per layer and direction it times the cpu_blocked family's
 // default configuration, a seeded sample of the other configurations its SearchSpace holds (what the tuner
 // searches), and oneDNN on the same workload in the same process, interleaving oneDNN with the candidates so
-// background load hits both sides alike; prints the default and best times (the best re-timed alternating with
-// the default and oneDNN), their ratio to oneDNN, GFLOP/s, % of the measured FMA peak and the default's stage
+// background load hits both sides alike; prints the default and best times (the best re-timed in rounds with
+// the default and oneDNN, harness::time_in_rounds; --try configurations likewise, before the sample), their ratio to oneDNN, GFLOP/s, % of the measured FMA peak and the default's stage
 // times (and writes JSON with --out). With --clock thread it times the calling thread's CPU time, which holds on a
 // loaded machine for single-threaded runs; `convtune tune` and `bench --against` are the wall-clock tools.
 #include <CLI/CLI.hpp>
@@ -16,11 +16,13 @@
 #include <ctime>
 #include <fstream>
 #include <iostream>
+#include <memory>
 
 #include "convtune/error.h"
 #include "src/backend/cpu/cpu_backend.h"
 #include "src/core/thread_pool.h"
 #include "src/families/cpu_blocked/cpu_blocked.h"
+#include "src/harness/implementation.h"
 #include "src/harness/workload.h"
 #include "src/measure/cpu_ceilings.h"
 #include "src/reference_libs/reference_library.h"
@@ -168,6 +170,34 @@ void sweep(const Options& opt) {
         cb::StageTimes stages;
       };
       std::vector<Result> results;
+      // A side of harness::time_in_rounds, timed on this tool's clock.
+      auto side_of = [](std::function<void()> run, bool openmp) {
+        harness::RoundSide side;
+        side.run = std::move(run);
+        side.time = [](const std::function<void()>& work) { return times_of(1, work)[0]; };
+        side.spins_after = openmp;
+        return side;
+      };
+      // The tries: prepared together and timed in rounds with the default and oneDNN, so that a slow spell of a
+      // shared host hits them all alike; each line is its median over the rounds.
+      if (!opt.tries.empty()) {
+        std::vector<std::unique_ptr<Candidate>> tried;
+        std::vector<harness::RoundSide> sides;
+        for (size_t i = 0; i <= opt.tries.size(); ++i) {
+          tried.push_back(std::make_unique<Candidate>(pb, configs[i], op.w));
+          sides.push_back(side_of([&c = *tried.back(), &op] { c.run(op); }, false));
+        }
+        sides.push_back(side_of([&] { onednn->run(); }, true));
+        harness::time_in_rounds(sides, 1, opt.repeats);
+        const double ms_o = harness::median_ms(sides.back().samples);
+        for (size_t i = 0; i < tried.size(); ++i) {
+          const auto& t = sides[i].samples;
+          fmt::print("  {} {}: {:.3f} ms (min {:.3f}), {:.2f} of oneDNN\n", i == 0 ? "default" : "tried",
+                     to_string(configs[i]), harness::median_ms(t), *std::min_element(t.begin(), t.end()),
+                     harness::median_ms(t) / ms_o);
+        }
+        fmt::print("  oneDNN: {:.3f} ms, the same {} rounds\n", ms_o, opt.repeats);
+      }
       const auto start = Clock::now();
       time_onednn();
       for (size_t i = 0; i < configs.size(); ++i) {
@@ -182,9 +212,6 @@ void sweep(const Options& opt) {
         }
         const auto t = times_of(opt.repeats, [&] { cand.run(op); });
         results.push_back({configs[i], median(t), cand.conv().last_times()});
-        if (i > 0 && i <= opt.tries.size()) {
-          fmt::print("  tried {}: {:.3f} ms\n", to_string(configs[i]), results.back().ms);
-        }
         if (i % 4 == 3) time_onednn();  // oneDNN again now and then, under the same load as the candidates
       }
       time_onednn();
@@ -192,16 +219,12 @@ void sweep(const Options& opt) {
       const auto best_it = std::min_element(results.begin(), results.end(), [](auto& a, auto& b) { return a.ms < b.ms; });
       Candidate best(pb, best_it->config, op.w);
       Candidate dflt(pb, def, op.w);
-      best.run(op), dflt.run(op);
-      std::vector<double> tb, td, to;
-      for (int r = 0; r < opt.repeats; ++r) {
-        auto a = times_of(1, [&] { best.run(op); });
-        auto b = times_of(1, [&] { dflt.run(op); });
-        auto c = times_of(1, [&] { onednn->run(); });
-        tb.push_back(a[0]), td.push_back(b[0]), to.push_back(c[0]);
-      }
-      std::sort(tb.begin(), tb.end()), std::sort(td.begin(), td.end()), std::sort(to.begin(), to.end());
-      const double ms_o = median(to), ms_b = median(tb), ms_d = median(td);
+      std::vector<harness::RoundSide> sides = {side_of([&] { best.run(op); }, false),
+                                               side_of([&] { dflt.run(op); }, false),
+                                               side_of([&] { onednn->run(); }, true)};
+      harness::time_in_rounds(sides, 1, opt.repeats);
+      const double ms_b = harness::median_ms(sides[0].samples), ms_d = harness::median_ms(sides[1].samples),
+                   ms_o = harness::median_ms(sides[2].samples);
       const double gflops = pb.flops() / (ms_b * 1e6);
       // % peak from the operations performed (fewer for Winograd and skipped padding taps); GFLOP/s stay effective (the direct sum's count).
       const double percent_peak = 100 * best.conv().performed_flops() / (ms_b * 1e6) / peak;
@@ -255,7 +278,8 @@ int main(int argc, char** argv) {
   app.add_option("--seed", opt.seed, "sampling seed");
   app.add_option("--try", opt.tries,
                  "a configuration timed beside the default (parameters left out keep the default's), e.g. "
-                 "VECS=2,COLS=10 (repeatable)");
+                 "VECS=2,COLS=10 (repeatable); the tries, the default and oneDNN are timed in --repeats rounds "
+                 "(harness::time_in_rounds)");
   app.add_option("--out", opt.out, "write the rows as JSON");
   app.add_option("--clock", opt.clock,
                  "wall, or thread: the calling thread's CPU time, for single-threaded runs on a busy machine "
