@@ -259,9 +259,7 @@ class FilterStrategy final : public Strategy {
             std::fill(row, row + wi_, 0.0f);
             continue;
           }
-          std::fill(row, row + pad_left_, 0.0f);
-          std::memcpy(row + pad_left_, src + in_row * pb_.w, static_cast<size_t>(pb_.w) * sizeof(float));
-          std::fill(row + pad_left_ + pb_.w, row + wi_, 0.0f);
+          padded_row(row, src + in_row * pb_.w, pad_left_, pb_.w, wi_ - pad_left_ - pb_.w);
         }
       } else {
         const int64_t rest = item - x_items;
@@ -302,8 +300,8 @@ class FilterStrategy final : public Strategy {
         // (three short pieces each) it took about 17% of fmnist1's one-thread samples beside the dots' 40%.
         const int64_t j0 = std::clamp<int64_t>(pad_top_ - v.x_row0, 0, rows);
         const int64_t j1 = std::clamp<int64_t>(pb_.h + pad_top_ - v.x_row0, j0, rows);
-        fill_zero(d, j0 * q_);
-        fill_zero(d + j1 * q_, (rows - j1) * q_);
+        zero_run(d, j0 * q_);
+        zero_run(d + j1 * q_, (rows - j1) * q_);
         const int64_t n = (j1 - j0) * q_;
         const float* s0 = src + (v.x_row0 + j0 - pad_top_) * pb_.w;
         float* d0 = d + j0 * q_;
@@ -320,14 +318,14 @@ class FilterStrategy final : public Strategy {
         float* row = d + j * q_;
         const int64_t in_row = v.x_row0 + j - pad_top_;
         if (in_row < 0 || in_row >= pb_.h) {
-          fill_zero(row, q_);
+          zero_run(row, q_);
           continue;
         }
         const float* in = src + in_row * pb_.w;
         if (pb_.stride.w == 1) {
-          fill_zero(row, lo);
+          zero_run(row, lo);
           copy_run(row + lo, in + lo + shift, hi - lo);
-          fill_zero(row + hi, q_ - hi);
+          zero_run(row + hi, q_ - hi);
           continue;
         }
         for (int64_t col = 0; col < q_; ++col) {
@@ -337,20 +335,6 @@ class FilterStrategy final : public Strategy {
       }
     }
     return v;
-  }
-
-  // Short runs (a row of 28 floats) copied and zeroed in fixed-size pieces the compiler inlines as vector moves,
-  // not library calls: three calls per row cost as much as the row.
-  static void copy_run(float* dst, const float* src, int64_t n) {
-    for (; n >= 16; n -= 16, dst += 16, src += 16) std::memcpy(dst, src, 16 * sizeof(float));
-    if (n >= 8) std::memcpy(dst, src, 8 * sizeof(float)), n -= 8, dst += 8, src += 8;
-    if (n >= 4) std::memcpy(dst, src, 4 * sizeof(float)), n -= 4, dst += 4, src += 4;
-    for (; n > 0; --n) *dst++ = *src++;
-  }
-  static void fill_zero(float* dst, int64_t n) {
-    static constexpr float kZeros[16] = {};
-    for (; n >= 16; n -= 16, dst += 16) std::memcpy(dst, kZeros, sizeof(kZeros));
-    for (; n > 0; --n) *dst++ = 0.0f;
   }
 
   // LAYOUT 1: every reduction tile copied right before its kernels run. Threads splitting the reduction copy

@@ -174,12 +174,12 @@ void copy_channel_blocked(const ChannelBlocking& l, const float* src, float* dst
                           unsigned threads) {
   const int64_t plane = l.out_rows * l.out_cols * l.block;
   parallel_items(l.groups_of_images * l.blocks(), threads, [&](int64_t item, unsigned) {
-    copy_channel_block(l, src, item, dst + item * plane, kernels, false);
+    copy_channel_block(l, src, item, dst + item * plane, kernels);
   });
 }
 
 void copy_channel_block(const ChannelBlocking& l, const float* src, int64_t item, float* d, const KernelTable& kernels,
-                        bool transpose, int64_t first, int64_t end) {
+                        int64_t first, int64_t end) {
   if (end < 0) end = l.out_rows;
   const int64_t blocks = l.blocks();
   const int64_t src_plane = l.rows * l.cols;
@@ -188,8 +188,8 @@ void copy_channel_block(const ChannelBlocking& l, const float* src, int64_t item
   const int64_t c0 = cb * l.block;
   const int64_t count = std::min(l.block, l.per_group - c0);
   const float* planes = src + (ng * l.per_group + c0) * src_plane;
-  // Each pixel's channels, a plane apart in the source, gathered into one interleaved run; zeros only where
-  // nothing is gathered (border rows and columns, channels past the group's), so no line is written twice.
+  // Each pixel's channels, a plane apart in the source, interleaved into one run (channels past the group's as
+  // zeros); zeros elsewhere only where nothing is interleaved (border rows and columns), so no line is written twice.
   const int64_t row_floats = l.out_cols * l.block;
   // Padded rows [first, end): the zero rows above and below the source's, and the source's rows between.
   const int64_t real0 = std::clamp(l.top, first, end), real1 = std::clamp(l.top + l.rows, first, end);
@@ -202,14 +202,7 @@ void copy_channel_block(const ChannelBlocking& l, const float* src, int64_t item
     std::fill(out_row + (l.left + l.cols) * l.block, out_row + row_floats, 0.0f);
     float* row = out_row + l.left * l.block;
     const float* in = planes + r * l.cols;
-    if (transpose) {
-      kernels.interleave(in, src_plane, count, l.cols, row, l.block);
-      continue;
-    }
-    for (int64_t col = 0; col < l.cols; ++col) {
-      kernels.gather(in + col, src_plane, count, row + col * l.block);
-      if (count < l.block) std::fill(row + col * l.block + count, row + (col + 1) * l.block, 0.0f);
-    }
+    kernels.interleave(in, src_plane, count, l.cols, row, l.block);
   }
 }
 

@@ -312,12 +312,8 @@ class ViewStrategy final : public Strategy {
       const float* s = src + p * src_rows_ * src_cols_;
       float* d = in + p * plane;
       std::memset(d, 0, static_cast<size_t>(pad_top_ * wi_) * sizeof(float));
-      for (int64_t r = 0; r < src_rows_; ++r) {
-        float* row = d + (pad_top_ + r) * wi_;
-        std::memset(row, 0, static_cast<size_t>(pad_left_) * sizeof(float));
-        std::memcpy(row + pad_left_, s + r * src_cols_, static_cast<size_t>(src_cols_) * sizeof(float));
-        std::memset(row + pad_left_ + src_cols_, 0, static_cast<size_t>(pad_right_) * sizeof(float));
-      }
+      for (int64_t r = 0; r < src_rows_; ++r)
+        padded_row(d + (pad_top_ + r) * wi_, s + r * src_cols_, pad_left_, src_cols_, pad_right_);
       std::memset(d + (pad_top_ + src_rows_) * wi_, 0, static_cast<size_t>(pad_bottom_ * wi_) * sizeof(float));
     });
     std::memset(in + planes * plane, 0, static_cast<size_t>(slack()) * sizeof(float));
@@ -335,12 +331,10 @@ class ViewStrategy final : public Strategy {
         float* row = plane + j * wi_;
         const int64_t r = row0 + j - pad_top_;
         if (j >= rows || r < 0 || r >= src_rows_) {
-          std::memset(row, 0, static_cast<size_t>(wi_) * sizeof(float));
+          zero_run(row, wi_);
           continue;
         }
-        std::memset(row, 0, static_cast<size_t>(pad_left_) * sizeof(float));
-        std::memcpy(row + pad_left_, s + r * src_cols_, static_cast<size_t>(src_cols_) * sizeof(float));
-        std::memset(row + pad_left_ + src_cols_, 0, static_cast<size_t>(pad_right_) * sizeof(float));
+        padded_row(row, s + r * src_cols_, pad_left_, src_cols_, pad_right_);
       }
     }
     std::memset(d + ic_ * block_rows_ * wi_, 0, static_cast<size_t>(slack()) * sizeof(float));
@@ -380,7 +374,7 @@ class ViewStrategy final : public Strategy {
           // The transposing interleave (KernelTable::interleave), as the per-tile copies of backward-filter; a
           // gather per pixel measured level here (fmnist2, one thread: 12.1 ms either way).
           for (int64_t b = 0; b < in_blocks_; ++b)
-            copy_channel_block(layout, src, image * in_blocks_ + b, mine + b * hi_ * wi_ * in_block_, kt_, true);
+            copy_channel_block(layout, src, image * in_blocks_ + b, mine + b * hi_ * wi_ * in_block_, kt_);
           copied[thread] = image;
         }
         image_in = mine;
@@ -395,7 +389,7 @@ class ViewStrategy final : public Strategy {
         if (copied[thread] != key) {
           if (blocked_in_) {
             for (int64_t b = 0; b < in_blocks_; ++b)
-              copy_channel_block(layout, src, image * in_blocks_ + b, mine + b * block_rows_ * wi_ * in_block_, kt_, true,
+              copy_channel_block(layout, src, image * in_blocks_ + b, mine + b * block_rows_ * wi_ * in_block_, kt_,
                                  row0, row0 + block_rows_);
           } else {
             copy_rows(src + image * ic_ * src_rows_ * src_cols_, row0, mine);

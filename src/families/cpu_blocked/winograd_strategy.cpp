@@ -290,7 +290,7 @@ class WinogradStrategy final : public Strategy {
       float* mine = copy + int64_t{thread} * image_floats(l);
       const int64_t blocks = l.blocks(), plane = l.out_rows * l.out_cols * l.block;
       for (int64_t cb = 0; cb < blocks; ++cb)
-        copy_channel_block(l, src, (n * pb_.groups + g) * blocks + cb, mine + cb * plane, kt_, true);
+        copy_channel_block(l, src, (n * pb_.groups + g) * blocks + cb, mine + cb * plane, kt_);
       TilePrefetch ahead;
       if (n + 1 < pb_.n) {
         ahead.next = src + ((n + 1) * pb_.groups + g) * source;
@@ -415,7 +415,7 @@ class WinogradStrategy final : public Strategy {
             const int64_t plane = in_layout_.out_rows * in_layout_.out_cols * in_layout_.block;
             for (int64_t cb = 0; cb < in_layout_.blocks(); ++cb)
               copy_channel_block(in_layout_, src, (n * pb_.groups + g) * in_layout_.blocks() + cb, mine + cb * plane,
-                                 kt_, true);
+                                 kt_);
             held[thread].image = n;
             // The next image's NCHW source (this thread's next copy, blocks going out in contiguous shares)
             // prefetched into L2 a few lines per tile transform of this image's tiles in the block, as for_tiles
