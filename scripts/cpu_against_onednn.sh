@@ -4,8 +4,9 @@
 # then `bench --against onednn` on both, every direction, from that database. Before each step it records how
 # busy the machine was (other processes' share of the cores, from /proc/stat less this script's own CPU time), since
 # two shared cores make every figure depend on what else ran. Files in OUTDIR: alexnet.md/.json, seeds.md/.json,
-# tune-*.txt, db.json, load.txt.
-#   [TUNE_ALEXNET=5m] [TUNE_SEEDS=4m] [BUILD=build] scripts/cpu_against_onednn.sh OUTDIR
+# tune-*.txt, db.json, load.txt. The benches time REPEATS rounds (default 15; bench's own default is 5): on a shared
+# two-core host a slow spell of a few seconds covered 3 of 5 rounds of a Winograd row, halving its `% peak`.
+#   [TUNE_ALEXNET=5m] [TUNE_SEEDS=4m] [REPEATS=15] [BUILD=build] scripts/cpu_against_onednn.sh OUTDIR
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${1:?usage: cpu_against_onednn.sh OUTDIR}
@@ -39,11 +40,11 @@ step "tune seeds"
   --budget "${TUNE_SEEDS:-4m}" >"$OUT/tune-seeds.txt" 2>&1
 echo "tune seeds: exit $?"
 step "bench alexnet"
-"$CT" bench --suite alexnet --batch-scale 0.125 --device cpu --direction all --against onednn \
+"$CT" bench --suite alexnet --batch-scale 0.125 --device cpu --direction all --against onednn --repeats "${REPEATS:-15}" \
   --out "$OUT/alexnet.json" --markdown "$OUT/alexnet.md" >"$OUT/bench-alexnet.txt" 2>&1
 echo "bench alexnet: exit $?"
 step "bench seeds"
-"$CT" bench --suite seeds --batch-scale 0.01 --device cpu --direction all --against onednn \
+"$CT" bench --suite seeds --batch-scale 0.01 --device cpu --direction all --against onednn --repeats "${REPEATS:-15}" \
   --out "$OUT/seeds.json" --markdown "$OUT/seeds.md" >"$OUT/bench-seeds.txt" 2>&1
 echo "bench seeds: exit $?"
 step "done"
