@@ -191,9 +191,10 @@ void write_markdown(const std::string& path, const Device& device, const BenchOp
                           : "3xtf32 (convtune's tensor-core families, split TF32 at FP32 accuracy; cuDNN and cuBLAS have no such "
                             "mode and run their FP32 FMA math)");
   for (const auto& [name, line] : against.describe()) text += fmt::format("- {}: {}\n", name, line);
-  text += fmt::format("- timing: median of {} after {} warm-up, device events (host clock on the CPU); inputs "
-                      "uniform in [-1, 1); `check` is the relative L2 distance from convtune's output\n",
-                      opt.repeats, opt.warmup);
+  text += fmt::format("- timing: {} warm-up run(s) of each side, then {} round(s) of one timed run of convtune and of "
+                      "each library in turn, each side's median (harness::time_in_rounds); device events (host clock on "
+                      "the CPU); inputs uniform in [-1, 1); `check` is the relative L2 distance from convtune's output\n",
+                      opt.warmup, opt.repeats);
   text += "- GFLOP/s count the direct sum's 2NKPQCRS for every algorithm (effective rates); `% peak` divides the "
           "operations the algorithm performed (fewer for Winograd, and where taps that read only padding are skipped) by "
           "the time and the measured peak; rows on tensor cores (the _tc and _wgmma families) show none, as no tensor-core "
