@@ -53,6 +53,43 @@ TuneTrial to_trial(const Config& config, const Evaluation& e, double wall_ms, st
   return {config, e.ms, e.failure, note.empty() ? e.note : std::move(note), wall_ms};
 }
 
+// What evaluations cost (compile, reference, verification, timing), learnt as the run goes, by family and direction:
+// every configuration is a program of its own, a family's programs in one direction take similar times to build, and
+// families differ a hundredfold (PoCL, cold cache: implicit_gemm's 0.25-0.36 s, fft's 1.4 s, winograd's backward-data
+// 5.6 s). The run-wide mean let a 5.6 s Winograd build start with half a second left, after a run of cheap cached
+// ones (an 8 s tune took 14.4 s in CI). A family and direction not evaluated yet is expected to cost what the others'
+// first evaluations did, those that built their first program.
+class EvaluationCosts {
+ public:
+  static std::string program(const KernelFamily& family, const Problem& problem) {
+    return family.name() + " " + std::string(problem.operation());
+  }
+  void add(const std::string& program, double seconds) {
+    Mean& m = by_program_[program];
+    if (m.count == 0) first_.add(seconds);
+    m.add(seconds);
+    all_.add(seconds);
+  }
+  // 0 before any evaluation: the first one always starts.
+  double expected(const std::string& program) const {
+    const auto it = by_program_.find(program);
+    if (it != by_program_.end()) return it->second.value();
+    return first_.value();
+  }
+  double mean() const { return all_.value(); }
+  bool empty() const { return all_.count == 0; }
+
+ private:
+  struct Mean {
+    double sum = 0;
+    size_t count = 0;
+    void add(double x) { sum += x, ++count; }
+    double value() const { return count ? sum / double(count) : 0; }
+  };
+  std::map<std::string, Mean> by_program_;
+  Mean first_, all_;
+};
+
 // What one task carries through the phases.
 struct TaskState {
   TuneTaskResult result;
@@ -171,11 +208,13 @@ std::vector<TuneTaskResult> tune(Device& device, const std::vector<TuneTask>& al
   candidate_options.repeats = options.repeats;
   candidate_options.abort_factor = options.abort_factor;
   candidate_options.workspace_limit = options.workspace_limit;
-  // One evaluation's cost (compile, reference, verification, timing), learnt as the run goes: nothing starts that
-  // would likely end past the deadline.
-  double evaluation_s = 0;
-  size_t evaluations = 0;
-  auto affordable = [&] { return evaluations == 0 ? left() > 0 : left() > evaluation_s / double(evaluations); };
+  // Nothing starts that would likely end past the deadline: an evaluation of `program` (EvaluationCosts::program)
+  // starts while the time left exceeds what that program's evaluations cost so far.
+  EvaluationCosts costs;
+  auto affordable = [&](const std::string& program) { return left() > costs.expected(program); };
+  auto program_of = [](const TaskState& task) {
+    return EvaluationCosts::program(*task.result.task.family, task.result.task.problem);
+  };
   auto evaluate = [&](TaskState& task, const Config& config, const std::string& note) -> Evaluation {
     if (!task.evaluator) {
       task.evaluator = std::make_unique<CandidateEvaluator>(device, *task.result.task.family, task.result.task.problem,
@@ -184,7 +223,7 @@ std::vector<TuneTaskResult> tune(Device& device, const std::vector<TuneTask>& al
     const auto begin = Clock::now();
     const Evaluation e = task.evaluator->evaluate(config);
     const double wall = seconds_since(begin);
-    evaluation_s += wall, ++evaluations;
+    costs.add(program_of(task), wall);
     task.result.trials.push_back(to_trial(config, e, wall * 1e3, note));
     if (callbacks.trial_done) callbacks.trial_done(task.result, task.result.trials.back(), 0);
     return e;
@@ -204,10 +243,9 @@ std::vector<TuneTaskResult> tune(Device& device, const std::vector<TuneTask>& al
     if (callbacks.task_started) callbacks.task_started(task.result.task, index, tasks.size());
   }
   size_t measured_problems = 0;
+  // Every problem's plan is looked up, measured or not: a problem whose plan goes unmeasured stores nothing.
+  bool measuring = true;
   for (ProblemState& p : problems) {
-    if (!affordable()) break;
-    ++measured_problems;
-    status(fmt::format("baselines: {} ({}/{})", p.problem.to_string(), measured_problems, problems.size()));
     // Today's plan for this problem, as any caller would get it.
     PlanRequest request;
     request.problem = p.problem;
@@ -221,6 +259,11 @@ std::vector<TuneTaskResult> tune(Device& device, const std::vector<TuneTask>& al
       p.baseline_family = nullptr;  // nothing computes it today: any tuned result is an improvement
     }
     if (!p.baseline_family) continue;
+    const std::string baseline_program = EvaluationCosts::program(*p.baseline_family, p.problem);
+    measuring = measuring && affordable(baseline_program);
+    if (!measuring) continue;
+    ++measured_problems;
+    status(fmt::format("baselines: {} ({}/{})", p.problem.to_string(), measured_problems, problems.size()));
     const auto own = std::find_if(p.tasks.begin(), p.tasks.end(),
                                   [&](size_t i) { return tasks[i].result.task.family == p.baseline_family; });
     if (own == p.tasks.end()) {
@@ -228,7 +271,7 @@ std::vector<TuneTaskResult> tune(Device& device, const std::vector<TuneTask>& al
       CandidateEvaluator evaluator(device, *p.baseline_family, p.problem, candidate_options);
       const auto begin = Clock::now();
       p.baseline_ms = evaluator.evaluate(p.baseline_config).ms;
-      evaluation_s += seconds_since(begin), ++evaluations;
+      costs.add(baseline_program, seconds_since(begin));
       continue;
     }
     // Measured by its own family's task, so the search starts from it; a baseline that is the family's default
@@ -259,7 +302,7 @@ std::vector<TuneTaskResult> tune(Device& device, const std::vector<TuneTask>& al
   for (ProblemState& p : problems) {
     for (size_t index : p.tasks) {
       TaskState& task = tasks[index];
-      if (!affordable()) continue;
+      if (!affordable(program_of(task))) continue;
       const KernelFamily& family = *task.result.task.family;
       const std::string current_hash = kernel_source_hash(family, p.problem, info);
       std::vector<std::pair<Config, const char*>> seeds;
@@ -292,7 +335,7 @@ std::vector<TuneTaskResult> tune(Device& device, const std::vector<TuneTask>& al
         add(e.parameters, "tuned for this shape in another element type or math mode");
       }
       for (const auto& [seed, why] : seeds) {
-        if (!affordable()) break;
+        if (!affordable(program_of(task))) break;
         status(fmt::format("entries of other kernels or precisions: {} {}", p.problem.to_string(), family.name()));
         evaluate(task, seed, why);
       }
@@ -304,7 +347,7 @@ std::vector<TuneTaskResult> tune(Device& device, const std::vector<TuneTask>& al
   for (ProblemState& p : problems) {
     for (size_t index : p.tasks) {
       TaskState& task = tasks[index];
-      if (task.default_measured || !affordable()) continue;
+      if (task.default_measured || !affordable(program_of(task))) continue;
       if (!task.default_config || !matches_only(*task.default_config, options.only)) continue;
       const KernelFamily& family = *task.result.task.family;
       if (!config_problem(family, *task.default_config, p.problem, info).empty()) continue;  // not in its space
@@ -318,9 +361,7 @@ std::vector<TuneTaskResult> tune(Device& device, const std::vector<TuneTask>& al
   }
   // The second opinion needs at most four evaluations a problem: the tenth of the budget held back shrinks to that
   // now that an evaluation's cost is known, and the rest goes to the search.
-  if (evaluations > 0) {
-    held_back = std::min(held_back, 4.0 * static_cast<double>(problems.size()) * evaluation_s / double(evaluations));
-  }
+  if (!costs.empty()) held_back = std::min(held_back, 4.0 * static_cast<double>(problems.size()) * costs.mean());
 
   // --- Phase 2: the search, shared by expected gain.
   for (ProblemState& p : problems) {
@@ -449,14 +490,14 @@ std::vector<TuneTaskResult> tune(Device& device, const std::vector<TuneTask>& al
     // Compiles run ahead on worker threads, but never so far that the run waits for them past its deadline.
     loop.lookahead = jobs;
     loop.prefetch = [&](const Config& c) {
-      if (affordable()) task.evaluator->prefetch(c);
+      if (affordable(program_of(task))) task.evaluator->prefetch(c);
     };
     const auto task_start = Clock::now();
     loop.on_trial = [&](const Trial& trial, const TuneResult& so_far) {
       Evaluation e = trial.ms ? Evaluation(*trial.ms) : Evaluation::failed(trial.failure);
       e.note = trial.note;
       const double wall = std::chrono::duration<double>(trial.wall).count();
-      evaluation_s += wall, ++evaluations;
+      costs.add(program_of(task), wall);
       task.result.trials.push_back(to_trial(trial.config, e, wall * 1e3));
       double fraction = share > 0 ? seconds_since(task_start) / share : 1;
       if (cap) fraction = std::max(fraction, static_cast<double>(task.searched + so_far.trials.size()) / *cap);
@@ -490,7 +531,7 @@ std::vector<TuneTaskResult> tune(Device& device, const std::vector<TuneTask>& al
     // and the second round's alike.
     const double share = std::max(0.0, left()) * kFirstRound * task.weight / weight_left;
     weight_left -= task.weight;
-    if (!affordable() || share <= 0) {
+    if (!affordable(program_of(task)) || share <= 0) {
       task.result.stop_reason = "not searched: the budget ran out";
       continue;
     }
@@ -510,7 +551,7 @@ std::vector<TuneTaskResult> tune(Device& device, const std::vector<TuneTask>& al
     if (gain_weight[index] <= 0) continue;
     const double share = std::max(0.0, left()) * gain_weight[index] / gain_left;
     gain_left -= gain_weight[index];
-    if (affordable() && share > 0) search(index, share, 1);
+    if (affordable(program_of(tasks[index])) && share > 0) search(index, share, 1);
     std::vector<Config>().swap(tasks[index].configs);
   }
   // Compiles still running for candidates that will not be measured are not waited for in the budget's name: the
@@ -539,18 +580,20 @@ std::vector<TuneTaskResult> tune(Device& device, const std::vector<TuneTask>& al
     CandidateEvaluator base_eval(device, *p.baseline_family, p.problem, candidate_options);
     CandidateEvaluator best_eval(device, *winner->result.task.family, p.problem, candidate_options);
     std::vector<std::string> times;
-    auto timed = [&](CandidateEvaluator& e, const Config& c) {
+    const std::string base_program = EvaluationCosts::program(*p.baseline_family, p.problem);
+    const std::string best_program = program_of(*winner);
+    auto timed = [&](CandidateEvaluator& e, const std::string& program, const Config& c) {
       const auto begin = Clock::now();
       const std::optional<double> ms = e.evaluate(c).ms;
-      evaluation_s += seconds_since(begin), ++evaluations;
+      costs.add(program, seconds_since(begin));
       return ms;
     };
-    for (int round = 0; round < kSecondOpinionRounds && affordable(); ++round) {
+    for (int round = 0; round < kSecondOpinionRounds && affordable(base_program); ++round) {
       status(fmt::format("second opinion: {} ({}/{})", p.problem.to_string(), round + 1, kSecondOpinionRounds));
-      const std::optional<double> base = timed(base_eval, p.baseline_config);
+      const std::optional<double> base = timed(base_eval, base_program, p.baseline_config);
       if (base && *base < *p.baseline_ms) p.baseline_ms = base;
-      if (!affordable()) break;
-      const std::optional<double> best = timed(best_eval, winner_config);
+      if (!affordable(best_program)) break;
+      const std::optional<double> best = timed(best_eval, best_program, winner_config);
       if (best && (!p.best_retimed || *best < *p.best_retimed)) p.best_retimed = best;
       times.push_back(fmt::format("{} / {}", base ? fmt::format("{:.4g}", *base) : "failed",
                                   best ? fmt::format("{:.4g}", *best) : "failed"));

@@ -147,12 +147,21 @@ TEST(Tuner, KeepsItsBudgetOverSeveralTasks) {
   TuneCallbacks callbacks;
   callbacks.status = [&](const std::string& s) { statuses.push_back(s); };
   const auto start = std::chrono::steady_clock::now();
+  const auto since_start = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(); };
+  double last_start = 0, longest = 0;  // the latest start of an evaluation, and the longest evaluation (s)
+  callbacks.trial_done = [&](const TuneTaskResult&, const TuneTrial& trial, double) {
+    last_start = std::max(last_start, since_start() - trial.wall_ms / 1e3);
+    longest = std::max(longest, trial.wall_ms / 1e3);
+  };
   const auto results = tune(*device, make_tune_tasks(info, problems), db, options, callbacks);
-  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  // The slack is one program compile: the tuner starts nothing it expects to end past the deadline, but cannot stop
-  // a compile in flight, and PoCL takes 3-5 s for a Winograd program (three kernels and gemm.cl) on a busy 2-core
-  // machine.
-  EXPECT_LE(seconds, options.budget_seconds + 6) << "the budget is " << options.budget_seconds << " s";
+  const double seconds = since_start();
+  // The contract: nothing starts past the deadline, and the run ends within the budget but for the evaluation in
+  // flight at the deadline and a moment to store the results. A compile in flight cannot be stopped, and its time
+  // is not known before it ends: PoCL builds a cold Winograd backward-data program in 5.6 s on an idle 2-core
+  // machine, and an 8 s run took 14.4 s in CI beside two NVRTC tests.
+  EXPECT_LE(last_start, options.budget_seconds) << "an evaluation started past the budget";
+  EXPECT_LE(seconds, options.budget_seconds + longest + 1.5)
+      << "the budget is " << options.budget_seconds << " s, the longest evaluation took " << longest << " s";
   EXPECT_FALSE(statuses.empty());
   size_t tuned = 0;
   for (const TuneTaskResult& r : results) {
@@ -160,8 +169,9 @@ TEST(Tuner, KeepsItsBudgetOverSeveralTasks) {
     if (!r.best_config) EXPECT_NE(r.stop_reason.find("budget"), std::string::npos) << r.stop_reason;
   }
   EXPECT_GT(tuned, 0u);
-  std::cout << fmt::format("tuner: {} of {} tasks measured in {:.1f} s (budget {} s)\n", tuned, results.size(), seconds,
-                           options.budget_seconds);
+  std::cout << fmt::format("tuner: {} of {} tasks measured in {:.1f} s (budget {} s; last evaluation started at {:.1f} s, "
+                           "longest {:.1f} s)\n",
+                           tuned, results.size(), seconds, options.budget_seconds, last_start, longest);
 }
 
 // Today's plan is measured for every problem before any other family's default: a budget too short for all
