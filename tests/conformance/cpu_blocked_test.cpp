@@ -207,26 +207,29 @@ TEST(CpuBlocked, PlanarInputCopiedPerRowBlockIsRight) {
   const std::vector<Trial> trials = {
       {"N=2,C=3,H=300,W=300,K=8,R=5,stride=2,pad=2", Direction::Forward, "ORIENT=0,VECS=1,COLS=14,ROW_BLOCK=16,ORDER=1"},
       {"N=2,C=3,H=300,W=300,K=8,R=5,stride=2,pad=2", Direction::Forward, "ORIENT=0,VECS=1,COLS=5,ROW_BLOCK=32,ORDER=1"},
-      {"N=2,C=3,H=300,W=300,K=8,R=3,pad=1", Direction::Forward, "ORIENT=1,VECS=2,COLS=8,ROW_BLOCK=8,ORDER=0"},
+      {"N=2,C=3,H=300,W=300,K=8,R=3,pad=1", Direction::Forward, "ORIENT=1,VECS=2,COLS=6,ROW_BLOCK=8,ORDER=0"},
       {"N=2,C=3,H=300,W=300,K=8,R=3,pad=1", Direction::Forward, "ORIENT=0,VECS=1,COLS=12,ROW_BLOCK=16,ORDER=1"},
       {"N=2,C=4,H=180,W=180,K=20,R=3,pad=1", Direction::BackwardData,
        "ORIENT=0,VECS=1,COLS=8,ROW_BLOCK=16,ORDER=1,IC_CHUNK=16"},
       {"N=2,C=4,H=180,W=180,K=20,R=3,pad=1", Direction::BackwardData, "ORIENT=1,VECS=3,COLS=4,ROW_BLOCK=32,ORDER=1"},
   };
-  // The blocks are AVX-512's (32 registers): forced where the CPU has it, whatever CONVTUNE_CPU_ISA asks.
-  const auto isas = cb::available_isas();
-  if (std::find(isas.begin(), isas.end(), cb::Isa::Avx512) == isas.end()) GTEST_SKIP() << "no AVX-512 here";
-  const ForcedIsa avx512(cb::Isa::Avx512);
-  for (const Trial& t : trials) {
-    const ConvProblem pb = parse_problem(t.problem).with_direction(t.direction);
-    Config config = cb::default_config(pb);
-    config["ALGO"] = 0, config["LAYOUT"] = 0, config["IC_CHUNK"] = 0;
-    for (const auto& [name, value] : parse_config(t.config)) config[name] = value;
-    const cb::Convolution conv(pb, config);
-    EXPECT_NE(conv.describe().find("rows per item by each thread"), std::string::npos) << conv.describe();
-    harness::Workload workload(cpu_device(), pb, 5);
-    const auto r = testing_support::check_plan_on(workload, "cpu_blocked", config);
-    EXPECT_TRUE(r.passed) << pb.to_string() << " " << to_string(config) << ": " << r.message;
+  // Every ISA but scalar (the blocks fit AVX2's 16 registers; scalar vectors of one lane take other paths).
+  for (const cb::Isa isa : cb::available_isas()) {
+    if (isa == cb::Isa::Scalar) continue;
+    const ForcedIsa forced(isa);
+    for (const Trial& t : trials) {
+      const ConvProblem pb = parse_problem(t.problem).with_direction(t.direction);
+      Config config = cb::default_config(pb);
+      config["ALGO"] = 0, config["LAYOUT"] = 0, config["IC_CHUNK"] = 0;
+      for (const auto& [name, value] : parse_config(t.config)) config[name] = value;
+      const cb::Convolution conv(pb, config);
+      EXPECT_NE(conv.describe().find("rows per item by each thread"), std::string::npos)
+          << cb::to_string(isa) << ": " << conv.describe();
+      harness::Workload workload(cpu_device(), pb, 5);
+      const auto r = testing_support::check_plan_on(workload, "cpu_blocked", config);
+      EXPECT_TRUE(r.passed) << cb::to_string(isa) << " " << pb.to_string() << " " << to_string(config) << ": "
+                            << r.message;
+    }
   }
 }
 
@@ -382,16 +385,28 @@ TEST(CpuBlocked, PixelVectorsReadWholeVectorPlanesInPlace) {
 
 TEST(CpuBlocked, PixelVectorBlocksLeaveNoSmallLastBlock) {
   // Eight output channels per group under pixel vectors: 4 x 4 twice, not 4 x 5 + 4 x 3, which the block model
-  // rates the same but which ran 12-17% slower (cpu_blocked.cpp, best_bcast_block). AVX-512 only: the block shapes
-  // compiled differ per ISA.
-  if (cb::available_isas().front() != cb::Isa::Avx512) GTEST_SKIP() << "the block shapes are AVX-512's";
-  const ForcedIsa avx512(cb::Isa::Avx512);
-  for (const char* text : {"N=8,C=256,H=56,W=56,K=256,R=3,S=3,pad=1,groups=32",
-                           "N=8,C=256,H=56,W=56,K=256,R=3,S=3,pad=1,groups=32,dir=bwd-data"}) {
-    const Config config = cb::default_config(parse_problem(text));
-    EXPECT_EQ(config.at("ORIENT"), 1) << text;
-    EXPECT_EQ(config.at("VECS"), 4) << text;
-    EXPECT_EQ(config.at("COLS"), 4) << text;
+  // rates the same but which ran 12-17% slower (cpu_blocked.cpp, best_bcast_block). Every vector ISA: pixel vectors
+  // split the 8 channels into equal blocks, or channel vectors hold them whole (AVX2: one vector of 8); AVX-512
+  // exactly 4 x 4 under pixel vectors (the block shapes compiled differ per ISA).
+  for (const cb::Isa isa : cb::available_isas()) {
+    if (isa == cb::Isa::Scalar) continue;
+    const ForcedIsa forced(isa);
+    for (const char* text : {"N=8,C=256,H=56,W=56,K=256,R=3,S=3,pad=1,groups=32",
+                             "N=8,C=256,H=56,W=56,K=256,R=3,S=3,pad=1,groups=32,dir=bwd-data"}) {
+      const Config config = cb::default_config(parse_problem(text));
+      const int64_t lanes = cb::vector_lanes(isa);
+      if (config.at("ORIENT") == 1) {
+        EXPECT_EQ(8 % config.at("COLS"), 0) << cb::to_string(isa) << " " << text << ": " << to_string(config);
+      } else {
+        EXPECT_EQ(8 % lanes, 0) << cb::to_string(isa) << " " << text << ": " << to_string(config);
+        EXPECT_EQ(config.at("VECS"), 8 / lanes) << cb::to_string(isa) << " " << text << ": " << to_string(config);
+      }
+      if (isa == cb::Isa::Avx512) {
+        EXPECT_EQ(config.at("ORIENT"), 1) << text;
+        EXPECT_EQ(config.at("VECS"), 4) << text;
+        EXPECT_EQ(config.at("COLS"), 4) << text;
+      }
+    }
   }
 }
 

@@ -30,45 +30,81 @@ HWY_INLINE void KeepInRegister(V& v) {
 #endif
 }
 
+// Writes x's first `valid` lanes (at most a vector) to out, adding out's floats first when `accumulate`. Whole
+// vectors with plain loads and stores, only a partial vector masked: AVX2's masked moves (vmaskmovps) are
+// microcoded on AMD, and a masked store per vector made StoreBlock 12% of alex2's forward on a Zen 3 (AVX2), 72% of
+// its samples on the masked store.
+HWY_INLINE void StoreValid(V x, int64_t valid, bool accumulate, float* HWY_RESTRICT out) {
+  const D d;
+  if (valid >= static_cast<int64_t>(hn::Lanes(d))) {
+    if (accumulate) x = hn::Add(x, hn::LoadU(d, out));
+    hn::StoreU(x, d, out);
+    return;
+  }
+  const auto m = hn::FirstN(d, static_cast<size_t>(valid));
+  if (accumulate) x = hn::Add(x, hn::MaskedLoad(m, d, out));
+  hn::BlendedStore(x, m, d, out);
+}
+
 // Writes a finished block from `tile` (the accumulators stored as tile[(v * nj + j) * lanes + lane]): whole vectors
-// where lanes are adjacent in memory, else lane by lane (channel-blocked accumulators written to channel-major
+// where lanes are adjacent in memory, else transposed (channel-blocked accumulators written to channel-major
 // tensors), leaving out lanes beyond `valid`. Not inlined: one copy serves every block shape, which keeps the
 // kernels' code (and the build) small; it runs once per block, after the whole reduction.
 HWY_NOINLINE void StoreBlock(const float* HWY_RESTRICT tile, int nv, int nj, const BcastArgs& p) {
   const D d;
   const int64_t lanes = static_cast<int64_t>(hn::Lanes(d));
-  // Channel vectors written to channel-major rows of adjacent pixels: one gather per channel collects its nj
-  // pixels (a column of the tile) for one masked vector store, instead of a scalar store per element (measured
-  // 4.5% of alex3's forward). The tile has a vector's worth of rows of slack for the gathers' unused lanes.
-  if (p.o_lane != 1 && p.o_j == 1 && nj >= 4 && lanes > 1) {
-    const hn::RebindToSigned<D> di;
-    const auto rows = hn::Mul(hn::Iota(di, 0), hn::Set(di, static_cast<int32_t>(lanes)));
+  // Channel vectors written to channel-major rows of adjacent pixels, four pixels at a time: the 4 x 4 blocks of
+  // four tile rows (pixels) transposed in registers by 32- and 64-bit interleaves, which leave 128-bit block b of
+  // u[k] holding channel 4 b + k at those four pixels, each stored as one 128-bit run. A gather per channel and a
+  // masked store of its nj pixels (as before) ran StoreBlock at 12% of alex2's forward on a Zen 3, whose gathers
+  // and masked stores are microcoded; a scalar store per element was 4.5% of alex3's forward on an Intel host.
+#if HWY_TARGET != HWY_SCALAR  // (no 128-bit blocks there)
+  if (p.o_lane != 1 && p.o_j == 1 && lanes >= 4) {
+    const hn::Full128<float> d4;
+    const hn::Repartition<double, D> dd;
+    HWY_ALIGN float u[4][hn::MaxLanes(d)];
     for (int v = 0; v < nv; ++v) {
       const int64_t valid = std::min<int64_t>(p.valid - v * lanes, lanes);
-      for (int64_t l = 0; l < valid; ++l) {
-        const float* column = tile + v * nj * lanes + l;
-        float* out = p.out + v * p.o_v + l * p.o_lane;
-        for (int64_t j0 = 0; j0 < nj; j0 += lanes) {
-          const auto m = hn::FirstN(d, static_cast<size_t>(std::min<int64_t>(lanes, nj - j0)));
-          V x = hn::GatherIndex(d, column + j0 * lanes, rows);
-          if (p.accumulate) x = hn::Add(x, hn::MaskedLoad(m, d, out + j0));
-          hn::BlendedStore(x, m, d, out + j0);
+      if (valid <= 0) return;
+      const float* rows = tile + v * nj * lanes;
+      float* out = p.out + v * p.o_v;
+      int j0 = 0;
+      for (; j0 + 4 <= nj; j0 += 4) {
+        const V r0 = hn::Load(d, rows + j0 * lanes), r1 = hn::Load(d, rows + (j0 + 1) * lanes);
+        const V r2 = hn::Load(d, rows + (j0 + 2) * lanes), r3 = hn::Load(d, rows + (j0 + 3) * lanes);
+        const auto t0 = hn::BitCast(dd, hn::InterleaveLower(d, r0, r1));
+        const auto t1 = hn::BitCast(dd, hn::InterleaveLower(d, r2, r3));
+        const auto t2 = hn::BitCast(dd, hn::InterleaveUpper(d, r0, r1));
+        const auto t3 = hn::BitCast(dd, hn::InterleaveUpper(d, r2, r3));
+        hn::Store(hn::BitCast(d, hn::InterleaveLower(dd, t0, t1)), d, u[0]);
+        hn::Store(hn::BitCast(d, hn::InterleaveUpper(dd, t0, t1)), d, u[1]);
+        hn::Store(hn::BitCast(d, hn::InterleaveLower(dd, t2, t3)), d, u[2]);
+        hn::Store(hn::BitCast(d, hn::InterleaveUpper(dd, t2, t3)), d, u[3]);
+        for (int64_t l = 0; l < valid; ++l) {
+          float* o = out + l * p.o_lane + j0;
+          auto x = hn::Load(d4, &u[l % 4][(l / 4) * 4]);
+          if (p.accumulate) x = hn::Add(x, hn::LoadU(d4, o));
+          hn::StoreU(x, d4, o);
+        }
+      }
+      for (; j0 < nj; ++j0) {
+        for (int64_t l = 0; l < valid; ++l) {
+          float& o = out[l * p.o_lane + j0];
+          o = p.accumulate ? o + rows[j0 * lanes + l] : rows[j0 * lanes + l];
         }
       }
     }
     return;
   }
+#endif
   for (int v = 0; v < nv; ++v) {
     const int64_t valid = std::min<int64_t>(p.valid - v * lanes, lanes);
     if (valid <= 0) return;
-    const auto m = hn::FirstN(d, static_cast<size_t>(valid));
     for (int j = 0; j < nj; ++j) {
       const float* t = tile + (v * nj + j) * lanes;
       float* out = p.out + v * p.o_v + j * p.o_j;
       if (p.o_lane == 1) {
-        V x = hn::LoadU(d, t);
-        if (p.accumulate) x = hn::Add(x, hn::MaskedLoad(m, d, out));
-        hn::BlendedStore(x, m, d, out);
+        StoreValid(hn::LoadU(d, t), valid, p.accumulate, out);
       } else if (p.accumulate) {
         for (int64_t l = 0; l < valid; ++l) out[l * p.o_lane] += t[l];
       } else {
@@ -204,19 +240,12 @@ void Bcast(const BcastArgs& p) {
     for (int v = 0; v < NV; ++v) {
       const int64_t valid = p.valid - v * lanes;
       if (valid <= 0) break;
-      const auto m = hn::FirstN(d, static_cast<size_t>(valid < lanes ? valid : lanes));
 #pragma GCC unroll 32
-      for (int j = 0; j < NJ; ++j) {
-        float* out = p.out + v * p.o_v + j * p.o_j;
-        V x = acc[v][j];
-        if (p.accumulate) x = hn::Add(x, hn::MaskedLoad(m, d, out));
-        hn::BlendedStore(x, m, d, out);
-      }
+      for (int j = 0; j < NJ; ++j) StoreValid(acc[v][j], valid, p.accumulate, p.out + v * p.o_v + j * p.o_j);
     }
     return;
   }
-  // Slack of a vector's worth of rows: StoreBlock's gathers read whole vectors down a column.
-  HWY_ALIGN float tile[(NV * NJ + hn::MaxLanes(d)) * hn::MaxLanes(d)];
+  HWY_ALIGN float tile[NV * NJ * hn::MaxLanes(d)];
 #pragma GCC unroll 32
   for (int v = 0; v < NV; ++v) {
 #pragma GCC unroll 32
