@@ -9,6 +9,7 @@
 #include <hwy/highway.h>
 
 #include <algorithm>
+#include <cstring>
 
 #include "src/families/cpu_blocked/microkernels.h"
 
@@ -43,7 +44,18 @@ HWY_INLINE void StoreValid(V x, int64_t valid, bool accumulate, float* HWY_RESTR
   }
   const auto m = hn::FirstN(d, static_cast<size_t>(valid));
   if (accumulate) x = hn::Add(x, hn::MaskedLoad(m, d, out));
+#if HWY_TARGET == HWY_AVX2
+  // A partial vector (the last of a row of pixel vectors: 28 pixels are 3.5 vectors) in pieces of 4, 2 and 1 floats
+  // through a stack copy rather than one masked store; the masked load above is cheap.
+  HWY_ALIGN float staged[8];
+  hn::Store(x, d, staged);
+  int64_t i = 0;
+  if (valid - i >= 4) std::memcpy(out + i, staged + i, 4 * sizeof(float)), i += 4;
+  if (valid - i >= 2) std::memcpy(out + i, staged + i, 2 * sizeof(float)), i += 2;
+  if (valid - i >= 1) out[i] = staged[i];
+#else
   hn::BlendedStore(x, m, d, out);
+#endif
 }
 
 // Writes a finished block from `tile` (the accumulators stored as tile[(v * nj + j) * lanes + lane]): whole vectors
