@@ -9,8 +9,8 @@
 #include <hwy/highway.h>
 
 #include <algorithm>
-#include <cstring>
 
+#include "src/backend/cpu/store_first-inl.h"
 #include "src/families/cpu_blocked/microkernels.h"
 
 HWY_BEFORE_NAMESPACE();
@@ -31,31 +31,17 @@ HWY_INLINE void KeepInRegister(V& v) {
 #endif
 }
 
-// Writes x's first `valid` lanes (at most a vector) to out, adding out's floats first when `accumulate`. Whole
-// vectors with plain loads and stores, only a partial vector masked: AVX2's masked moves (vmaskmovps) are
-// microcoded on AMD, and a masked store per vector made StoreBlock 12% of alex2's forward on a Zen 3 (AVX2), 72% of
-// its samples on the masked store.
+// Writes x's first `valid` lanes (at least one) to out, adding out's floats first when `accumulate`: whole vectors
+// with plain loads and stores, a partial one through StoreFirst (no masked store on AVX2). AVX2's masked moves are
+// microcoded on AMD: a masked store per vector made StoreBlock 12% of alex2's forward on a Zen 3, 72% of its
+// samples on the masked store; the masked load is cheap.
 HWY_INLINE void StoreValid(V x, int64_t valid, bool accumulate, float* HWY_RESTRICT out) {
   const D d;
-  if (valid >= static_cast<int64_t>(hn::Lanes(d))) {
-    if (accumulate) x = hn::Add(x, hn::LoadU(d, out));
-    hn::StoreU(x, d, out);
-    return;
+  const size_t count = static_cast<size_t>(std::min<int64_t>(valid, static_cast<int64_t>(hn::Lanes(d))));
+  if (accumulate) {
+    x = hn::Add(x, count == hn::Lanes(d) ? hn::LoadU(d, out) : hn::MaskedLoad(hn::FirstN(d, count), d, out));
   }
-  const auto m = hn::FirstN(d, static_cast<size_t>(valid));
-  if (accumulate) x = hn::Add(x, hn::MaskedLoad(m, d, out));
-#if HWY_TARGET == HWY_AVX2
-  // A partial vector (the last of a row of pixel vectors: 28 pixels are 3.5 vectors) in pieces of 4, 2 and 1 floats
-  // through a stack copy rather than one masked store; the masked load above is cheap.
-  HWY_ALIGN float staged[8];
-  hn::Store(x, d, staged);
-  int64_t i = 0;
-  if (valid - i >= 4) std::memcpy(out + i, staged + i, 4 * sizeof(float)), i += 4;
-  if (valid - i >= 2) std::memcpy(out + i, staged + i, 2 * sizeof(float)), i += 2;
-  if (valid - i >= 1) out[i] = staged[i];
-#else
-  hn::BlendedStore(x, m, d, out);
-#endif
+  cpu::HWY_NAMESPACE::StoreFirst(x, d, count, out);
 }
 
 // Writes a finished block from `tile` (the accumulators stored as tile[(v * nj + j) * lanes + lane]): whole vectors
