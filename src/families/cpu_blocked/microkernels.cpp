@@ -51,12 +51,34 @@ HWY_INLINE void StoreValid(V x, int64_t valid, bool accumulate, float* HWY_RESTR
 HWY_NOINLINE void StoreBlock(const float* HWY_RESTRICT tile, int nv, int nj, const BcastArgs& p) {
   const D d;
   const int64_t lanes = static_cast<int64_t>(hn::Lanes(d));
-  // Channel vectors written to channel-major rows of adjacent pixels, four pixels at a time: the 4 x 4 blocks of
+  // Channel vectors written to channel-major rows of adjacent pixels. AVX2: four pixels at a time, the 4 x 4 blocks of
   // four tile rows (pixels) transposed in registers by 32- and 64-bit interleaves, which leave 128-bit block b of
   // u[k] holding channel 4 b + k at those four pixels, each stored as one 128-bit run. A gather per channel and a
   // masked store of its nj pixels (as before) ran StoreBlock at 12% of alex2's forward on a Zen 3, whose gathers
   // and masked stores are microcoded; a scalar store per element was 4.5% of alex3's forward on an Intel host.
-#if HWY_TARGET != HWY_SCALAR  // (no 128-bit blocks there)
+#if HWY_TARGET <= HWY_AVX3
+  // AVX-512 keeps a gather per channel and one masked store of its nj pixels (measured against a scalar store per
+  // element on an Intel host: 4.5% of alex3's forward); the transposed path below was written and measured on an
+  // AVX2-only host and has not run with AVX-512. The tile has a vector's worth of rows of slack for the gathers.
+  if (p.o_lane != 1 && p.o_j == 1 && nj >= 4) {
+    const hn::RebindToSigned<D> di;
+    const auto rows = hn::Mul(hn::Iota(di, 0), hn::Set(di, static_cast<int32_t>(lanes)));
+    for (int v = 0; v < nv; ++v) {
+      const int64_t valid = std::min<int64_t>(p.valid - v * lanes, lanes);
+      for (int64_t l = 0; l < valid; ++l) {
+        const float* column = tile + v * nj * lanes + l;
+        float* out = p.out + v * p.o_v + l * p.o_lane;
+        for (int64_t j0 = 0; j0 < nj; j0 += lanes) {
+          const auto m = hn::FirstN(d, static_cast<size_t>(std::min<int64_t>(lanes, nj - j0)));
+          V x = hn::GatherIndex(d, column + j0 * lanes, rows);
+          if (p.accumulate) x = hn::Add(x, hn::MaskedLoad(m, d, out + j0));
+          hn::BlendedStore(x, m, d, out + j0);
+        }
+      }
+    }
+    return;
+  }
+#elif HWY_TARGET != HWY_SCALAR  // (no 128-bit blocks there)
   if (p.o_lane != 1 && p.o_j == 1 && lanes >= 4) {
     const hn::Full128<float> d4;
     const hn::Repartition<double, D> dd;
@@ -243,7 +265,8 @@ void Bcast(const BcastArgs& p) {
     }
     return;
   }
-  HWY_ALIGN float tile[NV * NJ * hn::MaxLanes(d)];
+  // AVX-512's StoreBlock gathers whole vectors down a column: a vector's worth of rows of slack.
+  HWY_ALIGN float tile[(NV * NJ + (HWY_TARGET <= HWY_AVX3 ? hn::MaxLanes(d) : 0)) * hn::MaxLanes(d)];
 #pragma GCC unroll 32
   for (int v = 0; v < NV; ++v) {
 #pragma GCC unroll 32
