@@ -272,6 +272,36 @@ TEST(CpuBlocked, ChannelBlockedInputCopiedPerRowBlockIsRight) {
   }
 }
 
+TEST(CpuBlocked, PartialVectorsAndTransposedStoresAreRight) {
+  // The block stores' edge cases on every vector ISA: rows of 1-11 pixels (pixel vectors end in a partial vector
+  // of every length; AVX2 stores it in 4-, 2- and 1-float pieces), output channels 1-11 (channel vectors with every
+  // count of valid lanes, written to NCHW rows four pixels at a time plus a tail), a single pass and two passes of
+  // input channels (the second adds to the first: accumulate).
+  int64_t checked = 0;
+  for (const cb::Isa isa : cb::available_isas()) {
+    if (isa == cb::Isa::Scalar) continue;
+    const ForcedIsa forced(isa);
+    for (int64_t w = 1; w <= 11; w += 2) {
+      for (int64_t k : {1, 4, 7, 11}) {
+        for (int64_t orient : {0, 1}) {
+          for (int64_t chunk : {0, 16}) {
+            const ConvProblem pb = parse_problem(fmt::format("N=2,C=20,H=3,W={},K={},R=3,pad=1", w, k));
+            Config config = cb::default_config(pb);
+            config["ALGO"] = 0, config["LAYOUT"] = 0, config["ORIENT"] = orient, config["IC_CHUNK"] = chunk;
+            config["VECS"] = 1, config["COLS"] = std::min<int64_t>(orient == 0 ? w : k, 6);
+            harness::Workload workload(cpu_device(), pb, 7);
+            const auto r = testing_support::check_plan_on(workload, "cpu_blocked", config);
+            EXPECT_TRUE(r.passed) << cb::to_string(isa) << " " << pb.to_string() << " " << to_string(config) << ": "
+                                  << r.message;
+            ++checked;
+          }
+        }
+      }
+    }
+  }
+  EXPECT_GT(checked, 0);
+}
+
 TEST(CpuBlocked, FusedWinogradBlocksAreRight) {
   // Winograd forward and backward-data fused in blocks of ROW_BLOCK tile rows (counted across images): blocks
   // inside one image, whole images and blocks spanning two, a short last block, per-image copies (8 images: each

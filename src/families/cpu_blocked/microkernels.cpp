@@ -53,13 +53,12 @@ HWY_NOINLINE void StoreBlock(const float* HWY_RESTRICT tile, int nv, int nj, con
   const int64_t lanes = static_cast<int64_t>(hn::Lanes(d));
   // Channel vectors written to channel-major rows of adjacent pixels. AVX2: four pixels at a time, the 4 x 4 blocks of
   // four tile rows (pixels) transposed in registers by 32- and 64-bit interleaves, which leave 128-bit block b of
-  // u[k] holding channel 4 b + k at those four pixels, each stored as one 128-bit run. A gather per channel and a
-  // masked store of its nj pixels (as before) ran StoreBlock at 12% of alex2's forward on a Zen 3, whose gathers
-  // and masked stores are microcoded; a scalar store per element was 4.5% of alex3's forward on an Intel host.
+  // u[k] holding channel 4 b + k at those four pixels, each stored as one 128-bit run (a gather and a masked store
+  // per channel ran StoreBlock at 12% of alex2's forward on a Zen 3, where both are microcoded).
 #if HWY_TARGET <= HWY_AVX3
-  // AVX-512 keeps a gather per channel and one masked store of its nj pixels (measured against a scalar store per
-  // element on an Intel host: 4.5% of alex3's forward); the transposed path below was written and measured on an
-  // AVX2-only host and has not run with AVX-512. The tile has a vector's worth of rows of slack for the gathers.
+  // AVX-512 keeps a gather per channel and one masked store of its nj pixels (a scalar store per element instead
+  // was 4.5% of alex3's forward on an Intel host): the transposed path has not run with AVX-512. The tile has a
+  // vector's worth of rows of slack for the gathers.
   if (p.o_lane != 1 && p.o_j == 1 && nj >= 4) {
     const hn::RebindToSigned<D> di;
     const auto rows = hn::Mul(hn::Iota(di, 0), hn::Set(di, static_cast<int32_t>(lanes)));
