@@ -1,5 +1,5 @@
 // Every kernel family's CUDA variant compiles to an sm_90 cubin through NVRTC (no GPU needed): each direction,
-// on several problems, with the default and sampled configurations, as CudaDevice::build would compile them; the
+// on several problems, with the default and a sampled configuration, as CudaDevice::build would compile them; the
 // depthwise family also for sm_80, on the layers its GPU check times, its defaults without register spills.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
@@ -57,7 +57,7 @@ TEST(FamilyNvrtc, EveryFamilyDirectionAndSampledConfigCompilesForSm90) {
       for (const ConvProblem& base : problems) {
         const ConvProblem pb = base.with_direction(d);
         if (!family->unsupported_reason(pb, {}, device).empty()) continue;
-        std::vector<Config> configs = SearchSpace(*family, pb, device).sample(2, 99);
+        std::vector<Config> configs = SearchSpace(*family, pb, device).sample(1, 99);  // CI's time: one beside the default
         configs.push_back(family->default_config(pb, device));
         for (const Config& c : configs) {
           expect_compiles(*family, pb, {}, c, device);

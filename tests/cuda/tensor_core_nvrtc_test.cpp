@@ -133,30 +133,40 @@ std::vector<Problem> gemm_problems() {
 
 }  // namespace
 
+// The defaults of every problem, direction and mode, and one sampled configuration each in 3xtf32, whose split
+// operands take the most registers (tf32 runs the same tiles with fewer), so a register estimate that lets a tile
+// spill shows there first. CI's time: NVRTC took about 0.75-1.5 s a program on the 2-core CI host, these tests
+// together were the main suite's largest share; the GPU runs compile every configuration they tune.
 TEST(TensorCoreNvrtc, SampledConfigurationsCompileForSm90WithoutSpills) {
   compiled = 0;
-  compile_family("implicit_gemm_tc", conv_problems(), test::described_hopper(), 2);
-  compile_family("gemm_tc", gemm_problems(), test::described_hopper(), 2);
-  compile_family("winograd_tc", winograd_problems(), test::described_hopper(), 2);
-  compile_family("fft_tc", fft_problems(), test::described_hopper(), 1);
+  const std::vector<Precision> tf32 = {{ElementType::F32, MathMode::TF32}}, split = {{ElementType::F32, MathMode::TF32x3}};
+  for (const auto& [family, problems] : std::vector<std::pair<const char*, std::vector<Problem>>>{
+           {"implicit_gemm_tc", conv_problems()}, {"gemm_tc", gemm_problems()}, {"winograd_tc", winograd_problems()},
+           {"fft_tc", fft_problems()}}) {
+    compile_family(family, problems, test::described_hopper(), 0, tf32);
+    compile_family(family, problems, test::described_hopper(), 1, split);
+  }
   std::cout << "nvrtc: compiled " << compiled << " tensor-core programs for sm_90\n";
   EXPECT_GT(compiled, 0);
 }
 
-// fft_wgmma (sm_90a only): the defaults and two sampled configurations of each problem, direction and mode.
+// fft_wgmma (sm_90a only): the defaults and a sampled configuration of each problem, direction and mode.
 TEST(TensorCoreNvrtc, FftWgmmaCompilesForSm90aWithoutSpills) {
   compiled = 0;
-  compile_family("fft_wgmma", fft_problems(), test::described_hopper(), 2);
+  compile_family("fft_wgmma", fft_problems(), test::described_hopper(), 1);
   std::cout << "nvrtc: compiled " << compiled << " fft_wgmma programs for sm_90a\n";
   EXPECT_GT(compiled, 0);
 }
 
+// sm_80's defaults in tf32 (3xtf32 issues the same mma.sync instructions on sm_80 as on sm_90, where the test above
+// compiles it; the defaults differ by the architecture's shared memory and register file).
 TEST(TensorCoreNvrtc, DefaultsCompileForSm80WithoutSpills) {
   compiled = 0;
-  compile_family("implicit_gemm_tc", conv_problems(), ampere(), 0);
-  compile_family("gemm_tc", gemm_problems(), ampere(), 0);
-  compile_family("winograd_tc", winograd_problems(), ampere(), 0);
-  compile_family("fft_tc", fft_problems(), ampere(), 0);
+  const std::vector<Precision> tf32 = {{ElementType::F32, MathMode::TF32}};
+  compile_family("implicit_gemm_tc", conv_problems(), ampere(), 0, tf32);
+  compile_family("gemm_tc", gemm_problems(), ampere(), 0, tf32);
+  compile_family("winograd_tc", winograd_problems(), ampere(), 0, tf32);
+  compile_family("fft_tc", fft_problems(), ampere(), 0, tf32);
   std::cout << "nvrtc: compiled " << compiled << " tensor-core programs for sm_80\n";
   EXPECT_GT(compiled, 0);
 }
@@ -180,10 +190,12 @@ TEST(TensorCoreNvrtc, ForwardWithBiasAndReluCompiles) {
 // epilogue in the kernel and in the split-K reduction.
 TEST(TensorCoreNvrtc, SixteenBitKernelsCompileForSm90AndSm80WithoutSpills) {
   compiled = 0;
+  // sm_80's defaults in bf16 only: fp16's kernels are bf16's with the other type (its sm_90 defaults compile above).
+  const std::vector<Precision> bf16 = {{ElementType::BF16, MathMode::FP32}};
   compile_family("implicit_gemm_tc", conv_problems(), test::described_hopper(), 1, kSixteenBit);
   compile_family("gemm_tc", gemm_problems(), test::described_hopper(), 1, kSixteenBit);
-  compile_family("implicit_gemm_tc", conv_problems(), ampere(), 0, kSixteenBit);
-  compile_family("gemm_tc", gemm_problems(), ampere(), 0, kSixteenBit);
+  compile_family("implicit_gemm_tc", conv_problems(), ampere(), 0, bf16);
+  compile_family("gemm_tc", gemm_problems(), ampere(), 0, bf16);
   const KernelFamily& family = kernel_family("implicit_gemm_tc");
   const Problem pb = Problem(parse_problem("N=1,C=16,H=20,K=16,R=5")).with_precision({ElementType::BF16, MathMode::FP32});
   Config config = family.default_config(pb, test::described_hopper());
@@ -198,15 +210,19 @@ TEST(TensorCoreNvrtc, SixteenBitKernelsCompileForSm90AndSm80WithoutSpills) {
 // The wgmma families (sm_90a: gemm_wgmma on the TN GEMMs, im2col_wgmma and implicit_gemm_wgmma in every direction,
 // implicit_gemm_nhwc_wgmma forward and backward-data, implicit_gemm_shifted_wgmma backward-filter, col2im_wgmma
 // backward-data)
-// in bf16, fp16 and tf32 (implicit_gemm_wgmma and col2im_wgmma in 3xtf32 too): defaults and (but im2col_wgmma) a sampled
-// configuration each, no spills.
+// in bf16, fp16 and tf32 (implicit_gemm_wgmma and col2im_wgmma in 3xtf32 too): defaults and (but im2col_wgmma and
+// fp16) a sampled configuration each, no spills.
 TEST(TensorCoreNvrtc, WgmmaFamiliesCompileForSm90aWithoutSpills) {
   compiled = 0;
-  const std::vector<Precision> modes = {{ElementType::BF16, MathMode::FP32}, {ElementType::F16, MathMode::FP32},
-                                        {ElementType::F32, MathMode::TF32}};
-  // One sample beside each default (CI's time; the GPU runs compile every configuration they tune).
+  // bf16 and tf32 with a sample beside each default, fp16 its defaults alone (its kernels are bf16's with the other
+  // 16-bit type: the same tiles, registers and shared memory). CI's time; the GPU runs compile every configuration
+  // they tune.
+  const std::vector<Precision> modes = {{ElementType::BF16, MathMode::FP32}, {ElementType::F32, MathMode::TF32}};
+  const std::vector<Precision> fp16 = {{ElementType::F16, MathMode::FP32}};
   compile_family("im2col_wgmma", conv_problems(), test::described_hopper(), 0, modes);
+  compile_family("im2col_wgmma", conv_problems(), test::described_hopper(), 0, fp16);
   compile_family("implicit_gemm_wgmma", conv_problems(), test::described_hopper(), 1, modes);
+  compile_family("implicit_gemm_wgmma", conv_problems(), test::described_hopper(), 0, fp16);
   // 3xTF32 (implicit_gemm_wgmma only): split operands in two halves of each stage, a tile's partial sums beside the
   // accumulators.
   compile_family("implicit_gemm_wgmma", conv_problems(), test::described_hopper(), 1,
@@ -220,22 +236,26 @@ TEST(TensorCoreNvrtc, WgmmaFamiliesCompileForSm90aWithoutSpills) {
       not_filter.push_back(pb);
   }
   compile_family("implicit_gemm_nhwc_wgmma", not_filter, test::described_hopper(), 1, modes);
+  compile_family("implicit_gemm_nhwc_wgmma", not_filter, test::described_hopper(), 0, fp16);
   // implicit_gemm_shifted_wgmma: backward-filter only (stride, dilation, groups, odd Q), split-K and not.
   std::vector<Problem> filter;
   for (const Problem& pb : conv_problems())
     if (pb.conv().direction == Direction::BackwardFilter) filter.push_back(pb);
   compile_family("implicit_gemm_shifted_wgmma", filter, test::described_hopper(), 1, modes);
+  compile_family("implicit_gemm_shifted_wgmma", filter, test::described_hopper(), 0, fp16);
   // col2im_wgmma: backward-data only (stride, groups, odd channel counts).
   std::vector<Problem> data;
   for (const Problem& pb : conv_problems())
     if (pb.conv().direction == Direction::BackwardData) data.push_back(pb);
   compile_family("col2im_wgmma", data, test::described_hopper(), 1, modes);
+  compile_family("col2im_wgmma", data, test::described_hopper(), 0, fp16);
   compile_family("col2im_wgmma", data, test::described_hopper(), 1, {{ElementType::F32, MathMode::TF32x3}});
   std::vector<Problem> gemms;
   for (const char* text : {"M=1024,N=1024,K=1024,trans_b=1", "M=100,N=256,K=3136,trans_b=1",
                            "M=10,N=256,K=64,trans_b=1,batch=3,accumulate=1"})
     gemms.push_back(parse_gemm(text));
   compile_family("gemm_wgmma", gemms, test::described_hopper(), 1, modes);
+  compile_family("gemm_wgmma", gemms, test::described_hopper(), 0, fp16);
   const KernelFamily& family = kernel_family("im2col_wgmma");
   const Problem pb = Problem(parse_problem("N=2,C=16,H=20,K=32,R=5")).with_precision({ElementType::BF16, MathMode::FP32});
   expect_compiles(family, pb, {true, true, 1}, family.default_config(pb, test::described_hopper()), test::described_hopper());
