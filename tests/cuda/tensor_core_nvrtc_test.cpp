@@ -134,8 +134,9 @@ std::vector<Problem> gemm_problems() {
 }  // namespace
 
 // The defaults of every problem, direction and mode, and one sampled configuration each in 3xtf32, whose split
-// operands take the most registers (tf32 runs the same tiles with fewer), so a register estimate that lets a tile
-// spill shows there first. CI's time: NVRTC took about 0.75-1.5 s a program on the 2-core CI host, these tests
+// operands take the most registers for a given tile, so a register estimate that lets a tile spill shows there
+// first. Not checked here: tiles only tf32's space admits (larger than 3xtf32's register cap allows) beyond the
+// defaults. CI's time: NVRTC took about 0.75-1.5 s a program on the 2-core development host, and these tests
 // together were the main suite's largest share; the GPU runs compile every configuration they tune.
 TEST(TensorCoreNvrtc, SampledConfigurationsCompileForSm90WithoutSpills) {
   compiled = 0;
@@ -159,7 +160,7 @@ TEST(TensorCoreNvrtc, FftWgmmaCompilesForSm90aWithoutSpills) {
 }
 
 // sm_80's defaults in tf32 (3xtf32 issues the same mma.sync instructions on sm_80 as on sm_90, where the test above
-// compiles it; the defaults differ by the architecture's shared memory and register file).
+// compiles it). Not checked here: sm_80's 3xtf32 defaults, which can differ from sm_90's (less shared memory).
 TEST(TensorCoreNvrtc, DefaultsCompileForSm80WithoutSpills) {
   compiled = 0;
   const std::vector<Precision> tf32 = {{ElementType::F32, MathMode::TF32}};
