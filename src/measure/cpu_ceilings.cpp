@@ -126,4 +126,6 @@ double cpu_fp32_peak_again() {
   return fma_gflops(cpu::available_isas().front(), ThreadPool::instance().size(), 2);
 }
 
+double cpu_fp32_peak_once() { return fma_gflops(cpu::available_isas().front(), ThreadPool::instance().size(), 1); }
+
 }  // namespace convtune

@@ -39,6 +39,9 @@ double cpu_fp32_peak_gflops();
 // The same ceiling measured afresh (best of two runs, no warm-up: for a caller that has just kept the cores busy),
 // for callers that keep the best of several readings over a long measurement (`bench`'s % peak column).
 double cpu_fp32_peak_again();
+// One reading of that ceiling (one FMA run per thread of the pool, about 20 ms): for callers that take a reading
+// beside each timed run (`bench --against`'s rounds), so a row is judged against the cores' clock while it ran.
+double cpu_fp32_peak_once();
 
 namespace cpu_measure {
 // One FMA loop of `iterations` on `isa`; returns the FLOPs done (defined in cpu_fma.cpp, per Highway target).

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 
 #include "convtune/error.h"
@@ -50,7 +51,8 @@ std::vector<std::pair<std::string, std::string>> Against::describe() const {
 }
 
 Against::Outcome Against::compare(harness::Workload& workload, harness::Implementation& convtune,
-                                  const std::vector<float>& convtune_output, int warmup, int repeats) {
+                                  const std::vector<float>& convtune_output, int warmup, int repeats,
+                                  const std::function<double()>& ceiling) {
   Outcome out;
   const Problem& pb = workload.problem();
   // FP32: the conformance tolerance (8 unit roundoffs of FP32 times the square root of the reduction length).
@@ -132,6 +134,18 @@ Against::Outcome Against::compare(harness::Workload& workload, harness::Implemen
     }
   }
 
+  // The ceiling probe goes last in each round: after oneDNN it runs untimed for 50 ms while the OpenMP workers
+  // spin down, as any side there does, then one reading is kept. Its `samples` (wall ms) are not used.
+  if (ceiling) {
+    harness::RoundSide probe;
+    probe.run = [&ceiling] { ceiling(); };
+    probe.time = [&ceiling, &out](const std::function<void()>&) {
+      const auto start = std::chrono::steady_clock::now();
+      out.ceiling_gflops.push_back(ceiling());
+      return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+    };
+    sides.push_back(std::move(probe));
+  }
   harness::time_in_rounds(sides, warmup, repeats);
   if (!sides[0].failure.empty()) throw Error("convtune's plan failed while timed: " + sides[0].failure);
   out.convtune_samples = sides[0].samples;

@@ -5,6 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -30,15 +31,19 @@ class Against {
     nlohmann::json values;           // {"cudnn": {"ms":..., "ratio":..., "status":...}, ...}
     std::vector<std::string> failures;
     std::vector<double> convtune_samples;  // convtune's timed runs (ms), taken in the same rounds
+    std::vector<double> ceiling_gflops;    // the ceiling probe's readings, one per round (none without a probe)
   };
   // `workload` is the one convtune's plan `convtune` ran on; `convtune_output` its written operand after a run,
   // held to convtune.error_factor() times the direct sum's tolerance (Plan::error_factor). Each library is checked,
   // then convtune and the libraries that computed the problem are timed together: `warmup` untimed runs each, then
   // `repeats` rounds of one timed run of each in turn (so a slow spell of a shared machine lands on all alike; a
   // side under 50 ms gets an untimed run before each timed one, and the side after oneDNN runs untimed for 50 ms
-  // while oneDNN's OpenMP workers spin down). Throws Error when convtune's plan fails while timed.
+  // while oneDNN's OpenMP workers spin down). With `ceiling` (one reading of the device's FMA ceiling, GFLOP/s),
+  // each round ends with a reading, so a row's % peak can divide by the ceiling of the minutes it ran in. Throws
+  // Error when convtune's plan fails while timed.
   Outcome compare(harness::Workload& workload, harness::Implementation& convtune,
-                  const std::vector<float>& convtune_output, int warmup, int repeats);
+                  const std::vector<float>& convtune_output, int warmup, int repeats,
+                  const std::function<double()>& ceiling = {});
 
   // One line per library: its version and file, or why it is missing; for headers of reports.
   std::vector<std::pair<std::string, std::string>> describe() const;
