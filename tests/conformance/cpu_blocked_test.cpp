@@ -14,6 +14,7 @@
 
 #include "convtune/error.h"
 #include "convtune/plan.h"
+#include "src/backend/cpu/caches.h"
 #include "src/backend/cpu/cpu_backend.h"
 #include "src/backend/cpu/reference.h"
 #include "src/conformance/conformance.h"
@@ -108,6 +109,7 @@ class SampledPlan final : public harness::Implementation {
   std::unique_ptr<harness::PlanImplementation> plan_;
 };
 
+using test::ForcedCaches;
 using test::ForcedIsa;
 
 void check_all(const std::vector<conformance::Target>& targets, const std::string& what) {
@@ -471,6 +473,70 @@ TEST(CpuBlocked, DefaultsAreValidForEveryCase) {
           }
   }
   EXPECT_GT(checked, 1000);
+}
+
+TEST(CpuBlocked, DefaultsFollowTheCpuCaches) {
+  // The planners size their blocks by the caches the CPU reports: on a Zen 3's 32 KiB L1d and 512 KiB L2 the
+  // fused Winograd blocks and the input-channel passes shrink against the developer host's 48 KiB and 2 MiB.
+  const auto config_with = [](cpu::CacheSizes caches, const std::string& text) {
+    ForcedCaches forced(caches);
+    const ConvProblem pb = parse_problem(text);
+    return family().default_config(pb, cpu_device().info());
+  };
+  const cpu::CacheSizes developer{48 << 10, 2 << 20, 32 << 20}, zen3{32 << 10, 512 << 10, 32 << 20};
+  const std::string fused = "N=16,C=64,H=56,K=64,R=3,pad=1", ucla = "N=1,C=256,H=228,K=256,R=5";
+  EXPECT_EQ(config_with(developer, fused).at("ALGO"), 1);
+  EXPECT_GT(config_with(developer, fused).at("ROW_BLOCK"), config_with(zen3, fused).at("ROW_BLOCK"));
+  EXPECT_GT(config_with(zen3, fused).at("ROW_BLOCK"), 0);
+  const int64_t ucla_dev = config_with(developer, ucla).at("IC_CHUNK"), ucla_zen3 = config_with(zen3, ucla).at("IC_CHUNK");
+  EXPECT_GT(ucla_zen3, 0);
+  EXPECT_TRUE(ucla_dev == 0 || ucla_dev > ucla_zen3) << ucla_dev << " " << ucla_zen3;
+  // CONVTUNE_CPU_CACHES' syntax, and what a bad value says.
+  const cpu::CacheSizes parsed = cpu::parse_cache_sizes("32K,512K,33554432");
+  EXPECT_EQ(parsed.l1d, 32 << 10);
+  EXPECT_EQ(parsed.l2, 512 << 10);
+  EXPECT_EQ(parsed.l3, 32 << 20);
+  EXPECT_EQ(cpu::cache_text(parsed.l2), "512 KiB");
+  EXPECT_EQ(cpu::cache_text(0), "?");
+  const auto error_of = [](const char* text) -> std::string {
+    try {
+      cpu::parse_cache_sizes(text);
+    } catch (const InvalidArgument& e) {
+      return e.what();
+    }
+    return "accepted";
+  };
+  EXPECT_NE(error_of("32K,5x,1M").find("L2 '5x' is not a size"), std::string::npos) << error_of("32K,5x,1M");
+  EXPECT_NE(error_of("32K,512K").find("expected three sizes L1D,L2,L3"), std::string::npos) << error_of("32K,512K");
+}
+
+TEST(CpuBlocked, DefaultsAndSampledConfigurationsAreRightWithTinyCaches) {
+  // Planned for caches far smaller than any CPU's (4 KiB L1d, 32 KiB L2), the small conformance cases take the
+  // branches large layers take on real caches: input-channel passes, reduction tiles of a few rows, copies per row
+  // block, smaller fused Winograd blocks (a fifth of the cases' defaults change). Every case and direction, the
+  // default (valid by the family's constraints) and a sampled configuration of each kind, on this CPU's best ISA.
+  const cpu::CacheSizes tiny{4 << 10, 32 << 10, 1 << 20};
+  int changed = 0;
+  for (const auto& c : cases()) {
+    for (Direction d : {Direction::Forward, Direction::BackwardData, Direction::BackwardFilter}) {
+      const ConvProblem pb = c.problem.with_direction(d);
+      const Config real = family().default_config(pb, cpu_device().info());
+      ForcedCaches forced(tiny);
+      const Config small = family().default_config(pb, cpu_device().info());
+      changed += small != real;
+      EXPECT_EQ(config_problem(family(), small, pb, cpu_device().info()), "") << c.name << " " << to_string(d);
+    }
+  }
+  EXPECT_GE(changed, 10) << "the tiny caches no longer change the cases' defaults: this test checks nothing new";
+  ForcedCaches forced(tiny);
+  std::vector<conformance::Target> targets = {{"cpu/cpu_blocked", &cpu_device(), default_plan}};
+  const std::vector<Config> kinds = {{{"ALGO", 0}, {"ORIENT", 0}, {"LAYOUT", 1}}, {{"ALGO", 0}, {"ORIENT", 0}, {"LAYOUT", 2}},
+                                     {{"ALGO", 0}, {"ORIENT", 1}, {"LAYOUT", 1}}, {{"ALGO", 0}, {"ORIENT", 2}, {"LAYOUT", 1}},
+                                     {{"ALGO", 1}}};
+  for (size_t k = 0; k < kinds.size(); ++k)
+    targets.push_back({"cpu/cpu_blocked-" + to_string(kinds[k]), &cpu_device(),
+                       [k, kinds] { return std::make_unique<SampledPlan>(static_cast<int>(100 + k), kinds[k]); }});
+  check_all(targets, "4 KiB L1d, 32 KiB L2");
 }
 
 TEST(CpuBlocked, InvalidConfigurationsNameTheParameter) {

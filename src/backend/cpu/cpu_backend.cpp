@@ -20,6 +20,7 @@
 #include <new>
 
 #include "convtune/error.h"
+#include "src/backend/cpu/caches.h"
 #include "src/backend/cpu/host_program.h"
 #include "src/backend/cpu/isa.h"
 #include "src/core/parallel_for.h"
@@ -154,42 +155,14 @@ std::string cpuinfo_field(const std::string& field, const std::string& otherwise
   return otherwise;
 }
 
-// Bytes of the first CPU's data or unified cache of `level` as the kernel describes it in sysfs
-// (/sys/devices/system/cpu/cpu0/cache/index*/: level, type, size such as "32K"), else glibc's sysconf value
-// `fallback`. sysfs first: on an AMD EPYC (Zen 3, KVM) sysconf's L3 read 256 MiB where the cache is 32 MiB.
-long cache_bytes(int level, int fallback) {
-  for (int index = 0; index < 8; ++index) {
-    const std::string dir = fmt::format("/sys/devices/system/cpu/cpu0/cache/index{}/", index);
-    std::ifstream level_in(dir + "level"), type_in(dir + "type"), size_in(dir + "size");
-    int found_level = 0;
-    std::string type, size;
-    if (!(level_in >> found_level) || !(type_in >> type) || !(size_in >> size)) continue;
-    if (found_level != level || type == "Instruction") continue;
-    long value = 0;
-    const auto [end, ec] = std::from_chars(size.data(), size.data() + size.size(), value);
-    if (ec != std::errc() || value <= 0) continue;
-    const std::string unit(end, static_cast<size_t>(size.data() + size.size() - end));
-    if (unit == "K") return value << 10;
-    if (unit == "M") return value << 20;
-    if (unit.empty()) return value;
-  }
-  return sysconf(fallback);
-}
-
-std::string cache_text(int level, int fallback) {
-  const long bytes = cache_bytes(level, fallback);
-  if (bytes <= 0) return "?";
-  return bytes % (1 << 20) == 0 ? fmt::format("{} MiB", bytes >> 20) : fmt::format("{} KiB", bytes >> 10);
-}
-
 // What decides how a CPU family's parameters perform beyond the model name (which a virtual machine may report
 // as a generic "Intel(R) Xeon(R) Processor"): the ISA its SIMD kernels run (CONVTUNE_CPU_ISA included), the
 // threads the pool runs (CONVTUNE_THREADS included) and the data caches. Part of the device fingerprint, so
 // tuning results never move between CPUs, ISAs or thread counts.
 std::string cpu_architecture() {
+  const CacheSizes caches = detected_cache_sizes();
   return fmt::format("{}, {} threads, L1d {}, L2 {}, L3 {}", to_string(active_isa()), ThreadPool::instance().size(),
-                     cache_text(1, _SC_LEVEL1_DCACHE_SIZE), cache_text(2, _SC_LEVEL2_CACHE_SIZE),
-                     cache_text(3, _SC_LEVEL3_CACHE_SIZE));
+                     cache_text(caches.l1d), cache_text(caches.l2), cache_text(caches.l3));
 }
 
 class CpuDevice final : public Device {

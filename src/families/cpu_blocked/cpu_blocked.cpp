@@ -19,6 +19,11 @@ namespace convtune::cpu_blocked {
 namespace {
 
 using detail::KernelTable;
+using detail::half_l2;
+using detail::image_copy_bytes;
+using detail::l1d_bytes;
+using detail::l2_bytes;
+using detail::l2_scaled;
 
 const std::vector<int64_t> kVecs = {1, 2, 3, 4, 6, 8};
 const std::vector<int64_t> kCols = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 12, 13, 14, 16, 20, 24, 28};
@@ -332,18 +337,19 @@ std::vector<Constraint> constraints(const ConvProblem& asked) {
                                                       c.order == 0 && (c.row_block == 0 || !filter));
                              }));
   if (!filter && winograd_applies(problem)) {
-    // A fused block's transformed tiles and one oc block's products (the thread's V and M) within 4 MiB, twice a
-    // core's L2 here: larger blocks only stream from memory what the fused form exists to keep in cache.
+    // A fused block's transformed tiles and one oc block's products (the thread's V and M) within twice a core's
+    // L2 (4 MiB on the developer host): larger blocks only stream from memory what the fused form exists to keep
+    // in cache.
     const int64_t tile_rows = problem.n * ceil_div(sh.rows, 4), tiles_w = ceil_div(sh.row, 4);
     const int64_t icp = ceil_div(sh.ic, lanes) * lanes;
     out.push_back(t.constraint(
         fmt::format("Winograd ROW_BLOCK (tile rows per fused block) below twice the {} tile rows, the block's "
-                    "transformed tiles and products within 4 MiB",
-                    tile_rows),
-        {&Choice::algo, &Choice::vecs, &Choice::row_block}, [tile_rows, tiles_w, icp, lanes](const Choice& c, const X&) {
+                    "transformed tiles and products within {}",
+                    tile_rows, cpu::cache_text(2 * l2_bytes())),
+        {&Choice::algo, &Choice::vecs, &Choice::row_block}, [tile_rows, tiles_w, icp, lanes, budget = 2 * l2_bytes()](const Choice& c, const X&) {
           if (c.algo != 1 || c.row_block == 0) return true;
           const int64_t tiles = std::min(c.row_block, tile_rows) * tiles_w;
-          return c.row_block < 2 * tile_rows && tiles * 36 * 4 * (icp + c.vecs * lanes) <= (int64_t{4} << 20);
+          return c.row_block < 2 * tile_rows && tiles * 36 * 4 * (icp + c.vecs * lanes) <= budget;
         }));
   }
   if (filter) {
@@ -410,11 +416,11 @@ Config default_config(const ConvProblem& asked) {
       const int64_t icp = ceil_div(sh.ic, lanes) * lanes, ocp = ceil_div(sh.oc, lanes) * lanes;
       const auto block_bytes = [&](int64_t rb, int64_t block) { return rb * tiles_w * 36 * 4 * (icp + block); };
       int64_t rb = 1;
-      while (rb * 2 < 2 * tile_rows && rb * 2 <= 32 && block_bytes(rb * 2, 3 * lanes) <= (int64_t{1} << 20)) rb *= 2;
+      while (rb * 2 < 2 * tile_rows && rb * 2 <= 32 && block_bytes(rb * 2, 3 * lanes) <= half_l2()) rb *= 2;
       const double blocks = static_cast<double>(ceil_div(tile_rows, rb));
       const double u_bytes = 4.0 * 36 * static_cast<double>(icp * ocp);
       const double vm_bytes = 4.0 * 36 * static_cast<double>(tiles * (icp + ocp));
-      if (block_bytes(rb, 3 * lanes) <= (int64_t{1} << 20) && u_bytes * blocks <= 2 * 2 * vm_bytes) {
+      if (block_bytes(rb, 3 * lanes) <= half_l2() && u_bytes * blocks <= 2 * 2 * vm_bytes) {
         const auto [fnv, fnj] = best_bcast_block(sh.oc, std::min(rb, tile_rows) * tiles_w);
         c.row_block = rb, c.vecs = fnv, c.cols = fnj;
       }
@@ -470,6 +476,8 @@ Config default_config(const ConvProblem& asked) {
     // layer with 3 input channels (CIFAR's first) 4.2 -> 2.0 ms against the row dots. Not where dy is cheap beside
     // the FMAs and vectors over output channels fill (3 input channels, 5x5 on 32x32: level; 64x64: 5.3 -> 7.5 ms).
     const auto plane = best_plane_block(sh.oc, problem.s);
+    // Twice an L1d (96 KiB on the developer host's 48 KiB, where these cases were measured).
+    const int64_t plane_budget = 2 * l1d_bytes();
     const auto plane_bytes = [&](int64_t rows) {
       return 4 * (problem.c * problem.s * (rows + (problem.r - 1) * problem.dilation.h) * problem.q() +
                   plane.first * rows * problem.q());
@@ -480,13 +488,13 @@ Config default_config(const ConvProblem& asked) {
     const bool one_tap_filled = problem.r * problem.s == 1 && c.orient == 0;
     if (problem.stride.h == 1 && !detail::channel_dots(problem) &&
         (c.orient == 1 || (dy_bytes_per_flop >= 0.1 && !one_tap_filled)) &&
-        plane_bytes(1) <= (96 << 10)) {
+        plane_bytes(1) <= plane_budget) {
       c.orient = 1, c.layout = 1, c.vecs = plane.first, c.cols = plane.second;
       // Whole images when one fits, else the most rows (a power of two) that do.
       int64_t rb = 0;
-      if (plane_bytes(sh.rows) > (96 << 10)) {
+      if (plane_bytes(sh.rows) > plane_budget) {
         rb = 1;
-        while (rb * 2 < sh.rows && plane_bytes(rb * 2) <= (96 << 10) && rb < 32) rb *= 2;
+        while (rb * 2 < sh.rows && plane_bytes(rb * 2) <= plane_budget && rb < 32) rb *= 2;
       }
       c.row_block = rb;
       // Threads split the reduction (each its own tiles and copies, no barrier per tile) when every thread has
@@ -506,15 +514,15 @@ Config default_config(const ConvProblem& asked) {
     // Whole images per tile when an image is small; else blocks of rows that keep x and dy rows in L2.
     const int64_t row_bytes = 4 * (problem.c * problem.w * problem.stride.h + problem.k * problem.q());
     int64_t rb = 0;
-    if (row_bytes * problem.p() > (int64_t{1} << 20)) {
+    if (row_bytes * problem.p() > half_l2()) {
       rb = 1;
-      while (rb * 2 < sh.rows && rb * 2 * row_bytes <= (int64_t{1} << 20) && rb < 32) rb *= 2;
+      while (rb * 2 < sh.rows && rb * 2 * row_bytes <= half_l2() && rb < 32) rb *= 2;
     }
     if (c.layout == 1) {
       // Per-tile copies: at least two tiles per image, so a tile's copy stays small beside L2 (fmnist1: 8 rows
       // 1.37 ms, whole images 1.46; alex1: 16 rows 15.8 ms, 8 rows 16.2).
       rb = 1;
-      while (rb * 4 <= sh.rows && rb * 2 * row_bytes <= (int64_t{1} << 20) && rb < 32) rb *= 2;
+      while (rb * 4 <= sh.rows && rb * 2 * row_bytes <= half_l2() && rb < 32) rb *= 2;
     }
     c.row_block = rb;
     return parameter_table(problem).write(c);
@@ -536,7 +544,7 @@ Config default_config(const ConvProblem& asked) {
   // beyond about half an L2 it streams from L3 for every block (ucla5x5 forward, a 6.5 MB filter: 2.2x oneDNN's
   // time, against 1.0x with channel vectors, whose per-block filter slab stays in L2).
   const double filter_bytes = 4.0 * static_cast<double>(sh.ic * sh.taps * sh.oc);
-  if (filter_bytes > 1e6) eff_px *= 0.5;
+  if (filter_bytes > l2_scaled(1e6)) eff_px *= 0.5;
   if (!sh.unit_rows || eff_oc >= eff_px) {
     c.orient = 0, c.vecs = by_oc.first, c.cols = by_oc.second;
   } else {
@@ -558,7 +566,7 @@ Config default_config(const ConvProblem& asked) {
   const int64_t pad_cols = fwd ? problem.pad.w : problem.dilation.w * (problem.s - 1) - problem.pad.w;
   const int64_t image_bytes = 4 * ceil_div(sh.ic, lanes) * lanes * (in_rows + 2 * std::max<int64_t>(pad_rows, 0)) *
                               (in_cols + 2 * std::max<int64_t>(pad_cols, 0));
-  if (c.layout == 1 && image_bytes <= (int64_t{1} << 20) &&
+  if (c.layout == 1 && image_bytes <= image_copy_bytes() &&
       problem.n * problem.groups >= 2 * static_cast<int64_t>(ThreadPool::instance().size())) {
     c.layout = 2;
   }
@@ -574,9 +582,9 @@ Config default_config(const ConvProblem& asked) {
     return 4 * channels * (sh.taps * block + (c.orient == 1 ? 0 : window));
   };
   int64_t chunk = 0;
-  if (pass_bytes(sh.ic) > (int64_t{1} << 20)) {
+  if (pass_bytes(sh.ic) > half_l2()) {
     for (int64_t candidate : kChunks)
-      if (candidate > 0 && candidate < sh.ic && pass_bytes(candidate) <= (int64_t{1} << 20)) chunk = candidate;
+      if (candidate > 0 && candidate < sh.ic && pass_bytes(candidate) <= half_l2()) chunk = candidate;
     if (chunk == 0 && kChunks[1] < sh.ic) chunk = kChunks[1];  // the smallest pass there is
   }
   // (Pixel vectors step through the input channels a plane apart. Passes of 32 channels once kept a pass's pages
@@ -596,7 +604,7 @@ Config default_config(const ConvProblem& asked) {
   const bool one_phase = problem.direction == Direction::Forward || (problem.stride.h == 1 && problem.stride.w == 1);
   const double planar_bytes =
       4.0 * static_cast<double>(problem.n * problem.groups * sh.ic * (in_rows + problem.r) * (in_cols + problem.s));
-  if (c.orient == 0 && c.layout == 0 && one_phase && rb > 0 && planar_bytes > 2e6) c.order = 1;
+  if (c.orient == 0 && c.layout == 0 && one_phase && rb > 0 && planar_bytes > l2_scaled(2e6)) c.order = 1;
   // Channel-blocked input whose image outgrows the per-image copy: copied a row block at a time by each thread
   // (LAYOUT 2, rows outside channel blocks) where the row blocks allow it, instead of whole up front (written to
   // memory and read back).

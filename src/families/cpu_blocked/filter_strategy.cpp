@@ -32,12 +32,12 @@ double ms_since(Clock::time_point start) {
   return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
 }
 
-// Bytes of operands one reduction tile may touch: about half of a core's L2 (2 MiB on the developer machines;
-// smaller L2s only cost some reuse), so x and dy rows of a tile are read from cache by every output tile.
-constexpr int64_t kTileBytes = 1 << 20;
+// Bytes of operands one reduction tile may touch: about half of a core's L2 (half_l2(), 1 MiB on the developer
+// host), so x and dy rows of a tile are read from cache by every output tile.
+int64_t tile_bytes() { return half_l2(); }
 // Whole-plane dots (ORIENT 1, LAYOUT 1): bytes of x copies and dy planes one reduction tile's block reads, about
-// half of a 48 KiB L1d.
-constexpr int64_t kPlaneTileBytes = 24 << 10;
+// half of an L1d (24 KiB of the developer host's 48).
+int64_t plane_tile_bytes() { return l1d_bytes() / 2; }
 
 enum class Mode { ChannelVectors = 0, Dots = 1, KernelVectors = 2 };
 
@@ -84,7 +84,7 @@ class FilterStrategy final : public Strategy {
         per_tile_ = choice.layout == 1;
         break;
     }
-    // Reduction tiles: a block of rows of one image, or (all rows) as many whole images as fit kTileBytes.
+    // Reduction tiles: a block of rows of one image, or (all rows) as many whole images as fit tile_bytes().
     const int64_t image_bytes = static_cast<int64_t>(sizeof(float)) * (pb.c * hi_ * wi_ + pb.k * p_ * q_);
     if (choice.row_block > 0 && choice.row_block < p_) {
       rows_per_tile_ = choice.row_block;
@@ -94,10 +94,10 @@ class FilterStrategy final : public Strategy {
       // half of L1, so the dy planes a block of output channels reads stay there for every tap block.
       rows_per_tile_ = p_;
       const int64_t plane_bytes = static_cast<int64_t>(sizeof(float)) * (pb.c * pb.s * hi_ * q_ + ni_ * p_ * q_);
-      images_per_tile_ = std::clamp<int64_t>(kPlaneTileBytes / std::max<int64_t>(plane_bytes, 1), 1, pb.n);
+      images_per_tile_ = std::clamp<int64_t>(plane_tile_bytes() / std::max<int64_t>(plane_bytes, 1), 1, pb.n);
     } else {
       rows_per_tile_ = p_;
-      images_per_tile_ = std::clamp<int64_t>(kTileBytes / std::max<int64_t>(image_bytes, 1), 1, pb.n);
+      images_per_tile_ = std::clamp<int64_t>(tile_bytes() / std::max<int64_t>(image_bytes, 1), 1, pb.n);
     }
     row_tiles_ = (p_ + rows_per_tile_ - 1) / rows_per_tile_;
     tiles_ = (pb.n + images_per_tile_ - 1) / images_per_tile_ * row_tiles_;

@@ -12,6 +12,7 @@
 
 #include "convtune/conv_problem.h"
 #include "convtune/kernel_family.h"
+#include "src/backend/cpu/caches.h"
 #include "src/families/cpu_blocked/cpu_blocked.h"
 #include "src/families/cpu_blocked/microkernels.h"
 
@@ -153,9 +154,18 @@ class Strategy {
 
 std::unique_ptr<Strategy> make_view_strategy(const ConvProblem& problem, const Choice& choice,
                                              const KernelTable& kernels);
-// An image's channel-blocked copy (LAYOUT 2) above this stays out of L2: such inputs are copied a row block at a
-// time instead where the row blocks allow it.
-inline constexpr int64_t kImageCopyBytes = int64_t{1} << 20;
+// Cache budgets the planners and strategies size their blocks by, from the caches the CPU reports
+// (cpu::cache_sizes(); CONVTUNE_CPU_CACHES overrides). Most thresholds were measured on the developer host (L1d
+// 48 KiB, L2 2 MiB per core), where half_l2() is 1 MiB: what one thread re-reads for every block of a pass stays
+// in L2 beside what streams through.
+inline int64_t l1d_bytes() { return cpu::cache_sizes().l1d; }
+inline int64_t l2_bytes() { return cpu::cache_sizes().l2; }
+inline int64_t half_l2() { return cpu::cache_sizes().l2 / 2; }
+// A threshold of `bytes` measured on the developer host's 2 MiB L2, scaled to this CPU's L2.
+inline double l2_scaled(double bytes) { return bytes * static_cast<double>(l2_bytes()) / static_cast<double>(2 << 20); }
+// An image's channel-blocked copy (LAYOUT 2) above this (half an L2) stays out of L2: such inputs are copied a row
+// block at a time instead where the row blocks allow it.
+inline int64_t image_copy_bytes() { return half_l2(); }
 // Whether the view strategy for (problem, choice) copies its input a row block at a time per thread.
 bool copies_row_blocks(const ConvProblem& problem, const Choice& choice, const KernelTable& kernels);
 std::unique_ptr<Strategy> make_winograd_strategy(const ConvProblem& problem, const Choice& choice,

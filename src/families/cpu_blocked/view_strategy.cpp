@@ -135,10 +135,10 @@ class ViewStrategy final : public Strategy {
     // 1.3 ms of its 17.3 (one thread) on it; two threads copying at once halved it only to 0.65-0.9 ms. One phase
     // per axis, and only where a row block's rows overlap the next block's by little (alex1, 16 rows: 71 rows
     // copied per 64 advanced). Channel-blocked input copied per thread (LAYOUT 2) likewise, where an image's copy
-    // outgrows kImageCopyBytes (an image at a time would not stay in L2).
+    // outgrows image_copy_bytes() (an image at a time would not stay in L2).
     // Strided backward-data's phases (channel-blocked) read nearly the same input rows for a row block: one copy
     // of their rows' union serves them all, the phases then taken inside row blocks.
-    const bool per_thread = !blocked_in_ || (per_image_ && 4 * image_floats() > kImageCopyBytes);
+    const bool per_thread = !blocked_in_ || (per_image_ && 4 * image_floats() > image_copy_bytes());
     const bool one_phase = ph_h_.size() == 1 && ph_w_.size() == 1;
     const bool same_ins = std::all_of(ph_h_.begin(), ph_h_.end(), [&](const AxisPhase& h) { return h.ins == ph_h_[0].ins; });
     if (copy_input_ && per_thread && (one_phase || (blocked_in_ && same_ins)) && row_blocks_ > 1 &&
@@ -155,7 +155,7 @@ class ViewStrategy final : public Strategy {
       block_rows_ = hi - lo;
       const int64_t ins = ph_h_[0].ins;
       const double whole_bytes = 4.0 * static_cast<double>(pb.n * groups_ * image_floats());
-      per_rows_ = any && (blocked_in_ || whole_bytes > 2e6) && block_rows_ * 4 <= row_block_ * ins * 5 &&
+      per_rows_ = any && (blocked_in_ || whole_bytes > l2_scaled(2e6)) && block_rows_ * 4 <= row_block_ * ins * 5 &&
                   block_rows_ < hi_;
       if (per_rows_) per_image_ = false;
     }
@@ -523,10 +523,10 @@ class ViewStrategy final : public Strategy {
         kt_.bcast[nv - 1][width - 1](a);
       };
       // Columns per block: whole spans whose input (the pass's channels, the rows of [y0, y1) and their taps)
-      // fits 512 KB.
+      // fits a quarter of an L2 (512 KiB on the developer host).
       const int64_t rows_read = (y1 - y0 - 1) * h.ins + (h.taps - 1) * h.step + 1;
       const int64_t span_bytes = 4 * channels * rows_read * (span * w.ins + (w.taps - 1) * w.step);
-      const int64_t cols = std::max<int64_t>(1, (int64_t{512} << 10) / std::max<int64_t>(span_bytes, 1)) * span;
+      const int64_t cols = std::max<int64_t>(1, (l2_bytes() / 4) / std::max<int64_t>(span_bytes, 1)) * span;
       for (int64_t xb = 0; xb < w.count; xb += cols) {
         const int64_t xe = std::min(w.count, xb + cols);
         const bool tail = xe == w.count && (w.count - xb) % span != 0;
