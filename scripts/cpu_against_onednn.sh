@@ -63,6 +63,6 @@ peak = [f'{r["layer"]} {r["direction"]} {r.get("percent_of_fp32_peak", 0):.1f} '
 print(f"{sys.argv[1]}: {len(ratios)} rows, geomean convtune/oneDNN "
       f"{math.exp(sum(map(math.log, ratios)) / len(ratios)):.3f}; above 1.25: {above or 'none'}")
 if peak:
-    print("  % peak (of the run's best ceiling):", ", ".join(peak))
+    print("  % peak (of the row's own rounds' ceiling; of the run's best in brackets):", ", ".join(peak))
 EOF
 done | tee "$OUT/summary.txt"

@@ -128,6 +128,7 @@ class ViewStrategy final : public Strategy {
     row_blocks_ = (rows_max_ + row_block_ - 1) / row_block_;
     chunk_ = choice.ic_chunk;
     threads_ = threads_for(pb);
+    column_budget_ = l2_bytes() / 4;
     // Planar input copied a row block at a time (the padded rows one item reads, every channel) by the thread
     // about to compute on it, into a buffer of its own that stays in L2, where the whole padded copy would not fit
     // L2 and items of the same rows follow each other (ORDER 1, or one channel block). The whole copy writes the
@@ -526,7 +527,7 @@ class ViewStrategy final : public Strategy {
       // fits a quarter of an L2 (512 KiB on the developer host).
       const int64_t rows_read = (y1 - y0 - 1) * h.ins + (h.taps - 1) * h.step + 1;
       const int64_t span_bytes = 4 * channels * rows_read * (span * w.ins + (w.taps - 1) * w.step);
-      const int64_t cols = std::max<int64_t>(1, (l2_bytes() / 4) / std::max<int64_t>(span_bytes, 1)) * span;
+      const int64_t cols = std::max<int64_t>(1, column_budget_ / std::max<int64_t>(span_bytes, 1)) * span;
       for (int64_t xb = 0; xb < w.count; xb += cols) {
         const int64_t xe = std::min(w.count, xb + cols);
         const bool tail = xe == w.count && (w.count - xb) % span != 0;
@@ -576,6 +577,9 @@ class ViewStrategy final : public Strategy {
   int64_t chunk_ = 0;
   size_t workspace_ = 0;
   unsigned threads_ = 1;
+  // Bytes of input a pixel-vector column block reads (a quarter of an L2), fixed when the plan is made: runs
+  // never read the caches' sizes.
+  int64_t column_budget_ = 0;
 };
 
 }  // namespace

@@ -81,6 +81,8 @@ class WinogradStrategy final : public Strategy {
     // own: a copy of the whole tensor up front writes it to memory and the transforms read it back.
     per_image_ = pb.n >= 2 * static_cast<int64_t>(threads_) &&
                  4 * std::max(image_floats(in_layout_), filter_ ? image_floats(dy_layout_) : 0) <= half_l2();
+    // Decided once, with the caches' sizes as the plan is made: carve() lays out the same buffers at every run.
+    stage_outputs_ = !filter_ && !fused_ && 4 * output_item_floats() <= half_l2();
     Carver size(nullptr);
     carve(size);
     workspace_ = size.used();
@@ -654,7 +656,7 @@ class WinogradStrategy final : public Strategy {
   int64_t output_item_floats() const {
     return ceil_div(ocp_ / lanes_, output_runs()) * lanes_ * out_rows_ * out_cols_;
   }
-  bool stage_outputs() const { return !filter_ && !fused_ && 4 * output_item_floats() <= half_l2(); }
+  bool stage_outputs() const { return stage_outputs_; }
 
   // dW[k][c] = G^T dU[.][c][k] G per (input channel, vector of output channels). Threads take blocks of 16 input
   // channels: each output channel k's 16 x 9 floats of a block are 9 whole cache lines of dW (where ic is a
@@ -727,6 +729,7 @@ class WinogradStrategy final : public Strategy {
   ChannelBlocking in_layout_, dy_layout_;
   unsigned threads_ = 1;
   bool per_image_ = false;
+  bool stage_outputs_ = false;  // an item's outputs staged per thread (see transform_output)
   size_t workspace_ = 0;
 };
 
