@@ -266,8 +266,11 @@ std::vector<TuneTaskResult> tune(Device& device, const std::vector<TuneTask>& al
     status(fmt::format("baselines: {} ({}/{})", p.problem.to_string(), measured_problems, problems.size()));
     const auto own = std::find_if(p.tasks.begin(), p.tasks.end(),
                                   [&](size_t i) { return tasks[i].result.task.family == p.baseline_family; });
-    if (own == p.tasks.end()) {
-      // A baseline from a family not tuned in this run is measured on its own: the tuned results must beat it.
+    if (own == p.tasks.end() || !matches_only(p.baseline_config, options.only)) {
+      // A baseline from a family not tuned in this run, or outside --only, is measured on its own: the tuned results
+      // must beat it. (Skipped instead, a baseline outside --only left the problem without a time, and its tasks
+      // searched nothing and stored nothing: `tune --only ALGO=0` of a 3x3 layer whose plan is Winograd tried no
+      // candidate.)
       CandidateEvaluator evaluator(device, *p.baseline_family, p.problem, candidate_options);
       const auto begin = Clock::now();
       p.baseline_ms = evaluator.evaluate(p.baseline_config).ms;
@@ -277,7 +280,6 @@ std::vector<TuneTaskResult> tune(Device& device, const std::vector<TuneTask>& al
     // Measured by its own family's task, so the search starts from it; a baseline that is the family's default
     // (today's plan untuned, or an entry holding the default) counts as that default's measurement too.
     TaskState& task = tasks[*own];
-    if (!matches_only(p.baseline_config, options.only)) continue;
     const bool untuned = p.baseline_tier == ConfigTier::BuiltInDefault;
     const Evaluation e = evaluate(task, p.baseline_config,
                                   untuned ? std::string("built-in default")
