@@ -73,7 +73,9 @@ constexpr double kRewarmBelowMs = 50;
 // on idle cores; docs/PERFORMANCE.md, cpu_blocked seventh pass). So the side after it runs untimed this long
 // first. Not idle: with a 50 ms sleep before each timed run, convtune's fmnist1 runs read 1.7-2x slower even after
 // three untimed runs (a VM's cores left idle that long come back slowly), while the side timed right after
-// convtune never saw such a gap (docs/PERFORMANCE.md, "Side by side in rounds").
+// convtune never saw such a gap (docs/PERFORMANCE.md, "Side by side in rounds"). The same after `bench --against`'s
+// FMA ceiling probe on the CPU: the 0.4 ms layer after it read 0.73-0.93 ms with one untimed run first, 0.39-0.40
+// with 50 ms of them.
 constexpr double kSpinDownMs = 50;
 // Sides whose runs take longer skip that: the workers' spin is then a few percent of one run at most.
 constexpr double kLongRunMs = 200;
@@ -95,7 +97,7 @@ void time_in_rounds(std::vector<RoundSide>& sides, int warmup, int repeats) {
       if (!side.failure.empty()) continue;
       try {
         const double last = side.samples.empty() ? 0 : side.samples.back();
-        const bool spin_down = previous && previous != &side && previous->spins_after && last < kLongRunMs;
+        const bool spin_down = previous && previous != &side && previous->settle_after && last < kLongRunMs;
         if (spin_down || last < kRewarmBelowMs) {
           const auto start = Clock::now();
           do {

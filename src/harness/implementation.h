@@ -78,15 +78,17 @@ Timing time_runs(Implementation& implementation, Workload& workload, int warmup,
 struct RoundSide {
   std::function<void()> run;                                 // one computation, finished when it returns
   std::function<double(const std::function<void()>&)> time;  // ms the given work takes (device events, a clock)
-  // Leaves busy-waiting threads behind after each run (oneDNN's OpenMP workers spin 7-11 ms of CPU).
-  bool spins_after = false;
+  // The machine needs time to settle after each of its runs, so the next side warms up for 50 ms before its timed
+  // run: oneDNN's OpenMP workers spin 7-11 ms of CPU after each call, and after the FMA ceiling probe (every core's
+  // AVX-512 loop for about 20 ms) a 0.4 ms layer's next runs took twice their time (see implementation.cpp).
+  bool settle_after = false;
   std::vector<double> samples;  // the timed runs, ms, in order
   std::string failure;          // set when a run threw: the side leaves the rounds
 };
 // `warmup` untimed runs of each side, then `repeats` rounds of one timed run of each side in turn, so that a slow
 // spell of a shared machine lands on every side alike. Before each timed run a side whose runs take under 50 ms
 // runs once untimed (threads awake, data in cache, as in back-to-back use), and the side after one that
-// spins_after runs untimed for 50 ms (unless its runs take over 200 ms), never idle: see implementation.cpp.
+// settle_after runs untimed for 50 ms (unless its runs take over 200 ms), never idle: see implementation.cpp.
 void time_in_rounds(std::vector<RoundSide>& sides, int warmup, int repeats);
 double median_ms(std::vector<double> samples);
 

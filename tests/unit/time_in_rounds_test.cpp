@@ -16,14 +16,14 @@ namespace {
 
 // A side that logs each run as its letter ('a', 'b', ...) and each timed run as the upper-case letter; a timed
 // run reads `ms` on its clock.
-RoundSide logging_side(std::string& log, char letter, double ms, bool spins_after = false) {
+RoundSide logging_side(std::string& log, char letter, double ms, bool settle_after = false) {
   RoundSide side;
   side.run = [&log, letter] { log += letter; };
   side.time = [&log, letter, ms](const std::function<void()>&) {
     log += static_cast<char>(letter - 'a' + 'A');
     return ms;
   };
-  side.spins_after = spins_after;
+  side.settle_after = settle_after;
   return side;
 }
 
@@ -47,7 +47,7 @@ TEST(TimeInRounds, LongRunsAreNotRewarmedAfterTheFirstRound) {
 TEST(TimeInRounds, TheSideAfterASpinningOneRunsUntimedFor50MsFirst) {
   using Clock = std::chrono::steady_clock;
   std::string log;
-  std::vector<RoundSide> sides = {logging_side(log, 'a', 1.0), logging_side(log, 'b', 1.0, /*spins_after=*/true)};
+  std::vector<RoundSide> sides = {logging_side(log, 'a', 1.0), logging_side(log, 'b', 1.0, /*settle_after=*/true)};
   // When b's timed runs ended and a's began.
   std::vector<Clock::time_point> b_ended, a_timed;
   sides[0].run = [&log] {

@@ -175,7 +175,7 @@ void sweep(const Options& opt) {
         harness::RoundSide side;
         side.run = std::move(run);
         side.time = [](const std::function<void()>& work) { return times_of(1, work)[0]; };
-        side.spins_after = openmp;
+        side.settle_after = openmp;
         return side;
       };
       // The tries: prepared together and timed in rounds with the default and oneDNN, so that a slow spell of a
