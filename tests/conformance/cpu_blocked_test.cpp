@@ -50,6 +50,10 @@ std::vector<conformance::Case> cases() {
       {"3x3-pad3-C20-K18", "N=2,C=20,H=5,W=6,K=18,R=3,pad=3"},
       {"1x1-stride2-pad1-C17-K20", "N=1,C=17,H=6,W=7,K=20,R=1,stride=2,pad=1"},
       {"3x3-dilation3-pad4", "N=1,C=5,H=7,W=9,K=6,R=3,pad=4,dilation=3"},
+      // Channel-blocked input with dilated rows (a call per filter row; the default with whole channel blocks), and
+      // strided backward-data's dilated phases, with channels past a block's end.
+      {"3x3-dilation2-C32-K20-pad2", "N=2,C=32,H=11,W=10,K=20,R=3,pad=2,dilation=2"},
+      {"3x5-dilation_w3-stride2-C20-K24", "N=1,C=20,H=9,W=16,K=24,R=3,S=5,stride=2,pad_h=1,pad_w=5,dilation_h=1,dilation_w=3"},
       // Above the few MFLOP where the module starts waking the thread pool: the threaded splits.
       {"3x3-threaded-C40-K36", "N=2,C=40,H=16,W=16,K=36,R=3,pad=1"},
       {"5x5-threaded-stride2-C24-K32", "N=4,C=24,H=20,W=20,K=32,R=5,stride=2,pad=2"},
