@@ -514,6 +514,12 @@ Config default_config(const ConvProblem& asked) {
       // 1.37 ms, whole images 1.46; alex1: 16 rows 15.8 ms, 8 rows 16.2).
       rb = 1;
       while (rb * 4 <= sh.rows && rb * 2 * row_bytes <= half_l2() && rb < 32) rb *= 2;
+      // Threads split the reduction (each copying its own tiles) whenever each gets two tiles: splitting the output
+      // tiles shares one copy per tile and so waits at two barriers per tile. Two threads, in rounds, on stems with
+      // 3 input channels: alex1 8.7 -> 7.2 ms, ResNet's 7x7/2 at 8 images 11.6 -> 8.3 and at one 1.34 -> 1.15, a
+      // 5x5/2 on 64x64 1.29 -> 0.91 (2026-12-04); alex1's tuned entries on both Intel hosts had it too.
+      const int64_t reduction_tiles = problem.n * ceil_div(sh.rows, rb);
+      if (reduction_tiles >= 2 * static_cast<int64_t>(ThreadPool::instance().size())) c.order = 1;
     }
     c.row_block = rb;
     return parameter_table(problem).write(c);
