@@ -155,6 +155,14 @@ class KernelFamily {
                               const DeviceInfo& /*device*/) const {
     return tuned;
   }
+  // Why a configuration tuned for `tuned_problem` is not to be carried to `problem`, another shape (empty when it
+  // may be): the tuned shape put the family in another regime than this one, so its choice is no guide here. The
+  // entry then serves with the family's built-in default (carry_config in convtune/plan.h): its time still says
+  // how fast the family is near this shape. Default: always carried.
+  virtual std::string carry_refusal(const Config& /*tuned*/, const Problem& /*tuned_problem*/,
+                                    const Problem& /*problem*/, const DeviceInfo& /*device*/) const {
+    return {};
+  }
   // The family whose tuned configurations for the same shape in another element type or math mode a tune of this
   // family starts from (timed as candidates, after the defaults): itself, or for a widened family the FP32 family
   // it widens, whose FP32 and tf32 entries are the best first guesses for 16-bit tensors.

@@ -167,8 +167,16 @@ std::optional<FittedConfig> fit_config(const KernelFamily& family, const Config&
                                        const DeviceInfo& device);
 // A configuration tuned for `tuned_problem` made ready for `problem`: the family's carry_config (which may
 // recompute a split for the new shape), then fit_config. `changes` lists every parameter that differs
-// from `tuned`. This is how a nearest tuned shape's entry becomes a plan's configuration.
+// from `tuned`. This is how a nearest tuned shape's entry becomes a plan's configuration. Where the family's
+// carry_refusal objects, the family's default_config for `problem`, `changes` saying why.
 std::optional<FittedConfig> carry_config(const KernelFamily& family, const Config& tuned, const Problem& tuned_problem,
                                          const Problem& problem, const DeviceInfo& device);
+// The first of the size parameters `sizes` whose tuned value its shape imposed rather than tuning chose, where
+// `problem` frees it: no larger candidate value was valid for `tuned_problem` (the rest of `tuned` unchanged), a
+// larger one is valid for `problem`. "VECS 1: the largest tuned_problem allowed; problem allows up to 4". Empty
+// when there is none. A register block clamped to a small layer's one vector of channels says nothing of a wider
+// layer's best block. Sizes only: a larger value of a choice (an orientation) is not a larger block.
+std::string clamped_by_shape(const KernelFamily& family, const Config& tuned, const Problem& tuned_problem,
+                             const Problem& problem, const DeviceInfo& device, const std::vector<std::string>& sizes);
 
 }  // namespace convtune

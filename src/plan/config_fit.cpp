@@ -92,12 +92,46 @@ std::optional<FittedConfig> carry_config(const KernelFamily& family, const Confi
   // An entry of this very shape (in a mode that serves this one) runs as it was tuned: only a nearest shape's
   // configuration is carried. Before this check winograd's exact entries ran with the default's chunk and slices,
   // not their own (a tuned 0.884 ms configuration ran at 1.57 ms once its tile was replaced as well).
-  const Config carried = same_shape(tuned_problem, problem) ? tuned
-                                                             : family.carry_config(tuned, tuned_problem, problem, device);
+  const bool exact = same_shape(tuned_problem, problem);
+  // A shape the family judges to be in another regime keeps the entry's word that the family is fast here, not its
+  // configuration: the family's built-in default runs (without it, a refused cpu_blocked entry left the tuned
+  // cpu_direct baseline of the same shape to serve fmnist2 at 30x the default's time).
+  if (!exact) {
+    if (std::string why = family.carry_refusal(tuned, tuned_problem, problem, device); !why.empty())
+      return FittedConfig{family.default_config(problem, device), fmt::format("the built-in default instead ({})", why)};
+  }
+  const Config carried = exact ? tuned : family.carry_config(tuned, tuned_problem, problem, device);
   std::optional<FittedConfig> fitted = fit_config(family, carried, problem, device);
   // Described against what was tuned: the rescaling and the repair are one change to the user.
   if (fitted) fitted->changes = describe_changes(tuned, fitted->config);
   return fitted;
+}
+
+std::string clamped_by_shape(const KernelFamily& family, const Config& tuned, const Problem& tuned_problem,
+                             const Problem& problem, const DeviceInfo& device, const std::vector<std::string>& sizes) {
+  for (const Parameter& p : family.parameters(tuned_problem)) {
+    if (std::find(sizes.begin(), sizes.end(), p.name) == sizes.end()) continue;
+    const auto it = tuned.find(p.name);
+    if (it == tuned.end()) continue;
+    const int64_t value = it->second;
+    int64_t freed = value;  // the largest larger value `problem` admits
+    bool tuned_had_larger = false;
+    for (int64_t candidate : p.values) {
+      if (candidate <= value) continue;
+      Config moved = tuned;
+      moved[p.name] = candidate;
+      if (config_problem(family, moved, tuned_problem, device).empty()) {
+        tuned_had_larger = true;
+        break;
+      }
+      if (config_problem(family, moved, problem, device).empty()) freed = std::max(freed, candidate);
+    }
+    if (!tuned_had_larger && freed > value) {
+      return fmt::format("{} {}: the largest {} allowed; {} allows up to {}", p.name, value,
+                         tuned_problem.to_string(), problem.to_string(), freed);
+    }
+  }
+  return {};
 }
 
 }  // namespace convtune

@@ -8,12 +8,14 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <filesystem>
 #include <iostream>
 #include <random>
 #include <thread>
 
 #include "convtune/error.h"
 #include "convtune/plan.h"
+#include "convtune/tuning.h"
 #include "src/backend/cpu/caches.h"
 #include "src/backend/cpu/cpu_backend.h"
 #include "src/backend/cpu/reference.h"
@@ -741,5 +743,58 @@ TEST(CpuBlocked, ParallelSharesRunsEveryItemOnce) {
           ASSERT_EQ(runs[static_cast<size_t>(i)].load(), 1) << "item " << i << " of " << count << ", " << threads << " threads";
       }
     }
+  }
+}
+
+// A nearest tuned shape's configuration carries only from the same regime (carry_refusal): a register block its
+// shape clamped (one vector of output channels, VECS 1) and channels that filled less than a vector (orientation
+// chosen for half-empty vectors) make the plan run the family's built-in default, the entry still naming the
+// family; an entry of the same regime runs as tuned. Each ISA, as lanes differ.
+TEST(CpuBlocked, NearestShapesOfAnotherRegimeRunTheDefault) {
+  const std::filesystem::path file = std::filesystem::temp_directory_path() / "convtune-carry-regime-never-written.json";
+  for (cb::Isa isa : cb::available_isas()) {
+    const ForcedIsa forced(isa);
+    const int64_t lanes = cpu::vector_lanes(isa);
+    const DeviceInfo& info = cpu_device().info();
+    const auto layer = [](int64_t c, int64_t k, int64_t hw, Direction d) {
+      return Problem(parse_problem(fmt::format("N=8,C={},H={},K={},R=5,pad=2", c, hw, k)).with_direction(d));
+    };
+    // Plans `asked` with one entry of `config` tuned for `tuned`; returns the plan's configuration.
+    const auto plan_with = [&](const Problem& tuned, const Config& config, const Problem& asked, std::string* why) {
+      EXPECT_EQ(config_problem(family(), config, tuned, info), "") << to_string(config);
+      TuningDatabase db(file);
+      db.insert(make_tuning_entry(info, "cpu_blocked", kernel_source_hash(family(), tuned, info), tuned, config, 1.0));
+      PlanRequest request;
+      request.problem = asked;
+      request.tuning = &db;
+      const PlanDescriptor plan = PlanDescriptor::create(info, request);
+      EXPECT_EQ(plan.family().name(), "cpu_blocked") << plan.explanation();
+      EXPECT_EQ(plan.tier(), ConfigTier::Nearest) << plan.explanation();
+      *why = plan.explanation();
+      return plan.config();
+    };
+    std::string why;
+    // Forward: one vector of output channels clamps VECS to 1; four vectors free it.
+    const Problem one_vector = layer(2 * lanes, lanes, 14, Direction::Forward);
+    const Problem four_vectors = layer(2 * lanes, 4 * lanes, 14, Direction::Forward);
+    const Config clamped = {{"ALGO", 0}, {"ORIENT", 0}, {"VECS", 1}, {"COLS", 4}, {"ROW_BLOCK", 0},
+                            {"ORDER", 1}, {"LAYOUT", 0}, {"IC_CHUNK", 0}};
+    EXPECT_NE(family().carry_refusal(clamped, one_vector, four_vectors, info).find("VECS 1: the largest"),
+              std::string::npos);
+    EXPECT_EQ(plan_with(one_vector, clamped, four_vectors, &why), family().default_config(four_vectors, info)) << why;
+    EXPECT_NE(why.find("the built-in default instead (VECS 1"), std::string::npos) << why;
+    // The same configuration between two shapes of four vectors or more runs as tuned.
+    const Problem wider = layer(2 * lanes, 6 * lanes, 18, Direction::Forward);
+    Config free = clamped;
+    free["VECS"] = 2;
+    EXPECT_EQ(plan_with(four_vectors, free, wider, &why), free) << why;
+    if (lanes == 1) continue;  // one lane: no channel count fills less than a vector
+    // Backward-data over half a vector of (written) input channels, carried to two vectors.
+    const Problem half = layer(lanes / 2, 2 * lanes, 14, Direction::BackwardData);
+    const Problem two = layer(2 * lanes, 2 * lanes, 14, Direction::BackwardData);
+    const Config pixels = {{"ALGO", 0}, {"ORIENT", 1}, {"VECS", 1}, {"COLS", 4}, {"ROW_BLOCK", 0},
+                           {"ORDER", 0}, {"LAYOUT", 0}, {"IC_CHUNK", 0}};
+    EXPECT_EQ(plan_with(half, pixels, two, &why), family().default_config(two, info)) << why;
+    EXPECT_NE(why.find("fill less than a " + std::to_string(lanes) + "-lane vector"), std::string::npos) << why;
   }
 }

@@ -217,6 +217,23 @@ ConvProblem computed_problem(const ConvProblem& pb) {
   return plane;
 }
 
+std::string vector_fill_change(const ConvProblem& tuned, const ConvProblem& asked) {
+  // The main job's 8 -> 16 layer (backward-data vectors over its 8 input channels: half an AVX-512 vector, so
+  // tuning chose vectors over pixels) served as the nearest shape of fmnist2's 32 -> 64 and ran its backward-data
+  // at 1.98x the built-in default's time (docs/PERFORMANCE.md, thirty-third session).
+  const int64_t lanes = kernels().lanes;
+  const Shape a = shape_of(computed_problem(tuned)), b = shape_of(computed_problem(asked));
+  const auto check = [&](int64_t from, int64_t to, const char* what) -> std::string {
+    if ((from < lanes) == (to < lanes)) return {};
+    return fmt::format("its {} {} per group fill {} a {}-lane vector, here {} fill {}", from, what,
+                       from < lanes ? "less than" : "at least", lanes, to, to < lanes ? "less than one" : "at least one");
+  };
+  const bool data = tuned.direction == Direction::BackwardData;
+  if (std::string why = check(a.oc, b.oc, data ? "input channels (written)" : "output channels"); !why.empty())
+    return why;
+  return check(a.ic, b.ic, data ? "output channels (read)" : "input channels");
+}
+
 ParameterTable<Choice> parameter_table(const ConvProblem& problem) {
   const bool filter = is_filter(problem);
   return ParameterTable<Choice>({

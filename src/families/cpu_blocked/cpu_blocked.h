@@ -78,6 +78,10 @@ Config default_config(const ConvProblem& problem);
 // same convolution over planes of one row of H*W pixels (the same bytes). Constraints, defaults and the
 // Convolution all read this form.
 ConvProblem computed_problem(const ConvProblem& problem);
+// Why a configuration tuned for `tuned` says little about `asked` (empty when it may be carried): the channels
+// the vectors run over fill less than one vector in one shape and at least one in the other, so the orientation
+// and blocks tuning chose for half-empty vectors (or for full ones) are no guide to the other.
+std::string vector_fill_change(const ConvProblem& tuned, const ConvProblem& asked);
 
 // Where a run's time went, host clock: the edge conversions (padded / channel-blocked input copies, the
 // backward-filter result's conversion to KCRS), weight packing, and the micro-kernels.
