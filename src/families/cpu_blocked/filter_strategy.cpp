@@ -462,7 +462,6 @@ class FilterStrategy final : public Strategy {
     }
     return 0;
   }
-  static int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
   // Taps kw of one class (kw % tap_period) are adjacent in the phase-split rows.
   int64_t taps_in_class(int64_t cls) const { return cls < pb_.s ? (pb_.s - cls + tap_period_ - 1) / tap_period_ : 0; }
   int64_t tap_blocks() const {

@@ -86,6 +86,8 @@ void copy_channel_blocked(const ChannelBlocking& layout, const float* src, float
 void copy_channel_block(const ChannelBlocking& layout, const float* src, int64_t item, float* dst,
                         const KernelTable& kernels, int64_t first = 0, int64_t end = -1);
 
+inline int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
 // Peels mixed-radix digits off a work item's index, least significant first (Digits d(item); kw = d.next(S);
 // kh = d.next(R); ...; rest = d.rest()): how every strategy maps a flat item number to its loop coordinates.
 class Digits {

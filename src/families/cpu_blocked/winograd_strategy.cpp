@@ -491,7 +491,6 @@ class WinogradStrategy final : public Strategy {
     }
   }
 
-  static int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
   // Prefetches [p, p + floats) into L2, a line at a time.
   static void prefetch(const float* p, int64_t floats) {
     for (int64_t i = 0; i < floats; i += 16) __builtin_prefetch(p + i, 0, 2);
