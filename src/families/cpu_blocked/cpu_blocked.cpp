@@ -484,10 +484,14 @@ Config default_config(const ConvProblem& asked) {
     // layer with 3 input channels (CIFAR's first) 4.2 -> 2.0 ms against the row dots. Not where dy is cheap beside
     // the FMAs and vectors over output channels fill (3 input channels, 5x5 on 32x32: level; 64x64: 5.3 -> 7.5 ms).
     const auto plane = best_plane_block(sh.oc, problem.s);
-    // Twice an L1d (96 KiB on the developer host's 48 KiB, where these cases were measured).
-    const int64_t plane_budget = 2 * l1d_bytes();
+    // Four L1d (192 KiB on the developer hosts' 48 KiB). A group's channels, not the layer's: the layer's kept
+    // ResNeXt's 32 groups of 8 channels (56x56, 8 images) on row dots over a whole copy of x, 12.0 ms (1.7x oneDNN);
+    // with the group's, plane dots of 8 rows 9.8 ms, of 16 rows (125 KB, over twice an L1d) 8.1-8.5, of 32 8.8. At
+    // four L1d the default took more rows on two other grouped layers (4 and 8 channels a group: 2.85 -> 2.72 ms
+    // and 3.46 -> 3.38) and changed nothing else in the general, seed, AlexNet, ResNet-18 and cpu_shapes suites.
+    const int64_t plane_budget = 4 * l1d_bytes();
     const auto plane_bytes = [&](int64_t rows) {
-      return 4 * (problem.c * problem.s * (rows + (problem.r - 1) * problem.dilation.h) * problem.q() +
+      return 4 * (problem.c_per_group() * problem.s * (rows + (problem.r - 1) * problem.dilation.h) * problem.q() +
                   plane.first * rows * problem.q());
     };
     // Not for a 1x1 filter whose input channels fill the vectors: one tap leaves each plane dot a single product
