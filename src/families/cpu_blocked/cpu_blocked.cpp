@@ -18,6 +18,7 @@ namespace convtune::cpu_blocked {
 
 namespace {
 
+using detail::ceil_div;
 using detail::KernelTable;
 using detail::half_l2;
 using detail::image_copy_bytes;
@@ -59,7 +60,6 @@ Shape shape_of(const ConvProblem& pb) {
   return s;
 }
 
-int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 const KernelTable& kernels() { return detail::kernel_table(active_isa()); }
 

@@ -2,6 +2,7 @@
 // prepared plans of the strategies, and small helpers (workspace carving, threads).
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -87,6 +88,25 @@ void copy_channel_block(const ChannelBlocking& layout, const float* src, int64_t
                         const KernelTable& kernels, int64_t first = 0, int64_t end = -1);
 
 inline int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+// Runs of `floats` floats, `stride` apart, prefetched into L2 a few lines per advance(): data the next work item
+// reads from memory (the next image's planes before Winograd's per-image copies, the next row block's rows before
+// the direct form's per-row copies), fetched while this item computes, a few lines beside each kernel call so the
+// stream stays steady instead of a burst of misses when that item starts. Default: nothing to prefetch.
+struct RunsPrefetch {
+  const float* base = nullptr;
+  int64_t runs = 0, stride = 0, floats = 0;
+  int64_t lines_per_call = 0;
+  int64_t run = 0, at = 0;  // the next line: float `at` of run `run`
+  void advance() {
+    for (int64_t l = 0; l < lines_per_call && run < runs; ++l) {
+      // The last step lands on the run's last float, so a run that ends past a line boundary is covered.
+      __builtin_prefetch(base + run * stride + std::min(at, floats - 1), 0, 2);
+      at += 16;
+      if (at >= floats + 15) at = 0, ++run;
+    }
+  }
+};
 
 // Peels mixed-radix digits off a work item's index, least significant first (Digits d(item); kw = d.next(S);
 // kh = d.next(R); ...; rest = d.rest()): how every strategy maps a flat item number to its loop coordinates.

@@ -56,24 +56,6 @@ std::vector<TapSlot> tap_slots(const std::vector<AxisPhase>& phases, int64_t fil
   return slots;
 }
 
-// Runs of `floats` floats, `stride` apart (the next row block's rows of each channel plane), prefetched into L2 a
-// few lines per kernel call while the current item computes: the per-row-block copy otherwise waits on dozens of
-// short runs from memory, which the hardware prefetchers do not start in time (ResNeXt's 32 groups of 8 channels
-// at 56x56, forward: the copies took 2.2 ms of 7.1, the kernels the rest).
-struct RowsAhead {
-  const float* base = nullptr;
-  int64_t runs = 0, stride = 0, floats = 0;
-  int64_t lines_per_call = 0;
-  int64_t run = 0, at = 0;  // the next line: float `at` of run `run`
-  void advance() {
-    for (int64_t l = 0; l < lines_per_call && run < runs; ++l) {
-      __builtin_prefetch(base + run * stride + std::min(at, floats - 1), 0, 2);
-      at += 16;
-      if (at >= floats + 15) at = 0, ++run;
-    }
-  }
-};
-
 class ViewStrategy final : public Strategy {
  public:
   ViewStrategy(const ConvProblem& pb, const Choice& choice, const KernelTable& kt)
@@ -395,7 +377,7 @@ class ViewStrategy final : public Strategy {
       if (y0 >= y1 || w.count == 0) return;
       const int64_t image = n * groups_ + g;
       const float* image_in = in + image * image_floats();
-      RowsAhead ahead;
+      RunsPrefetch ahead;
       if (per_image_) {
         float* mine = in + int64_t{thread} * image_floats();
         if (copied[thread] != image) {
@@ -425,7 +407,9 @@ class ViewStrategy final : public Strategy {
           copied[thread] = key;
         }
         image_in = mine;
-        // A thread's items come in runs of consecutive ones: the next item's rows are fetched while this one computes.
+        // A thread's items come in runs of consecutive ones: the next item's rows are fetched into L2 while this one
+        // computes. The copy otherwise waits on dozens of short runs from memory, which the hardware prefetchers do
+        // not start in time (ResNeXt's 32 groups of 8 channels at 56x56, forward: the copies took 2.2 ms of 7.1).
         if (item + 1 < items) {
           const Item next = decode(item + 1);
           const int64_t next_image = next.n * groups_ + next.g;
@@ -496,7 +480,7 @@ class ViewStrategy final : public Strategy {
   // run of the input row and of the packed filter.
   // `in`: channel planes `plane` floats apart, holding padded rows from row0 on.
   void channel_rows(const float* in, int64_t plane, int64_t row0, const float* weights, float* out, const AxisPhase& h,
-                    const AxisPhase& w, int64_t y0, int64_t y1, int64_t ocb, RowsAhead& ahead) const {
+                    const AxisPhase& w, int64_t y0, int64_t y1, int64_t ocb, RunsPrefetch& ahead) const {
     const int64_t plane_out = out_rows_ * out_cols_;
     const int64_t cb = in_block_;
     const auto widths = split_columns(w.count, nj_, [&](int n) { return kt_.bcast[nv_ - 1][n - 1] != nullptr; });
@@ -560,7 +544,7 @@ class ViewStrategy final : public Strategy {
   // outside groups wrote every output channel's plane at once, hundreds of streams (MobileNetV2's 24 -> 144 1x1
   // at 56x56, 16 images, two threads: 4.0 -> 1.8 ms; ResNet-50's 64 -> 256: 4.3 -> 3.4).
   void pixel_rows(const float* in, int64_t plane, int64_t row0, const float* weights, float* out, const AxisPhase& h,
-                  const AxisPhase& w, int64_t y0, int64_t y1, RowsAhead& ahead) const {
+                  const AxisPhase& w, int64_t y0, int64_t y1, RunsPrefetch& ahead) const {
     const int64_t plane_out = out_rows_ * out_cols_;
     const int64_t span = int64_t{nv_} * lanes_;
     const auto widths = [&](int nv) {

@@ -255,17 +255,6 @@ class WinogradStrategy final : public Strategy {
   // Floats of one (image, group)'s channel-blocked copy.
   static int64_t image_floats(const ChannelBlocking& l) { return l.blocks() * l.out_rows * l.out_cols * l.block; }
 
-  // A range prefetched into L2 a step at a time, one step per tile transform (a vector of channels).
-  struct TilePrefetch {
-    const float* next = nullptr;
-    const float* end = nullptr;
-    int64_t step = 0;
-    void advance() {
-      if (next >= end) return;
-      const float* stop = std::min(end, next + step);
-      for (; next < stop; next += 16) __builtin_prefetch(next, 0, 2);
-    }
-  };
 
   // Runs body(t0, t1, image_copy, ahead) for runs [t0, t1) of up to `run` consecutive tiles of one image, covering every
   // tile of group g, image_copy pointing at the first channel block of the run's (image, group) in a
@@ -278,14 +267,14 @@ class WinogradStrategy final : public Strategy {
     if (!per_image_) {
       parallel_items(pb_.n * runs, threads_, [&](int64_t item, unsigned) {
         const int64_t n = item / runs, t0 = n * per_image + item % runs * run;
-        TilePrefetch none;
+        RunsPrefetch none;
         body(t0, std::min(t0 + run, (n + 1) * per_image), copy + (n * pb_.groups + g) * image_floats(l), none);
       });
       return;
     }
     // Threads take contiguous shares of the images, so a thread's next image is usually n + 1: its NCHW source
     // is prefetched into L2 while this image's tiles are transformed, a few lines per tile transform
-    // (TilePrefetch), instead of its copy waiting on 16 short plane streams from L3 or memory.
+    // (RunsPrefetch), instead of its copy waiting on 16 short plane streams from L3 or memory.
     const int64_t source = l.per_group * l.rows * l.cols;
     const int64_t calls = per_image * l.blocks();  // tile transforms per image (a vector of channels each)
     parallel_shares(pb_.n, threads_, [&](int64_t n, unsigned thread) {
@@ -293,11 +282,11 @@ class WinogradStrategy final : public Strategy {
       const int64_t blocks = l.blocks(), plane = l.out_rows * l.out_cols * l.block;
       for (int64_t cb = 0; cb < blocks; ++cb)
         copy_channel_block(l, src, (n * pb_.groups + g) * blocks + cb, mine + cb * plane, kt_);
-      TilePrefetch ahead;
+      RunsPrefetch ahead;
       if (n + 1 < pb_.n) {
-        ahead.next = src + ((n + 1) * pb_.groups + g) * source;
-        ahead.end = ahead.next + source;
-        ahead.step = ceil_div(ceil_div(source, calls), 16) * 16;
+        ahead.base = src + ((n + 1) * pb_.groups + g) * source;
+        ahead.runs = 1, ahead.floats = source;
+        ahead.lines_per_call = ceil_div(ceil_div(source, calls), 16);
       }
       for (int64_t t0 = n * per_image; t0 < (n + 1) * per_image; t0 += run)
         body(t0, std::min(t0 + run, (n + 1) * per_image), mine, ahead);
@@ -323,7 +312,7 @@ class WinogradStrategy final : public Strategy {
   void transform_input(const float* src, float* in, int64_t g, float* v) const {
     const int64_t blocks = icp_ / lanes_, group = stage_vectors();
     const int64_t row = in_layout_.out_cols * lanes_, rows = in_layout_.out_rows, cols = in_layout_.out_cols;
-    for_tiles(src, in, in_layout_, g, filter_ ? group : 1, [&](int64_t t0, int64_t t1, const float* image, TilePrefetch& ahead) {
+    for_tiles(src, in, in_layout_, g, filter_ ? group : 1, [&](int64_t t0, int64_t t1, const float* image, RunsPrefetch& ahead) {
       alignas(64) float stage[kStageFloats];
       if (filter_) {
         const int64_t count = t1 - t0;
@@ -363,7 +352,7 @@ class WinogradStrategy final : public Strategy {
     // Groups of consecutive tiles, an output-channel block at a time: staged [xi][tile][block], one run per xi.
     const int64_t row = dy_layout_.out_cols * lanes_, rows = dy_layout_.out_rows, cols = dy_layout_.out_cols;
     const int64_t per_block = block_ / lanes_;
-    for_tiles(y, dyb, dy_layout_, g, stage_vectors(), [&](int64_t t0, int64_t t1, const float* image, TilePrefetch& ahead) {
+    for_tiles(y, dyb, dy_layout_, g, stage_vectors(), [&](int64_t t0, int64_t t1, const float* image, RunsPrefetch& ahead) {
       alignas(64) float stage[kStageFloats];
       const int64_t count = t1 - t0;
       for (int64_t ob = 0; ob < oc_blocks_; ++ob) {
@@ -408,7 +397,7 @@ class WinogradStrategy final : public Strategy {
       float* v = b.vb + int64_t{thread} * fused_v_floats();
       float* m = b.mb + int64_t{thread} * fused_m_floats();
       float* mine = b.in + int64_t{thread} * image_floats(in_layout_);
-      TilePrefetch ahead;
+      RunsPrefetch ahead;
       for (int64_t t = t0; t < t1; ++t) {
         const int64_t n = t / per_image;
         const float* image = b.in + (n * pb_.groups + g) * image_floats(in_layout_);
@@ -426,9 +415,9 @@ class WinogradStrategy final : public Strategy {
             if (n + 1 < pb_.n) {
               const int64_t source = in_layout_.per_group * in_layout_.rows * in_layout_.cols;
               const int64_t transforms = (std::min(t1, (n + 1) * per_image) - t) * cvs;
-              ahead.next = src + ((n + 1) * pb_.groups + g) * source;
-              ahead.end = ahead.next + source;
-              ahead.step = ceil_div(ceil_div(source, transforms), 16) * 16;
+              ahead.base = src + ((n + 1) * pb_.groups + g) * source;
+              ahead.runs = 1, ahead.floats = source;
+              ahead.lines_per_call = ceil_div(ceil_div(source, transforms), 16);
             }
           }
           image = mine;
