@@ -43,6 +43,12 @@ double cpu_fp32_peak_again();
 // beside each timed run (`bench --against`'s rounds), so a row is judged against the cores' clock while it ran.
 double cpu_fp32_peak_once();
 
+// One core's FP32 FMA rate with 8-lane AVX2 vectors over its rate with 16-lane AVX-512 vectors, measured once per
+// process (about 20 ms): about 0.5 on cores with two 512-bit FMA units (Intel Xeon), about 1 where a 512-bit FMA
+// takes both 256-bit pipes (AMD Zen 4). 0 where the CPU lacks either ISA. cpu_blocked's default reads it to choose
+// half-width vectors for channels that fill half an AVX-512 vector.
+double avx2_over_avx512_fma_rate();
+
 namespace cpu_measure {
 // One FMA loop of `iterations` on `isa`; returns the FLOPs done (defined in cpu_fma.cpp, per Highway target).
 double fma_loop(cpu::Isa isa, int64_t iterations, float* sink);

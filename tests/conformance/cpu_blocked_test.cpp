@@ -582,7 +582,7 @@ TEST(CpuBlocked, InvalidConfigurationsNameTheParameter) {
   // A register block beyond the ISA's registers names the registers it has.
   c = def;
   c["VECS"] = 8, c["COLS"] = 28;
-  EXPECT_NE(error_of(pb, c).find("vector registers: VECS x COLS + VECS + 1 at most"), std::string::npos)
+  EXPECT_NE(error_of(pb, c).find("VECS x COLS + VECS + 1 at most that many"), std::string::npos)
       << error_of(pb, c);
 }
 
@@ -778,7 +778,7 @@ TEST(CpuBlocked, NearestShapesOfAnotherRegimeRunTheDefault) {
     const Problem one_vector = layer(2 * lanes, lanes, 14, Direction::Forward);
     const Problem four_vectors = layer(2 * lanes, 4 * lanes, 14, Direction::Forward);
     const Config clamped = {{"ALGO", 0}, {"ORIENT", 0}, {"VECS", 1}, {"COLS", 4}, {"ROW_BLOCK", 0},
-                            {"ORDER", 1}, {"LAYOUT", 0}, {"IC_CHUNK", 0}};
+                            {"ORDER", 1}, {"LAYOUT", 0}, {"IC_CHUNK", 0}, {"WIDTH", 0}};
     EXPECT_NE(family().carry_refusal(clamped, one_vector, four_vectors, info).find("VECS 1: the largest"),
               std::string::npos);
     EXPECT_EQ(plan_with(one_vector, clamped, four_vectors, &why), family().default_config(four_vectors, info)) << why;
@@ -793,7 +793,7 @@ TEST(CpuBlocked, NearestShapesOfAnotherRegimeRunTheDefault) {
     const Problem half = layer(lanes / 2, 2 * lanes, 14, Direction::BackwardData);
     const Problem two = layer(2 * lanes, 2 * lanes, 14, Direction::BackwardData);
     const Config pixels = {{"ALGO", 0}, {"ORIENT", 1}, {"VECS", 1}, {"COLS", 4}, {"ROW_BLOCK", 0},
-                           {"ORDER", 0}, {"LAYOUT", 0}, {"IC_CHUNK", 0}};
+                           {"ORDER", 0}, {"LAYOUT", 0}, {"IC_CHUNK", 0}, {"WIDTH", 0}};
     EXPECT_EQ(plan_with(half, pixels, two, &why), family().default_config(two, info)) << why;
     EXPECT_NE(why.find("fill less than a " + std::to_string(lanes) + "-lane vector"), std::string::npos) << why;
   }

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cmath>
 #include <numeric>
@@ -13,6 +14,7 @@
 #include "convtune/plan.h"
 #include "src/core/thread_pool.h"
 #include "src/families/cpu_blocked/plan.h"
+#include "src/measure/cpu_ceilings.h"
 
 namespace convtune::cpu_blocked {
 
@@ -61,7 +63,15 @@ Shape shape_of(const ConvProblem& pb) {
 }
 
 
-const KernelTable& kernels() { return detail::kernel_table(active_isa()); }
+// WIDTH 1 (the AVX2 kernels) is a candidate where the active ISA is AVX-512 and this CPU also runs AVX2.
+bool half_width_available() {
+  if (active_isa() != Isa::Avx512) return false;
+  const std::vector<Isa> isas = available_isas();
+  return std::find(isas.begin(), isas.end(), Isa::Avx2) != isas.end();
+}
+
+// The kernels of WIDTH `width` (0: the active ISA's).
+const KernelTable& kernels(int64_t width = 0) { return detail::kernel_table(width == 1 ? Isa::Avx2 : active_isa()); }
 
 bool bcast_compiled(const KernelTable& kt, int64_t nv, int64_t nj) {
   return nv >= 1 && nv <= detail::kMaxNv && nj >= 1 && nj <= detail::kMaxNj && kt.bcast[nv - 1][nj - 1];
@@ -121,9 +131,9 @@ bool splits_evenly(const KernelTable& kt, int64_t nv, int64_t nj, int64_t column
 // oneDNN, AMD EPYC (Zen 4): 4 x 5 + 4 x 3 11.2-11.9 ms, 4 x 4 9.8-10.6, 2 x 8 11.4, 4 x 3 + 4 x 3 + 4 x 2 14.8;
 // forward and backward-data alike); MobileNetV2's 24 -> 144 1x1 at 56x56 (16 images) 4 x 6 against 2 x 12, the
 // same size with fewer loads: 3.1-3.9 ms against 3.7-4.6.
-std::pair<int64_t, int64_t> best_bcast_block(int64_t vector_extent, int64_t columns, double* efficiency = nullptr,
+std::pair<int64_t, int64_t> best_bcast_block(const KernelTable& kt, int64_t vector_extent, int64_t columns,
+                                             double* efficiency = nullptr,
                                              bool whole_rows = false, bool even_split = false) {
-  const KernelTable& kt = kernels();
   std::pair<int64_t, int64_t> best{1, 1};
   double best_eff = -1;
   bool best_even = false;
@@ -166,8 +176,7 @@ std::pair<int64_t, int64_t> best_bcast_block(int64_t vector_extent, int64_t colu
 // load-bound (ni + nj unaligned loads, about 0.7 cycle each) or latency-bound (4 cycles: each accumulator is
 // updated once a step); ties go to the block with fewer loads in all. fmnist1 (32 x 5): 4 x 5 (1.04 ms against
 // 8 x 3 + 8 x 2's 1.10); 64 x 3: 8 x 3.
-std::pair<int64_t, int64_t> best_plane_block(int64_t oc, int64_t taps) {
-  const KernelTable& kt = kernels();
+std::pair<int64_t, int64_t> best_plane_block(const KernelTable& kt, int64_t oc, int64_t taps) {
   std::pair<int64_t, int64_t> best{1, 1};
   double best_cycles = 0, best_loads = 0;
   for (int64_t ni = 1; ni <= std::min<int64_t>(oc, detail::kMaxDotRows); ++ni) {
@@ -272,6 +281,9 @@ ParameterTable<Choice> parameter_table(const ConvProblem& problem) {
        filter ? "backward-filter tiles its reduction with ROW_BLOCK; always 0"
               : "input channels per pass over a row block (0: all), so the pass's filter slab and input rows stay in "
                 "L2; later passes add to the outputs"},
+      {"WIDTH", &Choice::width, half_width_available() ? std::vector<int64_t>{0, 1} : std::vector<int64_t>{0},
+       "0: the active ISA's vectors; 1 (AVX-512 hosts): the AVX2 kernels, 8 lanes and 16 registers, for channels "
+       "(a group's) or rows that fill half a 16-lane vector or less"},
   });
 }
 
@@ -282,11 +294,20 @@ std::vector<Constraint> constraints(const ConvProblem& asked) {
   const bool filter = is_filter(problem);
   const bool one_by_one_dots = detail::channel_dots(problem);
   const ParameterTable<Choice> t = parameter_table(problem);
-  // The ISA's facts are read once, when the constraints are made (a search makes them right before enumerating).
-  const KernelTable* kt = &kernels();
-  const int64_t lanes = kt->lanes;
-  const int regs = kt->registers;
-  const std::string isa(to_string(kt->isa));
+  // The ISA's facts are read once, when the constraints are made (a search makes them right before enumerating):
+  // per WIDTH, the kernels it runs.
+  const bool half = half_width_available();
+  const std::array<const KernelTable*, 2> tables = {&kernels(0), half ? &kernels(1) : &kernels(0)};
+  const auto table = [tables](const Choice& c) -> const KernelTable& { return *tables[c.width == 1 ? 1 : 0]; };
+  const std::string isa(to_string(tables[0]->isa));
+  // "avx512's 32" or, with WIDTH 1 possible, "avx512's 32 (WIDTH 1: avx2's 16)".
+  const auto per_width = [&](int64_t (*fact)(const KernelTable&)) {
+    std::string text = fmt::format("{}'s {}", isa, fact(*tables[0]));
+    if (half) text += fmt::format(" (WIDTH 1: {}'s {})", to_string(tables[1]->isa), fact(*tables[1]));
+    return text;
+  };
+  const auto regs_of = [](const KernelTable& k) { return static_cast<int64_t>(k.registers); };
+  const auto lanes_of = [](const KernelTable& k) { return static_cast<int64_t>(k.lanes); };
   // Backward-filter's direct ORIENT 1 runs dot blocks (VECS rows x COLS columns); everything else broadcast blocks.
   const auto dot_block = [filter](const Choice& c) { return filter && c.algo == 0 && c.orient == 1; };
   std::vector<Constraint> out;
@@ -296,23 +317,27 @@ std::vector<Constraint> constraints(const ConvProblem& asked) {
                                return filter || c.orient == 0 || sh.unit_rows;
                              }));
   out.push_back(t.constraint(
-      fmt::format("register block within {}'s {} vector registers: VECS x COLS + VECS + 1 at most {} (backward-filter "
-                  "ORIENT 1: VECS x COLS + COLS + 1)",
-                  isa, regs, regs),
-      {&Choice::algo, &Choice::orient, &Choice::vecs, &Choice::cols}, [dot_block, regs](const Choice& c, const X&) {
+      fmt::format("register block within the vector registers, {}: VECS x COLS + VECS + 1 at most that many "
+                  "(backward-filter ORIENT 1: VECS x COLS + COLS + 1)",
+                  per_width(regs_of)),
+      {&Choice::algo, &Choice::orient, &Choice::vecs, &Choice::cols, &Choice::width},
+      [dot_block, table](const Choice& c, const X&) {
+        const int64_t regs = table(c).registers;
         return dot_block(c) ? c.vecs * c.cols + c.cols + 1 <= regs : c.vecs * c.cols + c.vecs + 1 <= regs;
       }));
   out.push_back(t.constraint(
-      fmt::format("VECS x COLS block compiled for {}: broadcast blocks VECS at most {}, dot blocks (backward-filter "
+      fmt::format("VECS x COLS block compiled for {}{}: broadcast blocks VECS at most {}, dot blocks (backward-filter "
                   "ORIENT 1) VECS at most {} and COLS at most {}",
-                  isa, detail::kMaxNv, detail::kMaxDotRows, detail::kMaxDotColumns),
-      {&Choice::algo, &Choice::orient, &Choice::vecs, &Choice::cols}, [dot_block, kt](const Choice& c, const X&) {
-        return dot_block(c) ? dot_compiled(*kt, c.vecs, c.cols) : bcast_compiled(*kt, c.vecs, c.cols);
+                  isa, half ? " (WIDTH 1: avx2)" : "", detail::kMaxNv, detail::kMaxDotRows, detail::kMaxDotColumns),
+      {&Choice::algo, &Choice::orient, &Choice::vecs, &Choice::cols, &Choice::width},
+      [dot_block, table](const Choice& c, const X&) {
+        return dot_block(c) ? dot_compiled(table(c), c.vecs, c.cols) : bcast_compiled(table(c), c.vecs, c.cols);
       }));
   // The ones below only remove configurations that run exactly like a smaller one (the plan clamps them).
   out.push_back(t.constraint(
-      fmt::format("VECS at most the {}-lane vectors the channels or pixels fill", lanes),
-      {&Choice::algo, &Choice::orient, &Choice::vecs}, [sh, filter, lanes](const Choice& c, const X&) {
+      fmt::format("VECS at most the vectors the channels or pixels fill, of {} lanes", per_width(lanes_of)),
+      {&Choice::algo, &Choice::orient, &Choice::vecs, &Choice::width}, [sh, filter, table](const Choice& c, const X&) {
+        const int64_t lanes = table(c).lanes;
         if (c.algo == 1) return c.vecs <= ceil_div(sh.oc, lanes);
         if (filter) {
           return c.orient == 0   ? c.vecs <= ceil_div(sh.ic, lanes)
@@ -323,10 +348,10 @@ std::vector<Constraint> constraints(const ConvProblem& asked) {
       }));
   out.push_back(t.constraint(
       "COLS at most the columns there are (pixels of a row, output channels, or filter taps along a row)",
-      {&Choice::algo, &Choice::orient, &Choice::layout, &Choice::cols},
-      [sh, filter, problem, lanes, one_by_one_dots](const Choice& c, const X&) {
+      {&Choice::algo, &Choice::orient, &Choice::layout, &Choice::cols, &Choice::width},
+      [sh, filter, problem, table, one_by_one_dots](const Choice& c, const X&) {
         // Winograd backward-filter: columns are input channels within one vector of them.
-        if (c.algo == 1) return filter ? c.cols <= std::min(sh.ic, lanes) : true;
+        if (c.algo == 1) return filter ? c.cols <= std::min<int64_t>(sh.ic, table(c).lanes) : true;
         if (filter) {
           // Dots: taps of one stride class, or (whole planes, LAYOUT 1) any taps along the row; 1x1 dots
           // (detail::channel_dots): input channels.
@@ -354,13 +379,14 @@ std::vector<Constraint> constraints(const ConvProblem& asked) {
     // L2 (4 MiB on the developer host): larger blocks only stream from memory what the fused form exists to keep
     // in cache.
     const int64_t tile_rows = problem.n * ceil_div(sh.rows, 4), tiles_w = ceil_div(sh.row, 4);
-    const int64_t icp = ceil_div(sh.ic, lanes) * lanes;
     out.push_back(t.constraint(
         fmt::format("Winograd ROW_BLOCK (tile rows per fused block) below twice the {} tile rows, the block's "
                     "transformed tiles and products within {}",
                     tile_rows, cpu::cache_text(2 * l2_bytes())),
-        {&Choice::algo, &Choice::vecs, &Choice::row_block}, [tile_rows, tiles_w, icp, lanes, budget = 2 * l2_bytes()](const Choice& c, const X&) {
+        {&Choice::algo, &Choice::vecs, &Choice::row_block, &Choice::width},
+        [tile_rows, tiles_w, sh, table, budget = 2 * l2_bytes()](const Choice& c, const X&) {
           if (c.algo != 1 || c.row_block == 0) return true;
+          const int64_t lanes = table(c).lanes, icp = ceil_div(sh.ic, lanes) * lanes;
           const int64_t tiles = std::min(c.row_block, tile_rows) * tiles_w;
           return c.row_block < 2 * tile_rows && tiles * 36 * 4 * (icp + c.vecs * lanes) <= budget;
         }));
@@ -397,19 +423,20 @@ std::vector<Constraint> constraints(const ConvProblem& asked) {
   return out;
 }
 
-Config default_config(const ConvProblem& asked) {
-  const ConvProblem problem = computed_problem(asked);
+namespace {
+
+// The default for the computed problem with the kernels of `kt` (WIDTH left 0).
+Choice default_choice(const ConvProblem& problem, const KernelTable& kt) {
   const Shape sh = shape_of(problem);
-  const Isa isa = active_isa();
-  const int64_t lanes = vector_lanes(isa);
-  const int regs = vector_registers(isa);
+  const int64_t lanes = kt.lanes;
+  const int regs = kt.registers;
   Choice c;  // algo, orient, order, layout, ic_chunk and row_block 0 unless chosen below
   // Winograd for 3x3 stride-1 layers with enough channels on both sides that the 36 GEMMs, not the transforms,
   // dominate (AlexNet's layers 3-5: 192-384 channels).
   if (winograd_applies(problem) && sh.ic >= 32 && sh.oc >= 32) {
     c.algo = 1;
     const int64_t tiles = problem.n * ceil_div(sh.rows, 4) * ceil_div(sh.row, 4);
-    const auto [nv, nj] = best_bcast_block(sh.oc, is_filter(problem) ? std::min(sh.ic, lanes) : tiles);
+    const auto [nv, nj] = best_bcast_block(kt, sh.oc, is_filter(problem) ? std::min(sh.ic, lanes) : tiles);
     c.vecs = nv, c.cols = nj;
     if (!is_filter(problem)) {
       // Fused blocks (forward, backward-data) where reading U once per block moves at most twice the bytes of the
@@ -429,11 +456,11 @@ Config default_config(const ConvProblem& asked) {
       const double u_bytes = 4.0 * 36 * static_cast<double>(icp * ocp);
       const double vm_bytes = 4.0 * 36 * static_cast<double>(tiles * (icp + ocp));
       if (block_bytes(rb, 3 * lanes) <= half_l2() && u_bytes * blocks <= 2 * 2 * vm_bytes) {
-        const auto [fnv, fnj] = best_bcast_block(sh.oc, std::min(rb, tile_rows) * tiles_w);
+        const auto [fnv, fnj] = best_bcast_block(kt, sh.oc, std::min(rb, tile_rows) * tiles_w);
         c.row_block = rb, c.vecs = fnv, c.cols = fnj;
       }
     }
-    return parameter_table(problem).write(c);
+    return c;
   }
   // 1x1 backward-filter into few output channels: dots of dy's and x's rows where they lie (detail::channel_dots).
   // Vectors over input channels first copy all of x channel-interleaved, whose cost per FLOP grows as 1 / K. Two
@@ -443,11 +470,11 @@ Config default_config(const ConvProblem& asked) {
   // (Also wherever the rules below would take dots or vectors over output channels, whose blocks have one
   // column for a 1x1 filter.)
   const auto channel_dots_default = [&] {
-    const auto [ni, nj] = best_plane_block(sh.oc, std::min<int64_t>(sh.ic, detail::kMaxDotColumns));
+    const auto [ni, nj] = best_plane_block(kt, sh.oc, std::min<int64_t>(sh.ic, detail::kMaxDotColumns));
     c.orient = 1, c.vecs = ni, c.cols = nj, c.layout = 0, c.row_block = 0;
     const int64_t tiles = problem.groups * ceil_div(sh.oc, ni) * ceil_div(sh.ic, nj);
     c.order = tiles >= 8 * static_cast<int64_t>(ThreadPool::instance().size()) ? 0 : 1;
-    return parameter_table(problem).write(c);
+    return c;
   };
   if (is_filter(problem) && detail::channel_dots(problem) && sh.oc <= 32) return channel_dots_default();
   if (is_filter(problem)) {
@@ -457,8 +484,8 @@ Config default_config(const ConvProblem& asked) {
     // 1.37 ms against the dots' 1.50, one thread); else dot products along rows (which pay a horizontal sum per
     // block and partial vectors at row ends, but copy nothing of dy).
     double eff_c = 0, eff_k = 0;
-    const auto by_c = best_bcast_block(sh.ic, sh.oc, &eff_c);
-    const auto by_k = best_bcast_block(sh.oc, problem.s, &eff_k);
+    const auto by_c = best_bcast_block(kt, sh.ic, sh.oc, &eff_c);
+    const auto by_k = best_bcast_block(kt, sh.oc, problem.s, &eff_k);
     const double dy_bytes_per_flop = 8.0 * static_cast<double>(problem.y_elements()) / problem.flops();
     const double row_fill = static_cast<double>(sh.row) / static_cast<double>(ceil_div(sh.row, lanes) * lanes);
     // Dots pay a horizontal sum per block, x copied once per filter column and short runs per call besides their
@@ -474,7 +501,7 @@ Config default_config(const ConvProblem& asked) {
       int64_t ni = std::min<int64_t>(sh.oc, regs >= 32 ? 4 : 2);
       while (ni > 1 && std::find(kVecs.begin(), kVecs.end(), ni) == kVecs.end()) --ni;
       int64_t nj = std::min<int64_t>(taps_per_class(problem), regs >= 32 ? 5 : 4);
-      while (nj > 1 && !dot_compiled(kernels(), ni, nj)) --nj;
+      while (nj > 1 && !dot_compiled(kt, ni, nj)) --nj;
       c.orient = 1, c.vecs = ni, c.cols = nj;
     }
     if (detail::channel_dots(problem) && c.orient != 0) return channel_dots_default();
@@ -483,7 +510,7 @@ Config default_config(const ConvProblem& asked) {
     // 1.37-1.40 ms with vectors over output channels and dy interleaved per tile, 1.04 with plane dots; a 3x3
     // layer with 3 input channels (CIFAR's first) 4.2 -> 2.0 ms against the row dots. Not where dy is cheap beside
     // the FMAs and vectors over output channels fill (3 input channels, 5x5 on 32x32: level; 64x64: 5.3 -> 7.5 ms).
-    const auto plane = best_plane_block(sh.oc, problem.s);
+    const auto plane = best_plane_block(kt, sh.oc, problem.s);
     // Four L1d (192 KiB on the developer hosts' 48 KiB). A group's channels, not the layer's: the layer's kept
     // ResNeXt's 32 groups of 8 channels (56x56, 8 images) on row dots over a whole copy of x, 12.0 ms (1.7x oneDNN);
     // with the group's, plane dots of 8 rows 9.8 ms, of 16 rows (125 KB, over twice an L1d) 8.1-8.5, of 32 8.8. At
@@ -513,7 +540,7 @@ Config default_config(const ConvProblem& asked) {
       // two tiles or more.
       const int64_t tiles = problem.n * (rb == 0 ? 1 : ceil_div(sh.rows, rb));
       c.order = tiles >= 2 * static_cast<int64_t>(ThreadPool::instance().size()) ? 1 : 0;
-      return parameter_table(problem).write(c);
+      return c;
     }
     // Threads split the output tiles when there are plenty; else the reduction.
     const int64_t orient = c.orient;
@@ -543,7 +570,7 @@ Config default_config(const ConvProblem& asked) {
       if (reduction_tiles >= 2 * static_cast<int64_t>(ThreadPool::instance().size())) c.order = 1;
     }
     c.row_block = rb;
-    return parameter_table(problem).write(c);
+    return c;
   }
   // Forward / backward-data: the orientation whose best block keeps the FMA units busier. Channel vectors also
   // pay a transposed store per block, amortised over the reduction (input channels x taps steps): a gather per
@@ -553,8 +580,8 @@ Config default_config(const ConvProblem& asked) {
   // a stride-2 3x3 backward-data of 64 -> 32 channels on 208x208, 12.9 -> 7.3), while Fashion-MNIST's first layer
   // (25 steps) keeps pixel vectors (0.57 ms; channel vectors 0.78).
   double eff_oc = 0, eff_px = 0;
-  const auto by_oc = best_bcast_block(sh.oc, sh.row, &eff_oc, /*whole_rows=*/true);
-  const auto by_px = best_bcast_block(sh.row, sh.oc, &eff_px, /*whole_rows=*/false, /*even_split=*/true);
+  const auto by_oc = best_bcast_block(kt, sh.oc, sh.row, &eff_oc, /*whole_rows=*/true);
+  const auto by_px = best_bcast_block(kt, sh.row, sh.oc, &eff_px, /*whole_rows=*/false, /*even_split=*/true);
   const double store_cycles = static_cast<double>(by_oc.first * by_oc.second * lanes) / 8.0;
   const double reduce_cycles = static_cast<double>(sh.ic * sh.taps) * step_cycles(by_oc.first, by_oc.second);
   eff_oc *= reduce_cycles / (reduce_cycles + store_cycles);
@@ -631,10 +658,48 @@ Config default_config(const ConvProblem& asked) {
   if (c.layout == 1 && rb > 0) {
     Choice rows = c;
     rows.layout = 2, rows.order = 1;
-    if (detail::copies_row_blocks(problem, rows, kernels())) c = rows;
+    if (detail::copies_row_blocks(problem, rows, kt)) c = rows;
+  }
+  return c;
+}
+
+// The share of the vector lanes a configuration's blocks fill with channels or pixels (the rest is padding).
+double vector_fill(const ConvProblem& problem, const Choice& c, const KernelTable& kt) {
+  const Shape sh = shape_of(problem);
+  const auto fill = [](int64_t extent, int64_t span) {
+    return static_cast<double>(extent) / static_cast<double>(ceil_div(extent, span) * span);
+  };
+  const int64_t span = c.vecs * kt.lanes;
+  if (c.algo == 1) return fill(sh.oc, span);
+  if (!is_filter(problem)) return fill(c.orient == 0 ? sh.oc : sh.row, span);
+  if (c.orient == 0) return fill(sh.ic, span);
+  if (c.orient == 2) return fill(sh.oc, span);
+  // Dots: runs along output rows, or whole output planes (LAYOUT 1), in vectors with a masked tail.
+  return fill(c.layout == 1 ? problem.p() * problem.q() : sh.row, kt.lanes);
+}
+
+}  // namespace
+
+Config default_config(const ConvProblem& asked) {
+  const ConvProblem problem = computed_problem(asked);
+  Choice c = default_choice(problem, kernels(0));
+  // Half-width vectors (WIDTH 1) where their default fills the lanes at least 1.25x better and an 8-lane FMA does
+  // about as much a cycle as a 16-lane one (AMD Zen 4; on Intel's two 512-bit units it does half, so the full
+  // width stays). Zen 4, two threads, untuned, against oneDNN in the same rounds (docs/PERFORMANCE.md, thirty-
+  // fourth session): 8-channel groups at stride 2 (5x5, 12 groups) backward-filter 3.6 -> 1.6x oneDNN's time,
+  // forward 2.2 -> 1.5; 4 groups of 8 channels on 20x20 2.0-2.8 -> 1.2-1.7; a 1x7 layer's 24-channel side
+  // backward-data 1.34 -> 0.89 and backward-filter 1.18 -> 0.86. Where the full width's pixel vectors already
+  // filled 90% (rows of 29 and 61) the half width ran 7-35% slower, and the rule keeps the full width there.
+  if (half_width_available()) {
+    Choice half = default_choice(problem, kernels(1));
+    half.width = 1;
+    const double full_fill = vector_fill(problem, c, kernels(0)), half_fill = vector_fill(problem, half, kernels(1));
+    if (half_fill >= 1.25 * full_fill && avx2_over_avx512_fma_rate() >= 0.75) c = half;
   }
   return parameter_table(problem).write(c);
 }
+
+Isa isa_of(const Choice& choice) { return kernels(choice.width).isa; }
 
 // The prepared state behind a Convolution.
 struct Plan {
@@ -659,9 +724,9 @@ Convolution::Convolution(const ConvProblem& problem, const Config& config) : pla
   }
   plan_->problem = problem;
   plan_->config = config;
-  plan_->isa = active_isa();
-  const KernelTable& kt = detail::kernel_table(plan_->isa);
   const Choice choice = parameter_table(problem).read(config);
+  plan_->isa = isa_of(choice);
+  const KernelTable& kt = detail::kernel_table(plan_->isa);
   const ConvProblem computed = computed_problem(problem);
   plan_->strategy = choice.algo == 1        ? detail::make_winograd_strategy(computed, choice, kt)
                     : is_filter(problem) ? detail::make_filter_strategy(computed, choice, kt)

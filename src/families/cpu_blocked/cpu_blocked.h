@@ -53,6 +53,9 @@ inline constexpr const char* kFamilyName = "cpu_blocked";
 //              Q wide, so a tap's reads over consecutive output rows are one run), dy read in place; orient 0: 0
 //   ic_chunk   forward/backward-data: input channels per pass over a row block (0 = all), so a pass's filter
 //              slab and input rows stay in L2; later passes add to the outputs. backward-filter: 0
+//   width      0 = the active ISA's vectors; 1 = on an AVX-512 host, the AVX2 kernels (8 lanes, 16 registers), for
+//              layers whose channels (a group's) or rows fill half a 16-lane vector or less. On a core with two
+//              256-bit FMA pipes (AMD Zen 4) an 8-lane FMA does as many useful FLOPs a cycle as a 16-lane one.
 struct Choice {
   int64_t algo = 0;
   int64_t orient = 0;
@@ -62,12 +65,15 @@ struct Choice {
   int64_t order = 0;
   int64_t layout = 0;
   int64_t ic_chunk = 0;
+  int64_t width = 0;
 };
 
-// The parameters for a problem: names (ALGO, ORIENT, VECS, COLS, ROW_BLOCK, ORDER, LAYOUT, IC_CHUNK), candidate
+// The parameters for a problem: names (ALGO, ORIENT, VECS, COLS, ROW_BLOCK, ORDER, LAYOUT, IC_CHUNK, WIDTH), candidate
 // values (they depend on the direction and on whether Winograd applies) and descriptions. The one declaration:
 // the family's parameter list, Config <-> Choice and the host program's defines all come from it.
 ParameterTable<Choice> parameter_table(const ConvProblem& problem);
+// The ISA a configuration's kernels run: the active one, or AVX2 for WIDTH 1.
+Isa isa_of(const Choice& choice);
 // Named constraints over those parameters for the problem on the active ISA (register file, compiled blocks,
 // unit-stride rows for pixel vectors); each name says which parameters must hold what. They read ISA facts, not
 // the DeviceInfo they are given.
