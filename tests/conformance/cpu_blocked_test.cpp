@@ -158,13 +158,14 @@ TEST(CpuBlocked, DefaultAndSampledConfigurationsOnEveryIsa) {
     // (backward-filter has three orientations, the second with row dots or whole-plane dots, the third with whole
     // or per-tile copies; forward and backward-data
     // two, the pixel one only at unit stride, and three layouts, the third copied per image by each thread) and of
-    // Winograd (3x3, stride 1, dilation 1 cases; elsewhere any configuration).
+    // Winograd (3x3, stride 1, dilation 1 cases; elsewhere any configuration) and of plane vectors (ALGO 2: forward
+    // at stride 1; elsewhere any configuration).
     std::vector<conformance::Target> targets = {{"cpu/cpu_blocked", &cpu_device(), default_plan}};
     const std::vector<Config> kinds = {{{"ALGO", 0}, {"ORIENT", 0}, {"LAYOUT", 0}}, {{"ALGO", 0}, {"ORIENT", 0}, {"LAYOUT", 1}},
                                        {{"ALGO", 0}, {"ORIENT", 0}, {"LAYOUT", 2}},
                                        {{"ALGO", 0}, {"ORIENT", 1}, {"LAYOUT", 0}}, {{"ALGO", 0}, {"ORIENT", 1}, {"LAYOUT", 1}},
                                        {{"ALGO", 0}, {"ORIENT", 2}, {"LAYOUT", 0}},
-                                       {{"ALGO", 0}, {"ORIENT", 2}, {"LAYOUT", 1}}, {{"ALGO", 1}}};
+                                       {{"ALGO", 0}, {"ORIENT", 2}, {"LAYOUT", 1}}, {{"ALGO", 1}}, {{"ALGO", 2}}};
     for (size_t k = 0; k < kinds.size(); ++k)
       targets.push_back({"cpu/cpu_blocked-" + to_string(kinds[k]), &cpu_device(),
                          [k, kinds] { return std::make_unique<SampledPlan>(static_cast<int>(k), kinds[k]); }});
@@ -303,6 +304,41 @@ TEST(CpuBlocked, PartialVectorsAndTransposedStoresAreRight) {
                                   << r.message;
             ++checked;
           }
+        }
+      }
+    }
+  }
+  EXPECT_GT(checked, 0);
+}
+
+TEST(CpuBlocked, PlaneVectorsAreRight) {
+  // ALGO 2 (pixel vectors along whole planes over column-shifted input copies) on every ISA: planes that end in a
+  // partial vector of many lengths, rows of one pixel, padding wider than the filter reaches, dilation, groups, a
+  // channel count above one, row blocks of one row, a few rows and a short last block, and threaded work.
+  int64_t checked = 0;
+  const std::vector<std::string> problems = {
+      "N=2,C=1,H=7,W=7,K=7,R=3,pad=1",
+      "N=1,C=3,H=5,W=1,K=20,R=3,S=1,pad_h=1,pad_w=0",
+      "N=2,C=2,H=9,W=11,K=17,R=5,pad=3",
+      "N=1,C=4,H=10,W=9,K=12,R=3,pad=2,dilation=2,groups=2",
+      "N=8,C=1,H=28,W=28,K=32,R=5,pad=2",
+  };
+  for (const cb::Isa isa : cb::available_isas()) {
+    const ForcedIsa forced(isa);
+    for (const std::string& text : problems) {
+      const ConvProblem pb = parse_problem(text);
+      for (int64_t rows : {0, 1, 2}) {
+        for (const auto& [vecs, cols] : std::vector<std::pair<int64_t, int64_t>>{{1, 5}, {2, 6}}) {
+          Config config = cb::default_config(pb);
+          config["ALGO"] = 2, config["ORIENT"] = 1, config["LAYOUT"] = 0, config["IC_CHUNK"] = 0, config["ORDER"] = 0;
+          config["WIDTH"] = 0, config["ROW_BLOCK"] = rows;
+          config["VECS"] = std::min<int64_t>(vecs, cb::detail::ceil_div(pb.p() * pb.q(), cb::detail::kernel_table(isa).lanes));
+          config["COLS"] = std::min<int64_t>(cols, pb.k / pb.groups);
+          harness::Workload workload(cpu_device(), pb, 5);
+          const auto r = testing_support::check_plan_on(workload, "cpu_blocked", config);
+          EXPECT_TRUE(r.passed) << cb::to_string(isa) << " " << pb.to_string() << " " << to_string(config) << ": "
+                                << r.message;
+          ++checked;
         }
       }
     }
@@ -538,7 +574,7 @@ TEST(CpuBlocked, DefaultsAndSampledConfigurationsAreRightWithTinyCaches) {
   std::vector<conformance::Target> targets = {{"cpu/cpu_blocked", &cpu_device(), default_plan}};
   const std::vector<Config> kinds = {{{"ALGO", 0}, {"ORIENT", 0}, {"LAYOUT", 1}}, {{"ALGO", 0}, {"ORIENT", 0}, {"LAYOUT", 2}},
                                      {{"ALGO", 0}, {"ORIENT", 1}, {"LAYOUT", 1}}, {{"ALGO", 0}, {"ORIENT", 2}, {"LAYOUT", 1}},
-                                     {{"ALGO", 1}}};
+                                     {{"ALGO", 1}}, {{"ALGO", 2}}};
   for (size_t k = 0; k < kinds.size(); ++k)
     targets.push_back({"cpu/cpu_blocked-" + to_string(kinds[k]), &cpu_device(),
                        [k, kinds] { return std::make_unique<SampledPlan>(static_cast<int>(100 + k), kinds[k]); }});

@@ -119,6 +119,12 @@ struct KernelTable {
   // together: streaming stores one line at a time to 36 places far apart ran at 13 GB/s on one core, four
   // adjacent lines at a time at 24 GB/s.
   void (*stream_run)(const float* src, float* dst, int64_t count) = nullptr;
+  // Runs of n floats, run k from src + k * src_step to dst + k * dst_step, copied in whole vectors: up to a vector
+  // less one float is written past each run's end (the next run, copied after it, or the caller's slack) and read
+  // past each source run's end. ALGO 2's shifted input copies are runs of one output row: generic code on the
+  // baseline ISA copied them 16 bytes at a time.
+  void (*copy_runs)(const float* src, int64_t src_step, float* dst, int64_t dst_step, int64_t runs,
+                    int64_t n) = nullptr;
   WinogradFns winograd;
 };
 

@@ -190,6 +190,12 @@ inline double l2_scaled(double bytes) { return bytes * static_cast<double>(l2_by
 inline int64_t image_copy_bytes() { return half_l2(); }
 // Whether the view strategy for (problem, choice) copies its input a row block at a time per thread.
 bool copies_row_blocks(const ConvProblem& problem, const Choice& choice, const KernelTable& kernels);
+// Forward at stride 1 along whole output planes (ALGO 2): per work item, copies of its input rows shifted by each
+// filter column and cut to the output width, pixel-vector blocks over them (im2col_strategy.cpp). im2col_rows: the
+// output rows per item for ROW_BLOCK 0, as many as keep the copies within half an L2 (one at least).
+std::unique_ptr<Strategy> make_im2col_strategy(const ConvProblem& problem, const Choice& choice,
+                                               const KernelTable& kernels);
+int64_t im2col_rows(const ConvProblem& problem);
 std::unique_ptr<Strategy> make_winograd_strategy(const ConvProblem& problem, const Choice& choice,
                                                  const KernelTable& kernels);
 // Backward-filter of a 1x1 filter at stride 1 without padding, as computed_problem gives it (planes of one row):
