@@ -631,18 +631,31 @@ Choice default_choice(const ConvProblem& problem, const KernelTable& kt) {
     c.orient = 1, c.vecs = by_px.first, c.cols = by_px.second;
   }
   // Pixel vectors along whole planes over column-shifted input copies (ALGO 2) where the plane fills the lanes at
-  // least 5% better than the rows, with 16 or more output channels a group: the copies write and read a float per
-  // input pixel and filter column, beside a FMA lane per output channel and tap. Fashion-MNIST's first layer (rows of
-  // 28, planes of 784; 100 images, two threads, AMD EPYC Zen 4, 31 rounds with oneDNN): 0.83 ms as rows (VECS 1,
-  // COLS 16, ROW_BLOCK 32: better than the tuner had found), 0.76 as planes (this default, 2 x 13), 0.73 with
-  // 1 x 16; oneDNN 0.78 in those rounds (0.71 alone), its own blocked layouts, reorders untimed.
-  if (c.orient == 1 && problem.direction == Direction::Forward && im2col_applies(problem) && sh.oc >= 16) {
+  // least 5% better than the rows, with 8 or more output channels a group: the copies write a float per input pixel
+  // and filter column, beside a FMA lane per output channel and tap. Two threads, AMD EPYC Zen 4, in rounds with
+  // oneDNN: Fashion-MNIST's first layer (rows of 28, planes of 784; 100 images) 0.83 ms as rows (VECS 1, COLS 16,
+  // ROW_BLOCK 32: better than the tuner had found), 0.76 as planes (2 x 13), 0.73 with 1 x 16; oneDNN 0.78. Groups
+  // of 8 channels (1 x 8 blocks; 2026-12-06): 32 -> 32 in 4 groups at 20x20, 64 images, 1.39 -> 1.06 ms; ResNeXt's
+  // 32 groups at 56x56, 4 images, 3.74 -> 3.14; 8 groups at 97x61 0.371 -> 0.342; 6 dilated groups at 31x29 0.168 ->
+  // 0.153. (With channel vectors the rule stays off: Inception's 48 -> 64 5x5 at 35x35 ran 3.33 ms so, 3.75 as
+  // planes.) Not where the copies' runs (one per input row, channel and filter column, a dozen cycles each, whatever
+  // their length) come to more than 1 in 20 of the FMAs: the tiny 8 -> 8 3x3 on 8x8 (2 images, 0.1 of a run per FMA)
+  // took 4 us as planes, 3 as rows; the 20x20 layer above has 0.037.
+  const double runs_per_fma =
+      static_cast<double>((problem.p() + (problem.r - 1) * problem.dilation.h) * lanes) /
+      static_cast<double>(problem.p() * problem.q() * sh.oc * problem.r);
+  if (c.orient == 1 && problem.direction == Direction::Forward && im2col_applies(problem) && sh.oc >= 8 &&
+      runs_per_fma <= 0.05) {
     double eff_plane = 0;
-    const auto by_plane = best_bcast_block(kt, sh.rows * sh.row, sh.oc, &eff_plane, /*whole_rows=*/false,
-                                           /*even_split=*/true);
+    best_bcast_block(kt, sh.rows * sh.row, sh.oc, &eff_plane, /*whole_rows=*/false, /*even_split=*/true);
     if (eff_plane >= 1.05 * eff_rows) {
+      // One vector of pixels under the widest output-channel block: more vectors per block measured slower along
+      // planes (Fashion-MNIST's first layer 2 x 13 0.76 ms, 1 x 16 0.73; the four 8-channel group layers above 1 x 8
+      // 3-9% faster than 2 x 8, the 20x20 one 7% faster than 3 x 8), the kernels' input runs are as many as the
+      // reduction steps (C/groups x R x S of them) whatever the block.
+      const auto by_channels = best_bcast_block(kt, kt.lanes, sh.oc, nullptr, /*whole_rows=*/false, /*even_split=*/true);
       Choice plane;
-      plane.algo = 2, plane.orient = 1, plane.vecs = by_plane.first, plane.cols = by_plane.second;
+      plane.algo = 2, plane.orient = 1, plane.vecs = by_channels.first, plane.cols = by_channels.second;
       return plane;
     }
   }

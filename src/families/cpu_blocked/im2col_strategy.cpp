@@ -19,7 +19,7 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// The most floats copy_runs writes or reads past a run (a vector less one, at most 16 lanes).
+// The most floats padded_runs writes past a run (a vector less one, at most 16 lanes).
 constexpr int64_t kSlack = 16;
 
 class Im2colStrategy final : public Strategy {
@@ -31,7 +31,6 @@ class Im2colStrategy final : public Strategy {
     rows_ = choice.row_block > 0 ? std::min(choice.row_block, p_) : im2col_rows(pb);
     row_blocks_ = ceil_div(p_, rows_);
     in_rows_ = rows_ + (pb.r - 1) * pb.dilation.h;
-    padded_w_ = pb.w + 2 * pb.pad.w;
     plane_ = in_rows_ * q_;
     threads_ = threads_for(pb);
     Carver size(nullptr);
@@ -59,6 +58,7 @@ class Im2colStrategy final : public Strategy {
     const auto start = Clock::now();
     const int64_t items = pb_.n * groups_ * row_blocks_;
     const int64_t steps = ic_ * pb_.r * pb_.s;
+    const float* x_end = x + pb_.n * pb_.c * pb_.h * pb_.w;
     parallel_items(items, threads_, [&](int64_t item, unsigned t) {
       Digits d(item);
       const int64_t rb = d.next(row_blocks_);
@@ -66,7 +66,7 @@ class Im2colStrategy final : public Strategy {
       const int64_t n = d.rest();
       const int64_t y0 = rb * rows_, rows = std::min(rows_, p_ - y0);
       float* buffer = buffers + static_cast<size_t>(t) * buffer_floats();
-      gather(x + (n * pb_.c + g * ic_) * pb_.h * pb_.w, y0, rows, buffer);
+      gather(x + (n * pb_.c + g * ic_) * pb_.h * pb_.w, x_end, y0, rows, buffer);
       compute(buffer, rows * q_, packed + g * steps * oc_, y + ((n * pb_.k + g * oc_) * p_ + y0) * q_);
     });
     // The copies run inside the items, beside the kernels: all of it counts as compute.
@@ -82,37 +82,33 @@ class Im2colStrategy final : public Strategy {
   }
 
  private:
-  // Per thread: the C/groups x S shifted copies (plane_ floats each) and the item's input rows padded, each with
-  // slack for copy_runs and for the kernels' whole-vector reads past the last pixel.
-  size_t copies_floats() const { return static_cast<size_t>(ic_ * pb_.s * plane_ + kSlack); }
-  size_t padded_floats() const { return static_cast<size_t>(ic_ * in_rows_ * padded_w_ + kSlack); }
-  size_t buffer_floats() const { return (copies_floats() + padded_floats() + 15) / 16 * 16; }
+  // Per thread: the C/groups x S shifted copies (plane_ floats each), with slack for padded_runs and for the
+  // kernels' whole-vector reads past the last pixel.
+  size_t buffer_floats() const { return static_cast<size_t>(ic_ * pb_.s * plane_ + kSlack + 15) / 16 * 16; }
 
-  // The item's input rows of every channel padded (zero rows above and below the image), then each shifted copy's
-  // rows as runs of them (KernelTable::copy_runs, whole vectors: a run's overshoot lands on the next run, copied
-  // after it, or in the slack).
-  void gather(const float* image, int64_t y0, int64_t rows, float* buffer) const {
-    float* padded = buffer + copies_floats();
+  // Each shifted copy's rows as padded runs read from the image (KernelTable::padded_runs, whole vectors: a run's
+  // overshoot lands on the next run, written after it, or in the slack). Copy (c, s), row i is input row
+  // y0 - pad_h + i from column s dilation_w - pad_w on: zeros left and right of the image's columns, zero rows above
+  // and below it.
+  void gather(const float* image, const float* x_end, int64_t y0, int64_t rows, float* buffer) const {
     const int64_t used_rows = rows + (pb_.r - 1) * pb_.dilation.h;
-    const int64_t first = y0 - pb_.pad.h;  // the input row of padded row 0
+    const int64_t first = y0 - pb_.pad.h;  // the input row of copy row 0
+    const int64_t top = std::clamp<int64_t>(-first, 0, used_rows);
+    const int64_t inside = std::clamp<int64_t>(pb_.h - std::max<int64_t>(first, 0), 0, used_rows - top);
+    const int64_t bottom = used_rows - top - inside;
     for (int64_t c = 0; c < ic_; ++c) {
       const float* plane = image + c * pb_.h * pb_.w;
-      float* pc = padded + c * in_rows_ * padded_w_;
-      for (int64_t i = 0; i < used_rows; ++i) {
-        const int64_t ih = first + i;
-        if (ih < 0 || ih >= pb_.h) {
-          zero_run(pc + i * padded_w_, padded_w_);
-        } else {
-          padded_row(pc + i * padded_w_, plane + ih * pb_.w, pb_.pad.w, pb_.w, pb_.pad.w);
-        }
+      for (int64_t s = 0; s < pb_.s; ++s) {
+        float* copy = buffer + (c * pb_.s + s) * plane_;
+        const int64_t col = s * pb_.dilation.w - pb_.pad.w;  // the input column of output column 0
+        const int64_t left = std::clamp<int64_t>(-col, 0, q_);
+        const int64_t n = std::clamp<int64_t>(pb_.w - std::max<int64_t>(col, 0), 0, q_ - left);
+        const float* from = plane + std::max<int64_t>(first, 0) * pb_.w + std::max<int64_t>(col, 0);
+        kt_.padded_runs(plane, 0, x_end, q_, 0, copy, q_, q_, top);
+        kt_.padded_runs(from, pb_.w, x_end, left, n, copy + top * q_, q_, q_, inside);
+        kt_.padded_runs(plane, 0, x_end, q_, 0, copy + (top + inside) * q_, q_, q_, bottom);
       }
     }
-    zero_run(padded + ic_ * in_rows_ * padded_w_, kSlack);
-    for (int64_t c = 0; c < ic_; ++c)
-      for (int64_t s = 0; s < pb_.s; ++s) {
-        const float* from = padded + c * in_rows_ * padded_w_ + s * pb_.dilation.w;
-        kt_.copy_runs(from, padded_w_, buffer + (c * pb_.s + s) * plane_, q_, used_rows, q_);
-      }
     zero_run(buffer + ic_ * pb_.s * plane_, kSlack);
   }
 
@@ -161,7 +157,6 @@ class Im2colStrategy final : public Strategy {
   int64_t groups_ = 1, ic_ = 1, oc_ = 1, p_ = 1, q_ = 1;
   int64_t rows_ = 1, row_blocks_ = 1;
   int64_t in_rows_ = 1;   // input rows one item of rows_ output rows reads
-  int64_t padded_w_ = 1;  // W + 2 pad_w
   int64_t plane_ = 1;     // floats of one shifted copy: in_rows_ x Q
   unsigned threads_ = 1;
   size_t workspace_ = 0;

@@ -493,18 +493,25 @@ void WinogradFilter(const float* src, int64_t stride, float* out) {
 
 // dst[i] = src[i] for i in [0, count) (count a whole number of vectors, dst vector-aligned), with streaming stores.
 // Runs of n floats in whole vectors, run k from src + k * src_step to dst + k * dst_step; see KernelTable.
-void CopyRuns(const float* HWY_RESTRICT src, int64_t src_step, float* HWY_RESTRICT dst, int64_t dst_step,
-              int64_t runs, int64_t n) {
+void PaddedRuns(const float* HWY_RESTRICT src, int64_t src_step, const float* src_end, int64_t left, int64_t n,
+                float* HWY_RESTRICT dst, int64_t dst_step, int64_t width, int64_t runs) {
   const D d;
   const int64_t lanes = static_cast<int64_t>(hn::Lanes(d));
+  const V zero = hn::Zero(d);
   for (int64_t k = 0; k < runs; ++k, src += src_step, dst += dst_step) {
-    for (int64_t i = 0; i < n; i += lanes) {
+    // Zeros, then the floats (their last vector's overshoot lands on the zeros after them, written next), then zeros.
+    for (int64_t i = 0; i < left; i += lanes) hn::StoreU(zero, d, dst + i);
+    float* mid = dst + left;
+    int64_t i = 0;
+    for (; i < n && src + i + lanes <= src_end; i += lanes) {
       // Through a register as written: GCC otherwise turns the loop into a memcpy call per run (glibc's memmove
       // took 23% of Fashion-MNIST's first layer for runs of 28 floats).
       V v = hn::LoadU(d, src + i);
       KeepInRegister(v);
-      hn::StoreU(v, d, dst + i);
+      hn::StoreU(v, d, mid + i);
     }
+    for (; i < n; ++i) mid[i] = src[i];  // the tensor's last floats
+    for (int64_t j = left + n; j < width; j += lanes) hn::StoreU(zero, d, dst + j);
   }
 }
 
@@ -658,7 +665,7 @@ void FillTable(KernelTable& t) {
   t.gather = &Gather;
   t.interleave = &Interleave;
   t.stream_run = &StreamRun;
-  t.copy_runs = &CopyRuns;
+  t.padded_runs = &PaddedRuns;
   t.winograd = {&WinogradWeights, &WinogradInput, &WinogradOutput, &WinogradDy, &WinogradFilter};
   t.lanes = static_cast<int>(hn::Lanes(D()));
   AddBcast<1>(t);
