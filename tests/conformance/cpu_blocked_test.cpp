@@ -313,7 +313,7 @@ TEST(CpuBlocked, PartialVectorsAndTransposedStoresAreRight) {
 
 TEST(CpuBlocked, PlaneVectorsAreRight) {
   // ALGO 2 (pixel vectors along whole planes over column-shifted input copies) on every ISA: planes that end in a
-  // partial vector of many lengths, rows of one pixel, padding wider than the filter reaches, dilation, groups, a
+  // partial vector of many lengths, rows of one pixel, padding wider than the filter reaches (copies all zeros), dilation, groups, a
   // channel count above one, row blocks of one row, a few rows and a short last block, and threaded work.
   int64_t checked = 0;
   const std::vector<std::string> problems = {
@@ -322,6 +322,9 @@ TEST(CpuBlocked, PlaneVectorsAreRight) {
       "N=2,C=2,H=9,W=11,K=17,R=5,pad=3",
       "N=1,C=4,H=10,W=9,K=12,R=3,pad=2,dilation=2,groups=2",
       "N=8,C=1,H=28,W=28,K=32,R=5,pad=2",
+      // Copies of only zeros: filter columns 0 and 1 read only padding for every output column (Q = 4), and rows
+      // of only padding above and below the image in one item.
+      "N=1,C=2,H=4,W=2,K=8,R=3,S=5,pad_h=2,pad_w=5,dilation=2",
   };
   for (const cb::Isa isa : cb::available_isas()) {
     const ForcedIsa forced(isa);

@@ -635,10 +635,10 @@ Choice default_choice(const ConvProblem& problem, const KernelTable& kt) {
   // and filter column, beside a FMA lane per output channel and tap. Two threads, AMD EPYC Zen 4, in rounds with
   // oneDNN: Fashion-MNIST's first layer (rows of 28, planes of 784; 100 images) 0.83 ms as rows (VECS 1, COLS 16,
   // ROW_BLOCK 32: better than the tuner had found), 0.76 as planes (2 x 13), 0.73 with 1 x 16; oneDNN 0.78. Groups
-  // of 8 channels (1 x 8 blocks; 2026-12-06): 32 -> 32 in 4 groups at 20x20, 64 images, 1.39 -> 1.06 ms; ResNeXt's
-  // 32 groups at 56x56, 4 images, 3.74 -> 3.14; 8 groups at 97x61 0.371 -> 0.342; 6 dilated groups at 31x29 0.168 ->
-  // 0.153. (With channel vectors the rule stays off: Inception's 48 -> 64 5x5 at 35x35 ran 3.33 ms so, 3.75 as
-  // planes.) Not where the copies' runs (one per input row, channel and filter column, a dozen cycles each, whatever
+  // of 8 channels, the old default against this one (1 x 8; 2026-12-06): 32 -> 32 in 4 groups at 20x20, 64 images,
+  // 1.03 -> 0.92 ms; ResNeXt's 32 groups at 56x56, 4 images, 3.95 -> 3.21; 6 dilated groups at 31x29 0.163 -> 0.136.
+  // (8 groups at 97x61 keep their rows, which fill 61 of 64 lanes: 0.371 ms, 0.342 as planes. With channel vectors
+  // the rule stays off: Inception's 48 -> 64 5x5 at 35x35 ran 3.33 ms so, 3.75 as planes.) Not where the copies' runs (one per input row, channel and filter column, a dozen cycles each, whatever
   // their length) come to more than 1 in 20 of the FMAs: the tiny 8 -> 8 3x3 on 8x8 (2 images, 0.1 of a run per FMA)
   // took 4 us as planes, 3 as rows; the 20x20 layer above has 0.037.
   const double runs_per_fma =
@@ -650,8 +650,8 @@ Choice default_choice(const ConvProblem& problem, const KernelTable& kt) {
     best_bcast_block(kt, sh.rows * sh.row, sh.oc, &eff_plane, /*whole_rows=*/false, /*even_split=*/true);
     if (eff_plane >= 1.05 * eff_rows) {
       // One vector of pixels under the widest output-channel block: more vectors per block measured slower along
-      // planes (Fashion-MNIST's first layer 2 x 13 0.76 ms, 1 x 16 0.73; the four 8-channel group layers above 1 x 8
-      // 3-9% faster than 2 x 8, the 20x20 one 7% faster than 3 x 8), the kernels' input runs are as many as the
+      // planes (Fashion-MNIST's first layer 2 x 13 0.76 ms, 1 x 16 0.73; four 8-channel group layers 1 x 8 2-9%
+      // faster than 2 x 8, the 20x20 one 7% faster than 3 x 8), the kernels' input runs are as many as the
       // reduction steps (C/groups x R x S of them) whatever the block.
       const auto by_channels = best_bcast_block(kt, kt.lanes, sh.oc, nullptr, /*whole_rows=*/false, /*even_split=*/true);
       Choice plane;

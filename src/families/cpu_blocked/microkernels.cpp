@@ -491,8 +491,7 @@ void WinogradFilter(const float* src, int64_t stride, float* out) {
       [&](int i, int j, V v) { hn::StoreU(v, d, out + (i * 3 + j) * lanes); });
 }
 
-// dst[i] = src[i] for i in [0, count) (count a whole number of vectors, dst vector-aligned), with streaming stores.
-// Runs of n floats in whole vectors, run k from src + k * src_step to dst + k * dst_step; see KernelTable.
+// Runs of `left` zeros, n floats from the source and zeros to `width`, in whole vectors; see KernelTable.
 void PaddedRuns(const float* HWY_RESTRICT src, int64_t src_step, const float* src_end, int64_t left, int64_t n,
                 float* HWY_RESTRICT dst, int64_t dst_step, int64_t width, int64_t runs) {
   const D d;
@@ -515,6 +514,7 @@ void PaddedRuns(const float* HWY_RESTRICT src, int64_t src_step, const float* sr
   }
 }
 
+// dst[i] = src[i] for i in [0, count) (count a whole number of vectors, dst vector-aligned), with streaming stores.
 void StreamRun(const float* HWY_RESTRICT src, float* HWY_RESTRICT dst, int64_t count) {
   const D d;
   const int64_t lanes = static_cast<int64_t>(hn::Lanes(d));
