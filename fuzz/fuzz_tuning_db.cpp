@@ -55,10 +55,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (!db.user_file_error().empty()) __builtin_trap();
   (void)db.list();
 
-  std::map<std::string, std::string> hashes;
-  for (const auto& family : kernel_families()) hashes[family->name()] = "";
+  KernelVersions versions;
+  for (const auto& family : kernel_families()) versions[family->name()] = family->kernel_version();
   for (const TuningEntry& e : entries)
-    if (hashes.count(e.family)) hashes[e.family] = e.source_hash;
+    if (versions.count(e.family)) versions[e.family] = e.kernel_version;
   // A handful of lookups: each costs a pass over all entries.
   for (size_t i = 0; i < entries.size() && i < 8; ++i) {
     const DeviceInfo device = device_of(entries[i]);
@@ -66,7 +66,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     options.fit = [&](const TuningEntry& e) {
       return carry_config(kernel_family(e.family), e.parameters, e.problem, entries[i].problem, device);
     };
-    (void)db.lookup(entries[i].problem, device, hashes, options).explain();
+    (void)db.lookup(entries[i].problem, device, versions, options).explain();
     if (entries[i].problem.is_conv()) {
       (void)db.lookup(entries[i].problem.conv().with_direction(Direction::BackwardData), test::described_hopper(),
                       hashes).explain();

@@ -178,6 +178,13 @@ class KernelFamily {
   // True when the family multiplies on tensor cores (mma.sync, wgmma): its rate is not comparable with the FP32 FMA
   // ceiling `convtune peak` measures, so bench's `% peak` leaves its rows out.
   virtual bool uses_tensor_cores() const { return false; }
+  // The version of the kernels this family runs (MIOpen's stable solver ids, in spirit): the tuning database stores
+  // it with every entry, and an entry of another version is stale (never trusted for a plan, timed again by a tune).
+  // Bump it when a change to the family's kernels or recipe changes its results or its speed on problems it
+  // computed before; a change that leaves both alone (a comment, a merge of shared code, a layout or element type
+  // added beside the old ones) keeps it, so tuned entries stay valid. The program cache keys compiled binaries by
+  // the expanded source text itself, so no stale binary runs either way.
+  virtual int kernel_version() const { return 1; }
   // Program + launches for a valid configuration.
   virtual KernelRecipe recipe(const Problem& problem, const Epilogue& epilogue, const Config& config,
                               const DeviceInfo& device) const = 0;
@@ -189,9 +196,6 @@ class KernelFamily {
 const std::vector<std::unique_ptr<KernelFamily>>& kernel_families();
 const KernelFamily& kernel_family(std::string_view name);  // throws InvalidArgument listing the names
 
-// Hash of the expanded kernel source a family compiles for this problem (its default configuration's recipe):
-// the tuning database stores it with every entry, so results measured on other kernel code are not trusted.
-std::string kernel_source_hash(const KernelFamily& family, const Problem& problem, const DeviceInfo& device);
 
 // A convolution's shape as compile-time defines (N, C, H, W, K, R, S, P, Q, STRIDE_H, ..., GROUPS, and DIRECTION:
 // 0 forward, 1 backward-data, 2 backward-filter, in Direction's order), shared by every family so each kernel

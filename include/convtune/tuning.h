@@ -45,10 +45,16 @@ struct TuningDevice {
   friend bool operator!=(const TuningDevice& a, const TuningDevice& b) { return !(a == b); }
 };
 
+// Family name -> the kernel version it runs today (KernelFamily::kernel_version): entries measured under another
+// version are stale.
+using KernelVersions = std::map<std::string, int>;
+
 struct TuningEntry {
   TuningDevice device;
   std::string family;
-  std::string source_hash;  // of the family's expanded kernel source, computed by the caller
+  // The family's kernel version when it was measured (KernelFamily::kernel_version); 0 for entries written before
+  // families declared versions (they carried a hash of the kernel source instead), which no family runs now.
+  int kernel_version = 0;
   Problem problem;          // a convolution (direction, type and math included) or a GEMM
   Config parameters;
   double time_ms = 0;
@@ -57,11 +63,11 @@ struct TuningEntry {
   std::string convtune_version;  // of the convtune that measured it
 
   // Entries with equal keys describe the same measurement target; a database keeps the fastest of them.
-  // Driver and source hash are part of it (through the fingerprint and the hash), so a retune after an update
+  // Driver and kernel version are part of it (through the fingerprint and the version), so a retune after an update
   // never competes with the stale result: that one stays until pruned and is never trusted.
   std::string key() const;
   friend bool operator==(const TuningEntry& a, const TuningEntry& b) {
-    return a.device == b.device && a.family == b.family && a.source_hash == b.source_hash && a.problem == b.problem &&
+    return a.device == b.device && a.family == b.family && a.kernel_version == b.kernel_version && a.problem == b.problem &&
            a.parameters == b.parameters && a.time_ms == b.time_ms && a.gflops == b.gflops && a.date == b.date &&
            a.convtune_version == b.convtune_version;
   }
@@ -69,13 +75,13 @@ struct TuningEntry {
 };
 
 // A fresh entry measured now: GFLOP/s from the problem's FLOP count, today's date, this convtune's version.
-TuningEntry make_tuning_entry(const DeviceInfo& device, std::string family, std::string source_hash,
+TuningEntry make_tuning_entry(const DeviceInfo& device, std::string family, int kernel_version,
                               const Problem& problem, Config parameters, double time_ms);
 
-// Empty when `entry` can be trusted on `device` with the family's current source hash; else why not
-// ("kernel source changed: entry a1b2, now c3d4", "driver 535.104 -> 550.54"). A different device's driver is
-// not a reason: that entry is judged by its own hardware, and only the source hash applies.
-std::string stale_reason(const TuningEntry& entry, const DeviceInfo& device, std::string_view current_source_hash);
+// Empty when `entry` can be trusted on `device` with the family's current kernel version; else why not
+// ("kernel version changed: entry measured with version 1, now 2", "driver 535.104 -> 550.54"). A different
+// device's driver is not a reason: that entry is judged by its own hardware, and only the version applies.
+std::string stale_reason(const TuningEntry& entry, const DeviceInfo& device, int current_kernel_version);
 
 std::string_view convtune_version();
 std::string utc_date_now();
@@ -198,10 +204,10 @@ class TuningDatabase {
   // Why the user file could not be loaded (its path included); empty when it loaded or does not exist.
   const std::string& user_file_error() const { return user_file_error_; }
 
-  // The best tuned configuration for `problem` on `device` among the families in `source_hash_by_family` (each
-  // family's current kernel-source hash: entries of other source are stale), by the tiers above.
+  // The best tuned configuration for `problem` on `device` among the families in `kernel_versions` (each
+  // family's current kernel version: entries measured under another are stale), by the tiers above.
   LookupResult lookup(const Problem& problem, const DeviceInfo& device,
-                      const std::map<std::string, std::string>& source_hash_by_family,
+                      const KernelVersions& kernel_versions,
                       const LookupOptions& options = {}) const;
 
   // Stores the entry in the user database unless one with the same key is at least as fast.
@@ -213,10 +219,10 @@ class TuningDatabase {
   MergeCounts merge(const std::vector<TuningEntry>& entries);
 
   // Removes user entries that are stale: measured on one of `devices` under another driver, or of a family in
-  // `source_hash_by_family` with another source hash. Entries of devices not listed are kept (nothing here
+  // `kernel_versions` under another kernel version. Entries of devices not listed are kept (nothing here
   // says they are stale). Returns how many were removed.
   size_t prune_stale(const std::vector<DeviceInfo>& devices,
-                     const std::map<std::string, std::string>& source_hash_by_family);
+                     const KernelVersions& kernel_versions);
   // Removes user entries whose device fingerprint or name equals `device`.
   size_t prune_device(std::string_view device);
   size_t prune_if(const std::function<bool(const TuningEntry&)>& remove);

@@ -154,6 +154,8 @@ class WidenedFamily final : public KernelFamily {
     return inner_.untuned_poor_fit(twin(problem), inner_device(problem, device));
   }
   std::string seed_family() const override { return inner_.name(); }
+  // The conversions are exact and never change a result: the wrapped family's kernels decide.
+  int kernel_version() const override { return inner_.kernel_version(); }
   // No claims: the wrapped families' claims were measured against FP32 competitors, not against 16-bit kernels.
   // Tuning entries and the cost model decide where a widened family runs a 16-bit layer.
   Config carry_config(const Config& tuned, const Problem& tuned_problem, const Problem& problem,

@@ -1,18 +1,11 @@
-// Config text form, epilogue helpers, kernel source hashes and the shape defines every family's kernels see.
+// Config text form, epilogue helpers and the shape defines every family's kernels see.
 #include "convtune/kernel_family.h"
 
 #include <fmt/format.h>
 
 #include <charconv>
-#include <mutex>
 
 #include "convtune/error.h"
-#include "src/backend/kernel_sources.h"
-#include "src/core/hash.h"
-
-#ifndef CONVTUNE_VERSION
-#define CONVTUNE_VERSION "0.1.0"
-#endif
 
 namespace convtune {
 
@@ -47,28 +40,6 @@ std::string to_string(const Epilogue& e) {
   if (e.relu) text += "+relu";
   if (e.pool > 1) text += fmt::format("+maxpool{}", e.pool);
   return text.empty() ? "none" : text.substr(1);
-}
-
-std::string kernel_source_hash(const KernelFamily& family, const Problem& problem, const DeviceInfo& device) {
-  const KernelRecipe recipe = family.recipe(problem, {}, family.default_config(problem, device), device);
-  // A host program is C++ compiled into this library: its version stands for its source.
-  if (family.runs_on_cpu_backend()) {
-    return hex64(fnv1a64(fmt::format("host program {} of convtune {}", recipe.source.file, CONVTUNE_VERSION)));
-  }
-  // Expanding the source reads every included file; the result is the same for the whole run, so keep it.
-  static std::mutex mutex;
-  static std::map<std::string, std::string> by_file;
-  std::lock_guard lock(mutex);
-  const auto file_hash = [&](const std::string& file) -> const std::string& {
-    auto [it, fresh] = by_file.try_emplace(file);
-    if (fresh) it->second = hex64(fnv1a64(load_kernel_source(file)));
-    return it->second;
-  };
-  if (recipe.extra_sources.empty()) return file_hash(recipe.source.file);
-  // A recipe of several programs (a widened family's conversions beside its kernels): all of their sources.
-  std::string all = file_hash(recipe.source.file);
-  for (const ProgramSource& extra : recipe.extra_sources) all += "+" + file_hash(extra.file);
-  return hex64(fnv1a64(all));
 }
 
 std::string fp32_only_reason(std::string_view family, const Problem& problem) {

@@ -233,8 +233,8 @@ PlanDescriptor PlanDescriptor::create_impl(const DeviceInfo& device, const PlanR
       return given ? *given : kernel_family(e.family);
     };
     if (database) {
-      std::map<std::string, std::string> hashes;
-      for (const KernelFamily* f : candidates) hashes[f->name()] = kernel_source_hash(*f, request.problem, info);
+      KernelVersions versions;
+      for (const KernelFamily* f : candidates) versions[f->name()] = f->kernel_version();
       LookupOptions options;
       // A tuned shape's parameters are carried to this problem: a split rescaled, what no longer fits repaired. A
       // limit tighter than the device's default does not take part: an entry over it is skipped as measured
@@ -267,7 +267,7 @@ PlanDescriptor PlanDescriptor::create_impl(const DeviceInfo& device, const PlanR
         }
         return {};
       };
-      found = database->lookup(request.problem, info, hashes, options);
+      found = database->lookup(request.problem, info, versions, options);
     }
     if (found && found->entry) {
       d.family_ = &family_of(*found->entry);

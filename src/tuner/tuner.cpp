@@ -126,7 +126,7 @@ std::vector<TuneTask> tasks_to_tune(const std::vector<TuneTask>& all_tasks, cons
   for (const TuneTask& t : all_tasks) {
     if (skip_tuned) {
       const LookupResult found =
-          database.lookup(t.problem, info, {{t.family->name(), kernel_source_hash(*t.family, t.problem, info)}});
+          database.lookup(t.problem, info, {{t.family->name(), t.family->kernel_version()}});
       if (found.tier == LookupTier::Exact) continue;
     }
     tasks.push_back(t);
@@ -306,8 +306,7 @@ std::vector<TuneTaskResult> tune(Device& device, const std::vector<TuneTask>& al
       TaskState& task = tasks[index];
       if (!affordable(program_of(task))) continue;
       const KernelFamily& family = *task.result.task.family;
-      const std::string current_hash = kernel_source_hash(family, p.problem, info);
-      std::vector<std::pair<Config, const char*>> seeds;
+            std::vector<std::pair<Config, const char*>> seeds;
       const auto add = [&](const Config& config, const char* why) {
         // The baseline was timed above, the default is timed below.
         if (config == task.default_config || config == p.baseline_config) return;
@@ -321,8 +320,8 @@ std::vector<TuneTaskResult> tune(Device& device, const std::vector<TuneTask>& al
       for (const ListedEntry& listed : database.list(filter)) {
         const TuningEntry& e = listed.entry;
         if (!(e.problem == p.problem) || !e.device.same_hardware(info)) continue;
-        if (stale_reason(e, info, current_hash).empty()) continue;  // fresh: today's plan already has it
-        add(e.parameters, "a stale entry's configuration (older kernel source or driver), timed again");
+        if (stale_reason(e, info, family.kernel_version()).empty()) continue;  // fresh: today's plan already has it
+        add(e.parameters, "a stale entry's configuration (older kernel version or driver), timed again");
       }
       filter.family = family.seed_family();
       const Precision precision{p.problem.type(), p.problem.math()};
@@ -420,7 +419,7 @@ std::vector<TuneTaskResult> tune(Device& device, const std::vector<TuneTask>& al
     // round's 0.390.)
     if (!r.best_config || (r.stored && task.stored_config == r.best_config)) return;
     const InsertOutcome outcome = database.insert(make_tuning_entry(
-        info, r.task.family->name(), kernel_source_hash(*r.task.family, r.task.problem, info), r.task.problem,
+        info, r.task.family->name(), r.task.family->kernel_version(), r.task.problem,
         *r.best_config, r.best_ms));
     // What the database did with the task's first entry (added, or replacing a slower one it had); a later round's
     // replaces only the task's own.
@@ -645,7 +644,7 @@ std::vector<TuneTaskResult> tune(Device& device, const std::vector<TuneTask>& al
         }
       }
       const InsertOutcome outcome = database.insert(
-          make_tuning_entry(info, p.baseline_family->name(), kernel_source_hash(*p.baseline_family, p.problem, info),
+          make_tuning_entry(info, p.baseline_family->name(), p.baseline_family->kernel_version(),
                             p.problem, p.baseline_config, *p.baseline_ms));
       const std::string why = fmt::format("today's plan ({} {:.4g} ms) was faster: stored as the exact entry instead",
                                           p.baseline_family->name(), *p.baseline_ms);

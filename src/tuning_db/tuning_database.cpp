@@ -102,14 +102,14 @@ TuningDatabase::TuningDatabase(std::filesystem::path user_file, const std::files
 }
 
 LookupResult TuningDatabase::lookup(const Problem& problem, const DeviceInfo& device,
-                                    const std::map<std::string, std::string>& source_hash_by_family,
+                                    const KernelVersions& kernel_versions,
                                     const LookupOptions& options) const {
   std::vector<LookupCandidate> candidates;
   candidates.reserve(user_entries_.size() + shipped_entries_.size());
   // User entries first: on equal rank the user's own measurement beats a shipped one.
   for (const auto& [key, e] : user_entries_) candidates.push_back({&e, &user_origin_});
   for (const auto& [e, origin] : shipped_entries_) candidates.push_back({&e, &origin});
-  return lookup_tuning(candidates, problem, device, source_hash_by_family, options);
+  return lookup_tuning(candidates, problem, device, kernel_versions, options);
 }
 
 uint64_t TuningDatabase::next_revision() {
@@ -162,10 +162,10 @@ size_t TuningDatabase::prune_if(const std::function<bool(const TuningEntry&)>& r
 }
 
 size_t TuningDatabase::prune_stale(const std::vector<DeviceInfo>& devices,
-                                   const std::map<std::string, std::string>& source_hash_by_family) {
+                                   const KernelVersions& kernel_versions) {
   return prune_if([&](const TuningEntry& e) {
-    const auto family = source_hash_by_family.find(e.family);
-    if (family != source_hash_by_family.end() && family->second != e.source_hash) return true;
+    const auto family = kernel_versions.find(e.family);
+    if (family != kernel_versions.end() && family->second != e.kernel_version) return true;
     return std::any_of(devices.begin(), devices.end(), [&](const DeviceInfo& d) {
       return e.device.same_hardware(d) && e.device.fingerprint != d.fingerprint();
     });

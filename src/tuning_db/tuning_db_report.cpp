@@ -45,7 +45,7 @@ std::string format_entry_details(const ListedEntry& listed) {
   field("driver", e.device.driver_version);
   field("fingerprint", e.device.fingerprint);
   field("family", e.family);
-  field("source hash", e.source_hash);
+  field("kernel version", std::to_string(e.kernel_version));
   field("problem", e.problem.to_string());
   field("parameters", to_string(e.parameters));
   field("time", fmt::format("{:.6g} ms", e.time_ms));

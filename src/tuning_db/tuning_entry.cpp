@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstdint>
 #include <ctime>
 #include <nlohmann/json.hpp>
 
@@ -36,7 +37,7 @@ bool TuningDevice::same_chip_other_backend(const DeviceInfo& info) const {
 }
 
 std::string TuningEntry::key() const {
-  return fmt::format("{}\n{}\n{}\n{}", device.fingerprint, family, source_hash, problem.to_string());
+  return fmt::format("{}\n{}\nv{}\n{}", device.fingerprint, family, kernel_version, problem.to_string());
 }
 
 std::string_view convtune_version() { return CONVTUNE_VERSION; }
@@ -50,7 +51,7 @@ std::string utc_date_now() {
   return text;
 }
 
-TuningEntry make_tuning_entry(const DeviceInfo& device, std::string family, std::string source_hash,
+TuningEntry make_tuning_entry(const DeviceInfo& device, std::string family, int kernel_version,
                               const Problem& problem, Config parameters, double time_ms) {
   if (!(time_ms > 0))
     throw InvalidArgument(fmt::format("tuning entry for {} {}: time {} ms is invalid: expected a positive time",
@@ -58,7 +59,7 @@ TuningEntry make_tuning_entry(const DeviceInfo& device, std::string family, std:
   TuningEntry e;
   e.device = TuningDevice::from(device);
   e.family = std::move(family);
-  e.source_hash = std::move(source_hash);
+  e.kernel_version = kernel_version;
   e.problem = problem;
   e.parameters = std::move(parameters);
   e.time_ms = time_ms;
@@ -68,10 +69,13 @@ TuningEntry make_tuning_entry(const DeviceInfo& device, std::string family, std:
   return e;
 }
 
-std::string stale_reason(const TuningEntry& entry, const DeviceInfo& device, std::string_view current_source_hash) {
-  if (entry.source_hash != current_source_hash)
-    return fmt::format("kernel source changed: entry measured with source {}, now {}", entry.source_hash,
-                       current_source_hash);
+std::string stale_reason(const TuningEntry& entry, const DeviceInfo& device, int current_kernel_version) {
+  if (entry.kernel_version == 0)
+    return fmt::format("measured before kernel versions were declared (kernel version {} now): retune",
+                       current_kernel_version);
+  if (entry.kernel_version != current_kernel_version)
+    return fmt::format("kernel version changed: entry measured with version {}, now {}", entry.kernel_version,
+                       current_kernel_version);
   if (entry.device.same_hardware(device) && entry.device.fingerprint != device.fingerprint()) {
     if (entry.device.driver_version != device.driver_version)
       return fmt::format("driver changed: entry measured with {}, now {}", entry.device.driver_version,
@@ -114,7 +118,7 @@ nlohmann::ordered_json to_json(const TuningEntry& e) {
       {"time_ms", e.time_ms},
       {"gflops", e.gflops},
       {"device", std::move(device)},
-      {"source_hash", e.source_hash},
+      {"kernel_version", e.kernel_version},
       {"date", e.date},
       {"convtune_version", e.convtune_version},
   };
@@ -192,7 +196,19 @@ TuningEntry tuning_entry_from_json(const nlohmann::json& json, const std::string
   e.device.architecture = read.text("architecture", &device, "device.");
   e.device.driver_version = read.text("driver_version", &device, "device.");
   if (e.device.fingerprint.empty()) read.fail("device.fingerprint", "is empty");
-  e.source_hash = read.text("source_hash");
+  if (json.contains("kernel_version")) {
+    const nlohmann::json& v = json["kernel_version"];
+    if (!v.is_number_unsigned() || v.get<uint64_t>() > INT32_MAX)
+      read.fail("kernel_version", fmt::format("must be an integer from 0 to {}, found {}", INT32_MAX, json_excerpt(v)));
+    e.kernel_version = static_cast<int>(v.get<uint64_t>());
+  } else if (json.contains("source_hash")) {
+    // Written before families declared kernel versions: kept (the cost model still learns from its time) but
+    // never trusted for a plan, as an entry of another kernel version.
+    read.text("source_hash");
+    e.kernel_version = 0;
+  } else {
+    read.fail("kernel_version", "is missing");
+  }
 
   // Optional duplicates of the problem text must agree with it: a hand edit of one but not the other would
   // otherwise silently mean two different things.

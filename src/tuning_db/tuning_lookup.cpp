@@ -58,7 +58,7 @@ std::string short_text(const TuningEntry& e) {
 }  // namespace
 
 LookupResult lookup_tuning(const std::vector<LookupCandidate>& candidates, const Problem& problem,
-                           const DeviceInfo& device, const std::map<std::string, std::string>& source_hash_by_family,
+                           const DeviceInfo& device, const KernelVersions& kernel_versions,
                            const LookupOptions& options) {
   LookupResult result;
   result.max_distance = options.max_distance;
@@ -72,8 +72,8 @@ LookupResult lookup_tuning(const std::vector<LookupCandidate>& candidates, const
   std::vector<Ranked> usable;
   for (const LookupCandidate& c : candidates) {
     const TuningEntry& e = *c.entry;
-    const auto family = source_hash_by_family.find(e.family);
-    if (family == source_hash_by_family.end()) continue;
+    const auto family = kernel_versions.find(e.family);
+    if (family == kernel_versions.end()) continue;
     const std::optional<LookupTier> tier = tier_of(e, problem, device);
     if (!tier) continue;
     if (std::string reason = stale_reason(e, device, family->second); !reason.empty()) {

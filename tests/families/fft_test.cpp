@@ -188,10 +188,10 @@ TEST(Fft, ANeighboursEntryIsNotCarriedToALayerFftSuitsPoorly) {
   const std::filesystem::path file =
       std::filesystem::temp_directory_path() / fmt::format("convtune_fft_neighbour_{}.json", static_cast<long>(getpid()));
   TuningDatabase db(file);
-  db.insert(make_tuning_entry(device, "fft", kernel_source_hash(family(), tuned, device), tuned,
+  db.insert(make_tuning_entry(device, "fft", family().kernel_version(), tuned,
                               family().default_config(tuned, device), 0.1));
   const KernelFamily& winograd = kernel_family("winograd");
-  db.insert(make_tuning_entry(device, "winograd", kernel_source_hash(winograd, tuned, device), tuned,
+  db.insert(make_tuning_entry(device, "winograd", winograd.kernel_version(), tuned,
                               winograd.default_config(tuned, device), 0.2));
 
   PlanRequest request;

@@ -65,7 +65,7 @@ Fp32Seed insert_fp32_seed(const DeviceInfo& info, TuningDatabase& db) {
   for (const Config& c : space.sample(8, 11))
     if (c != seed.widened_default && config_problem(widened, c, seed.bf16, info).empty()) seed.tuned = c;
   if (!seed.tuned.empty())
-    db.insert(make_tuning_entry(info, "direct_tiled", kernel_source_hash(direct, seed.fp32, info), seed.fp32, seed.tuned,
+    db.insert(make_tuning_entry(info, "direct_tiled", direct.kernel_version(), seed.fp32, seed.tuned,
                                 0.001));
   return seed;
 }
@@ -84,7 +84,7 @@ TEST(Tuner, NeverLeavesAProblemSlowerThanTodaysPlan) {
   std::filesystem::remove(file);
   TuningDatabase db(file);
   const KernelFamily& direct = kernel_family("direct_tiled");
-  db.insert(make_tuning_entry(info, "direct_tiled", kernel_source_hash(direct, neighbour, info), neighbour,
+  db.insert(make_tuning_entry(info, "direct_tiled", direct.kernel_version(), neighbour,
                               direct.default_config(neighbour, info), 0.01));
   PlanRequest request;
   request.problem = problem;
@@ -111,8 +111,8 @@ TEST(Tuner, NeverLeavesAProblemSlowerThanTodaysPlan) {
   EXPECT_EQ(after.tier(), ConfigTier::Exact) << after.explanation();
   // Whatever won, the exact entry the lookup now takes is what was faster: today's plan when tuning found nothing
   // better (on the second opinion's fresh timings), the tuned configuration otherwise.
-  const LookupResult found = db.lookup(problem, info, {{"direct_tiled", kernel_source_hash(direct, problem, info)},
-                                                       {"implicit_gemm", kernel_source_hash(kernel_family("implicit_gemm"), problem, info)}});
+  const LookupResult found = db.lookup(problem, info, {{"direct_tiled", direct.kernel_version()},
+                                                       {"implicit_gemm", kernel_family("implicit_gemm").kernel_version()}});
   ASSERT_TRUE(found.entry);
   if (after.family().name() == "direct_tiled") {
     EXPECT_EQ(after.config(), before.config());
@@ -252,7 +252,7 @@ TEST(Tuner, TimesStaleEntriesConfigurationsAgain) {
       if (c != defaults) old = c;
   }
   ASSERT_FALSE(old.empty());
-  db.insert(make_tuning_entry(info, "direct_tiled", "0000000000000000", problem, old, 0.001));
+  db.insert(make_tuning_entry(info, "direct_tiled", direct.kernel_version() + 1, problem, old, 0.001));
   PlanRequest request;
   request.problem = problem;
   request.tuning = &db;
@@ -300,7 +300,7 @@ TEST(Tuner, TimesTunedSeedsBeforeTheFamiliesDefaults) {
   const Fp32Seed seed = insert_fp32_seed(info, db);
   ASSERT_FALSE(seed.tuned.empty());
   const ConvProblem& bf16 = seed.bf16;
-  db.insert(make_tuning_entry(info, other.name(), kernel_source_hash(other, bf16, info), bf16,
+  db.insert(make_tuning_entry(info, other.name(), other.kernel_version(), bf16,
                               other.default_config(bf16, info), 0.0001));
   PlanRequest request;
   request.problem = bf16;

@@ -41,15 +41,15 @@ const DeviceInfo kA100 = gpu("NVIDIA A100-SXM4-80GB", "sm_80");
 const DeviceInfo kRadeon = gpu("Radeon RX 7900 XTX", "gfx1100", "Advanced Micro Devices, Inc.", "6.1",
                                BackendKind::OpenCL);
 
-const std::map<std::string, std::string> kHashes{{"implicit_gemm", "src-v2"}, {"direct_tiled", "dt-v1"}};
+const KernelVersions kVersions{{"implicit_gemm", 2}, {"direct_tiled", 1}};
 
 ConvProblem problem(std::string_view text) { return parse_problem(text); }
 
 const ConvProblem kLayer = problem("N=1,C=64,H=32,W=32,K=64,R=3,S=3,pad=1");
 
 TuningEntry entry(const DeviceInfo& device, const ConvProblem& p, double ms, int64_t tile = 64,
-                  std::string family = "implicit_gemm", std::string hash = "src-v2") {
-  return make_tuning_entry(device, std::move(family), std::move(hash), p, {{"TILE_M", tile}, {"TILE_N", 32}}, ms);
+                  std::string family = "implicit_gemm", int version = 2) {
+  return make_tuning_entry(device, std::move(family), version, p, {{"TILE_M", tile}, {"TILE_N", 32}}, ms);
 }
 
 // A fresh directory per test, removed afterwards.
@@ -95,7 +95,7 @@ TEST_F(TuningDbTest, ExactLookupAfterSaveAndReload) {
   }
   TuningDatabase db(file_);
   EXPECT_TRUE(db.user_file_error().empty());
-  const LookupResult r = db.lookup(kLayer, kH100, kHashes);
+  const LookupResult r = db.lookup(kLayer, kH100, kVersions);
   ASSERT_EQ(r.tier, LookupTier::Exact) << r.explain();
   EXPECT_EQ(r.entry->parameters.at("TILE_M"), 128);  // not the bwd-data entry
   EXPECT_EQ(r.entry->problem, kLayer);
@@ -132,14 +132,14 @@ TEST_F(TuningDbTest, NearestShapeIsTheSmallestLogRatioDistanceAmongComparableSha
   EXPECT_FALSE(comparable_shapes(kLayer, depthwise));
   EXPECT_EQ(groups_class(depthwise), "depthwise");
 
-  const LookupResult r = db.lookup(kLayer, kH100, kHashes);
+  const LookupResult r = db.lookup(kLayer, kH100, kVersions);
   ASSERT_EQ(r.tier, LookupTier::Nearest) << r.explain();
   EXPECT_EQ(r.entry->problem, near);
   EXPECT_NEAR(r.distance, 1.6147, 1e-4);
   EXPECT_TRUE(contains(r.explain(), "nearest tuned shape " + near.to_string())) << r.explain();
 
   // Padding is not part of the comparison: the same extents with pad 0 are at distance 0.
-  const LookupResult unpadded = db.lookup(problem("N=1,C=64,H=56,W=56,K=64,R=3,S=3"), kH100, kHashes);
+  const LookupResult unpadded = db.lookup(problem("N=1,C=64,H=56,W=56,K=64,R=3,S=3"), kH100, kVersions);
   EXPECT_EQ(unpadded.tier, LookupTier::Nearest);
   EXPECT_EQ(unpadded.entry->problem, near);
   EXPECT_EQ(unpadded.distance, 0);
@@ -150,7 +150,7 @@ TEST_F(TuningDbTest, NearestShapeIsTheSmallestLogRatioDistanceAmongComparableSha
     if (e.parameters.at("TILE_M") == 1) return std::nullopt;
     return FittedConfig{e.parameters, {}};
   };
-  const LookupResult refused = db.lookup(kLayer, kH100, kHashes, options);
+  const LookupResult refused = db.lookup(kLayer, kH100, kVersions, options);
   EXPECT_EQ(refused.entry->problem, far);
   ASSERT_EQ(refused.rejected.size(), 1u);
   EXPECT_EQ(refused.rejected.front().entry.problem, near);
@@ -161,7 +161,7 @@ TEST_F(TuningDbTest, NearestShapeIsTheSmallestLogRatioDistanceAmongComparableSha
     halved["TILE_N"] /= 2;
     return FittedConfig{halved, "TILE_N 32 -> 16"};
   };
-  const LookupResult fitted = db.lookup(kLayer, kH100, kHashes, options);
+  const LookupResult fitted = db.lookup(kLayer, kH100, kVersions, options);
   EXPECT_EQ(fitted.entry->problem, near);
   EXPECT_EQ(fitted.entry->parameters.at("TILE_N"), 32);
   EXPECT_EQ(fitted.parameters.at("TILE_N"), 16);
@@ -174,10 +174,10 @@ TEST_F(TuningDbTest, NearestShapeFamiliesCompeteByTheirGflops) {
   const ConvProblem batch4 = problem("N=4,C=64,H=32,W=32,K=64,R=3,S=3,pad=1");  // distance 2
   const ConvProblem batch8 = problem("N=8,C=64,H=32,W=32,K=64,R=3,S=3,pad=1");  // distance 3
   // direct_tiled is nearest but slow for its shape; implicit_gemm's nearest is farther but twice as efficient.
-  db.insert(entry(kH100, batch4, 1.0, 16, "direct_tiled", "dt-v1"));
+  db.insert(entry(kH100, batch4, 1.0, 16, "direct_tiled", 1));
   db.insert(entry(kH100, batch8, 1.0, 64));
   db.insert(entry(kH100, batch8.with_direction(Direction::BackwardData), 0.01, 8));  // another direction
-  const LookupResult r = db.lookup(kLayer, kH100, kHashes);
+  const LookupResult r = db.lookup(kLayer, kH100, kVersions);
   ASSERT_EQ(r.tier, LookupTier::Nearest) << r.explain();
   EXPECT_EQ(r.entry->family, "implicit_gemm") << r.explain();
   EXPECT_EQ(r.distance, 3);
@@ -185,10 +185,10 @@ TEST_F(TuningDbTest, NearestShapeFamiliesCompeteByTheirGflops) {
   // Each family puts forward its nearest entry, not its most efficient one: a faster implicit_gemm entry
   // farther away does not replace the nearest one...
   db.insert(entry(kH100, problem("N=16,C=64,H=32,W=32,K=64,R=3,S=3,pad=1"), 0.5, 128));
-  EXPECT_EQ(db.lookup(kLayer, kH100, kHashes).entry->parameters.at("TILE_M"), 64);
+  EXPECT_EQ(db.lookup(kLayer, kH100, kVersions).entry->parameters.at("TILE_M"), 64);
   // ... and a nearer one, even a slow one, does.
   db.insert(entry(kH100, problem("N=2,C=64,H=32,W=32,K=64,R=3,S=3,pad=1"), 2.0, 32));
-  const LookupResult nearer = db.lookup(kLayer, kH100, kHashes);
+  const LookupResult nearer = db.lookup(kLayer, kH100, kVersions);
   EXPECT_EQ(nearer.entry->family, "direct_tiled") << nearer.explain();  // 4x the work of N=1 in 1 ms vs 2x in 2 ms
 
   // When a family's nearest entry cannot fit, its next nearest stands in for it.
@@ -197,7 +197,7 @@ TEST_F(TuningDbTest, NearestShapeFamiliesCompeteByTheirGflops) {
     if (e.family == "direct_tiled") return std::nullopt;
     return FittedConfig{e.parameters, {}};
   };
-  const LookupResult fitted = db.lookup(kLayer, kH100, kHashes, options);
+  const LookupResult fitted = db.lookup(kLayer, kH100, kVersions, options);
   EXPECT_EQ(fitted.entry->family, "implicit_gemm");
   EXPECT_EQ(fitted.entry->parameters.at("TILE_M"), 32);
   EXPECT_EQ(fitted.rejected.size(), 1u);
@@ -207,18 +207,18 @@ TEST_F(TuningDbTest, TunedShapesTooFarAwayAreNotUsed) {
   TuningDatabase db(file_);
   // 64 times the batch: distance 6, the limit, still used; 128 times: 7, not.
   db.insert(entry(kH100, problem("N=128,C=64,H=32,W=32,K=64,R=3,S=3,pad=1"), 1.0, 128));
-  const LookupResult far = db.lookup(kLayer, kH100, kHashes);
+  const LookupResult far = db.lookup(kLayer, kH100, kVersions);
   EXPECT_EQ(far.tier, LookupTier::BuiltInDefault) << far.explain();
   EXPECT_TRUE(contains(far.explain(), "within shape distance 6")) << far.explain();
   db.insert(entry(kH100, problem("N=64,C=64,H=32,W=32,K=64,R=3,S=3,pad=1"), 1.0, 64));
-  const LookupResult limit = db.lookup(kLayer, kH100, kHashes);
+  const LookupResult limit = db.lookup(kLayer, kH100, kVersions);
   ASSERT_EQ(limit.tier, LookupTier::Nearest) << limit.explain();
   EXPECT_EQ(limit.distance, 6);
   LookupOptions wider;
   wider.max_distance = 8;
-  db.insert(entry(kH100, problem("N=128,C=64,H=32,W=32,K=64,R=3,S=3,pad=1"), 0.1, 32, "direct_tiled", "dt-v1"));
-  EXPECT_EQ(db.lookup(kLayer, kH100, kHashes).entry->family, "implicit_gemm");
-  EXPECT_EQ(db.lookup(kLayer, kH100, kHashes, wider).entry->family, "direct_tiled");
+  db.insert(entry(kH100, problem("N=128,C=64,H=32,W=32,K=64,R=3,S=3,pad=1"), 0.1, 32, "direct_tiled", 1));
+  EXPECT_EQ(db.lookup(kLayer, kH100, kVersions).entry->family, "implicit_gemm");
+  EXPECT_EQ(db.lookup(kLayer, kH100, kVersions, wider).entry->family, "direct_tiled");
 }
 
 TEST_F(TuningDbTest, ArchitectureThenVendorThenBuiltInDefault) {
@@ -229,23 +229,23 @@ TEST_F(TuningDbTest, ArchitectureThenVendorThenBuiltInDefault) {
   db.insert(entry(gpu("NVIDIA H100 (OpenCL)", "sm_90", "NVIDIA Corporation", "550.54", BackendKind::OpenCL),
                   kLayer, 0.1, 8));
 
-  const LookupResult h200 = db.lookup(kLayer, kH200, kHashes);
+  const LookupResult h200 = db.lookup(kLayer, kH200, kVersions);
   ASSERT_EQ(h200.tier, LookupTier::Architecture) << h200.explain();
   EXPECT_EQ(h200.entry->device.name, kH100.name);
   EXPECT_TRUE(contains(h200.explain(), "tuned on NVIDIA H100 80GB HBM3 (same architecture)")) << h200.explain();
 
   // Another NVIDIA architecture: the vendor tier, which picks the faster of the two (both at distance 0).
-  const LookupResult v100 = db.lookup(kLayer, gpu("Tesla V100", "sm_70"), kHashes);
+  const LookupResult v100 = db.lookup(kLayer, gpu("Tesla V100", "sm_70"), kVersions);
   ASSERT_EQ(v100.tier, LookupTier::Vendor) << v100.explain();
   EXPECT_EQ(v100.entry->parameters.at("TILE_M"), 128);
 
   // Fallback tiers take the nearest comparable shape too, and report it.
-  const LookupResult bigger = db.lookup(problem("N=2,C=64,H=32,W=32,K=64,R=3,S=3,pad=1"), kH200, kHashes);
+  const LookupResult bigger = db.lookup(problem("N=2,C=64,H=32,W=32,K=64,R=3,S=3,pad=1"), kH200, kVersions);
   EXPECT_EQ(bigger.tier, LookupTier::Architecture);
   EXPECT_EQ(bigger.distance, 1);
   EXPECT_TRUE(contains(bigger.explain(), "nearest shape " + kLayer.to_string())) << bigger.explain();
 
-  const LookupResult amd = db.lookup(kLayer, kRadeon, kHashes);
+  const LookupResult amd = db.lookup(kLayer, kRadeon, kVersions);
   EXPECT_EQ(amd.tier, LookupTier::BuiltInDefault);
   EXPECT_FALSE(amd.entry);
   EXPECT_TRUE(contains(amd.explain(), "built-in default")) << amd.explain();
@@ -257,22 +257,22 @@ TEST_F(TuningDbTest, ArchitectureThenVendorThenBuiltInDefault) {
 TEST_F(TuningDbTest, ExactShapeOnTheArchitectureBeforeANearestShapeHere) {
   TuningDatabase db(file_);
   const ConvProblem neighbour = problem("N=2,C=64,H=32,W=32,K=64,R=3,S=3,pad=1");  // distance 1
-  db.insert(entry(kH100, neighbour, 0.1, 16, "direct_tiled", "dt-v1"));
+  db.insert(entry(kH100, neighbour, 0.1, 16, "direct_tiled", 1));
   db.insert(entry(kH200, kLayer, 0.5, 128));
-  const LookupResult r = db.lookup(kLayer, kH100, kHashes);
+  const LookupResult r = db.lookup(kLayer, kH100, kVersions);
   ASSERT_EQ(r.tier, LookupTier::Architecture) << r.explain();
   EXPECT_EQ(r.entry->family, "implicit_gemm") << r.explain();
   EXPECT_EQ(r.distance, 0);
 
   // Another shape, for which the H200 has only a neighbour (distance 1) and the H100 one too: this device's.
   const ConvProblem other = problem("N=4,C=64,H=32,W=32,K=64,R=3,S=3,pad=1");
-  const LookupResult near = db.lookup(other, kH100, kHashes);
+  const LookupResult near = db.lookup(other, kH100, kVersions);
   ASSERT_EQ(near.tier, LookupTier::Nearest) << near.explain();
   EXPECT_EQ(near.entry->family, "direct_tiled") << near.explain();
 
   // And this device's own exact entry comes first of all.
-  db.insert(entry(kH100, kLayer, 2.0, 32, "direct_tiled", "dt-v1"));
-  EXPECT_EQ(db.lookup(kLayer, kH100, kHashes).tier, LookupTier::Exact);
+  db.insert(entry(kH100, kLayer, 2.0, 32, "direct_tiled", 1));
+  EXPECT_EQ(db.lookup(kLayer, kH100, kVersions).tier, LookupTier::Exact);
 }
 
 TEST_F(TuningDbTest, TheSameChipThroughTheOtherKernelBackendIsAFallback) {
@@ -281,7 +281,7 @@ TEST_F(TuningDbTest, TheSameChipThroughTheOtherKernelBackendIsAFallback) {
   const DeviceInfo h200_opencl = gpu("NVIDIA H200", "sm_90", "NVIDIA Corporation", "580.159.04", BackendKind::OpenCL);
   TuningDatabase db(file_);
   db.insert(entry(gpu("NVIDIA H200", "sm_90", "NVIDIA", "13.0"), kLayer, 0.5, 128));
-  const LookupResult carried = db.lookup(kLayer, h200_opencl, kHashes);
+  const LookupResult carried = db.lookup(kLayer, h200_opencl, kVersions);
   ASSERT_EQ(carried.tier, LookupTier::Architecture) << carried.explain();
   EXPECT_TRUE(carried.other_backend);
   EXPECT_EQ(carried.parameters.at("TILE_M"), 128);
@@ -289,9 +289,9 @@ TEST_F(TuningDbTest, TheSameChipThroughTheOtherKernelBackendIsAFallback) {
 
   TuningDatabase other(dir_ / "other.json");
   other.insert(entry(kH100, kLayer, 0.5, 128));
-  EXPECT_EQ(other.lookup(kLayer, h200_opencl, kHashes).tier, LookupTier::BuiltInDefault);
+  EXPECT_EQ(other.lookup(kLayer, h200_opencl, kVersions).tier, LookupTier::BuiltInDefault);
   // Through the same backend an entry is never marked as carried from the other.
-  EXPECT_FALSE(db.lookup(kLayer, kH200, kHashes).other_backend);
+  EXPECT_FALSE(db.lookup(kLayer, kH200, kVersions).other_backend);
 }
 
 TEST_F(TuningDbTest, CpuEntriesStayOnTheirCpu) {
@@ -299,9 +299,9 @@ TEST_F(TuningDbTest, CpuEntriesStayOnTheirCpu) {
   // serves only the very same CPU, never one of the same vendor, model name or architecture text.
   const DeviceInfo here = gpu("Intel(R) Xeon(R) Processor", "avx512, 2 threads, L1d 48 KiB, L2 2 MiB, L3 260 MiB",
                               "GenuineIntel", "n/a", BackendKind::Cpu);
-  const std::map<std::string, std::string> hashes{{"cpu_blocked", "host-v1"}};
+  const KernelVersions hashes{{"cpu_blocked", 1}};
   TuningDatabase db(file_);
-  db.insert(entry(here, kLayer, 0.5, 16, "cpu_blocked", "host-v1"));
+  db.insert(entry(here, kLayer, 0.5, 16, "cpu_blocked", 1));
   EXPECT_EQ(db.lookup(kLayer, here, hashes).tier, LookupTier::Exact);
   DeviceInfo forced_avx2 = here;
   forced_avx2.architecture = "avx2, 2 threads, L1d 48 KiB, L2 2 MiB, L3 260 MiB";
@@ -317,44 +317,44 @@ TEST_F(TuningDbTest, CpuEntriesStayOnTheirCpu) {
 
 TEST_F(TuningDbTest, BuiltInDefaultWhenNothingMatchesAndOtherFamiliesAreIgnored) {
   TuningDatabase db(file_);
-  EXPECT_EQ(db.lookup(kLayer, kH100, kHashes).tier, LookupTier::BuiltInDefault);
-  db.insert(entry(kH100, kLayer, 0.5, 128, "winograd", "w-v1"));  // a family the caller cannot run
-  const LookupResult r = db.lookup(kLayer, kH100, kHashes);
+  EXPECT_EQ(db.lookup(kLayer, kH100, kVersions).tier, LookupTier::BuiltInDefault);
+  db.insert(entry(kH100, kLayer, 0.5, 128, "winograd", 1));  // a family the caller cannot run
+  const LookupResult r = db.lookup(kLayer, kH100, kVersions);
   EXPECT_EQ(r.tier, LookupTier::BuiltInDefault);
   EXPECT_TRUE(r.stale.empty());
   // Among the families asked for, the fastest exact entry wins.
-  db.insert(entry(kH100, kLayer, 0.7, 16, "direct_tiled", "dt-v1"));
+  db.insert(entry(kH100, kLayer, 0.7, 16, "direct_tiled", 1));
   db.insert(entry(kH100, kLayer, 0.6, 32));
-  EXPECT_EQ(db.lookup(kLayer, kH100, kHashes).entry->family, "implicit_gemm");
+  EXPECT_EQ(db.lookup(kLayer, kH100, kVersions).entry->family, "implicit_gemm");
 }
 
 TEST_F(TuningDbTest, StaleBySourceHashIsReportedAndNotTrusted) {
   TuningDatabase db(file_);
-  db.insert(entry(kH100, kLayer, 0.5, 128, "implicit_gemm", "src-v1"));
-  const LookupResult r = db.lookup(kLayer, kH100, kHashes);
+  db.insert(entry(kH100, kLayer, 0.5, 128, "implicit_gemm", 1));
+  const LookupResult r = db.lookup(kLayer, kH100, kVersions);
   EXPECT_EQ(r.tier, LookupTier::BuiltInDefault);
   ASSERT_EQ(r.stale.size(), 1u);
-  EXPECT_EQ(r.stale.front().reason, "kernel source changed: entry measured with source src-v1, now src-v2");
+  EXPECT_EQ(r.stale.front().reason, "kernel version changed: entry measured with version 1, now 2");
   EXPECT_TRUE(contains(r.explain(), "1 stale entry ignored")) << r.explain();
 
   // With a fresh entry for a nearby shape, that answers and the stale exact one is still reported.
   db.insert(entry(kH100, problem("N=2,C=64,H=32,W=32,K=64,R=3,S=3,pad=1"), 0.9, 32));
-  const LookupResult nearest = db.lookup(kLayer, kH100, kHashes);
+  const LookupResult nearest = db.lookup(kLayer, kH100, kVersions);
   EXPECT_EQ(nearest.tier, LookupTier::Nearest);
   EXPECT_EQ(nearest.stale.size(), 1u);
   // A stale entry does not serve other devices either.
-  EXPECT_EQ(db.lookup(kLayer, kH200, kHashes).stale.size(), 1u);
+  EXPECT_EQ(db.lookup(kLayer, kH200, kVersions).stale.size(), 1u);
 }
 
 TEST_F(TuningDbTest, StaleByDriverIsReportedAndNotUsedAsAFallback) {
   TuningDatabase db(file_);
   db.insert(entry(gpu(kH100.name, "sm_90", kH100.vendor, "535.104"), kLayer, 0.5, 128));
-  const LookupResult r = db.lookup(kLayer, kH100, kHashes);
+  const LookupResult r = db.lookup(kLayer, kH100, kVersions);
   EXPECT_EQ(r.tier, LookupTier::BuiltInDefault) << r.explain();
   ASSERT_EQ(r.stale.size(), 1u);
   EXPECT_EQ(r.stale.front().reason, "driver changed: entry measured with 535.104, now 550.54");
   // The same entry is a fine architecture fallback for another sm_90 device: its driver is its own business.
-  EXPECT_EQ(db.lookup(kLayer, kH200, kHashes).tier, LookupTier::Architecture);
+  EXPECT_EQ(db.lookup(kLayer, kH200, kVersions).tier, LookupTier::Architecture);
 }
 
 TEST_F(TuningDbTest, InsertKeepsTheFastestPerKey) {
@@ -363,9 +363,9 @@ TEST_F(TuningDbTest, InsertKeepsTheFastestPerKey) {
   EXPECT_EQ(db.insert(entry(kH100, kLayer, 1.0, 16)), InsertOutcome::Replaced);
   EXPECT_EQ(db.insert(entry(kH100, kLayer, 3.0, 32)), InsertOutcome::KeptExisting);
   EXPECT_EQ(db.user_entry_count(), 1u);
-  EXPECT_EQ(db.lookup(kLayer, kH100, kHashes).entry->parameters.at("TILE_M"), 16);
-  // Another source hash or driver is another key: the stale one stays until pruned.
-  EXPECT_EQ(db.insert(entry(kH100, kLayer, 5.0, 8, "implicit_gemm", "src-v1")), InsertOutcome::Added);
+  EXPECT_EQ(db.lookup(kLayer, kH100, kVersions).entry->parameters.at("TILE_M"), 16);
+  // Another kernel version or driver is another key: the stale one stays until pruned.
+  EXPECT_EQ(db.insert(entry(kH100, kLayer, 5.0, 8, "implicit_gemm", 1)), InsertOutcome::Added);
   EXPECT_EQ(db.user_entry_count(), 2u);
 
   TuningEntry bad = entry(kH100, kLayer, 1.0);
@@ -405,7 +405,7 @@ TEST_F(TuningDbTest, TruncatedFileIsReportedWithItsPathAndNeverOverwritten) {
   EXPECT_TRUE(contains(db.user_file_error(), file_.string())) << db.user_file_error();
   EXPECT_TRUE(contains(db.user_file_error(), "is not valid JSON: line ")) << db.user_file_error();
   EXPECT_EQ(db.user_entry_count(), 0u);
-  EXPECT_EQ(db.lookup(kLayer, kH100, kHashes).tier, LookupTier::BuiltInDefault);  // lookups go on
+  EXPECT_EQ(db.lookup(kLayer, kH100, kVersions).tier, LookupTier::BuiltInDefault);  // lookups go on
 
   db.insert(entry(kH100, kLayer, 0.5));
   try {
@@ -505,8 +505,8 @@ TEST_F(TuningDbTest, MergeKeepsTheFasterPerKey) {
   EXPECT_EQ(counts.replaced, 1u);
   EXPECT_EQ(counts.kept, 1u);
   EXPECT_EQ(mine.user_entry_count(), 3u);
-  EXPECT_EQ(mine.lookup(kLayer, kH100, kHashes).entry->parameters.at("TILE_M"), 16);
-  EXPECT_EQ(mine.lookup(kLayer.with_direction(Direction::BackwardFilter), kH100, kHashes).entry->parameters.at("TILE_M"), 8);
+  EXPECT_EQ(mine.lookup(kLayer, kH100, kVersions).entry->parameters.at("TILE_M"), 16);
+  EXPECT_EQ(mine.lookup(kLayer.with_direction(Direction::BackwardFilter), kH100, kVersions).entry->parameters.at("TILE_M"), 8);
 
   write(dir_ / "broken.json", "{\"format\": \"convtune-tuning-db\", \"format_version\": 1, \"entries\": [{}]}");
   try {
@@ -522,19 +522,19 @@ TEST_F(TuningDbTest, MergeKeepsTheFasterPerKey) {
 TEST_F(TuningDbTest, PruneRemovesStaleEntriesAndSaveDoesNotBringThemBack) {
   TuningDatabase db(file_);
   db.insert(entry(kH100, kLayer, 1.0));                                                    // fresh
-  db.insert(entry(kH100, kLayer, 0.9, 8, "implicit_gemm", "src-v1"));                     // old source
+  db.insert(entry(kH100, kLayer, 0.9, 8, "implicit_gemm", 1));                     // older kernel version
   db.insert(entry(gpu(kH100.name, "sm_90", kH100.vendor, "535.104"), kLayer, 0.8));        // old driver
-  db.insert(entry(kRadeon, kLayer, 3.0, 64, "direct_tiled", "dt-v1"));                     // another machine's
-  db.insert(entry(kA100, kLayer, 2.0, 64, "winograd", "w-v0"));                            // family not asked about
+  db.insert(entry(kRadeon, kLayer, 3.0, 64, "direct_tiled", 1));                     // another machine's
+  db.insert(entry(kA100, kLayer, 2.0, 64, "winograd", 1));                            // family not asked about
   db.save();
 
   const std::vector<DeviceInfo> here{kH100};
-  EXPECT_EQ(db.prune_stale(here, kHashes), 2u);
+  EXPECT_EQ(db.prune_stale(here, kVersions), 2u);
   EXPECT_EQ(db.user_entry_count(), 3u);
   db.save();
   TuningDatabase reloaded(file_);
   EXPECT_EQ(reloaded.user_entry_count(), 3u);
-  EXPECT_TRUE(reloaded.lookup(kLayer, kH100, kHashes).stale.empty());
+  EXPECT_TRUE(reloaded.lookup(kLayer, kH100, kVersions).stale.empty());
 
   EXPECT_EQ(reloaded.prune_device(kRadeon.name), 1u);
   EXPECT_EQ(reloaded.prune_device(kA100.fingerprint()), 1u);
@@ -556,12 +556,12 @@ TEST_F(TuningDbTest, ShippedDefaultsAreReadOnlyAndRankBehindTheUsersOwn) {
   TuningDatabase db(file_, shipped);
   EXPECT_EQ(db.shipped_files(), std::vector<fs::path>{shipped / "nvidia.json"});
   EXPECT_EQ(db.shipped_entry_count(), 2u);
-  const LookupResult from_shipped = db.lookup(kLayer, kH100, kHashes);
+  const LookupResult from_shipped = db.lookup(kLayer, kH100, kVersions);
   EXPECT_EQ(from_shipped.tier, LookupTier::Exact);
   EXPECT_EQ(from_shipped.origin, (shipped / "nvidia.json").string());
 
   db.insert(entry(kH100, kLayer, 1.0, 16));  // same time: the user's own wins
-  EXPECT_EQ(db.lookup(kLayer, kH100, kHashes).entry->parameters.at("TILE_M"), 16);
+  EXPECT_EQ(db.lookup(kLayer, kH100, kVersions).entry->parameters.at("TILE_M"), 16);
   db.prune_device(kA100.name);  // touches user entries only
   db.save();
   EXPECT_EQ(read_file(shipped / "nvidia.json"), shipped_text);
@@ -628,12 +628,12 @@ TEST(TuningDbLocation, EnvironmentDecidesTheUserFile) {
 // Entries are keyed by math mode: a tf32 entry is never used for fp32 or 3xtf32 (not even as the nearest shape,
 // which would carry a tensor-core family's parameters to a problem it refuses), and survives a save and reload.
 TEST_F(TuningDbTest, EntriesAreKeyedByMathMode) {
-  const std::map<std::string, std::string> hashes{{"implicit_gemm", "src-v2"}, {"implicit_gemm_tc", "tc-v1"}};
+  const KernelVersions hashes{{"implicit_gemm", 2}, {"implicit_gemm_tc", 1}};
   ConvProblem tf32 = kLayer, split = kLayer;
   tf32.math = MathMode::TF32, split.math = MathMode::TF32x3;
   {
     TuningDatabase db(file_);
-    db.insert(entry(kH100, tf32, 0.1, 128, "implicit_gemm_tc", "tc-v1"));
+    db.insert(entry(kH100, tf32, 0.1, 128, "implicit_gemm_tc", 1));
     db.save();
   }
   TuningDatabase db(file_);
@@ -651,11 +651,11 @@ TEST_F(TuningDbTest, EntriesAreKeyedByMathMode) {
 // An FP32 entry serves tf32 and 3xtf32 problems (FP32 is at least as accurate, and the FP32 families compute those
 // modes with the same kernels), competing by speed with the tensor-core entries; never the other way round.
 TEST_F(TuningDbTest, Fp32EntriesServeTensorCoreModesNotTheReverse) {
-  const std::map<std::string, std::string> hashes{{"implicit_gemm", "src-v2"}, {"implicit_gemm_tc", "tc-v1"}};
+  const KernelVersions hashes{{"implicit_gemm", 2}, {"implicit_gemm_tc", 1}};
   ConvProblem tf32 = kLayer, split = kLayer;
   tf32.math = MathMode::TF32, split.math = MathMode::TF32x3;
   TuningDatabase db(file_);
-  db.insert(entry(kH100, kLayer, 0.2, 64, "implicit_gemm", "src-v2"));
+  db.insert(entry(kH100, kLayer, 0.2, 64, "implicit_gemm", 2));
   for (const ConvProblem& asked : {tf32, split}) {
     const LookupResult found = db.lookup(asked, kH100, hashes);
     ASSERT_EQ(found.tier, LookupTier::Exact) << found.explain();
@@ -664,7 +664,7 @@ TEST_F(TuningDbTest, Fp32EntriesServeTensorCoreModesNotTheReverse) {
   ConvProblem nearby = tf32;
   nearby.n = 2;
   EXPECT_EQ(db.lookup(nearby, kH100, hashes).tier, LookupTier::Nearest);
-  db.insert(entry(kH100, tf32, 0.1, 128, "implicit_gemm_tc", "tc-v1"));  // faster: wins under tf32
+  db.insert(entry(kH100, tf32, 0.1, 128, "implicit_gemm_tc", 1));  // faster: wins under tf32
   EXPECT_EQ(db.lookup(tf32, kH100, hashes).entry->family, "implicit_gemm_tc");
   EXPECT_EQ(db.lookup(split, kH100, hashes).entry->family, "implicit_gemm");
   EXPECT_EQ(db.lookup(kLayer, kH100, hashes).entry->family, "implicit_gemm");
@@ -673,13 +673,13 @@ TEST_F(TuningDbTest, Fp32EntriesServeTensorCoreModesNotTheReverse) {
 // fp32-fast is a key of its own: an fp32 entry serves it (fp32's variants are all within its bound), an fp32-fast
 // entry (which may hold a variant fp32 refuses, Winograd's alpha 8) serves only fp32-fast; fp32 keys are unchanged.
 TEST_F(TuningDbTest, Fp32FastEntriesServeOnlyFp32Fast) {
-  const std::map<std::string, std::string> hashes{{"implicit_gemm", "src-v2"}, {"winograd", "wg-v1"}};
+  const KernelVersions hashes{{"implicit_gemm", 2}, {"winograd", 1}};
   ConvProblem fast = kLayer;
   fast.math = MathMode::FP32Fast;
   {
     TuningDatabase db(file_);
-    db.insert(entry(kH100, kLayer, 0.2, 64, "implicit_gemm", "src-v2"));
-    db.insert(entry(kH100, fast, 0.1, 64, "winograd", "wg-v1"));
+    db.insert(entry(kH100, kLayer, 0.2, 64, "implicit_gemm", 2));
+    db.insert(entry(kH100, fast, 0.1, 64, "winograd", 1));
     db.save();
   }
   TuningDatabase db(file_);
@@ -742,7 +742,7 @@ TEST_F(TuningDbTest, LookupsWarnOnceAndGoOnWithoutADamagedFile) {
   EXPECT_EQ(std::count(warnings.begin(), warnings.end(), '\n'), 2) << warnings;
   EXPECT_TRUE(contains(warnings, file_.string() + " is not valid JSON")) << warnings;
   EXPECT_TRUE(contains(warnings, (shipped / "bad.json").string())) << warnings;
-  EXPECT_EQ(second.lookup(kLayer, kH100, kHashes).entry->parameters.at("TILE_M"), 256);
+  EXPECT_EQ(second.lookup(kLayer, kH100, kVersions).entry->parameters.at("TILE_M"), 256);
   // A writer still refuses the damaged shipped file: that is a broken install.
   EXPECT_THROW(TuningDatabase(file_, shipped), TuningDatabaseError);
 }
@@ -814,7 +814,7 @@ TEST_F(TuningDbTest, AnEntryAnotherProcessRemovedIsNotWrittenBack) {
   EXPECT_EQ(second.user_entry_count(), 2u);
   EXPECT_EQ(first.prune_device(kH100.name), 1u);
   first.save();
-  second.insert(entry(kRadeon, kLayer, 3.0, 64, "direct_tiled", "dt-v1"));
+  second.insert(entry(kRadeon, kLayer, 3.0, 64, "direct_tiled", 1));
   second.save();
   TuningDatabase reloaded(file_);
   EXPECT_EQ(reloaded.user_entry_count(), 2u);

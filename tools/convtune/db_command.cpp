@@ -69,13 +69,13 @@ void add_filters(CLI::App* cmd, DbOptions& opt) {
   cmd->add_flag("--user-only", opt.user_only, "Leave out the defaults shipped with convtune");
 }
 
-// Current kernel-source hash of every family, for each direction's source file, keyed the way entries are judged.
-std::map<std::string, std::string> current_hashes(const TuningEntry& e, const DeviceInfo& device) {
-  std::map<std::string, std::string> hashes;
+// Why this convtune does not trust `e` on `device` (empty: it does): an unknown family, another kernel version,
+// another driver.
+std::string stale_here(const TuningEntry& e, const DeviceInfo& device) {
   for (const auto& f : kernel_families()) {
-    if (f->problem_kind() == e.problem.kind()) hashes[f->name()] = kernel_source_hash(*f, e.problem, device);
+    if (f->name() == e.family) return stale_reason(e, device, f->kernel_version());
   }
-  return hashes;
+  return "unknown family";
 }
 
 }  // namespace
@@ -131,10 +131,7 @@ void add_db_command(CLI::App& app) {
     // Whether this convtune still trusts it on a device present here.
     for (Device* device : Registry::instance().all_devices()) {
       if (!entry.entry.device.same_hardware(device->info())) continue;
-      const auto hashes = current_hashes(entry.entry, device->info());
-      const auto it = hashes.find(entry.entry.family);
-      const std::string why =
-          it == hashes.end() ? "unknown family" : stale_reason(entry.entry, device->info(), it->second);
+      const std::string why = stale_here(entry.entry, device->info());
       doc["here"][device->info().id] = why.empty() ? "current" : "stale: " + why;
       if (!opt->json) std::cout << fmt::format("on {} here: {}\n", device->info().id, why.empty() ? "current" : "stale: " + why);
     }
@@ -155,7 +152,7 @@ void add_db_command(CLI::App& app) {
   add_db_fit_command(*db);
   add_db_import_bench_command(*db);
 
-  auto* prune = db->add_subcommand("prune", "Remove stale entries (other kernel source or driver) or one device's");
+  auto* prune = db->add_subcommand("prune", "Remove stale entries (other kernel version or driver) or one device's");
   prune->add_flag("--stale", opt->stale, "Entries this convtune would not trust on the devices present here");
   prune->add_option("--device", opt->prune_device, "Entries of this device (name or fingerprint)");
   add_db_option(prune, opt->db);
@@ -170,9 +167,7 @@ void add_db_command(CLI::App& app) {
       removed += database.prune_if([&](const TuningEntry& e) {
         for (const DeviceInfo& d : devices) {
           if (!e.device.same_hardware(d)) continue;
-          const auto hashes = current_hashes(e, d);
-          const auto it = hashes.find(e.family);
-          return it == hashes.end() || !stale_reason(e, d, it->second).empty();
+          return !stale_here(e, d).empty();
         }
         return false;  // measured on hardware not present here: nothing says it is stale
       });

@@ -123,7 +123,7 @@ void add_db_import_bench_command(CLI::App& db) {
         ++skipped;
         continue;
       }
-      TuningEntry entry = make_tuning_entry(info, family.name(), kernel_source_hash(family, problem, info), problem,
+      TuningEntry entry = make_tuning_entry(info, family.name(), family.kernel_version(), problem,
                                             parsed->second, row["ms"].get<double>());
       entry.device = device;
       if (!date.empty()) entry.date = date;

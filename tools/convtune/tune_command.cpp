@@ -206,7 +206,7 @@ void run_tune(const TuneCommandOptions& opt) {
   if (opt.skip_tuned) {
     for (const TuneTask& t : tasks) {
       const LookupResult found =
-          database.lookup(t.problem, info, {{t.family->name(), kernel_source_hash(*t.family, t.problem, info)}});
+          database.lookup(t.problem, info, {{t.family->name(), t.family->kernel_version()}});
       if (found.tier == LookupTier::Exact) {
         ++already_tuned;
         std::cerr << fmt::format("  skipped (already tuned) {} {} {}: {:.3f} ms\n", t.name, t.problem.operation(),
