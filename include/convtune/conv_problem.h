@@ -17,6 +17,14 @@ enum class Direction { Forward, BackwardData, BackwardFilter };
 std::string_view to_string(Direction d);
 Direction parse_direction(std::string_view text);  // "fwd"/"forward", "bwd-data", "bwd-filter"
 
+// How the three tensors lie in memory. NCHW: x (N,C,H,W), w (K,C/groups,R,S), y (N,K,P,Q), row-major. NHWC
+// (channels-last, PyTorch's torch.channels_last): x as (N,H,W,C), w as (K,R,S,C/groups), y as (N,P,Q,K). The shapes
+// and the operands' names stay the logical ones (N, C, H, W...) whatever the layout.
+enum class Layout { NCHW, NHWC };
+
+std::string_view to_string(Layout layout);
+Layout parse_layout(std::string_view text);  // "nchw", "nhwc" (also "channels_last")
+
 // Two-axis parameter (height, width).
 struct Pair {
   int64_t h = 1;
@@ -40,6 +48,7 @@ struct ConvProblem {
   Direction direction = Direction::Forward;
   ElementType type = ElementType::F32;  // of x, w and y
   MathMode math = MathMode::FP32;
+  Layout layout = Layout::NCHW;
 
   friend bool operator==(const ConvProblem& a, const ConvProblem& b);
   friend bool operator!=(const ConvProblem& a, const ConvProblem& b) { return !(a == b); }
@@ -65,14 +74,30 @@ struct ConvProblem {
 
   // Same problem, other direction.
   ConvProblem with_direction(Direction d) const;
+  // Same problem, other layout.
+  ConvProblem with_layout(Layout l) const;
+
+  // Where logical element (n, c, h, w) of x, (k, c in the group, r, s) of w and (n, k, p, q) of y lie in memory,
+  // in this problem's layout.
+  int64_t x_offset(int64_t n_, int64_t c_, int64_t h_, int64_t w_) const {
+    return layout == Layout::NCHW ? ((n_ * c + c_) * h + h_) * w + w_ : ((n_ * h + h_) * w + w_) * c + c_;
+  }
+  int64_t w_offset(int64_t k_, int64_t c_, int64_t r_, int64_t s_) const {
+    return layout == Layout::NCHW ? ((k_ * c_per_group() + c_) * r + r_) * s + s_
+                                  : ((k_ * r + r_) * s + s_) * c_per_group() + c_;
+  }
+  int64_t y_offset(int64_t n_, int64_t k_, int64_t p_, int64_t q_) const {
+    return layout == Layout::NCHW ? ((n_ * k + k_) * p() + p_) * q() + q_ : ((n_ * p() + p_) * q() + q_) * k + k_;
+  }
 
   // Compact one-line description, the same syntax parse_problem() reads:
-  // "N=1,C=3,H=224,W=224,K=64,R=11,S=11,stride=4,pad=2,dilation=1,groups=1,dir=fwd,type=fp32,math=fp32".
+  // "N=1,C=3,H=224,W=224,K=64,R=11,S=11,stride=4,pad=2,dilation=1,groups=1,dir=fwd,type=fp32,math=fp32", with
+  // ",layout=nhwc" after it for a channels-last problem (NCHW, the default, is not written: older text reads the same).
   std::string to_string() const;
 };
 
 // Parses "N=..,C=..,H=..,W=..,K=..,R=..,S=..[,stride=..][,pad=..][,dilation=..][,groups=..][,dir=..]
-// [,type=fp32|fp16|bf16][,math=fp32|tf32|3xtf32|fp32-fast]". Two-axis fields take "2" or "2x1" (height x width); also
+// [,type=fp32|fp16|bf16][,math=fp32|tf32|3xtf32|fp32-fast][,layout=nchw|nhwc]". Two-axis fields take "2" or "2x1" (height x width); also
 // stride_h=, pad_w= etc. Missing N, C, K default to 1, R and S default to 1, W defaults to H. The older
 // "precision=fp32|tf32|fp16|bf16" is read too (tf32 meaning FP32 tensors with TF32 math). Throws
 // InvalidArgument naming the bad key or value.

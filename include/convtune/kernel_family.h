@@ -131,6 +131,11 @@ class KernelFamily {
   virtual bool runs_on_cpu_backend() const { return false; }
   // The order a plan without tuning data tries the families that compute a problem (lower first).
   virtual int untuned_rank() const = 0;
+  // True when the family's kernels read and write channels-last (NHWC) convolutions themselves; its
+  // unsupported_reason then judges NHWC problems too. The other convolution families compute NHWC problems on NCHW
+  // copies of the operands (src/families/channels_last.h wraps them, keeping their names), which plans say in
+  // their explanation.
+  virtual bool computes_nhwc() const { return false; }
 
   // Empty when the family computes this problem (with this epilogue) on this device; else why not.
   virtual std::string unsupported_reason(const Problem& problem, const Epilogue& epilogue,

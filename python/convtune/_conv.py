@@ -48,9 +48,16 @@ def _shape4(shape: Shape, name: str, legend: str) -> Tuple[int, int, int, int]:
     return values  # type: ignore[return-value]
 
 
+_LAYOUTS = {"nchw": "nchw", "nhwc": "nhwc", "channels_last": "nhwc"}
+
+
 def conv_problem(x_shape: Shape, w_shape: Shape, *, stride: IntPair = 1, padding: IntPair = 0,
-                 dilation: IntPair = 1, groups: int = 1, direction: str = "fwd") -> Problem:
-    """The convolution of an x of `x_shape` (N, C, H, W) with a w of `w_shape` (K, C/groups, R, S), validated."""
+                 dilation: IntPair = 1, groups: int = 1, direction: str = "fwd", layout: str = "nchw") -> Problem:
+    """The convolution of an x of `x_shape` (N, C, H, W) with a w of `w_shape` (K, C/groups, R, S), validated.
+    ``layout``: how the operands lie in memory, 'nchw' or 'nhwc' (channels-last: x as (N, H, W, C), w as
+    (K, R, S, C/groups), y as (N, P, Q, K)); the shapes given are the logical ones either way."""
+    if layout not in _LAYOUTS:
+        raise _errors.InvalidArgument(f"layout={layout!r} is invalid: expected 'nchw' or 'nhwc'")
     n, c, h, w = _shape4(x_shape, "x_shape", "(N, C, H, W)")
     k, c_per_group, r, s = _shape4(w_shape, "w_shape", "(K, C/groups, R, S)")
     if not isinstance(groups, int) or groups < 1:
@@ -60,7 +67,7 @@ def conv_problem(x_shape: Shape, w_shape: Shape, *, stride: IntPair = 1, padding
             f"w_shape {tuple(w_shape)} does not fit x_shape {tuple(x_shape)} with groups={groups}: expected "
             f"w_shape[1] = C/groups = {c}/{groups}" + ("" if c % groups == 0 else f" (groups={groups} does not divide C={c})"))
     return _convtune.conv_problem(n, c, h, w, k, r, s, _pair(stride, "stride"), _pair(padding, "padding"),
-                                  _pair(dilation, "dilation"), groups, _direction(direction))
+                                  _pair(dilation, "dilation"), groups, _direction(direction), _LAYOUTS[layout])
 
 
 def _check_workspace_limit(limit: Optional[int]) -> None:

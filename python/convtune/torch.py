@@ -3,20 +3,28 @@ autograd, a drop-in ``Conv2d`` module and ``patch(model)``, which swaps every Co
 
 The operators run on PyTorch's own tensors in place: CUDA tensors on PyTorch's current stream of their device (in
 the primary context, which PyTorch and convtune share), with outputs and workspaces from PyTorch's caching
-allocator; CPU tensors on convtune's CPU device. With PyTorch 2.4 or later they are custom operators
-(``torch.ops.convtune.conv2d``, ``...conv2d_backward_data``, ``...conv2d_backward_filter``, with fake
-implementations for torch.compile); older PyTorch gets a ``torch.autograd.Function``.
+allocator; CPU tensors on convtune's CPU device.
 
-convtune computes float32 tensors in FP32 math, and bfloat16 and float16 tensors with FP32 accumulation: on 16-bit
-kernels where it has them (NVIDIA tensor cores, sm_80+), elsewhere (the CPU device, other GPUs) on an FP32 family over
-FP32 copies of the tensors, the result rounded to the 16-bit dtype (the library's widened_* families).
-Under autocast a convolution runs in autocast's 16-bit dtype where convtune computes it on that device, else in
-float32 (as autocast does for its float32 operators). allow_tf32 is not followed yet, so float32 convolutions stay
-FP32 where cuDNN's would use TF32. Only contiguous NCHW tensors are taken.
+Layouts: contiguous NCHW tensors run as NCHW problems, channels-last ones (``torch.channels_last``) as NHWC problems,
+with no conversion where a family reads channels-last itself (the Hopper families); as PyTorch decides for cuDNN, a
+convolution runs channels-last when its input or its weight is channels-last, and its outputs and gradients come back
+in that memory format. Other strides are copied first.
+
+Precision: bfloat16 and float16 tensors run with FP32 accumulation; float32 tensors on CUDA in TF32 math where
+PyTorch lets cuDNN use TF32 (``torch.backends.cudnn.allow_tf32``, True by default; on PyTorch 2.9 and later also
+``torch.backends.cudnn.conv.fp32_precision``), else in FP32; ``set_fp32_math()`` overrides that. Under autocast a
+convolution runs in autocast's 16-bit dtype where convtune computes it on that device, else in float32.
+
+Speed: eager calls go through a ``torch.autograd.Function`` with the compiled plans of each shape cached; under
+``torch.compile`` the custom operators ``torch.ops.convtune.conv2d`` (and its two gradients, PyTorch 2.4 or later)
+keep the convolutions in the graph. ``patch()`` also compiles, on a model's first call with new input shapes, every
+plan that call and its backward will need, in parallel on all cores (``prepare()`` does it on request).
 """
+import os
 import sys
 import threading
-from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 import torch
 
@@ -25,7 +33,8 @@ from ._conv import Plan, conv_problem
 from ._convtune import Problem, TuningDatabase
 from ._tune import TuneEvent, TuneResult, tune
 
-__all__ = ["Conv2d", "PatchReport", "conv2d", "patch", "set_tuning", "tune_model", "uses_custom_ops"]
+__all__ = ["Conv2d", "PatchReport", "conv2d", "fp32_math", "patch", "prepare", "set_fp32_math", "set_tuning",
+           "tune_model", "uses_custom_ops"]
 
 IntPair = Union[int, Tuple[int, int]]
 
@@ -42,6 +51,52 @@ _TYPES = {torch.float32: "fp32", torch.bfloat16: "bf16", torch.float16: "fp16"}
 # slowly to offer it as an option.
 _host_device = "cpu"
 
+# ---- precision ----
+
+# set_fp32_math's names: convtune's math modes, and torch.set_float32_matmul_precision's words for them.
+_FP32_MATHS = {"fp32": "fp32", "tf32": "tf32", "3xtf32": "3xtf32", "fp32-fast": "fp32-fast",
+               "highest": "fp32", "high": "tf32", "medium": "tf32"}
+_fp32_math_override: Optional[str] = None
+
+
+def set_fp32_math(mode: Optional[str]) -> None:
+    """How float32 convolutions compute on CUDA devices from now on: 'fp32' (every product in FP32), 'tf32' (TF32
+    tensor cores, as cuDNN with TF32 allowed), '3xtf32' (split TF32 at FP32 accuracy), 'fp32-fast' (FP32, and
+    Winograd's larger tiles); PyTorch's precision words 'highest' (fp32), 'high' and 'medium' (tf32) are taken too.
+    None follows PyTorch again: tf32 where it lets cuDNN use TF32, else fp32. The CPU computes FP32 whatever is set."""
+    global _fp32_math_override
+    if mode is not None and mode not in _FP32_MATHS:
+        raise _errors.InvalidArgument(f"set_fp32_math: mode={mode!r} is invalid: expected one of "
+                                      f"{', '.join(repr(m) for m in _FP32_MATHS)} or None")
+    _fp32_math_override = None if mode is None else _FP32_MATHS[mode]
+
+
+def _cudnn_allows_tf32() -> bool:
+    cudnn = torch.backends.cudnn
+    # PyTorch 2.9+: per-operator precision settings ('tf32', 'ieee', or 'none' for "ask the next level").
+    for holder in (getattr(cudnn, "conv", None), cudnn, torch.backends):
+        precision = getattr(holder, "fp32_precision", None) if holder is not None else None
+        if precision == "tf32":
+            return True
+        if precision == "ieee":
+            return False
+    return bool(cudnn.allow_tf32)
+
+
+def fp32_math(device: Union[str, torch.device] = "cuda") -> str:
+    """The math mode float32 convolutions on `device` run in now (see set_fp32_math)."""
+    if torch.device(device).type != "cuda":
+        return "fp32"
+    if _fp32_math_override is not None:
+        return _fp32_math_override
+    return "tf32" if _cudnn_allows_tf32() else "fp32"
+
+
+def _math(dtype: torch.dtype, device: torch.device) -> str:
+    """A Plan's math= for tensors of `dtype` on `device`."""
+    type_ = _TYPES[dtype]
+    return fp32_math(device) if type_ == "fp32" else type_
+
 
 def _pair(value: Any) -> Tuple[int, int]:
     return (value, value) if isinstance(value, int) else (int(value[0]), int(value[1]))
@@ -52,150 +107,41 @@ def _plan_device(device: torch.device) -> str:
         return f"cuda:{device.index if device.index is not None else torch.cuda.current_device()}"
     if device.type == "cpu":
         return _host_device
-    raise _errors.Unsupported(f"convtune.torch runs tensors on the CPU or CUDA devices, not on {device}: leave "
+    raise _errors.Unsupported(f"convtune.torch runs tensors on the CPU or CUDA devices, not {device}: leave "
                                 "this convolution to PyTorch")
 
 
-def _check(tensor: torch.Tensor, name: str, like: Optional[torch.Tensor] = None, like_name: str = "") -> None:
-    """`tensor` (argument `name`) is one convtune takes: a dtype it computes, `like`'s when given, contiguous NCHW."""
+def _check_dtype(tensor: torch.Tensor, name: str, like: Optional[torch.Tensor] = None, like_name: str = "") -> None:
     if tensor.dtype not in _TYPES:
         raise TypeError(f"{name}: dtype {tensor.dtype} is not supported: convtune computes float32, bfloat16 and "
                         "float16 tensors; use .float(), or autocast")
     if like is not None and tensor.dtype != like.dtype:
         raise _errors.InvalidArgument(f"{name}: dtype {tensor.dtype} differs from {like_name}'s {like.dtype}: "
                                       "expected one dtype (float32, bfloat16 or float16) for both")
-    if not tensor.is_contiguous():
-        layout = " (channels_last?)" if tensor.dim() == 4 and tensor.is_contiguous(
-            memory_format=torch.channels_last) else ""
-        raise ValueError(f"{name}: the tensor is not contiguous NCHW{layout}, strides {tuple(tensor.stride())} for "
-                         f"shape {tuple(tensor.shape)}: convtune reads contiguous NCHW tensors; call .contiguous() "
-                         "or leave this convolution to PyTorch")
 
 
-# Compiled plans by shape, parameters, direction, device and element type, with the index of the operand they
-# write and its shape. Plans take their workspace from each call (PyTorch's allocator, stream-ordered), so one plan
-# may run on several streams at once.
-_plans: Dict[Tuple[Any, ...], Tuple[Plan, int, Tuple[int, ...]]] = {}
-_plans_lock = threading.Lock()
-# Where plans take their configurations (set_tuning), and, while tune_model() looks at a model, the convolutions
-# it found instead of computing them.
-_tuning: Union[bool, TuningDatabase] = True
-_recording: Optional[Dict[Tuple[Any, ...], None]] = None
-# Under autocast: the library's reason why a 16-bit plan cannot be made, by the _plan key (the convolution then runs
-# in float32), so a refused convolution is described once.
-_refusals: Dict[Tuple[Any, ...], str] = {}
+def _channels_last_only(t: torch.Tensor) -> bool:
+    """Whether `t` is channels-last and not also contiguous NCHW (a 1x1 filter or a single channel is both)."""
+    return t.is_contiguous(memory_format=torch.channels_last) and not t.is_contiguous()
 
 
-def set_tuning(tuning: Union[bool, TuningDatabase]) -> None:
-    """Where plans made from now on take their configurations: True the process's default database (the user's
-    file and the shipped defaults, read once), False the built-in defaults, or a TuningDatabase such as the one
-    tune_model() filled. The plans made so far are dropped, so the next calls compile the new choices."""
-    global _tuning
-    if not isinstance(tuning, (bool, TuningDatabase)):
-        raise TypeError(f"tuning: expected True, False or a convtune.TuningDatabase, got {type(tuning).__name__}")
-    with _plans_lock:
-        _tuning = tuning
-        _plans.clear()
-        _refusals.clear()
+def _layout(x: torch.Tensor, w: torch.Tensor) -> str:
+    """The layout a convolution of x and w runs in: channels-last when either is (PyTorch's rule for cuDNN)."""
+    return "nhwc" if _channels_last_only(x) or _channels_last_only(w) else "nchw"
 
 
-def _in_place(device: str) -> bool:
-    """Whether tensors run in place on `device` by address (the CPU device, CUDA), rather than through DLPack."""
-    return device == "cpu" or device.startswith("cuda")
+_MEMORY_FORMATS = {"nchw": torch.contiguous_format, "nhwc": torch.channels_last}
 
 
-def _problem(x_shape: Sequence[int], w_shape: Sequence[int], stride: Sequence[int], padding: Sequence[int],
-             dilation: Sequence[int], groups: int, direction: str, type_: str) -> Problem:
-    problem = conv_problem(x_shape, w_shape, stride=stride, padding=padding, dilation=dilation, groups=groups,
-                           direction=direction)
-    return problem if type_ == "fp32" else problem.with_precision(type_)
-
-
-def _plan(x_shape: Sequence[int], w_shape: Sequence[int], stride: Sequence[int], padding: Sequence[int],
-          dilation: Sequence[int], groups: int, direction: str, device: str,
-          type_: str = "fp32") -> Tuple[Plan, int, Tuple[int, ...]]:
-    key = (tuple(x_shape), tuple(w_shape), tuple(stride), tuple(padding), tuple(dilation), groups, direction, device,
-           type_)
-    found = _plans.get(key)
-    if found is None:
-        problem = _problem(key[0], key[1], key[2], key[3], key[4], groups, direction, type_)
-        plan = Plan(problem=problem, device=device, tuning=_tuning, _external_workspace=_in_place(device))
-        found = (plan, problem.written, tuple(problem.shapes[problem.written]))
-        with _plans_lock:
-            _plans[key] = found
-    return found
-
-
-def _aligned(t: torch.Tensor) -> torch.Tensor:
-    # Kernels load 16-byte vectors: an input viewing the middle of an allocation is copied (the outputs are new
-    # allocations, which PyTorch aligns).
-    return t if t.data_ptr() % 16 == 0 else t.clone()
-
-
-def _launch(direction: str, a: torch.Tensor, b: torch.Tensor, x_shape: Sequence[int], w_shape: Sequence[int],
-            stride: Sequence[int], padding: Sequence[int], dilation: Sequence[int], groups: int) -> torch.Tensor:
-    """Runs one direction on the two tensors it reads (x, w order) and returns the tensor it writes."""
-    device = a.device
-    name = _plan_device(device)
-    type_ = _TYPES[a.dtype]
-    if _recording is not None and direction == "fwd":
-        # tune_model() is looking: note the convolution, skip the work (the zeros have the right shape).
-        _recording[(tuple(x_shape), tuple(w_shape), tuple(stride), tuple(padding), tuple(dilation), groups, name,
-                    type_)] = None
-        return torch.zeros(_output_shape(x_shape, w_shape, stride, padding, dilation), dtype=a.dtype, device=device)
-    plan, written, out_shape = _plan(x_shape, w_shape, stride, padding, dilation, groups, direction, name, type_)
-    out = torch.empty(out_shape, dtype=a.dtype, device=device)
-    if not _in_place(name):
-        # Host tensors on a kernel device (_host_device): copied there and back. DLPack exports no tensor that
-        # requires gradients, as the inputs of autograd.Function.forward may.
-        return plan(a.detach(), b.detach(), out=out)
-    # The plan's workspace and, for a widened plan, its FP32 copies of the operands (memory_bytes), per call from
-    # PyTorch's allocator: one plan may run on several streams at once.
-    workspace = (torch.empty(plan.memory_bytes, dtype=torch.uint8, device=device)
-                 if plan.memory_bytes else None)
-    operands: List[Optional[torch.Tensor]] = [None, None, None]
-    reads = [i for i in range(3) if i != written]
-    operands[reads[0]] = a
-    operands[reads[1]] = b
-    operands[written] = out
-    if device.type == "cuda":
-        operands[reads[0]], operands[reads[1]] = _aligned(a), _aligned(b)
-        index = device.index if device.index is not None else torch.cuda.current_device()
-        stream = torch.cuda.current_stream(device).cuda_stream
-        pointers = tuple(t.data_ptr() for t in operands)  # type: ignore[union-attr]
-        ws = workspace.data_ptr() if workspace is not None else 0
-        if torch.cuda.current_device() == index:
-            plan._plan.run_pointers(pointers, ws, stream)
-        else:
-            with torch.cuda.device(index):  # convtune makes its device current; PyTorch's stays what it was
-                plan._plan.run_pointers(pointers, ws, stream)
-    else:
-        pointers = tuple(t.data_ptr() for t in operands)  # type: ignore[union-attr]
-        plan._plan.run_pointers(pointers, workspace.data_ptr() if workspace is not None else 0, 0)
-    return out
-
-
-def _forward(x: torch.Tensor, w: torch.Tensor, stride: Sequence[int], padding: Sequence[int],
-             dilation: Sequence[int], groups: int) -> torch.Tensor:
-    _check(x, "input")
-    _check(w, "weight", x, "input")
-    if x.device != w.device:
-        raise ValueError(f"input is on {x.device} but weight on {w.device}: expected one device")
-    return _launch("fwd", x, w, x.shape, w.shape, stride, padding, dilation, groups)
-
-
-def _backward_data(w: torch.Tensor, dy: torch.Tensor, x_shape: Sequence[int], stride: Sequence[int],
-                   padding: Sequence[int], dilation: Sequence[int], groups: int) -> torch.Tensor:
-    _check(w, "weight")
-    _check(dy, "grad_output", w, "weight")
-    return _launch("bwd-data", w, dy, x_shape, w.shape, stride, padding, dilation, groups)
-
-
-def _backward_filter(x: torch.Tensor, dy: torch.Tensor, w_shape: Sequence[int], stride: Sequence[int],
-                     padding: Sequence[int], dilation: Sequence[int], groups: int) -> torch.Tensor:
-    _check(x, "input")
-    _check(dy, "grad_output", x, "input")
-    return _launch("bwd-filter", x, dy, x.shape, w_shape, stride, padding, dilation, groups)
+def _dense(t: torch.Tensor, layout: str) -> torch.Tensor:
+    """`t` dense in `layout` (itself when it is), 16-byte aligned (the kernels load 16-byte vectors: a view into the
+    middle of an allocation is copied)."""
+    fmt = _MEMORY_FORMATS[layout]
+    if not t.is_contiguous(memory_format=fmt):
+        t = t.contiguous(memory_format=fmt)
+    if t.data_ptr() % 16:
+        t = t.clone(memory_format=fmt)
+    return t
 
 
 def _output_shape(x_shape: Sequence[int], w_shape: Sequence[int], stride: Sequence[int], padding: Sequence[int],
@@ -207,16 +153,209 @@ def _output_shape(x_shape: Sequence[int], w_shape: Sequence[int], stride: Sequen
     return [n, k, p, q]
 
 
-def _gradients(saved: Tuple[torch.Tensor, torch.Tensor], needs: Sequence[bool], dy: torch.Tensor,
-               params: Tuple[Any, ...], data_op: Any, filter_op: Any) -> Tuple[Optional[torch.Tensor], ...]:
-    x, w = saved
-    dy = dy.contiguous()  # autograd may hand an expanded or transposed gradient
-    dx = data_op(w, dy, list(x.shape), *params) if needs[0] else None
-    dw = filter_op(x, dy, list(w.shape), *params) if needs[1] else None
-    return dx, dw, None, None, None, None
+# ---- plans ----
+
+# Where plans take their configurations (set_tuning), and, while tune_model() or prepare() looks at a model, the
+# convolutions it found instead of computing them.
+_tuning: Union[bool, TuningDatabase] = True
+_recording: Optional[Dict["_Key", Tuple[bool, bool]]] = None
+
+
+class _Conv:
+    """One convolution shape on one device, dtype, layout and math mode: its plans by direction, compiled once
+    (lazily, or ahead by prepare()), and how to run them. Plans take their workspace from each call (PyTorch's
+    allocator, stream-ordered), so one plan may run on several streams at once."""
+
+    __slots__ = ("x_shape", "w_shape", "y_shape", "stride", "padding", "dilation", "groups", "device", "plan_device",
+                 "dtype", "layout", "math", "in_place", "plans", "refusals", "lock")
+
+    def __init__(self, x_shape: Tuple[int, ...], w_shape: Tuple[int, ...], stride: Tuple[int, int],
+                 padding: Tuple[int, int], dilation: Tuple[int, int], groups: int, device: torch.device,
+                 dtype: torch.dtype, layout: str, math: str) -> None:
+        self.x_shape, self.w_shape = x_shape, w_shape
+        self.y_shape = tuple(_output_shape(x_shape, w_shape, stride, padding, dilation))
+        self.stride, self.padding, self.dilation, self.groups = stride, padding, dilation, groups
+        self.device, self.plan_device = device, _plan_device(device)
+        self.dtype, self.layout, self.math = dtype, layout, math
+        # Tensors run in place by address on the CPU device and CUDA; elsewhere (_host_device) through DLPack.
+        self.in_place = self.plan_device == "cpu" or self.plan_device.startswith("cuda")
+        self.plans: Dict[str, Plan] = {}
+        self.refusals: Dict[str, str] = {}
+        self.lock = threading.Lock()
+
+    def problem(self, direction: str) -> Problem:
+        problem = conv_problem(self.x_shape, self.w_shape, stride=self.stride, padding=self.padding,
+                               dilation=self.dilation, groups=self.groups, direction=direction, layout=self.layout)
+        return problem if self.math == "fp32" else problem.with_precision(self.math)
+
+    def plan(self, direction: str) -> Plan:
+        found = self.plans.get(direction)
+        if found is not None:
+            return found
+        with self.lock:  # one compile per direction, whichever thread asks first
+            found = self.plans.get(direction)
+            if found is None:
+                found = Plan(problem=self.problem(direction), device=self.plan_device, tuning=_tuning,
+                             _external_workspace=self.in_place)
+                self.plans[direction] = found
+        return found
+
+    def refusal(self, direction: str) -> str:
+        """'' when a plan for `direction` can be made (and then it is), else the library's reason."""
+        if direction in self.plans:
+            return ""
+        if direction not in self.refusals:
+            try:
+                self.plan(direction)
+                return ""
+            except _UNSUPPORTED as e:
+                self.refusals[direction] = str(e)
+        return self.refusals[direction]
+
+    def run(self, direction: str, a: torch.Tensor, b: torch.Tensor, out_shape: Sequence[int]) -> torch.Tensor:
+        """Runs `direction` on the two tensors it reads (x, w order, dense in this layout) and returns the one it
+        writes, new, in this layout's memory format."""
+        plan = self.plan(direction)
+        fmt = _MEMORY_FORMATS[self.layout]
+        out = torch.empty(out_shape, dtype=self.dtype, device=self.device, memory_format=fmt)
+        written = 0 if direction == "bwd-data" else 1 if direction == "bwd-filter" else 2
+        if direction == "fwd":
+            pointers = (a.data_ptr(), b.data_ptr(), out.data_ptr())
+        elif direction == "bwd-data":
+            pointers = (out.data_ptr(), a.data_ptr(), b.data_ptr())
+        else:
+            pointers = (a.data_ptr(), out.data_ptr(), b.data_ptr())
+        if not self.in_place:
+            # Host tensors on a kernel device (_host_device): through DLPack, as dense arrays in memory order.
+            def dense(t: torch.Tensor) -> torch.Tensor:
+                return t.detach().permute(0, 2, 3, 1) if self.layout == "nhwc" else t.detach()
+            operands: List[Optional[torch.Tensor]] = [None, None, None]
+            reads = [i for i in range(3) if i != written]
+            operands[reads[0]], operands[reads[1]], operands[written] = dense(a), dense(b), dense(out)
+            plan(operands[reads[0]], operands[reads[1]], out=operands[written])
+            return out
+        memory = plan._plan.memory_bytes
+        # The plan's workspace and staging copies, per call from PyTorch's allocator (stream-ordered).
+        workspace = torch.empty(memory, dtype=torch.uint8, device=self.device) if memory else None
+        ws = workspace.data_ptr() if workspace is not None else 0
+        if self.device.type == "cuda":
+            index = self.device.index if self.device.index is not None else torch.cuda.current_device()
+            stream = _current_stream(index)
+            if torch.cuda.current_device() == index:
+                plan._plan.run_pointers(pointers, ws, stream)
+            else:
+                with torch.cuda.device(index):  # convtune makes its device current; PyTorch's stays what it was
+                    plan._plan.run_pointers(pointers, ws, stream)
+        else:
+            plan._plan.run_pointers(pointers, ws, 0)
+        return out
+
+
+def _current_stream(index: int) -> int:
+    return torch.cuda.current_stream(index).cuda_stream
+
+
+if hasattr(torch._C, "_cuda_getCurrentRawStream"):
+    def _current_stream(index: int) -> int:  # noqa: F811: the fast path PyTorch's own extensions use
+        return torch._C._cuda_getCurrentRawStream(index)
+
+
+_Key = Tuple[Any, ...]
+_convs: Dict[_Key, _Conv] = {}
+_convs_lock = threading.Lock()
+
+
+def _conv(x_shape: Sequence[int], w_shape: Sequence[int], stride: Sequence[int], padding: Sequence[int],
+          dilation: Sequence[int], groups: int, device: torch.device, dtype: torch.dtype, layout: str) -> _Conv:
+    math = _math(dtype, device)
+    key = (tuple(x_shape), tuple(w_shape), tuple(stride), tuple(padding), tuple(dilation), groups, device, dtype,
+           layout, math)
+    found = _convs.get(key)
+    if found is None:
+        with _convs_lock:
+            found = _convs.get(key)
+            if found is None:
+                found = _Conv(key[0], key[1], key[2], key[3], key[4], groups, device, dtype, layout, math)
+                _convs[key] = found
+    return found
+
+
+def set_tuning(tuning: Union[bool, TuningDatabase]) -> None:
+    """Where plans made from now on take their configurations: True the process's default database (the user's
+    file and the shipped defaults, read once), False the built-in defaults, or a TuningDatabase such as the one
+    tune_model() filled. The plans made so far are dropped, so the next calls compile the new choices."""
+    global _tuning
+    if not isinstance(tuning, (bool, TuningDatabase)):
+        raise TypeError(f"tuning: expected True, False or a convtune.TuningDatabase, got {type(tuning).__name__}")
+    with _convs_lock:
+        _tuning = tuning
+        _convs.clear()
+
+
+# ---- the three directions ----
+
+def _forward(x: torch.Tensor, w: torch.Tensor, stride: Sequence[int], padding: Sequence[int],
+             dilation: Sequence[int], groups: int) -> torch.Tensor:
+    _check_dtype(x, "input")
+    _check_dtype(w, "weight", x, "input")
+    if x.device != w.device:
+        raise ValueError(f"input is on {x.device} but weight on {w.device}: expected one device")
+    layout = _layout(x, w)
+    conv = _conv(x.shape, w.shape, stride, padding, dilation, groups, x.device, x.dtype, layout)
+    if _recording is not None:
+        # tune_model() or prepare() is looking: note the convolution and which gradients it needs, skip the work.
+        _recording[_key_of(conv)] = (x.requires_grad, w.requires_grad)
+        return torch.empty(conv.y_shape, dtype=x.dtype, device=x.device, memory_format=_MEMORY_FORMATS[layout]).zero_()
+    return conv.run("fwd", _dense(x, layout), _dense(w, layout), conv.y_shape)
+
+
+def _key_of(conv: _Conv) -> _Key:
+    return (conv.x_shape, conv.w_shape, conv.stride, conv.padding, conv.dilation, conv.groups, conv.device,
+            conv.dtype, conv.layout, conv.math)
+
+
+def _gradients(x: torch.Tensor, w: torch.Tensor, dy: torch.Tensor, needs: Sequence[bool], stride: Sequence[int],
+               padding: Sequence[int], dilation: Sequence[int], groups: int) -> Tuple[Optional[torch.Tensor], ...]:
+    layout = _layout(x, w)
+    conv = _conv(x.shape, w.shape, stride, padding, dilation, groups, x.device, x.dtype, layout)
+    dy = _dense(dy.to(x.dtype), layout)  # autograd may hand an expanded, transposed or other-format gradient
+    dx = conv.run("bwd-data", _dense(w, layout), dy, conv.x_shape) if needs[0] else None
+    dw = conv.run("bwd-filter", _dense(x, layout), dy, conv.w_shape) if needs[1] else None
+    return dx, dw
+
+
+class _ConvFunction(torch.autograd.Function):
+    """The three directions under autograd in eager mode: the fewest Python steps per call."""
+
+    @staticmethod
+    def forward(ctx: Any, x: torch.Tensor, w: torch.Tensor, stride: Tuple[int, int],  # type: ignore[override]
+                padding: Tuple[int, int], dilation: Tuple[int, int], groups: int) -> torch.Tensor:
+        ctx.save_for_backward(x, w)
+        ctx.params = (stride, padding, dilation, groups)
+        return _forward(x, w, stride, padding, dilation, groups)
+
+    @staticmethod
+    def backward(ctx: Any, dy: torch.Tensor) -> Tuple[Optional[torch.Tensor], ...]:  # type: ignore[override]
+        x, w = ctx.saved_tensors
+        dx, dw = _gradients(x, w, dy, ctx.needs_input_grad[:2], *ctx.params)
+        return dx, dw, None, None, None, None
+
+
+def _backward_data(w: torch.Tensor, dy: torch.Tensor, x_shape: Sequence[int], stride: Sequence[int],
+                   padding: Sequence[int], dilation: Sequence[int], groups: int, layout: str) -> torch.Tensor:
+    conv = _conv(x_shape, w.shape, stride, padding, dilation, groups, w.device, w.dtype, layout)
+    return conv.run("bwd-data", _dense(w, layout), _dense(dy, layout), conv.x_shape)
+
+
+def _backward_filter(x: torch.Tensor, dy: torch.Tensor, w_shape: Sequence[int], stride: Sequence[int],
+                     padding: Sequence[int], dilation: Sequence[int], groups: int, layout: str) -> torch.Tensor:
+    conv = _conv(x.shape, w_shape, stride, padding, dilation, groups, x.device, x.dtype, layout)
+    return conv.run("bwd-filter", _dense(x, layout), _dense(dy, layout), conv.w_shape)
 
 
 if uses_custom_ops:
+    # The same three directions as custom operators, for torch.compile (a graph with convtune's kernels in it, no
+    # break per convolution). Gradients are computed in the forward's layout, passed as an argument.
     @torch.library.custom_op("convtune::conv2d", mutates_args=())
     def _conv2d_op(x: torch.Tensor, w: torch.Tensor, stride: List[int], padding: List[int], dilation: List[int],
                    groups: int) -> torch.Tensor:
@@ -224,25 +363,27 @@ if uses_custom_ops:
 
     @torch.library.custom_op("convtune::conv2d_backward_data", mutates_args=())
     def _backward_data_op(w: torch.Tensor, dy: torch.Tensor, x_shape: List[int], stride: List[int],
-                          padding: List[int], dilation: List[int], groups: int) -> torch.Tensor:
-        return _backward_data(w, dy, x_shape, stride, padding, dilation, groups)
+                          padding: List[int], dilation: List[int], groups: int, layout: str = "nchw") -> torch.Tensor:
+        return _backward_data(w, dy, x_shape, stride, padding, dilation, groups, layout)
 
     @torch.library.custom_op("convtune::conv2d_backward_filter", mutates_args=())
     def _backward_filter_op(x: torch.Tensor, dy: torch.Tensor, w_shape: List[int], stride: List[int],
-                            padding: List[int], dilation: List[int], groups: int) -> torch.Tensor:
-        return _backward_filter(x, dy, w_shape, stride, padding, dilation, groups)
+                            padding: List[int], dilation: List[int], groups: int,
+                            layout: str = "nchw") -> torch.Tensor:
+        return _backward_filter(x, dy, w_shape, stride, padding, dilation, groups, layout)
 
     @_conv2d_op.register_fake
     def _(x, w, stride, padding, dilation, groups):  # type: ignore[no-redef]
-        return x.new_empty(_output_shape(x.shape, w.shape, stride, padding, dilation))
+        shape = _output_shape(x.shape, w.shape, stride, padding, dilation)
+        return x.new_empty(shape).contiguous(memory_format=_MEMORY_FORMATS[_layout(x, w)])
 
     @_backward_data_op.register_fake
-    def _(w, dy, x_shape, stride, padding, dilation, groups):  # type: ignore[no-redef]
-        return dy.new_empty(x_shape)
+    def _(w, dy, x_shape, stride, padding, dilation, groups, layout="nchw"):  # type: ignore[no-redef]
+        return dy.new_empty(x_shape).contiguous(memory_format=_MEMORY_FORMATS[layout])
 
     @_backward_filter_op.register_fake
-    def _(x, dy, w_shape, stride, padding, dilation, groups):  # type: ignore[no-redef]
-        return x.new_empty(w_shape)
+    def _(x, dy, w_shape, stride, padding, dilation, groups, layout="nchw"):  # type: ignore[no-redef]
+        return x.new_empty(w_shape).contiguous(memory_format=_MEMORY_FORMATS[layout])
 
     def _setup_context(ctx: Any, inputs: Tuple[Any, ...], output: torch.Tensor) -> None:
         x, w, stride, padding, dilation, groups = inputs
@@ -250,33 +391,29 @@ if uses_custom_ops:
         ctx.params = (stride, padding, dilation, groups)
 
     def _autograd_backward(ctx: Any, dy: torch.Tensor) -> Tuple[Optional[torch.Tensor], ...]:
-        return _gradients(ctx.saved_tensors, ctx.needs_input_grad, dy, ctx.params, _backward_data_op,
-                          _backward_filter_op)
+        x, w = ctx.saved_tensors
+        layout = _layout(x, w)
+        dy = dy.contiguous(memory_format=_MEMORY_FORMATS[layout])
+        stride, padding, dilation, groups = ctx.params
+        dx = _backward_data_op(w, dy, list(x.shape), stride, padding, dilation, groups, layout) \
+            if ctx.needs_input_grad[0] else None
+        dw = _backward_filter_op(x, dy, list(w.shape), stride, padding, dilation, groups, layout) \
+            if ctx.needs_input_grad[1] else None
+        return dx, dw, None, None, None, None
 
     _conv2d_op.register_autograd(_autograd_backward, setup_context=_setup_context)
 
-    def _apply(x: torch.Tensor, w: torch.Tensor, stride: List[int], padding: List[int], dilation: List[int],
-               groups: int) -> torch.Tensor:
-        return _conv2d_op(x, w, stride, padding, dilation, groups)
-else:
-    class _Conv2dFunction(torch.autograd.Function):
-        """The three directions under autograd, for PyTorch without torch.library.custom_op."""
 
-        @staticmethod
-        def forward(ctx: Any, x: torch.Tensor, w: torch.Tensor, stride: List[int], padding: List[int],  # type: ignore[override]
-                    dilation: List[int], groups: int) -> torch.Tensor:
-            ctx.save_for_backward(x, w)
-            ctx.params = (stride, padding, dilation, groups)
-            return _forward(x, w, stride, padding, dilation, groups)
+def _compiling() -> bool:
+    compiler = getattr(torch, "compiler", None)
+    return bool(compiler is not None and hasattr(compiler, "is_compiling") and compiler.is_compiling())
 
-        @staticmethod
-        def backward(ctx: Any, dy: torch.Tensor) -> Tuple[Optional[torch.Tensor], ...]:  # type: ignore[override]
-            return _gradients(ctx.saved_tensors, ctx.needs_input_grad, dy, ctx.params, _backward_data,
-                              _backward_filter)
 
-    def _apply(x: torch.Tensor, w: torch.Tensor, stride: List[int], padding: List[int], dilation: List[int],
-               groups: int) -> torch.Tensor:
-        return _Conv2dFunction.apply(x, w, stride, padding, dilation, groups)
+def _apply(x: torch.Tensor, w: torch.Tensor, stride: Tuple[int, int], padding: Tuple[int, int],
+           dilation: Tuple[int, int], groups: int) -> torch.Tensor:
+    if uses_custom_ops and _compiling():
+        return _conv2d_op(x, w, list(stride), list(padding), list(dilation), groups)
+    return _ConvFunction.apply(x, w, stride, padding, dilation, groups)
 
 
 def _same_padding(w_shape: Sequence[int], stride: Sequence[int], dilation: Sequence[int]) -> List[int]:
@@ -295,32 +432,32 @@ def _same_padding(w_shape: Sequence[int], stride: Sequence[int], dilation: Seque
 
 def conv2d(input: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor] = None, stride: IntPair = 1,
            padding: Union[IntPair, str] = 0, dilation: IntPair = 1, groups: int = 1) -> torch.Tensor:
-    """torch.nn.functional.conv2d computed by convtune, with autograd (contiguous NCHW, CPU or CUDA; float32, or
-    bfloat16/float16 where convtune has 16-bit kernels; under autocast, autocast's dtype where convtune computes it
-    for this convolution, else float32)."""
-    stride_, dilation_ = list(_pair(stride)), list(_pair(dilation))
+    """torch.nn.functional.conv2d computed by convtune, with autograd: CPU or CUDA tensors, NCHW or channels-last
+    (other strides are copied); float32 (TF32 math on CUDA where PyTorch allows it, see set_fp32_math), or bfloat16 /
+    float16; under autocast, autocast's dtype where convtune computes it for this convolution, else float32."""
+    stride_, dilation_ = _pair(stride), _pair(dilation)
     if isinstance(padding, str):
         if padding == "valid":
-            padding_ = [0, 0]
+            padding_ = (0, 0)
         elif padding == "same":
-            padding_ = _same_padding(weight.shape, stride_, dilation_)
+            padding_ = tuple(_same_padding(weight.shape, stride_, dilation_))
         else:
             raise ValueError(f"padding={padding!r} is invalid: expected an int, a pair, 'valid' or 'same'")
     else:
-        padding_ = list(_pair(padding))
+        padding_ = _pair(padding)
     unbatched = input.dim() == 3
     if unbatched:
         input = input.unsqueeze(0)
     if input.dim() != 4 or weight.dim() != 4:
         raise ValueError(f"input {tuple(input.shape)} and weight {tuple(weight.shape)}: expected a 4-D (N, C, H, W) "
                          "or 3-D (C, H, W) input and a 4-D (K, C/groups, R, S) weight")
-    if _autocast_enabled(input.device.type) and input.dtype != torch.float64:
+    if input.dtype != torch.float64 and _autocast_enabled(input.device.type):
         # As autocast casts the arguments of its 16-bit operators (bias too; float64 left alone), or of its float32
         # ones.
         dtype = _autocast_dtype(input, weight, stride_, padding_, dilation_, int(groups))
         input, weight = input.to(dtype), weight.to(dtype)
         bias = bias.to(dtype) if bias is not None else None
-    y = _apply(input, weight, stride_, padding_, dilation_, int(groups))
+    y = _apply(input, weight, stride_, padding_, dilation_, int(groups))  # type: ignore[arg-type]
     if bias is not None:
         y = y + bias.view(1, -1, 1, 1)
     return y.squeeze(0) if unbatched else y
@@ -333,8 +470,8 @@ def _autocast_enabled(device_type: str) -> bool:
         return bool(torch.is_autocast_cpu_enabled() if device_type == "cpu" else torch.is_autocast_enabled())
 
 
-def _autocast_dtype(x: torch.Tensor, w: torch.Tensor, stride: Sequence[int], padding: Sequence[int],
-                    dilation: Sequence[int], groups: int) -> torch.dtype:
+def _autocast_dtype(x: torch.Tensor, w: torch.Tensor, stride: Tuple[int, int], padding: Tuple[int, int],
+                    dilation: Tuple[int, int], groups: int) -> torch.dtype:
     """The dtype this convolution runs in under autocast: autocast's 16-bit dtype when convtune makes plans for it in
     that type on this device for every direction autograd will call, else float32 (the CPU device, a GPU without
     16-bit tensor cores), as before convtune had 16-bit kernels. The plans are kept for the calls."""
@@ -344,23 +481,20 @@ def _autocast_dtype(x: torch.Tensor, w: torch.Tensor, stride: Sequence[int], pad
         dtype = torch.get_autocast_cpu_dtype() if x.device.type == "cpu" else torch.get_autocast_gpu_dtype()
     if dtype not in (torch.bfloat16, torch.float16):
         return torch.float32
+    conv = _conv(x.shape, w.shape, stride, padding, dilation, groups, x.device, dtype, _layout(x, w))
+    if _recording is not None:
+        return dtype  # prepare() decides what to compile; a refusal shows when the plans are made
     directions = ["fwd"]
     if torch.is_grad_enabled():
         directions += ["bwd-data"] if x.requires_grad else []
         directions += ["bwd-filter"] if w.requires_grad else []
-    device, type_ = _plan_device(x.device), _TYPES[dtype]
     for direction in directions:
-        key = (tuple(x.shape), tuple(w.shape), tuple(stride), tuple(padding), tuple(dilation), groups, direction,
-               device, type_)
-        if key not in _refusals and key not in _plans:
-            try:
-                _plan(x.shape, w.shape, stride, padding, dilation, groups, direction, device, type_)
-            except _UNSUPPORTED as e:
-                _refusals[key] = str(e)
-        if key in _refusals:
+        if conv.refusal(direction):
             return torch.float32
     return dtype
 
+
+# ---- modules ----
 
 def _unsupported_reason(conv: torch.nn.Conv2d, as_class: type = torch.nn.Conv2d) -> str:
     """Why convtune cannot stand in for this Conv2d (of class `as_class`: a subclass may compute otherwise); ''
@@ -373,8 +507,6 @@ def _unsupported_reason(conv: torch.nn.Conv2d, as_class: type = torch.nn.Conv2d)
         return f"weight dtype {conv.weight.dtype}: convtune computes float32, bfloat16 and float16"
     if conv.weight.device.type not in ("cpu", "cuda"):
         return f"on {conv.weight.device}: convtune.torch runs on the CPU and CUDA"
-    if not conv.weight.is_contiguous():
-        return "weight is not contiguous NCHW (channels_last?)"
     padding = [0, 0] if conv.padding == "valid" else conv.padding
     if conv.padding == "same":
         try:
@@ -386,15 +518,17 @@ def _unsupported_reason(conv: torch.nn.Conv2d, as_class: type = torch.nn.Conv2d)
         # output (describing, not compiling): the CPU device does not, a GPU before sm_80 neither.
         k, c_per_group, r, s = conv.weight.shape
         x_shape = (1, c_per_group * conv.groups, conv.dilation[0] * (r - 1) + 1, conv.dilation[1] * (s - 1) + 1)
-        problem = _problem(x_shape, conv.weight.shape, conv.stride, padding, conv.dilation, conv.groups, "fwd",
-                           _TYPES[conv.weight.dtype])
+        problem = conv_problem(x_shape, conv.weight.shape, stride=conv.stride, padding=padding,
+                               dilation=conv.dilation, groups=conv.groups)
+        problem = problem.with_precision(_TYPES[conv.weight.dtype])
         return _convtune._unsupported_reason(_plan_device(conv.weight.device), problem)
     return ""
 
 
 class Conv2d(torch.nn.Conv2d):
     """torch.nn.Conv2d computed by convtune: the same constructor, parameters, state_dict keys and bias; forward
-    and both gradients run convtune's plans (tuned through the tuning database) on the module's device."""
+    and both gradients run convtune's plans (tuned through the tuning database) on the module's device, in the
+    layout of its input and weight (NCHW or channels-last)."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -435,9 +569,13 @@ class PatchReport:
     __repr__ = __str__
 
 
-def patch(model: torch.nn.Module, verbose: bool = False) -> PatchReport:
+def patch(model: torch.nn.Module, verbose: bool = False, prepare: bool = True) -> PatchReport:
     """Replaces every torch.nn.Conv2d in `model` (in place; the model itself too) that convtune can run with
-    convtune.torch.Conv2d sharing its parameters, and reports which it left alone and why."""
+    convtune.torch.Conv2d sharing its parameters, and reports which it left alone and why. A model moved to
+    channels_last keeps running channels-last.
+
+    With ``prepare`` (the default), the model's first call with each new set of input shapes, dtypes and modes first
+    compiles every plan that call and its backward need, in parallel on all cores (see prepare())."""
     report = PatchReport()
     for name, module in list(model.named_modules()):
         if not isinstance(module, torch.nn.Conv2d) or isinstance(module, Conv2d):
@@ -454,10 +592,94 @@ def patch(model: torch.nn.Module, verbose: bool = False) -> PatchReport:
             parent = model.get_submodule(parent_name) if parent_name else model
             setattr(parent, child, replacement)
         report.replaced.append(name)
+    if prepare and report.replaced and not getattr(model, "_convtune_prepare_hook", None):
+        model._convtune_prepare_hook = model.register_forward_pre_hook(_prepare_hook, with_kwargs=True) \
+            if _hooks_take_kwargs() else model.register_forward_pre_hook(_prepare_hook_positional)
     if verbose:
         print(report, file=sys.stderr)
     return report
 
+
+def _hooks_take_kwargs() -> bool:
+    import inspect
+    return "with_kwargs" in inspect.signature(torch.nn.Module.register_forward_pre_hook).parameters
+
+
+# ---- compiling ahead: prepare() ----
+
+_preparing = threading.local()
+_prepared: Dict[Any, None] = {}
+
+
+def _signature(model: torch.nn.Module, args: Tuple[Any, ...], kwargs: Dict[str, Any]) -> Any:
+    def describe(value: Any) -> Any:
+        if isinstance(value, torch.Tensor):
+            return (tuple(value.shape), value.dtype, value.device, value.requires_grad,
+                    value.is_contiguous(memory_format=torch.channels_last))
+        return type(value).__name__
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    autocast = _autocast_enabled(device), _autocast_enabled("cpu")
+    return (id(model), model.training, torch.is_grad_enabled(), autocast, fp32_math(device),
+            tuple(describe(a) for a in args), tuple((k, describe(v)) for k, v in sorted(kwargs.items())))
+
+
+def _prepare_hook(model: torch.nn.Module, args: Tuple[Any, ...], kwargs: Dict[str, Any]) -> None:
+    if getattr(_preparing, "active", False) or _compiling():
+        return None
+    signature = _signature(model, args, kwargs)
+    if signature in _prepared:
+        return None
+    _prepared[signature] = None
+    prepare(model, *args, **kwargs)
+    return None
+
+
+def _prepare_hook_positional(model: torch.nn.Module, args: Tuple[Any, ...]) -> None:
+    return _prepare_hook(model, args, {})
+
+
+def prepare(model: torch.nn.Module, *example_inputs: Any, jobs: Optional[int] = None, progress: bool = False,
+            **example_kwargs: Any) -> int:
+    """Compiles, in parallel on `jobs` threads (default: every core), every plan the model's convolutions need for
+    a call with these inputs in the current modes (training or not, gradients enabled or not, autocast): forward,
+    and in training with gradients enabled both gradients where autograd will ask for them. The model is run once
+    in eval mode with convtune's convolutions returning zeros, to see their shapes; its modes are restored after.
+    Returns how many plans were compiled. patch() calls it on a model's first call with new input shapes."""
+    global _recording
+    training = torch.is_grad_enabled() and model.training
+    modes = [(m, m.training) for m in model.modules()]
+    found: Dict[_Key, Tuple[bool, bool]] = {}
+    _preparing.active = True
+    _recording = found
+    try:
+        model.eval()
+        model(*example_inputs, **example_kwargs)
+    finally:
+        _recording = None
+        _preparing.active = False
+        for module, mode in modes:
+            module.training = mode
+    jobs_list: List[Tuple[_Conv, str]] = []
+    for key, (x_grad, w_grad) in found.items():
+        conv = _convs.get(key)
+        if conv is None:
+            continue
+        directions = ["fwd"]
+        if training:
+            directions += ["bwd-data"] if x_grad else []
+            directions += ["bwd-filter"] if w_grad else []
+        jobs_list += [(conv, d) for d in directions if d not in conv.plans and d not in conv.refusals]
+    if not jobs_list:
+        return 0
+    workers = max(1, min(len(jobs_list), jobs or os.cpu_count() or 1))
+    if progress:
+        print(f"convtune.torch.prepare: compiling {len(jobs_list)} plans on {workers} threads", file=sys.stderr)
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        list(pool.map(lambda job: job[0].refusal(job[1]), jobs_list))
+    return len(jobs_list)
+
+
+# ---- tuning ----
 
 def tune_model(model: torch.nn.Module, *example_inputs: Any, budget: float = 60.0,
                database: Optional[TuningDatabase] = None, devices: Optional[Sequence[str]] = None,
@@ -471,7 +693,8 @@ def tune_model(model: torch.nn.Module, *example_inputs: Any, budget: float = 60.
     ``progress`` and the other options are those of convtune.tune()."""
     global _recording
     modes = [(m, m.training) for m in model.modules()]
-    found: Dict[Tuple[Any, ...], None] = {}
+    found: Dict[_Key, Tuple[bool, bool]] = {}
+    _preparing.active = True
     _recording = found
     try:
         model.eval()
@@ -479,15 +702,16 @@ def tune_model(model: torch.nn.Module, *example_inputs: Any, budget: float = 60.
             model(*example_inputs)
     finally:
         _recording = None
+        _preparing.active = False
         for module, training in modes:
             module.training = training
     if not found:
         raise _errors.InvalidArgument("tune_model: the model ran no convolution through convtune: patch(model) "
                                       "first, and pass inputs its forward takes")
     by_device: Dict[str, List[Any]] = {}
-    for x_shape, w_shape, stride, padding, dilation, groups, device, type_ in found:
-        problem = _problem(x_shape, w_shape, stride, padding, dilation, groups, "fwd", type_)
-        by_device.setdefault(device, []).append(problem)
+    for key in found:
+        conv = _convs[key]
+        by_device.setdefault(conv.plan_device, []).append(conv.problem("fwd"))
     if database is None:
         database = TuningDatabase()
     results: List[TuneResult] = []

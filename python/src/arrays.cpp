@@ -54,11 +54,19 @@ const char* dtype_name(ElementType type) {
   return "?";
 }
 
-// The dense row-major shape each convolution operand must have; empty for GEMM operands (their buffers are
-// checked by element count, since leading dimensions and batch strides are the problem's).
+// The dense row-major shape each convolution operand must have (channels-last: the axes in memory order); empty for
+// GEMM operands (their buffers are checked by element count, since leading dimensions and batch strides are the
+// problem's).
 std::vector<int64_t> expected_shape(const Problem& problem, int operand) {
   if (!problem.is_conv()) return {};
   const ConvProblem& c = problem.conv();
+  if (c.layout == Layout::NHWC) {
+    switch (operand) {
+      case 0: return {c.n, c.h, c.w, c.c};
+      case 1: return {c.k, c.r, c.s, c.c_per_group()};
+      default: return {c.n, c.p(), c.q(), c.k};
+    }
+  }
   switch (operand) {
     case 0: return {c.n, c.c, c.h, c.w};
     case 1: return {c.k, c.c_per_group(), c.r, c.s};
@@ -66,7 +74,9 @@ std::vector<int64_t> expected_shape(const Problem& problem, int operand) {
   }
 }
 
-const char* shape_legend(int operand) {
+const char* shape_legend(const Problem& problem, int operand) {
+  if (problem.is_conv() && problem.conv().layout == Layout::NHWC)
+    return operand == 0 ? "(N, H, W, C)" : operand == 1 ? "(K, R, S, C/groups)" : "(N, P, Q, K)";
   return operand == 0 ? "(N, C, H, W)" : operand == 1 ? "(K, C/groups, R, S)" : "(N, K, P, Q)";
 }
 
@@ -84,7 +94,7 @@ void check_against_problem(const Problem& problem, int operand, const ArrayView&
   if (!expected.empty()) {
     if (view.shape != expected) {
       throw InvalidArgument(view.name + ": shape " + join(view.shape) + " does not fit the problem: expected " +
-                            join(expected) + " " + shape_legend(operand) + " for " + problem.to_string());
+                            join(expected) + " " + shape_legend(problem, operand) + " for " + problem.to_string());
     }
     return;
   }

@@ -73,6 +73,9 @@ void register_error_translator() {
 std::vector<std::vector<int64_t>> operand_shapes(const Problem& p) {
   if (p.is_conv()) {
     const ConvProblem& c = p.conv();
+    // As the operands lie in memory: channels-last arrays are (N, H, W, C), (K, R, S, C/groups), (N, P, Q, K).
+    if (c.layout == Layout::NHWC)
+      return {{c.n, c.h, c.w, c.c}, {c.k, c.r, c.s, c.c_per_group()}, {c.n, c.p(), c.q(), c.k}};
     return {{c.n, c.c, c.h, c.w}, {c.k, c.c_per_group(), c.r, c.s}, {c.n, c.k, c.p(), c.q()}};
   }
   const GemmProblem& g = p.gemm();
@@ -329,8 +332,12 @@ NB_MODULE(_convtune, m) {
       })
       .def_prop_ro("written", &Problem::written_operand, "Index of the operand the operation writes.")
       .def_prop_ro("shapes", &operand_shapes,
-                   "The dense shapes of the three operands: x, w, y for a convolution; (batch, rows, cols) as stored "
-                   "for a GEMM's a, b, c.")
+                   "The dense shapes of the three operands as they lie in memory: x, w, y for a convolution ((N, C, H, "
+                   "W), (K, C/groups, R, S), (N, K, P, Q); channels-last (N, H, W, C), (K, R, S, C/groups), (N, P, Q, "
+                   "K)); (batch, rows, cols) as stored for a GEMM's a, b, c.")
+      .def_prop_ro("layout",
+                   [](const Problem& p) { return p.is_conv() ? std::string(to_string(p.conv().layout)) : "nchw"; },
+                   "A convolution's layout: 'nchw', or 'nhwc' (channels-last).")
       .def("__eq__", [](const Problem& a, const Problem& b) { return a == b; })
       .def("__hash__", [](const Problem& p) { return std::hash<std::string>()(p.to_string()); })
       .def("__repr__", [](const Problem& p) { return "Problem('" + p.to_string() + "')"; });
@@ -340,7 +347,7 @@ NB_MODULE(_convtune, m) {
   m.def("conv_problem",
         [](int64_t n, int64_t c, int64_t h, int64_t w, int64_t k, int64_t r, int64_t s, std::pair<int64_t, int64_t> stride,
            std::pair<int64_t, int64_t> pad, std::pair<int64_t, int64_t> dilation, int64_t groups,
-           const std::string& direction) {
+           const std::string& direction, const std::string& layout) {
           ConvProblem p;
           p.n = n, p.c = c, p.h = h, p.w = w, p.k = k, p.r = r, p.s = s;
           p.stride = {stride.first, stride.second};
@@ -348,11 +355,14 @@ NB_MODULE(_convtune, m) {
           p.dilation = {dilation.first, dilation.second};
           p.groups = groups;
           p.direction = parse_direction(direction);
+          p.layout = parse_layout(layout);
           p.validate();
           return Problem(p);
         },
         "n"_a, "c"_a, "h"_a, "w"_a, "k"_a, "r"_a, "s"_a, "stride"_a, "pad"_a, "dilation"_a, "groups"_a, "direction"_a,
-        "A validated convolution problem (float32; Problem.with_precision makes it 16-bit).");
+        "layout"_a = "nchw",
+        "A validated convolution problem (float32; Problem.with_precision makes it 16-bit) in layout 'nchw' or "
+        "'nhwc' (channels-last).");
   m.def("gemm_problem",
         [](int64_t m_, int64_t n, int64_t k, bool trans_a, bool trans_b, int64_t batch, bool accumulate) {
           GemmProblem g;

@@ -253,6 +253,29 @@ def test_torch_16_bit_tensors_run_every_direction_under_autograd(ct):
         ct.conv2d(x.detach(), w.detach().half(), None, stride, padding, dilation, groups)
 
 
+@pytest.mark.parametrize("case", CASES)
+def test_torch_channels_last_16_bit_tensors_run_every_direction(ct, case):
+    # Channels-last bfloat16 tensors: NHWC problems (the emulated tensor cores read NCHW copies made by transposes),
+    # the output and both gradients channels-last, each direction within the 16-bit tolerance of float64.
+    x_shape, w_shape, stride, padding, dilation, groups = case
+    generator = torch.Generator().manual_seed(14)
+    cl = torch.channels_last
+    x = torch.randn(x_shape, generator=generator).bfloat16().contiguous(memory_format=cl).requires_grad_()
+    w = torch.randn(w_shape, generator=generator).bfloat16().contiguous(memory_format=cl).requires_grad_()
+    y = ct.conv2d(x, w, None, stride, padding, dilation, groups)
+    assert y.dtype == torch.bfloat16 and y.is_contiguous(memory_format=cl)
+    dy = torch.randn(y.shape, generator=generator).bfloat16()
+    gx, gw = torch.autograd.grad(y, (x, w), dy)
+    assert gx.is_contiguous(memory_format=cl) and gw.is_contiguous(memory_format=cl)
+    x64, w64, dy64 = x.detach().double().numpy(), w.detach().double().numpy(), dy.double().numpy()
+    for got, want, direction in ((y, conv_ref(x64, w64, stride, padding, dilation, groups), "fwd"),
+                                 (gx, bwd_data_ref(dy64, w64, x_shape, stride, padding, dilation, groups), "bwd-data"),
+                                 (gw, bwd_filter_ref(x64, dy64, w_shape, stride, padding, dilation, groups),
+                                  "bwd-filter")):
+        problem = problem_of(x_shape, w_shape, stride, padding, dilation, groups, direction, "bf16")
+        assert relative_error(got.detach().double().numpy(), want) <= tolerance(problem), direction
+
+
 def test_torch_autocast_runs_16_bit_where_the_device_has_it(ct):
     torch.manual_seed(7)
     conv = ct.Conv2d(3, 4, 3, padding=1, bias=False)

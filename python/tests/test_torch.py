@@ -120,10 +120,6 @@ def test_refusals_say_what_was_expected(device):
     w = torch.randn(4, 3, 3, 3, device=device)
     with pytest.raises(TypeError, match="input: dtype torch.float64 is not supported: convtune computes float32"):
         ct.conv2d(x.double(), w.double())
-    with pytest.raises(ValueError, match=r"input: the tensor is not contiguous NCHW \(channels_last\?\)"):
-        ct.conv2d(x.contiguous(memory_format=torch.channels_last), w)
-    with pytest.raises(ValueError, match="not contiguous NCHW"):
-        ct.conv2d(x.transpose(2, 3), w)
     with pytest.raises(NotImplementedError, match="padding_mode='circular': convtune pads with zeros only"):
         ct.Conv2d(3, 4, 3, padding_mode="circular")
     with pytest.raises(convtune.Unsupported, match="pads one side more"):
@@ -227,9 +223,129 @@ def test_tune_model_tunes_the_patched_convolutions_and_uses_them(tmp_path):
         assert len({r.problem.split(",dir=")[0] for r in results}) == 2  # the two convolutions convtune runs
         assert len(db) > 0 and events
         model(x).sum().backward()
-        tiers = {plan.tier for plan, _, _ in ct._plans.values()}
+        tiers = {plan.tier for conv in ct._convs.values() for plan in conv.plans.values()}
         assert tiers == {"exact"}
     finally:
         ct.set_tuning(True)
     with pytest.raises(ValueError, match="ran no convolution through convtune"):
         ct.tune_model(small_net("cpu"), x, database=db)
+
+
+def reference_grads(x, w, dy, stride, padding, dilation, groups):
+    """float64 forward and both gradients of F.conv2d."""
+    x64 = x.detach().double().requires_grad_()
+    w64 = w.detach().double().requires_grad_()
+    y = F.conv2d(x64, w64, None, stride, padding, dilation, groups)
+    gx, gw = torch.autograd.grad(y, (x64, w64), dy.double())
+    return y, gx, gw
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("geometry", GEOMETRIES)
+@pytest.mark.parametrize("which", ["both", "input", "weight"])
+def test_channels_last_runs_channels_last_and_matches_float64(device, geometry, which):
+    # A convolution runs channels-last when its input or its weight is (PyTorch's rule for cuDNN); the output and both
+    # gradients come back channels-last, and match the float64 reference.
+    c_in, c_out, kernel, stride, padding, dilation, groups = geometry
+    torch.manual_seed(11)
+    kh, kw = (kernel, kernel) if isinstance(kernel, int) else kernel
+    x = torch.randn(3, c_in, 11, 10, device=device)
+    w = torch.randn(c_out, c_in // groups, kh, kw, device=device)
+    if which in ("both", "input"):
+        x = x.contiguous(memory_format=torch.channels_last)
+    if which in ("both", "weight"):
+        w = w.contiguous(memory_format=torch.channels_last)
+    x.requires_grad_()
+    w.requires_grad_()
+    y = ct.conv2d(x, w, None, stride, padding, dilation, groups)
+    channels_last = ct._layout(x, w) == "nhwc"
+    assert channels_last == (which != "weight" or not w.is_contiguous())
+    if channels_last:
+        assert y.is_contiguous(memory_format=torch.channels_last)
+    dy = torch.randn_like(y)
+    gx, gw = torch.autograd.grad(y, (x, w), dy)
+    ry, rx, rw = reference_grads(x, w, dy, stride, padding, dilation, groups)
+    assert relative_error(y, ry) < 1e-5
+    assert relative_error(gx, rx) < 1e-5
+    assert relative_error(gw, rw) < 1e-5
+    if channels_last:
+        assert gx.is_contiguous(memory_format=torch.channels_last)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_other_strides_are_copied_not_refused(device):
+    torch.manual_seed(12)
+    x = torch.randn(2, 3, 9, 8, device=device).transpose(2, 3)  # neither NCHW nor channels-last
+    w = torch.randn(4, 3, 3, 3, device=device)
+    assert relative_error(ct.conv2d(x, w, padding=1), F.conv2d(x.double(), w.double(), padding=1)) < 1e-5
+
+
+def test_patch_runs_a_channels_last_model_in_place_and_trains_like_torch():
+    reference = small_net("cpu").to(memory_format=torch.channels_last)
+    model = small_net("cpu").to(memory_format=torch.channels_last)
+    report = ct.patch(model)
+    assert report.replaced == ["0", "3"]  # channels-last weights are taken, not refused
+    torch.manual_seed(13)
+    x = torch.randn(16, 1, 12, 12).contiguous(memory_format=torch.channels_last)
+    labels = torch.randint(0, 10, (16,))
+    losses = []
+    for net in (reference, model):
+        optimizer = torch.optim.SGD(net.parameters(), lr=0.1, momentum=0.9)
+        history = []
+        for _ in range(4):
+            optimizer.zero_grad()
+            loss = F.cross_entropy(net(x), labels)
+            loss.backward()
+            optimizer.step()
+            history.append(loss.item())
+        losses.append(history)
+    np.testing.assert_allclose(losses[1], losses[0], rtol=1e-3)
+    assert model[3].weight.is_contiguous(memory_format=torch.channels_last)
+
+
+def test_prepare_compiles_every_plan_of_a_training_step_ahead():
+    model = small_net("cpu")
+    ct.patch(model, prepare=False)
+    x = torch.randn(5, 1, 12, 12)
+    model.train()
+    compiled = ct.prepare(model, x)
+    # Two convolutions: forward and backward-filter each, backward-data for the second only (the first one's input
+    # needs no gradient).
+    assert compiled == 5
+    assert model.training and model[4].training  # modes restored
+    assert ct.prepare(model, x) == 0  # nothing left to compile
+    model.eval()
+    with torch.no_grad():
+        assert ct.prepare(model, torch.randn(2, 1, 12, 12)) == 2  # inference: the forwards of a new batch size
+
+
+def test_patch_prepares_on_the_first_call_of_new_shapes():
+    model = small_net("cpu")
+    ct.patch(model)
+    x = torch.randn(7, 1, 12, 12)
+    model(x).sum().backward()  # the hook compiled every plan first, then the step ran
+    convs = [c for c in ct._convs.values() if c.x_shape[0] == 7]
+    assert sorted(len(c.plans) for c in convs) == [2, 3]
+
+
+def test_fp32_math_follows_cudnn_allow_tf32_and_the_override():
+    tf32 = torch.backends.cudnn.allow_tf32
+    try:
+        assert ct.fp32_math("cpu") == "fp32"  # the CPU computes FP32 whatever is set
+        ct.set_fp32_math(None)
+        torch.backends.cudnn.allow_tf32 = True
+        if not any(getattr(h, "fp32_precision", "none") in ("tf32", "ieee")
+                   for h in (getattr(torch.backends.cudnn, "conv", None), torch.backends.cudnn, torch.backends)
+                   if h is not None):
+            assert ct.fp32_math("cuda") == "tf32"
+            torch.backends.cudnn.allow_tf32 = False
+            assert ct.fp32_math("cuda") == "fp32"
+        ct.set_fp32_math("3xtf32")
+        assert ct.fp32_math("cuda") == "3xtf32"
+        ct.set_fp32_math("highest")
+        assert ct.fp32_math("cuda") == "fp32"
+        with pytest.raises(convtune.InvalidArgument, match="set_fp32_math: mode='tf64' is invalid"):
+            ct.set_fp32_math("tf64")
+    finally:
+        ct.set_fp32_math(None)
+        torch.backends.cudnn.allow_tf32 = tf32

@@ -29,6 +29,15 @@ const std::vector<Case>& standard_cases() {
         {"3x3-depthwise-stride2-odd-N1", "N=1,C=4,H=7,W=5,K=4,R=3,stride=2,pad=1,groups=4"},
         {"3x3-depthwise-x2-dilation2-nopad", "N=2,C=3,H=9,W=8,K=6,R=3,dilation=2,groups=3"},
         {"1x1-groups4-N3", "N=3,C=8,H=5,W=6,K=12,R=1,groups=4"},
+        // Channels-last: the layout's own kernels where a family has them, else transposes around NCHW kernels.
+        // Operands whose two layouts are the same bytes (1x1 filters, one channel, one pixel) are not copied.
+        {"1x1-nhwc", "N=2,C=8,H=7,W=9,K=6,R=1,layout=nhwc"},
+        {"3x3-pad1-nhwc", "N=2,C=5,H=8,W=8,K=7,R=3,pad=1,layout=nhwc"},
+        {"3x3-stride2-pad1-odd-nhwc", "N=1,C=3,H=11,W=7,K=4,R=3,stride=2,pad=1,layout=nhwc"},
+        {"3x3-C1-nopad-nhwc", "N=3,C=1,H=6,W=10,K=2,R=3,layout=nhwc"},
+        {"3x5-nonsquare-dilation2x1-nhwc", "N=2,C=3,H=9,W=12,K=4,R=3,S=5,pad=1x2,dilation=2x1,layout=nhwc"},
+        {"3x3-groups2-nhwc", "N=2,C=6,H=8,W=8,K=4,R=3,pad=1,groups=2,layout=nhwc"},
+        {"3x3-depthwise-stride2-odd-N1-nhwc", "N=1,C=4,H=7,W=5,K=4,R=3,stride=2,pad=1,groups=4,layout=nhwc"},
     };
     std::vector<Case> out;
     for (const auto& [name, text] : spec) out.push_back({name, parse_problem(text)});

@@ -21,7 +21,7 @@ struct Case {
 };
 
 // The standard case list: 1x1 to 11x11 filters, stride 1/2/4, padding 0/1/2, dilation 2, groups and depthwise,
-// C=1 and C=3, odd and non-square sizes, N=1 and N>1.
+// C=1 and C=3, odd and non-square sizes, N=1 and N>1; a selection of them again in the channels-last layout.
 const std::vector<Case>& standard_cases();
 
 // <fwd(x,w), dy> = <x, bwd_data(dy,w)> = <w, bwd_filter(x,dy)>, each direction computed by `impl` on `device`.

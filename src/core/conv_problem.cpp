@@ -29,10 +29,18 @@ Direction parse_direction(std::string_view t) {
   throw InvalidArgument(fmt::format("unknown direction '{}': expected fwd, bwd-data or bwd-filter", t));
 }
 
+std::string_view to_string(Layout layout) { return layout == Layout::NHWC ? "nhwc" : "nchw"; }
+
+Layout parse_layout(std::string_view t) {
+  if (t == "nchw" || t == "NCHW") return Layout::NCHW;
+  if (t == "nhwc" || t == "NHWC" || t == "channels_last") return Layout::NHWC;
+  throw InvalidArgument(fmt::format("unknown layout '{}': expected nchw or nhwc", t));
+}
+
 bool operator==(const ConvProblem& a, const ConvProblem& b) {
   return a.n == b.n && a.c == b.c && a.h == b.h && a.w == b.w && a.k == b.k && a.r == b.r && a.s == b.s &&
          a.stride == b.stride && a.pad == b.pad && a.dilation == b.dilation && a.groups == b.groups &&
-         a.direction == b.direction && a.type == b.type && a.math == b.math;
+         a.direction == b.direction && a.type == b.type && a.math == b.math && a.layout == b.layout;
 }
 
 namespace {
@@ -147,6 +155,12 @@ ConvProblem ConvProblem::with_direction(Direction d) const {
   return copy;
 }
 
+ConvProblem ConvProblem::with_layout(Layout l) const {
+  ConvProblem copy = *this;
+  copy.layout = l;
+  return copy;
+}
+
 namespace {
 
 std::string pair_text(const Pair& p) {
@@ -179,9 +193,10 @@ Pair parse_pair(std::string_view key, std::string_view value) {
 }  // namespace
 
 std::string ConvProblem::to_string() const {
-  return fmt::format("N={},C={},H={},W={},K={},R={},S={},stride={},pad={},dilation={},groups={},dir={},type={},math={}",
+  return fmt::format("N={},C={},H={},W={},K={},R={},S={},stride={},pad={},dilation={},groups={},dir={},type={},math={}{}",
                      n, c, h, w, k, r, s, pair_text(stride), pair_text(pad), pair_text(dilation), groups,
-                     convtune::to_string(direction), convtune::to_string(type), convtune::to_string(math));
+                     convtune::to_string(direction), convtune::to_string(type), convtune::to_string(math),
+                     layout == Layout::NHWC ? ",layout=nhwc" : "");
 }
 
 ConvProblem parse_problem(std::string_view text) {
@@ -220,13 +235,15 @@ ConvProblem parse_problem(std::string_view text) {
     else if (key == "dir" || key == "direction") p.direction = parse_direction(value);
     else if (key == "type") p.type = parse_element_type(value);
     else if (key == "math") p.math = parse_math_mode(value);
+    else if (key == "layout") p.layout = parse_layout(value);
     else if (key == "precision") {
       // The older single field: "tf32" meant FP32 tensors multiplied in TF32.
       if (value == "tf32") p.type = ElementType::F32, p.math = MathMode::TF32;
       else p.type = parse_element_type(value), p.math = MathMode::FP32;
     } else {
       throw InvalidArgument(fmt::format(
-          "unknown layer field '{}': expected N, C, H, W, K, R, S, stride, pad, dilation, groups, dir, type, math",
+          "unknown layer field '{}': expected N, C, H, W, K, R, S, stride, pad, dilation, groups, dir, type, math, "
+          "layout",
           key));
     }
   }

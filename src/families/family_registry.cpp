@@ -6,6 +6,7 @@
 
 #include "convtune/error.h"
 #include "convtune/kernel_family.h"
+#include "src/families/channels_last.h"
 #include "src/families/families.h"
 #include "src/families/widened.h"
 
@@ -15,6 +16,7 @@ const std::vector<std::unique_ptr<KernelFamily>>& kernel_families() {
   static const std::vector<std::unique_ptr<KernelFamily>> families = [] {
     std::vector<std::unique_ptr<KernelFamily>> list = families::make_all();
     families::add_widened_families(list);  // 16-bit tensors through the FP32 families
+    families::add_channels_last_support(list);  // NHWC through the families that read NCHW
     std::stable_sort(list.begin(), list.end(), [](const auto& a, const auto& b) {
       return a->untuned_rank() < b->untuned_rank();
     });

@@ -15,6 +15,7 @@
 #include "convtune/rounding.h"
 #include "src/backend/cpu/host_program.h"
 #include "src/core/parallel_for.h"
+#include "src/families/channels_last.h"
 
 namespace convtune {
 
@@ -260,7 +261,9 @@ class WidenedFamily final : public KernelFamily {
 
 }  // namespace
 
-bool families::is_widened(const KernelFamily& family) { return dynamic_cast<const WidenedFamily*>(&family) != nullptr; }
+bool families::is_widened(const KernelFamily& family) {
+  return dynamic_cast<const WidenedFamily*>(&families::without_channels_last(family)) != nullptr;
+}
 
 void families::add_widened_families(std::vector<std::unique_ptr<KernelFamily>>& list) {
   std::vector<std::unique_ptr<KernelFamily>> widened;

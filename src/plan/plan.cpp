@@ -108,6 +108,19 @@ std::optional<std::string> model_choice(const TuningDatabase& database, const De
   return chosen;
 }
 
+// The families an untuned plan chooses among: for a channels-last convolution, those that read channels-last
+// themselves where one suits the problem (the others' copies cost a pass over each operand, more than the
+// differences between families an untuned choice can tell apart); otherwise all of them.
+std::vector<const KernelFamily*> untuned_candidates(const PlanRequest& request, const DeviceInfo& info,
+                                                    const std::vector<const KernelFamily*>& candidates,
+                                                    bool free_choice) {
+  if (!free_choice || !request.problem.is_conv() || request.problem.conv().layout != Layout::NHWC) return candidates;
+  std::vector<const KernelFamily*> native;
+  for (const KernelFamily* f : candidates)
+    if (f->computes_nhwc() && f->untuned_poor_fit(request.problem, info).empty()) native.push_back(f);
+  return native.empty() ? candidates : native;
+}
+
 // An untuned plan's family and configuration, and what to add to its explanation.
 struct DefaultChoice {
   const KernelFamily* family;
@@ -261,6 +274,14 @@ PlanDescriptor PlanDescriptor::create_impl(const DeviceInfo& device, const PlanR
           if (std::string why = family.untuned_poor_fit(request.problem, info); !why.empty())
             return fmt::format("tuned for another shape, and a poor fit here untuned ({})", why);
         }
+        // A family that computes channels-last problems on NCHW copies adds the copies' time to what an NCHW
+        // entry measured (and saves it from what an NHWC one did): its time says little in the other layout.
+        if (e.problem.is_conv() && request.problem.is_conv() &&
+            e.problem.conv().layout != request.problem.conv().layout && !family.computes_nhwc()) {
+          return fmt::format("tuned in {}, and {} computes {} problems through copies the entry did not time",
+                             to_string(e.problem.conv().layout), family.name(),
+                             to_string(request.problem.conv().layout));
+        }
         const size_t bytes = family.recipe(request.problem, request.epilogue, fitted, info).memory_bytes();
         if (bytes > limit) {
           return fmt::format("its workspace ({} bytes) is over the workspace limit ({} bytes)", bytes, limit);
@@ -278,8 +299,9 @@ PlanDescriptor PlanDescriptor::create_impl(const DeviceInfo& device, const PlanR
       d.explanation_ = found ? found->explain()
                              : request.use_tuning ? "built-in default (no tuning database)"
                                                   : "built-in default (tuning database not consulted)";
-      DefaultChoice choice =
-          choose_default(request, info, candidates, database, !given && request.family.empty(), &over_limit);
+      const bool free_choice = !given && request.family.empty();
+      DefaultChoice choice = choose_default(request, info, untuned_candidates(request, info, candidates, free_choice),
+                                            database, free_choice, &over_limit);
       d.family_ = choice.family;
       d.config_ = std::move(choice.config);
       d.explanation_ += choice.explanation;
@@ -287,6 +309,9 @@ PlanDescriptor PlanDescriptor::create_impl(const DeviceInfo& device, const PlanR
     }
   }
   d.explanation_ += over_limit;
+  if (request.problem.is_conv() && request.problem.conv().layout == Layout::NHWC && !d.family_->computes_nhwc())
+    d.explanation_ += fmt::format("; {} reads NCHW: the channels-last operands are transposed into NCHW copies and the "
+                                  "result back", d.family_->name());
   if (const std::string why = config_problem(*d.family_, d.config_, request.problem, info); !why.empty()) {
     throw InvalidArgument(fmt::format("{} on {}", why, request.problem.to_string()));
   }

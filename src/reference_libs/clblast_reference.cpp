@@ -94,6 +94,7 @@ class ClblastReference final : public ReferenceLibrary {
     if (device.backend != BackendKind::OpenCL)
       return fmt::format("CLBlast needs convtune on an OpenCL device, not {}", device.id);
     if (problem.type() != ElementType::F32) return "only FP32 (Sconvgemm, Sgemm) is wired up";
+    if (problem.is_conv() && problem.conv().layout != Layout::NCHW) return "CLBlast's Convgemm reads NCHW tensors";
     if (problem.is_gemm()) {
       if (!lib_.sgemm) return "this CLBlast lacks CLBlastSgemm";
       return {};

@@ -154,11 +154,14 @@ class CudnnReference final : public ReferenceLibrary {
     const cudnnDataType_t data = pb.type == ElementType::BF16 ? CUDNN_DATA_BFLOAT16
                                  : pb.type == ElementType::F16 ? CUDNN_DATA_HALF
                                                                : CUDNN_DATA_FLOAT;
-    check(api_.cudnnSetTensor4dDescriptor(x_desc_, CUDNN_TENSOR_NCHW, data, i(pb.n), i(pb.c), i(pb.h), i(pb.w)),
+    // The problem's layout for all three (NHWC: x and y channels-last, the filters KRSC), as PyTorch hands cuDNN
+    // channels-last tensors.
+    const cudnnTensorFormat_t format = pb.layout == Layout::NHWC ? CUDNN_TENSOR_NHWC : CUDNN_TENSOR_NCHW;
+    check(api_.cudnnSetTensor4dDescriptor(x_desc_, format, data, i(pb.n), i(pb.c), i(pb.h), i(pb.w)),
           "cudnnSetTensor4dDescriptor (x)");
-    check(api_.cudnnSetTensor4dDescriptor(y_desc_, CUDNN_TENSOR_NCHW, data, i(pb.n), i(pb.k), i(pb.p()), i(pb.q())),
+    check(api_.cudnnSetTensor4dDescriptor(y_desc_, format, data, i(pb.n), i(pb.k), i(pb.p()), i(pb.q())),
           "cudnnSetTensor4dDescriptor (y)");
-    check(api_.cudnnSetFilter4dDescriptor(w_desc_, data, CUDNN_TENSOR_NCHW, i(pb.k), i(pb.c_per_group()), i(pb.r),
+    check(api_.cudnnSetFilter4dDescriptor(w_desc_, data, format, i(pb.k), i(pb.c_per_group()), i(pb.r),
                                           i(pb.s)),
           "cudnnSetFilter4dDescriptor");
     check(api_.cudnnSetConvolution2dDescriptor(conv_desc_, i(pb.pad.h), i(pb.pad.w), i(pb.stride.h), i(pb.stride.w),

@@ -1,5 +1,6 @@
 // oneDNN (DNNL v2 C API) on the CPU as a reference: all three directions, groups included. Loaded with dlopen.
-// oneDNN chooses its own memory layouts (format "any"); the inputs are reordered from convtune's NCHW/OIHW before
+// oneDNN chooses its own memory layouts (format "any"); the inputs are reordered from convtune's layout (NCHW/OIHW
+// or NHWC/OHWI) before
 // timing and the output back after it, so the timed region is the convolution alone, as for convtune.
 #include <fmt/format.h>
 
@@ -119,17 +120,19 @@ class OneDnnReference final : public ReferenceLibrary {
     const dnnl_dims_t x_dims = {pb.n, pb.c, pb.h, pb.w};
     const dnnl_dims_t y_dims = {pb.n, pb.k, pb.p(), pb.q()};
     dnnl_memory_desc_t x_md, w_md, y_md, any_x, any_w, any_y;
-    init_md(x_md, 4, x_dims, dnnl_nchw);
-    init_md(y_md, 4, y_dims, dnnl_nchw);
+    // convtune's operands in the problem's layout (NHWC: x and y channels-last, the filters OHWI / GOHWI).
+    const bool nhwc = pb.layout == Layout::NHWC;
+    init_md(x_md, 4, x_dims, nhwc ? dnnl_nhwc : dnnl_nchw);
+    init_md(y_md, 4, y_dims, nhwc ? dnnl_nhwc : dnnl_nchw);
     init_md(any_x, 4, x_dims, dnnl_format_tag_any);
     init_md(any_y, 4, y_dims, dnnl_format_tag_any);
     if (pb.groups == 1) {
       const dnnl_dims_t dims = {pb.k, pb.c, pb.r, pb.s};
-      init_md(w_md, 4, dims, dnnl_oihw);
+      init_md(w_md, 4, dims, nhwc ? dnnl_ohwi : dnnl_oihw);
       init_md(any_w, 4, dims, dnnl_format_tag_any);
     } else {
       const dnnl_dims_t dims = {pb.groups, pb.k_per_group(), pb.c_per_group(), pb.r, pb.s};
-      init_md(w_md, 5, dims, dnnl_goihw);
+      init_md(w_md, 5, dims, nhwc ? dnnl_gohwi : dnnl_goihw);
       init_md(any_w, 5, dims, dnnl_format_tag_any);
     }
     // oneDNN counts dilation from 0 (0 = dense); the right/bottom padding equal to the left gives the same
@@ -186,7 +189,8 @@ class OneDnnReference final : public ReferenceLibrary {
     check(api_.dnnl_primitive_create(&primitive_, pd_), "dnnl_primitive_create", context_);
     const char* impl = nullptr;
     api_.dnnl_primitive_desc_query(pd_, dnnl_query_impl_info_str, 0, &impl);
-    algorithm_ = fmt::format("{}{}", impl ? impl : "?", reordered_ ? " (own layouts, reorders untimed)" : " (NCHW)");
+    algorithm_ = fmt::format("{}{}", impl ? impl : "?", reordered_ ? " (own layouts, reorders untimed)"
+                                                                  : problem_.layout == Layout::NHWC ? " (NHWC)" : " (NCHW)");
   }
 
   // The convolution alone: an output in oneDNN's own layout stays there until collect_output().

@@ -43,6 +43,9 @@ double shape_distance(const Problem& pa, const Problem& pb) {
   const ConvProblem &a = pa.conv(), &b = pb.conv();
   double d = log_ratio(a.n, b.n) + log_ratio(a.c, b.c) + log_ratio(a.k, b.k) + log_ratio(a.h, b.h) +
              log_ratio(a.w, b.w);
+  // Another layout is further than a neighbour's shape in this one (a factor of two in one extent): the same tiles
+  // fit, but the copies around them differ.
+  if (a.layout != b.layout) d += 1;
   if (groups_class(a) == "grouped" && groups_class(b) == "grouped") d += log_ratio(a.groups, b.groups);
   return d;
 }

@@ -266,6 +266,36 @@ TEST(TensorCoreNvrtc, WgmmaFamiliesCompileForSm90aWithoutSpills) {
   EXPECT_GT(compiled, 0);
 }
 
+// The wgmma families that read channels-last tensors themselves, in bf16 and tf32: channels in whole 16-byte chunks
+// (implicit_gemm_nhwc_wgmma reads x or dy and the forward filters in place), odd channel counts and groups (copies
+// from channels-last), the bias and ReLU epilogue; defaults and a sampled configuration each, no spills.
+TEST(TensorCoreNvrtc, ChannelsLastWgmmaKernelsCompileForSm90aWithoutSpills) {
+  compiled = 0;
+  const std::vector<Precision> modes = {{ElementType::BF16, MathMode::FP32}, {ElementType::F32, MathMode::TF32}};
+  const DeviceInfo device = test::described_hopper();
+  std::vector<Problem> forward, data, strided_data, filter;
+  for (const char* text : {"N=8,C=64,H=14,K=64,R=3,pad=1,layout=nhwc", "N=4,C=256,H=7,K=512,R=1,layout=nhwc",
+                           "N=2,C=3,H=17,W=15,K=64,R=7,stride=2,pad=3,layout=nhwc",
+                           "N=2,C=24,H=9,K=48,R=3,pad=1,groups=2,layout=nhwc"}) {
+    const ConvProblem c = parse_problem(text);
+    forward.push_back(c.with_direction(Direction::Forward));
+    filter.push_back(c.with_direction(Direction::BackwardFilter));
+    (c.stride.h == 1 ? data : strided_data).push_back(c.with_direction(Direction::BackwardData));
+  }
+  strided_data.push_back(parse_problem("N=4,C=64,H=14,K=128,R=1,stride=2,dir=bwd-data,layout=nhwc"));
+  compile_family("implicit_gemm_nhwc_wgmma", forward, device, 1, modes);
+  compile_family("implicit_gemm_nhwc_wgmma", data, device, 1, modes);
+  compile_family("implicit_gemm_shifted_wgmma", filter, device, 1, modes);
+  compile_family("col2im_wgmma", strided_data, device, 1, modes);
+  const KernelFamily& nhwc = kernel_family("implicit_gemm_nhwc_wgmma");
+  for (const Precision& precision : modes) {
+    const Problem pb = forward.front().with_precision(precision);
+    expect_compiles(nhwc, pb, {true, true, 1}, nhwc.default_config(pb, device), device);
+  }
+  std::cout << "nvrtc: compiled " << compiled << " channels-last wgmma programs for sm_90a\n";
+  EXPECT_GT(compiled, 0);
+}
+
 // winograd_tc's every tile side on a 3x3 layer in every direction: F(2x2,3x3) and F(4x4,3x3) in both modes,
 // F(6x6,3x3) (alpha 8) in tf32, the only mode that admits it; with the forward epilogue where it applies; and a 7x7
 // layer in tf32.

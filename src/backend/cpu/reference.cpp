@@ -11,6 +11,9 @@ namespace convtune::cpu {
 
 namespace {
 
+// Operands are read through ConvProblem's offsets, so either layout (NCHW or NHWC) is computed by the same sums; the
+// logical output index runs in NCHW order (n, k, p, q / n, c, h, w / k, c, r, s) whatever the layout.
+
 // y[n,k,p,q] = sum over (c in k's group, r, s) of x[n, c, p*stride - pad + r*dilation, ...] * w[k,c,r,s].
 double forward_element(const ConvProblem& pb, const float* x, const float* w, int64_t index) {
   const int64_t cg = pb.c_per_group(), P = pb.p(), Q = pb.q();
@@ -25,8 +28,7 @@ double forward_element(const ConvProblem& pb, const float* x, const float* w, in
       for (int64_t s = 0; s < pb.s; ++s) {
         const int64_t iw = q * pb.stride.w - pb.pad.w + s * pb.dilation.w;
         if (iw < 0 || iw >= pb.w) continue;
-        acc += static_cast<double>(x[((n * pb.c + c) * pb.h + ih) * pb.w + iw]) *
-               static_cast<double>(w[((k * cg + cl) * pb.r + r) * pb.s + s]);
+        acc += static_cast<double>(x[pb.x_offset(n, c, ih, iw)]) * static_cast<double>(w[pb.w_offset(k, cl, r, s)]);
       }
     }
   }
@@ -50,8 +52,7 @@ double backward_data_element(const ConvProblem& pb, const float* w, const float*
         const int64_t qw = iw + pb.pad.w - s * pb.dilation.w;
         if (qw < 0 || qw % pb.stride.w != 0 || qw / pb.stride.w >= Q) continue;
         const int64_t q = qw / pb.stride.w;
-        acc += static_cast<double>(w[((k * cg + cl) * pb.r + r) * pb.s + s]) *
-               static_cast<double>(dy[((n * pb.k + k) * P + p) * Q + q]);
+        acc += static_cast<double>(w[pb.w_offset(k, cl, r, s)]) * static_cast<double>(dy[pb.y_offset(n, k, p, q)]);
       }
     }
   }
@@ -72,8 +73,7 @@ double backward_filter_element(const ConvProblem& pb, const float* x, const floa
       for (int64_t q = 0; q < Q; ++q) {
         const int64_t iw = q * pb.stride.w - pb.pad.w + s * pb.dilation.w;
         if (iw < 0 || iw >= pb.w) continue;
-        acc += static_cast<double>(x[((n * pb.c + c) * pb.h + ih) * pb.w + iw]) *
-               static_cast<double>(dy[((n * pb.k + k) * P + p) * Q + q]);
+        acc += static_cast<double>(x[pb.x_offset(n, c, ih, iw)]) * static_cast<double>(dy[pb.y_offset(n, k, p, q)]);
       }
     }
   return acc;
@@ -104,7 +104,21 @@ int64_t output_count(const Problem& problem) {
 }
 
 int64_t output_offset(const Problem& problem, int64_t i) {
-  if (!problem.is_gemm()) return i;
+  if (problem.is_conv()) {
+    const ConvProblem& c = problem.conv();
+    if (c.layout == Layout::NCHW) return i;
+    switch (c.direction) {
+      case Direction::Forward: {
+        const int64_t P = c.p(), Q = c.q();
+        return c.y_offset(i / (c.k * P * Q), (i / (P * Q)) % c.k, (i / Q) % P, i % Q);
+      }
+      case Direction::BackwardData:
+        return c.x_offset(i / (c.c * c.h * c.w), (i / (c.h * c.w)) % c.c, (i / c.w) % c.h, i % c.w);
+      case Direction::BackwardFilter:
+        return c.w_offset(i / (c.c_per_group() * c.r * c.s), (i / (c.r * c.s)) % c.c_per_group(), (i / c.s) % c.r,
+                          i % c.s);
+    }
+  }
   const GemmProblem& g = problem.gemm();
   const int64_t n = i % g.n, m = (i / g.n) % g.m, b = i / (g.n * g.m);
   return b * g.batch_stride_c() + m * g.ld_c() + n;

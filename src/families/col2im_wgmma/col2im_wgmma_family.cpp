@@ -4,7 +4,7 @@
 // channels: every product is computed once, where a masked implicit GEMM multiplies zeros at all but one in
 // stride x stride taps and a GEMM of C/groups columns (alex1's 3) is mostly empty. BF16/FP16 tensors and FP32 in
 // tf32 or 3xtf32 math (the copies split each FP32 element into TF32 big part and residual). CUDA on compute
-// capability 9.0.
+// capability 9.0. Channels-last problems copy from and gather into their own layout.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -98,6 +98,7 @@ class Col2imWgmmaFamily final : public KernelFamily {
   // columns.
   int untuned_rank() const override { return 2; }
   bool uses_tensor_cores() const override { return true; }
+  bool computes_nhwc() const override { return true; }
 
   std::string unsupported_reason(const Problem& generic, const Epilogue& epilogue,
                                  const DeviceInfo& device) const override {
@@ -216,6 +217,7 @@ class Col2imWgmmaFamily final : public KernelFamily {
     recipe.source.defines["WS_DY"] = "0";
     recipe.source.defines["WS_W"] = std::to_string(s.dy_bytes);
     recipe.source.defines["WS_COL"] = std::to_string(s.dy_bytes + s.w_bytes);
+    if (pb.layout == Layout::NHWC) recipe.source.defines["LAYOUT_NHWC"] = "1";  // NCHW keeps its defines
     if (s.split) {
       recipe.source.defines["SPLIT3"] = "1";
       recipe.source.defines["WS_LO_SHIFT"] = std::to_string(s.lo_bytes() / 4);  // in FP32 elements

@@ -21,7 +21,7 @@ struct Params : gemm::TileParams {
   int64_t size = 0, gauss = 0, transform_tiles = 0, batch_chunk = 0, split = 0;
 };
 
-Layout layout_of(const ConvProblem& pb, const Params& p, int64_t split) {
+WorkLayout layout_of(const ConvProblem& pb, const Params& p, int64_t split) {
   return layout(pb, p.size, p.batch_chunk, split, p.gauss != 0);
 }
 
@@ -85,7 +85,7 @@ class FftFamily final : public KernelFamily {
     list.push_back(t.constraint("VECTOR_WIDTH above 1 only where the GEMM's U or V rows are multiples of it",
                                 {&Params::size, &Params::batch_chunk, &Params::split, &Params::gauss, &Params::vector_width},
                                 [pb](const Params& p, const X&) {
-                                  const Layout l = layout_of(pb, p, p.split);
+                                  const WorkLayout l = layout_of(pb, p, p.split);
                                   return a_vectorizes(l, p.vector_width) || b_vectorizes(pb, l, p.vector_width);
                                 }));
     return list;
@@ -108,7 +108,7 @@ class FftFamily final : public KernelFamily {
     }
     p.batch_chunk = largest_chunk(pb, p.size, p.split, cap, p.gauss != 0);
     while (p.split > 1 && layout(pb, p.size, p.batch_chunk, 1).tiles < p.split) p.split /= 2;
-    const Layout l = layout_of(pb, p, p.split);
+    const WorkLayout l = layout_of(pb, p, p.split);
     std::vector<gemm::TileParams> candidates = gemm::preferred_tiles(device.is_gpu);
     if (device.is_gpu && l.gemm_m >= 128 && l.gemm_n >= 128 * 16) candidates.insert(candidates.begin(), gemm::large_gpu_tiles());
     // A chunk of few tiles (large filter spectra leave the workspace room for few images: u8's 96 x 256 channels
@@ -142,7 +142,7 @@ class FftFamily final : public KernelFamily {
                       const DeviceInfo& device) const override {
     const ConvProblem& pb = generic.conv();
     const Params p = table().read(config);
-    const Layout l = layout_of(pb, p, p.split);
+    const WorkLayout l = layout_of(pb, p, p.split);
     KernelRecipe recipe;
     recipe.source.file = "fft/fft.cl";
     recipe.source.defines = layout_defines(pb, epilogue, l, p.transform_tiles);

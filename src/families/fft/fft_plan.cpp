@@ -28,8 +28,8 @@ int64_t covered_side(const ConvProblem& pb) {
   return std::max(to_x ? pb.h : pb.p(), to_x ? pb.w : pb.q());
 }
 
-Layout layout(const ConvProblem& pb, int64_t size, int64_t chunk, int64_t split, bool gauss) {
-  Layout l;
+WorkLayout layout(const ConvProblem& pb, int64_t size, int64_t chunk, int64_t split, bool gauss) {
+  WorkLayout l;
   l.size = size;
   l.gauss = gauss, l.gemms = gauss ? 3 : 1;
   l.tile_h = size - pb.r + 1, l.tile_w = size - pb.s + 1;
@@ -84,8 +84,8 @@ int64_t covering_size(const ConvProblem& pb) {
   return kSizes.back();
 }
 
-bool a_vectorizes(const Layout& l, int64_t width) { return l.gemm_k % width == 0; }
-bool b_vectorizes(const ConvProblem& pb, const Layout& l, int64_t width) {
+bool a_vectorizes(const WorkLayout& l, int64_t width) { return l.gemm_k % width == 0; }
+bool b_vectorizes(const ConvProblem& pb, const WorkLayout& l, int64_t width) {
   return (pb.direction == Direction::BackwardFilter ? l.gemm_k : l.tiles) % width == 0;
 }
 
@@ -136,7 +136,7 @@ int64_t default_size(const ConvProblem& pb) {
   double best_cost = std::numeric_limits<double>::max();
   for (int64_t size : kSizes) {
     if (size < smallest_size(pb) || size > cover) continue;
-    const Layout l = layout(pb, size, 1, 1);
+    const WorkLayout l = layout(pb, size, 1, 1);
     // Per tile and bin: 4 in x out multiplications in the GEMM; each input channel's direct DFTs about 6 T per bin,
     // each output channel's inverse about as many.
     const double cost = static_cast<double>(l.tiles_y * l.tiles_x * bins(size)) *
@@ -157,7 +157,7 @@ bool large_filter_layer_in_one_chunk(const ConvProblem& pb, const DeviceInfo& de
   return large_filter_layer(pb) && largest_chunk(pb, default_size(pb), 1, workspace_limit(device), false) >= pb.n;
 }
 
-int64_t gemm_layers(const ConvProblem& pb, const Layout& l, int64_t split) {
+int64_t gemm_layers(const ConvProblem& pb, const WorkLayout& l, int64_t split) {
   return (pb.direction == Direction::BackwardFilter ? split : 1) * pb.groups * bins(l.size) * l.gemms;
 }
 
@@ -201,7 +201,7 @@ std::string twiddles(int64_t size, bool sine) {
   return list;
 }
 
-std::map<std::string, std::string> layout_defines(const ConvProblem& pb, const Epilogue& epilogue, const Layout& l,
+std::map<std::string, std::string> layout_defines(const ConvProblem& pb, const Epilogue& epilogue, const WorkLayout& l,
                                                   int64_t transform_tiles) {
   std::map<std::string, std::string> d = problem_defines(pb);
   auto s = [](int64_t v) { return std::to_string(v); };
@@ -221,7 +221,7 @@ std::map<std::string, std::string> layout_defines(const ConvProblem& pb, const E
   return d;
 }
 
-std::vector<LaunchStep> steps(const ConvProblem& pb, const Epilogue& epilogue, const Layout& l, int64_t batch_chunk,
+std::vector<LaunchStep> steps(const ConvProblem& pb, const Epilogue& epilogue, const WorkLayout& l, int64_t batch_chunk,
                               int64_t split, int64_t transform_tiles, const GemmStep& gemm) {
   constexpr int x = 0, w = 1, y = 2;  // Problem::operand order
   auto op = ArgSource::of_operand;

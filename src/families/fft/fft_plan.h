@@ -31,7 +31,7 @@ inline int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 // Bins of a T x T real DFT kept: T x (T/2 + 1) (the others are their conjugates).
 inline int64_t bins(int64_t size) { return size * (size / 2 + 1); }
 
-struct Layout {
+struct WorkLayout {
   int64_t size = 0, tile_h = 0, tile_w = 0;      // T, outputs per tile (T - R + 1, T - S + 1)
   bool gauss = false;                            // three real GEMMs a bin (Gauss's product) instead of one of 2x2
   int64_t gemms = 1;                             // real GEMMs a group and bin: 3 with gauss
@@ -40,7 +40,7 @@ struct Layout {
   size_t v_offset = 0, m_offset = 0, total = 0;  // floats
 };
 
-Layout layout(const ConvProblem& pb, int64_t size, int64_t chunk, int64_t split, bool gauss = false);
+WorkLayout layout(const ConvProblem& pb, int64_t size, int64_t chunk, int64_t split, bool gauss = false);
 uint64_t workspace_bytes(const ConvProblem& pb, int64_t size, int64_t chunk, int64_t split, bool gauss = false);
 
 // The output side the tiles cover: P x Q (forward, backward-filter) or H x W (backward-data).
@@ -52,8 +52,8 @@ int64_t covering_size(const ConvProblem& pb);
 int64_t smallest_size(const ConvProblem& pb);
 
 // Whether `width`-float loads of the GEMM's A and B stay aligned (gemm.cl's X_VECTOR contract).
-bool a_vectorizes(const Layout& l, int64_t width);
-bool b_vectorizes(const ConvProblem& pb, const Layout& l, int64_t width);
+bool a_vectorizes(const WorkLayout& l, int64_t width);
+bool b_vectorizes(const ConvProblem& pb, const WorkLayout& l, int64_t width);
 
 // Empty when the shape suits the kernels: stride 1, dilation 1, a filter up to 31 taps a side, the smallest tile's
 // workspace for one image within the limit, few enough chunks.
@@ -79,7 +79,7 @@ int64_t largest_chunk(const ConvProblem& pb, int64_t size, int64_t split, uint64
 // GEMMs are narrow and fft_tc lost forward).
 bool large_filter_layer_in_one_chunk(const ConvProblem& pb, const DeviceInfo& device);
 // Work-group axis 2 of their GEMM: (slices x) groups x bins (x Gauss's three planes).
-int64_t gemm_layers(const ConvProblem& pb, const Layout& l, int64_t split);
+int64_t gemm_layers(const ConvProblem& pb, const WorkLayout& l, int64_t split);
 // Backward-filter's slices and chunk without Gauss's planes: K x C tiles are few, so slices of the batch's tiles
 // bring the GEMM's blocks (`blocks` per slice) up to about two per multiprocessor, each slice keeping at least
 // `min_reduction` tiles of the reduction.
@@ -93,7 +93,7 @@ Slices filter_slices(const ConvProblem& pb, int64_t size, int64_t blocks, int64_
 // kernels drop multiplications by zero at compile time).
 std::string twiddles(int64_t size, bool sine);
 
-std::map<std::string, std::string> layout_defines(const ConvProblem& pb, const Epilogue& epilogue, const Layout& l,
+std::map<std::string, std::string> layout_defines(const ConvProblem& pb, const Epilogue& epilogue, const WorkLayout& l,
                                                   int64_t transform_tiles);
 
 // Local memory of one transform work-group: the first stage's T x (T/2 + 1) complex values per tile.
@@ -169,7 +169,7 @@ int64_t default_transform_tiles(int64_t size, const DeviceInfo& device);
 Config carried_config(const Config& tuned, const Config& fresh, const ConvProblem& problem);
 
 using GemmStep = std::function<LaunchStep(const ArgSource& first, const ArgSource& count)>;
-std::vector<LaunchStep> steps(const ConvProblem& pb, const Epilogue& epilogue, const Layout& l, int64_t batch_chunk,
+std::vector<LaunchStep> steps(const ConvProblem& pb, const Epilogue& epilogue, const WorkLayout& l, int64_t batch_chunk,
                               int64_t split, int64_t transform_tiles, const GemmStep& gemm);
 
 }  // namespace convtune::fft

@@ -38,12 +38,12 @@ const ParameterTable<Params>& table() {
   return t;
 }
 
-Layout layout_of(const ConvProblem& pb, const Params& p) {
+WorkLayout layout_of(const ConvProblem& pb, const Params& p) {
   return layout(pb, p.size, p.batch_chunk, p.split, p.gauss != 0);
 }
 
 // fft.cl's GEMM operands: U (A) is stored K-contiguous always, V only for backward-filter (B transposed).
-tensor_core::Layout tc_layout(Direction direction) { return {true, direction == Direction::BackwardFilter}; }
+tensor_core::TileLayout tc_layout(Direction direction) { return {true, direction == Direction::BackwardFilter}; }
 
 class FftTcFamily final : public KernelFamily {
  public:
@@ -109,7 +109,7 @@ class FftTcFamily final : public KernelFamily {
         {&Params::size, &Params::gauss, &Params::batch_chunk, &Params::split, &Params::tile_m, &Params::tile_n,
          &Params::tile_k, &Params::warps_m, &Params::warps_n, &Params::blocks_per_sm},
         [pb](const Params& p, const X&) {
-          const Layout l = layout_of(pb, p);
+          const WorkLayout l = layout_of(pb, p);
           return tensor_core::fits_registers_with_copies(p, pb.math, !a_vectorizes(l, 4), !b_vectorizes(pb, l, 4));
         }));
     return list;
@@ -126,7 +126,7 @@ class FftTcFamily final : public KernelFamily {
     p.transform_tiles = default_transform_tiles(p.size, device);
     p.split = 1;
     p.batch_chunk = largest_chunk(pb, p.size, 1, cap, false);
-    const Layout l = layout_of(pb, p);
+    const WorkLayout l = layout_of(pb, p);
     const tensor_core::Params tiles = tensor_core::default_tiles(l.gemm_m, l.gemm_n, l.gemm_k);
     if (pb.direction == Direction::BackwardFilter) {
       // Each slice keeps at least 4 TILE_K steps of the reduction (as winograd_tc does).
@@ -151,8 +151,8 @@ class FftTcFamily final : public KernelFamily {
                       const DeviceInfo& device) const override {
     const ConvProblem& pb = generic.conv();
     const Params p = table().read(config);
-    const Layout l = layout_of(pb, p);
-    const tensor_core::Layout tiles = tc_layout(pb.direction);
+    const WorkLayout l = layout_of(pb, p);
+    const tensor_core::TileLayout tiles = tc_layout(pb.direction);
     KernelRecipe recipe;
     recipe.source.file = "fft/fft_tc.cl";
     recipe.source.defines = layout_defines(pb, epilogue, l, p.transform_tiles);

@@ -41,7 +41,7 @@ const ParameterTable<Params>& table() {
 
 bool split3(const ConvProblem& pb) { return pb.math == MathMode::TF32x3; }
 
-Layout layout_of(const ConvProblem& pb, const Params& p) {
+WorkLayout layout_of(const ConvProblem& pb, const Params& p) {
   return layout(pb, p.size, p.batch_chunk, p.split, p.gauss != 0);
 }
 
@@ -148,7 +148,7 @@ class FftWgmmaFamily final : public KernelFamily {
     p.transform_tiles = default_transform_tiles(p.size, device);
     p.split = 1;
     p.batch_chunk = largest_chunk(pb, p.size, 1, cap, false);
-    const Layout l = layout_of(pb, p);
+    const WorkLayout l = layout_of(pb, p);
     const wgmma::Params tiles = wgmma::default_tiles(l.gemm_m, l.gemm_n);
     p.wg_m = tiles.wg_m;
     p.block_n = tiles.block_n;
@@ -182,7 +182,7 @@ class FftWgmmaFamily final : public KernelFamily {
     (void)device;
     const ConvProblem& pb = generic.conv();
     const Params p = table().read(config);
-    const Layout l = layout_of(pb, p);
+    const WorkLayout l = layout_of(pb, p);
     const bool split = split3(pb);
     KernelRecipe recipe;
     recipe.source.file = "fft/fft_wgmma.cu";

@@ -35,7 +35,7 @@ int sixteen_bit_vector(bool (*vectorizes)(const GemmProblem&, int64_t), const Ge
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 // Each operand's tile keeps its global contiguous dimension: A is K-contiguous unless transposed, B only when.
-tensor_core::Layout layout(const GemmProblem& g) { return {!g.trans_a, g.trans_b}; }
+tensor_core::TileLayout layout(const GemmProblem& g) { return {!g.trans_a, g.trans_b}; }
 
 class GemmTcFamily final : public KernelFamily {
  public:
@@ -101,7 +101,7 @@ class GemmTcFamily final : public KernelFamily {
                       const DeviceInfo& device) const override {
     const GemmProblem& g = problem.gemm();
     const Params p = table(problem).read(config);
-    const tensor_core::Layout l = layout(g);
+    const tensor_core::TileLayout l = layout(g);
     const bool narrow = g.type != ElementType::F32;
     const int64_t slice = p.split_k > 1 ? gemm::slice_length(g.k, p.split_k, p.tile_k) : g.k;
     KernelRecipe recipe;

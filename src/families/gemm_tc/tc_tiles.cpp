@@ -94,7 +94,7 @@ std::string unsupported_reason(std::string_view family, const Problem& problem, 
 
 int64_t element_bytes(ElementType type) { return type == ElementType::F32 ? 4 : 2; }
 
-size_t shared_bytes(const Params& p, Layout layout, ElementType type) {
+size_t shared_bytes(const Params& p, TileLayout layout, ElementType type) {
   // Padding (tc_common.h, tc16_common.h): FP32 tiles 4 elements K-contiguous and 8 otherwise, 16-bit tiles 8 (16
   // bytes) either way.
   const bool narrow = type != ElementType::F32;
@@ -143,7 +143,7 @@ int64_t register_cap(const Params& p) {
   return std::min(kMaxRegisters, kRegisterFile / (p.threads() * p.blocks_per_sm));
 }
 
-std::vector<Constraint> tile_constraints(const ParameterTable<Params>& t, Layout layout, MathMode math,
+std::vector<Constraint> tile_constraints(const ParameterTable<Params>& t, TileLayout layout, MathMode math,
                                          ElementType type) {
   using P = Params;
   using X = ConstraintContext;
@@ -232,7 +232,7 @@ void add_defines(const ParameterTable<Params>& t, const Params& p, MathMode math
   d["MATH_SPLIT"] = math == MathMode::TF32x3 ? "1" : "0";
 }
 
-LaunchGeometry main_geometry(int64_t m, int64_t n, int64_t layers, const Params& p, Layout layout, ElementType type) {
+LaunchGeometry main_geometry(int64_t m, int64_t n, int64_t layers, const Params& p, TileLayout layout, ElementType type) {
   LaunchGeometry g;
   g.dims = 3;
   g.global = {static_cast<size_t>(ceil_div(n, p.tile_n) * p.threads()), static_cast<size_t>(ceil_div(m, p.tile_m)),

@@ -24,7 +24,7 @@ struct Params {
 };
 
 // Which dimension of each operand's tile is contiguous in shared memory (the one contiguous in global memory).
-struct Layout {
+struct TileLayout {
   bool a_kcontig = true;  // A tile [TILE_M][TILE_K]; else [TILE_K][TILE_M]
   bool b_kcontig = false;  // B tile [TILE_N][TILE_K]; else [TILE_K][TILE_N]
 };
@@ -58,7 +58,7 @@ std::string unsupported_reason(std::string_view family, const Problem& problem, 
 
 // Bytes of one shared-memory element: 4 (FP32 tiles, rounded to TF32 as they are read) or 2 (BF16/FP16 tiles).
 int64_t element_bytes(ElementType type);
-size_t shared_bytes(const Params& p, Layout layout, ElementType type = ElementType::F32);
+size_t shared_bytes(const Params& p, TileLayout layout, ElementType type = ElementType::F32);
 // Shared memory one block may take on the device: the opt-in limit through CUDA (dynamic shared memory), the
 // local-memory limit elsewhere (NVIDIA's OpenCL: static __local arrays).
 uint64_t shared_limit(const DeviceInfo& device);
@@ -77,7 +77,7 @@ int64_t register_cap(const Params& p);
 bool fits_registers_with_copies(const Params& p, MathMode math, bool scalar_a, bool scalar_b);
 
 // The tile constraints; the family adds its problem's (split-K, grid).
-std::vector<Constraint> tile_constraints(const ParameterTable<Params>& t, Layout layout, MathMode math,
+std::vector<Constraint> tile_constraints(const ParameterTable<Params>& t, TileLayout layout, MathMode math,
                                          ElementType type = ElementType::F32);
 
 // A starting configuration for an m x n GEMM with this reduction: 128x128 tiles of 2x4 warps (64x32 warp tiles)
@@ -97,7 +97,7 @@ void add_defines(const ParameterTable<Params>& t, const Params& p, MathMode math
                  ElementType type = ElementType::F32);
 // The main kernel's launch: ceil(n / TILE_N) x ceil(m / TILE_M) x `layers` blocks (layers: batch items or groups,
 // times split-K slices) of TILE_THREADS, with the layout's shared memory (CUDA: dynamic shared memory).
-LaunchGeometry main_geometry(int64_t m, int64_t n, int64_t layers, const Params& p, Layout layout,
+LaunchGeometry main_geometry(int64_t m, int64_t n, int64_t layers, const Params& p, TileLayout layout,
                              ElementType type = ElementType::F32);
 // tc_splitk_reduce over `elements` outputs, one thread each; `args` after the workspace.
 LaunchStep splitk_reduce_step(std::vector<ArgSource> args, int64_t elements, const DeviceInfo& device);

@@ -33,7 +33,7 @@ using wgmma::round_up;
 
 // How a problem and configuration use the workspace: the chunk of gathered rows (forward, backward-data) or reduction
 // positions (backward-filter), the padded reduction (the gathered matrices' row length), the regions' offsets.
-struct Layout {
+struct WorkLayout {
   int64_t rows_total = 0;  // forward N*P*Q, backward-data N*H*W, backward-filter the reduction N*P*Q
   int64_t chunk = 0;       // rows (positions) per chunk
   int64_t red_p = 0;       // row length of the gathered matrices, a multiple of 16 bytes
@@ -42,8 +42,8 @@ struct Layout {
   std::string why_not;     // non-empty: the workspace limit leaves no room for one chunk
 };
 
-Layout layout(const ConvProblem& pb, const Params& p, const DeviceInfo& device) {
-  Layout l;
+WorkLayout layout(const ConvProblem& pb, const Params& p, const DeviceInfo& device) {
+  WorkLayout l;
   const int64_t eb = wgmma::element_bytes(pb.type), chunk_elems = wgmma::chunk_elements(pb.type);
   const int64_t crs = pb.c_per_group() * pb.r * pb.s, krs = pb.k_per_group() * pb.r * pb.s;
   const uint64_t limit = workspace_limit(device);
@@ -104,7 +104,7 @@ class Im2colWgmmaFamily final : public KernelFamily {
     // The smallest configuration's chunk must fit the workspace.
     Params smallest;
     smallest.wg_m = 1, smallest.block_n = 64, smallest.stages = 3, smallest.split_k = 1;
-    if (const Layout l = layout(pb, smallest, device); !l.why_not.empty()) {
+    if (const WorkLayout l = layout(pb, smallest, device); !l.why_not.empty()) {
       return fmt::format("{} gathers into the workspace and {} within the limit of {} bytes", name(), l.why_not,
                          workspace_limit(device));
     }
@@ -163,7 +163,7 @@ class Im2colWgmmaFamily final : public KernelFamily {
                       const DeviceInfo& device) const override {
     const ConvProblem& pb = problem.conv();
     const Params p = table(pb.direction).read(config);
-    const Layout l = layout(pb, p, device);
+    const WorkLayout l = layout(pb, p, device);
     KernelRecipe recipe;
     recipe.source.file = "tensor_core/im2col_wgmma.cu";
     recipe.source.defines = problem_defines(pb);

@@ -3,6 +3,8 @@
 // operands are copied by 16-byte cp.async like a plain GEMM's: implicit_gemm_wgmma gathers NCHW's scattered 2-byte
 // elements through registers, which held its 3x3 and 5x5 layers at 100-240 TFLOP/s where its GEMM reaches 530-620.
 // BF16/FP16 tensors and FP32 tensors in tf32 math, bias and ReLU fused forward. CUDA on compute capability 9.0.
+// Channels-last problems need no copy where each group's channels fill whole 16-byte chunks: the gathered tensor is
+// then read in place, and so are the forward filters.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -31,6 +33,8 @@ using wgmma::round_up;
 // The GEMM (rows M gathered, columns per group) and the workspace: the channels-last copy, then the filters' rows.
 struct Shape {
   int64_t m = 0, cols = 0;
+  bool direct_a = false;    // channels-last, whole chunks a group: the gathered tensor read in place (no copy)
+  bool direct_b = false;    // channels-last forward, whole chunks a group: the filters read in place (no reorder)
   int64_t cp = 0;           // the gathered tensor's channels per group, padded to a whole 16-byte chunk
   int64_t copy_elements = 0;  // [n][pixel][group][cp]
   int64_t reduction = 0;    // R * S * cp
@@ -47,10 +51,13 @@ Shape shape(const ConvProblem& pb) {
   s.m = forward ? pb.n * pb.p() * pb.q() : pb.n * pb.h * pb.w;
   s.cols = forward ? pb.k_per_group() : pb.c_per_group();
   s.cp = round_up(gathered, chunk);
+  const bool nhwc = pb.layout == Layout::NHWC;
+  s.direct_a = nhwc && gathered % chunk == 0;
+  s.direct_b = nhwc && forward && pb.c_per_group() % chunk == 0;
   s.copy_elements = pb.n * pixels * pb.groups * s.cp;
   s.reduction = pb.r * pb.s * s.cp;
-  s.copy_bytes = aligned(static_cast<uint64_t>(s.copy_elements * eb));
-  s.w_bytes = aligned(static_cast<uint64_t>(pb.groups * s.cols * s.reduction * eb));
+  s.copy_bytes = s.direct_a ? 0 : aligned(static_cast<uint64_t>(s.copy_elements * eb));
+  s.w_bytes = s.direct_b ? 0 : aligned(static_cast<uint64_t>(pb.groups * s.cols * s.reduction * eb));
   return s;
 }
 
@@ -68,6 +75,7 @@ class ImplicitGemmNhwcWgmmaFamily final : public KernelFamily {
   // unseen_shapes.txt row where that family ran in bf16 (docs/PERFORMANCE.md, seventeenth session).
   int untuned_rank() const override { return 2; }
   bool uses_tensor_cores() const override { return true; }
+  bool computes_nhwc() const override { return true; }
 
   std::string unsupported_reason(const Problem& generic, const Epilogue& epilogue,
                                  const DeviceInfo& device) const override {
@@ -146,6 +154,12 @@ class ImplicitGemmNhwcWgmmaFamily final : public KernelFamily {
     recipe.source.defines["CP"] = std::to_string(s.cp);
     recipe.source.defines["WS_T"] = "0";
     recipe.source.defines["WS_W"] = std::to_string(s.copy_bytes);
+    const bool nhwc = pb.layout == Layout::NHWC;
+    if (nhwc) {  // NCHW recipes keep their defines as they were, and so their compiled programs
+      recipe.source.defines["LAYOUT_NHWC"] = "1";
+      recipe.source.defines["DIRECT_A"] = s.direct_a ? "1" : "0";
+      recipe.source.defines["DIRECT_B"] = s.direct_b ? "1" : "0";
+    }
     wgmma::add_defines(table(), p, pb.type, recipe);
     recipe.workspace_bytes = s.workspace();
 
@@ -153,19 +167,26 @@ class ImplicitGemmNhwcWgmmaFamily final : public KernelFamily {
     const bool forward = pb.direction == Direction::Forward;
     // Forward gathers x (operand 0); backward-data dy (operand 2) and writes dx (operand 0).
     const int gathered = forward ? x : y;
-    LaunchStep copy{"wgn_to_channels_last", {ArgSource::of_operand(gathered), ArgSource::workspace()}, {}};
-    copy.geometry.dims = 3;
-    const int64_t pixels = forward ? pb.h * pb.w : pb.p() * pb.q();
-    copy.geometry.global = {static_cast<size_t>(ceil_div(pb.groups * s.cp, 32) * 32),
-                            static_cast<size_t>(ceil_div(pixels, 32) * 8), static_cast<size_t>(pb.n)};
-    copy.geometry.local = {32, 8, 1};
-    recipe.steps.push_back(std::move(copy));
-    recipe.steps.push_back(wgmma::elementwise_step("wgn_weights", {ArgSource::of_operand(w), ArgSource::workspace()},
-                                                   pb.groups * s.cols * s.reduction));
+    if (!s.direct_a) {
+      LaunchStep copy{"wgn_to_channels_last", {ArgSource::of_operand(gathered), ArgSource::workspace()}, {}};
+      copy.geometry.dims = 3;
+      const int64_t pixels = forward ? pb.h * pb.w : pb.p() * pb.q();
+      copy.geometry.global = {static_cast<size_t>(ceil_div(pb.groups * s.cp, 32) * 32),
+                              static_cast<size_t>(ceil_div(pixels, 32) * 8), static_cast<size_t>(pb.n)};
+      copy.geometry.local = {32, 8, 1};
+      recipe.steps.push_back(std::move(copy));
+    }
+    if (!s.direct_b) {
+      recipe.steps.push_back(wgmma::elementwise_step("wgn_weights", {ArgSource::of_operand(w), ArgSource::workspace()},
+                                                     pb.groups * s.cols * s.reduction));
+    }
     LaunchStep main;
     main.kernel = "implicit_gemm_nhwc_wgmma";
     main.geometry = wgmma::main_geometry(s.m, s.cols, pb.groups, p);
-    if (forward) {
+    if (nhwc) {
+      main.args = {ArgSource::of_operand(x), ArgSource::of_operand(w), ArgSource::of_operand(y), ArgSource::workspace()};
+      if (forward && epilogue.bias) main.args.push_back(ArgSource::of_operand(kBiasOperand));
+    } else if (forward) {
       main.args = {ArgSource::of_operand(x), ArgSource::of_operand(y), ArgSource::workspace()};
       if (epilogue.bias) main.args.push_back(ArgSource::of_operand(kBiasOperand));
     } else {

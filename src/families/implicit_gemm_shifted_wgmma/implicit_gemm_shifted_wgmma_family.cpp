@@ -3,7 +3,7 @@
 // implicit_gemm_shifted_wgmma.cu), so both operands are copied by 16-byte cp.async like a plain GEMM's:
 // implicit_gemm_wgmma gathers x's scattered 2-byte elements through registers, which held its 3x3 and 5x5
 // backward-filter rows at 67-170 TFLOP/s in bf16 (1.6-3.0x cuDNN). BF16/FP16 tensors and FP32 in tf32 math, split-K.
-// CUDA on compute capability 9.0.
+// CUDA on compute capability 9.0. Channels-last problems make the same copies from channels-last x and dy.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -69,6 +69,7 @@ class ImplicitGemmShiftedWgmmaFamily final : public KernelFamily {
   // Before implicit_gemm_wgmma (3), which keeps forward and backward-data's strided and thin layers.
   int untuned_rank() const override { return 2; }
   bool uses_tensor_cores() const override { return true; }
+  bool computes_nhwc() const override { return true; }
 
   std::string unsupported_reason(const Problem& generic, const Epilogue& epilogue,
                                  const DeviceInfo& device) const override {
@@ -155,15 +156,32 @@ class ImplicitGemmShiftedWgmmaFamily final : public KernelFamily {
     recipe.source.defines["WS_X"] = "0";
     recipe.source.defines["WS_DY"] = std::to_string(s.x_bytes);
     recipe.source.defines["WS_PARTIAL"] = std::to_string(s.x_bytes + s.dy_bytes);
+    const bool nhwc = pb.layout == Layout::NHWC;
+    if (nhwc) recipe.source.defines["LAYOUT_NHWC"] = "1";  // NCHW recipes keep their defines (and programs)
     wgmma::add_defines(table(), p, pb.type, recipe);
     recipe.workspace_bytes = s.workspace();
 
     constexpr int x = 0, w = 1, dy = 2;
     const int64_t chunk = wgmma::chunk_elements(pb.type);
-    recipe.steps.push_back(wgmma::elementwise_step("wgs_shift_x", {ArgSource::of_operand(x), ArgSource::workspace()},
-                                                   s.x_elements / chunk));
-    recipe.steps.push_back(wgmma::elementwise_step("wgs_dy_rows", {ArgSource::of_operand(dy), ArgSource::workspace()},
-                                                   s.dy_elements / chunk));
+    if (nhwc) {
+      // One 32 x 8 work-group per 32 x 32 tile: (columns, channels) of each input row of each shift, and of each
+      // output row.
+      const auto tiled = [](std::string kernel, int operand, int64_t tiles) {
+        LaunchStep step{std::move(kernel), {ArgSource::of_operand(operand), ArgSource::workspace()}, {}};
+        step.geometry.dims = 2;
+        step.geometry.local = {32, 8, 1};
+        step.geometry.global = {static_cast<size_t>(tiles) * 32, 8, 1};
+        return step;
+      };
+      const int64_t q_tiles = ceil_div(s.qp, 32);
+      recipe.steps.push_back(tiled("wgs_shift_x", x, pb.s * pb.n * pb.h * ceil_div(pb.c, 32) * q_tiles));
+      recipe.steps.push_back(tiled("wgs_dy_rows", dy, pb.n * pb.p() * ceil_div(pb.k, 32) * q_tiles));
+    } else {
+      recipe.steps.push_back(wgmma::elementwise_step("wgs_shift_x", {ArgSource::of_operand(x), ArgSource::workspace()},
+                                                     s.x_elements / chunk));
+      recipe.steps.push_back(wgmma::elementwise_step("wgs_dy_rows", {ArgSource::of_operand(dy), ArgSource::workspace()},
+                                                     s.dy_elements / chunk));
+    }
     LaunchStep main;
     main.kernel = "implicit_gemm_shifted_wgmma";
     main.geometry = wgmma::main_geometry(s.m, s.cols, pb.groups * p.split_k, p);

@@ -37,7 +37,7 @@ const ParameterTable<Params>& table(const ConvProblem& pb) { return table(pb.dir
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 // implicit_gemm_tc.cl's tiles: A K-contiguous always, B K-contiguous for backward-filter only.
-tensor_core::Layout layout(Direction direction) { return {true, direction == Direction::BackwardFilter}; }
+tensor_core::TileLayout layout(Direction direction) { return {true, direction == Direction::BackwardFilter}; }
 
 uint64_t workspace_bytes(const ConvProblem& pb, int64_t split) {
   return split > 1 ? static_cast<uint64_t>(split * pb.written_elements()) * sizeof(float) : 0;

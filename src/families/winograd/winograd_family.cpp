@@ -72,7 +72,7 @@ class WinogradFamily final : public FamilyBase {
     list.push_back(t.constraint("VECTOR_WIDTH above 1 only where the GEMM's U or V rows are multiples of it",
                                 {&Params::m_tile, &Params::batch_chunk, &Params::split, &Params::vector_width},
                                 [pb](const Params& p, const X&) {
-                                  const Layout l = layout(pb, p.m_tile, p.batch_chunk, p.split);
+                                  const WorkLayout l = layout(pb, p.m_tile, p.batch_chunk, p.split);
                                   return a_vectorizes(l, p.vector_width) || b_vectorizes(pb, l, p.vector_width);
                                 }));
     return list;
@@ -101,7 +101,7 @@ class WinogradFamily final : public FamilyBase {
     p.batch_chunk = largest_chunk(pb, p.m_tile, p.split, cap);
     while (p.split > 1 && layout(pb, p.m_tile, p.batch_chunk, 1).tiles < p.split) p.split /= 2;
     Config config;
-    const Layout l = layout(pb, p.m_tile, p.batch_chunk, p.split);
+    const WorkLayout l = layout(pb, p.m_tile, p.batch_chunk, p.split);
     std::vector<gemm::TileParams> candidates = gemm::preferred_tiles(device.is_gpu);
     // Large GEMMs on a GPU: the gemm family's large setup. Against 64x64 tiles with float4 reads it was not
     // measured yet; against 128x128 tiles with TILE_K 32 and scalar reads (the default before) the gemm family's
@@ -152,7 +152,7 @@ class WinogradFamily final : public FamilyBase {
                       const DeviceInfo&) const override {
     const ConvProblem& pb = generic.conv();
     const Params p = table().read(config);
-    const Layout l = layout(pb, p.m_tile, p.batch_chunk, p.split);
+    const WorkLayout l = layout(pb, p.m_tile, p.batch_chunk, p.split);
     KernelRecipe recipe;
     recipe.source.file = "winograd/winograd.cl";
     recipe.source.defines = layout_defines(pb, epilogue, l, p.m_tile);

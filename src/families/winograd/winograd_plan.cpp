@@ -31,8 +31,8 @@ double config_error_factor(const ConvProblem& pb, const Config& config) {
   return it == config.end() ? 1.0 : alpha_error_factor(it->second + pb.r - 1);
 }
 
-Layout layout(const ConvProblem& pb, int64_t m_tile, int64_t chunk, int64_t split) {
-  Layout l;
+WorkLayout layout(const ConvProblem& pb, int64_t m_tile, int64_t chunk, int64_t split) {
+  WorkLayout l;
   l.alpha = m_tile + pb.r - 1;
   const bool to_x = pb.direction == Direction::BackwardData;
   l.tiles_y = ceil_div(to_x ? pb.h : pb.p(), m_tile);
@@ -69,8 +69,8 @@ uint64_t workspace_bytes(const ConvProblem& pb, int64_t m_tile, int64_t chunk, i
   return layout(pb, m_tile, chunk, split).total * sizeof(float);
 }
 
-bool a_vectorizes(const Layout& l, int64_t width) { return l.gemm_k % width == 0; }
-bool b_vectorizes(const ConvProblem& pb, const Layout& l, int64_t width) {
+bool a_vectorizes(const WorkLayout& l, int64_t width) { return l.gemm_k % width == 0; }
+bool b_vectorizes(const ConvProblem& pb, const WorkLayout& l, int64_t width) {
   return (pb.direction == Direction::BackwardFilter ? l.gemm_k : l.tiles) % width == 0;
 }
 
@@ -144,7 +144,7 @@ int64_t largest_chunk(const ConvProblem& pb, int64_t m_tile, int64_t split, uint
   return chunk;
 }
 
-std::map<std::string, std::string> layout_defines(const ConvProblem& pb, const Epilogue& epilogue, const Layout& l,
+std::map<std::string, std::string> layout_defines(const ConvProblem& pb, const Epilogue& epilogue, const WorkLayout& l,
                                                   int64_t m_tile) {
   std::map<std::string, std::string> d = problem_defines(pb);
   auto s = [](int64_t v) { return std::to_string(v); };
@@ -163,7 +163,7 @@ std::map<std::string, std::string> layout_defines(const ConvProblem& pb, const E
   return d;
 }
 
-std::vector<LaunchStep> steps(const ConvProblem& pb, const Epilogue& epilogue, const Layout& l, int64_t batch_chunk,
+std::vector<LaunchStep> steps(const ConvProblem& pb, const Epilogue& epilogue, const WorkLayout& l, int64_t batch_chunk,
                               int64_t split, int64_t transform_threads, const GemmStep& gemm) {
   constexpr int x = 0, w = 1, y = 2;  // Problem::operand order
   auto op = ArgSource::of_operand;

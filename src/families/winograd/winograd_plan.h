@@ -38,21 +38,21 @@ bool math_admits(const ConvProblem& pb, int64_t alpha);
 double config_error_factor(const ConvProblem& pb, const Config& config);
 
 // The shape of one Winograd plan: tiles, the GEMM per group and position, the workspace's three parts (floats).
-struct Layout {
+struct WorkLayout {
   int64_t alpha = 0, tiles_y = 0, tiles_x = 0, tiles = 0;  // tiles: per channel and chunk, whole slices
   int64_t gemm_m = 0, gemm_n = 0, gemm_k = 0;            // one slice's GEMM
   size_t v_offset = 0, m_offset = 0, total = 0;
 };
 
-Layout layout(const ConvProblem& pb, int64_t m_tile, int64_t chunk, int64_t split);
+WorkLayout layout(const ConvProblem& pb, int64_t m_tile, int64_t chunk, int64_t split);
 uint64_t workspace_bytes(const ConvProblem& pb, int64_t m_tile, int64_t chunk, int64_t split);
 
 // Whether `width`-float loads of the GEMM's A (U) and B (V) stay aligned (gemm.cl's X_VECTOR contract, and the
 // 16-byte copies of the tensor-core GEMM): the stored rows' length and pitch are multiples of it. A's rows are the
 // reduction (channels; backward-filter: one slice's tiles); B's rows are the tiles (backward-filter: one slice's
 // tiles again, B being stored transposed).
-bool a_vectorizes(const Layout& l, int64_t width);
-bool b_vectorizes(const ConvProblem& pb, const Layout& l, int64_t width);
+bool a_vectorizes(const WorkLayout& l, int64_t width);
+bool b_vectorizes(const ConvProblem& pb, const WorkLayout& l, int64_t width);
 
 // Empty when the problem's shape suits the Winograd kernels (stride 1, square 3x3/5x5/7x7 filter, a tile the math
 // mode admits, the workspace of one image within the limit, few enough chunks); the family checks the device and
@@ -114,13 +114,13 @@ std::vector<Constraint> transform_constraints(const ParameterTable<P>& t, const 
 
 // The problem's and the layout's defines (shape, ALPHA, tiles, workspace offsets, transform matrices, epilogue);
 // the family adds its parameters and the GEMM's.
-std::map<std::string, std::string> layout_defines(const ConvProblem& pb, const Epilogue& epilogue, const Layout& l,
+std::map<std::string, std::string> layout_defines(const ConvProblem& pb, const Epilogue& epilogue, const WorkLayout& l,
                                                   int64_t m_tile);
 
 // The launches of winograd.cl's transform kernels around the GEMM, chunk by chunk: `gemm(first, count)` is the
 // family's GEMM step for the chunk starting at image `first` with `count` images.
 using GemmStep = std::function<LaunchStep(const ArgSource& first, const ArgSource& count)>;
-std::vector<LaunchStep> steps(const ConvProblem& pb, const Epilogue& epilogue, const Layout& l, int64_t batch_chunk,
+std::vector<LaunchStep> steps(const ConvProblem& pb, const Epilogue& epilogue, const WorkLayout& l, int64_t batch_chunk,
                               int64_t split, int64_t transform_threads, const GemmStep& gemm);
 
 // What winograd and winograd_tc answer alike: convolutions; winograd's poor fit; the tile's error bound; a carried

@@ -40,7 +40,7 @@ const ParameterTable<Params>& table() {
 }
 
 // winograd_tc.cl's tiles: U is stored K-contiguous always, V only for backward-filter (B transposed).
-tensor_core::Layout tc_layout(Direction direction) { return {true, direction == Direction::BackwardFilter}; }
+tensor_core::TileLayout tc_layout(Direction direction) { return {true, direction == Direction::BackwardFilter}; }
 
 // Work-group axis 2 of the GEMM: (slices x) groups x transform positions.
 int64_t gemm_layers(const ConvProblem& pb, int64_t m_tile, int64_t split) {
@@ -101,7 +101,7 @@ class WinogradTcFamily final : public FamilyBase {
         {&Params::m_tile, &Params::batch_chunk, &Params::split, &Params::tile_m, &Params::tile_n, &Params::tile_k,
          &Params::warps_m, &Params::warps_n, &Params::blocks_per_sm},
         [pb](const Params& p, const X&) {
-          const Layout l = layout(pb, p.m_tile, p.batch_chunk, p.split);
+          const WorkLayout l = layout(pb, p.m_tile, p.batch_chunk, p.split);
           return tensor_core::fits_registers_with_copies(p, pb.math, !a_vectorizes(l, 4), !b_vectorizes(pb, l, 4));
         }));
     return list;
@@ -115,7 +115,7 @@ class WinogradTcFamily final : public FamilyBase {
     p.split = 1;
     p.batch_chunk = largest_chunk(pb, p.m_tile, 1, cap);
     p.transform_threads = device.max_work_group_size >= 128 ? 128 : 64;
-    const Layout l = layout(pb, p.m_tile, p.batch_chunk, 1);
+    const WorkLayout l = layout(pb, p.m_tile, p.batch_chunk, 1);
     const tensor_core::Params tiles = tensor_core::default_tiles(l.gemm_m, l.gemm_n, l.gemm_k);
     if (pb.direction == Direction::BackwardFilter) {
       // K x C tiles are few: slices of the batch's tiles bring the blocks up to about two per multiprocessor, each
@@ -139,8 +139,8 @@ class WinogradTcFamily final : public FamilyBase {
                       const DeviceInfo& device) const override {
     const ConvProblem& pb = generic.conv();
     const Params p = table().read(config);
-    const Layout l = layout(pb, p.m_tile, p.batch_chunk, p.split);
-    const tensor_core::Layout tiles = tc_layout(pb.direction);
+    const WorkLayout l = layout(pb, p.m_tile, p.batch_chunk, p.split);
+    const tensor_core::TileLayout tiles = tc_layout(pb.direction);
     KernelRecipe recipe;
     recipe.source.file = "winograd/winograd_tc.cl";
     recipe.source.defines = layout_defines(pb, epilogue, l, p.m_tile);

@@ -9,8 +9,14 @@
 // the 16-byte chunk), WS_W wt[g][(c,r,s)][KP], WS_COL col of one chunk: [g][(c,r,s)][CHUNK_ROWS] FP32.
 // 3xTF32 (SPLIT3=1, FP32 tensors in FP32-accurate math): the copies of dy and the filters write each element's TF32
 // big part and, WS_LO_SHIFT elements later, its TF32 residual; the GEMM multiplies them on wg_mainloop_split3.h.
-// Shapes and parameters are defines (problem_defines plus the family's); the file does not compile alone.
+// Channels-last problems (LAYOUT_NHWC=1) copy dy and the filters from their channels-last layouts and gather into a
+// channels-last dx. Shapes and parameters are defines (problem_defines plus the family's); the file does not compile
+// alone.
 #include "tensor_core/wgmma.h"
+
+#ifndef LAYOUT_NHWC
+#define LAYOUT_NHWC 0
+#endif
 
 #ifndef SPLIT3
 #define SPLIT3 0
@@ -106,8 +112,14 @@ KERNEL __launch_bounds__(WG_THREADS, 1) void col2im_wgmma_gemm(unsigned char* RE
 KERNEL void col2im_wgmma_gather(const unsigned char* RESTRICT ws, wg_elem* RESTRICT dx, int n0, int images) {
   const long idx = GLOBAL_ID(0);
   if (idx >= (long)images * C * H * W) return;
+#if LAYOUT_NHWC
+  // Work-items in dx's channels-last order, so the stores run along channels.
+  const int cc = (int)(idx % C), w = (int)(idx / C % W), h = (int)(idx / ((long)C * W) % H);
+  const int nl = (int)(idx / ((long)C * H * W));
+#else
   const int w = (int)(idx % W), h = (int)(idx / W % H);
   const int cc = (int)(idx / ((long)H * W) % C), nl = (int)(idx / ((long)C * H * W));
+#endif
   const int g = cc / C_PER_GROUP, c = cc % C_PER_GROUP;
   const float* col = (const float*)(ws + WS_COL) + ((long)g * CI_CRS + (long)c * R * S) * CHUNK_ROWS + (long)nl * CI_PQ;
   const int r_first = DILATION_H == 1 ? (h + PAD_H) % STRIDE_H : 0, r_step = DILATION_H == 1 ? STRIDE_H : 1;
@@ -124,9 +136,32 @@ KERNEL void col2im_wgmma_gather(const unsigned char* RESTRICT ws, wg_elem* RESTR
       sum += col[(long)(r * S + s) * CHUNK_ROWS + (ph / STRIDE_H) * Q + qw / STRIDE_W];
     }
   }
+#if LAYOUT_NHWC
+  dx[(((long)(n0 + nl) * H + h) * W + w) * C + cc] = WG_FROM_FLOAT(sum);
+#else
   dx[((long)(n0 + nl) * C + cc) * (H * W) + h * W + w] = WG_FROM_FLOAT(sum);
+#endif
 }
 
+#if LAYOUT_NHWC
+// dy channels-last ([n][pixel][group * K/groups + k]) into the workspace as dyt[n][pixel][group][KP], channels past
+// K/groups zero: a 32 x 32 tile of (padded channel, pixel) a block of 32 x 8 threads, reads and writes along channels.
+// Grid: x channel tiles, y pixel tiles, z images.
+KERNEL void col2im_wgmma_dy(const wg_elem* RESTRICT dy, unsigned char* RESTRICT ws) {
+  const int tx = LOCAL_ID(0), ty = LOCAL_ID(1);
+  const int c0 = (int)GROUP_ID(0) * 32, pix0 = (int)GROUP_ID(1) * 32, img = (int)GROUP_ID(2);
+  wg_elem* dst = (wg_elem*)(ws + WS_DY) + (long)img * CI_PQ * CI_GKP;
+  PRAGMA_UNROLL
+  for (int i = 0; i < 4; ++i) {
+    const int pix = pix0 + ty + 8 * i, cc = c0 + tx;
+    const int grp = cc / KP, k = cc % KP;
+    if (pix >= CI_PQ || cc >= CI_GKP) continue;
+    const wg_elem value =
+        k < K_PER_GROUP ? dy[((long)img * CI_PQ + pix) * K + grp * K_PER_GROUP + k] : (wg_elem)0;
+    CI_STORE(dst, (long)pix * CI_GKP + cc, value);
+  }
+}
+#else
 // dy ([n][group * K/groups + k][pixel]) into the workspace as dyt[n][pixel][group][KP], channels past K/groups zero:
 // a 32 x 32 tile of (padded channel, pixel) a block of 32 x 8 threads through shared memory, reads along pixels,
 // writes along channels. Grid: x channel tiles, y pixel tiles, z images.
@@ -151,13 +186,19 @@ KERNEL void col2im_wgmma_dy(const wg_elem* RESTRICT dy, unsigned char* RESTRICT 
     if (pix < CI_PQ && cc < CI_GKP) CI_STORE(dst, (long)pix * CI_GKP + cc, tile[tx][ty + 8 * i]);
   }
 }
+#endif
 
-// wt[g][(c,r,s)][KP] = w[g K/G + k][c][r][s], channels past K/groups zero.
+// wt[g][(c,r,s)][KP] = w[g K/G + k][c][r][s] (channels-last: w[g K/G + k][r][s][c]), channels past K/groups zero.
 KERNEL void col2im_wgmma_weights(const wg_elem* RESTRICT w, unsigned char* RESTRICT ws) {
   const long idx = GLOBAL_ID(0);
   if (idx >= (long)GROUPS * CI_CRS * KP) return;
   const int k = (int)(idx % KP);
   const long row = idx / KP;
   const int g = (int)(row / CI_CRS), crs = (int)(row % CI_CRS);
-  CI_STORE((wg_elem*)(ws + WS_W), idx, k < K_PER_GROUP ? w[(long)(g * K_PER_GROUP + k) * CI_CRS + crs] : (wg_elem)0);
+#if LAYOUT_NHWC
+  const long from = ((long)(g * K_PER_GROUP + k) * (R * S) + crs % (R * S)) * C_PER_GROUP + crs / (R * S);
+#else
+  const long from = (long)(g * K_PER_GROUP + k) * CI_CRS + crs;
+#endif
+  CI_STORE((wg_elem*)(ws + WS_W), idx, k < K_PER_GROUP ? w[from] : (wg_elem)0);
 }

@@ -7,8 +7,21 @@
 // chunk), written by wgn_to_channels_last through a shared-memory tile. The reduction runs over taps, then channels,
 // so a 16-byte chunk is CHUNK channels of one tap at one pixel: one bounds check and one copy (zero-filled off the
 // image, between a strided backward-data's grid points and past the reduction). Forward fuses bias and ReLU.
+// Channels-last problems (LAYOUT_NHWC=1) read and write x, w and y in their own layout: the gathered tensor is read in
+// place where each group's channels are whole chunks (DIRECT_A: it is already xt / dyt, CP the group's channels), and
+// so are the forward filters (DIRECT_B: w as (K, R, S, C/groups) is already wr); otherwise the copies read NHWC.
 // Shapes and parameters are defines (problem_defines plus the family's); the file does not compile alone.
 #include "tensor_core/wgmma.h"
+
+#ifndef LAYOUT_NHWC
+#define LAYOUT_NHWC 0
+#endif
+#ifndef DIRECT_A
+#define DIRECT_A 0
+#endif
+#ifndef DIRECT_B
+#define DIRECT_B 0
+#endif
 
 #if DIRECTION == 0
 #define CN_GATHERED C_PER_GROUP  // channels per group of the gathered tensor (x)
@@ -27,7 +40,16 @@
 #define CN_RED (R * S * CP)    // the reduction: taps x padded channels (a multiple of WG_CHUNK)
 #define CN_OUTSIDE (-(1 << 30))  // a row past M: every tap's check fails
 
-#if DIRECTION == 0 && HAS_BIAS
+#if LAYOUT_NHWC && DIRECTION == 0 && HAS_BIAS
+#define CN_ARGS const wg_elem* RESTRICT x, const wg_elem* RESTRICT w, wg_elem* RESTRICT y, \
+                const unsigned char* RESTRICT ws, const float* RESTRICT bias
+#elif LAYOUT_NHWC && DIRECTION == 0
+#define CN_ARGS const wg_elem* RESTRICT x, const wg_elem* RESTRICT w, wg_elem* RESTRICT y, \
+                const unsigned char* RESTRICT ws
+#elif LAYOUT_NHWC
+#define CN_ARGS wg_elem* RESTRICT dx, const wg_elem* RESTRICT w, const wg_elem* RESTRICT dy, \
+                const unsigned char* RESTRICT ws
+#elif DIRECTION == 0 && HAS_BIAS
 #define CN_ARGS const wg_elem* RESTRICT x, wg_elem* RESTRICT y, const unsigned char* RESTRICT ws, \
                 const float* RESTRICT bias
 #elif DIRECTION == 0
@@ -47,8 +69,18 @@ KERNEL __launch_bounds__(WG_THREADS, 1) void implicit_gemm_nhwc_wgmma(CN_ARGS) {
   const int m0 = (int)GROUP_ID(1) * WG_BLOCK_M;
   const int g = (int)GROUP_ID(2);
   const int ntiles = (CN_RED + WG_TILE_K - 1) / WG_TILE_K;
+#if DIRECT_A && DIRECTION == 0
+  const wg_elem* gathered = x;
+#elif DIRECT_A
+  const wg_elem* gathered = dy;
+#else
   const wg_elem* gathered = (const wg_elem*)(ws + WS_T);
+#endif
+#if DIRECT_B
+  const wg_elem* b_rows = w + ((long)g * CN_COLS + n0) * CN_RED;
+#else
   const wg_elem* b_rows = (const wg_elem*)(ws + WS_W) + ((long)g * CN_COLS + n0) * CN_RED;
+#endif
   const int ch = tid & 7;
 
   // This thread's A rows: the pixel's offset in the copy (this group's channels) and its origin (u, v).
@@ -113,12 +145,19 @@ KERNEL __launch_bounds__(WG_THREADS, 1) void implicit_gemm_nhwc_wgmma(CN_ARGS) {
 
 #include "tensor_core/wg_mainloop.h"
 
-  // ---- epilogue: rows are output pixels, columns channels (NCHW: a warp's stores run along pixels) ----
+  // ---- epilogue: rows are output pixels, columns channels (NCHW: a warp's stores run along pixels; NHWC: along
+  // channels) ----
   PRAGMA_UNROLL
   for (int r = 0; r < 4; ++r) {
     const int mm = m0 + WG_ACC_ROW(r);
     if (mm >= CN_ROWS_M) continue;
-#if DIRECTION == 0
+#if LAYOUT_NHWC && DIRECTION == 0
+    wg_elem* out_row = y + (long)mm * K + g * K_PER_GROUP;  // row mm is pixel (img, pq)
+#define CN_OUT_STRIDE 1
+#elif LAYOUT_NHWC
+    wg_elem* out_row = dx + (long)mm * C + g * C_PER_GROUP;
+#define CN_OUT_STRIDE 1
+#elif DIRECTION == 0
     const int img = mm / (P * Q), pq = mm % (P * Q);
     wg_elem* out_row = y + ((long)img * K + g * K_PER_GROUP) * (P * Q) + pq;  // + n * PQ
 #define CN_OUT_STRIDE (P * Q)
@@ -143,6 +182,25 @@ KERNEL __launch_bounds__(WG_THREADS, 1) void implicit_gemm_nhwc_wgmma(CN_ARGS) {
   }
 }
 
+#if LAYOUT_NHWC
+// The gathered tensor, channels-last ([n][pixel][group * CN_GATHERED + c]), into the workspace as [n][pixel][group][CP]
+// with each group's channels padded to CP (zeros): reads and writes both run along channels, a 32 x 32 tile of
+// (padded channel, pixel) a block of 32 x 8 threads. Grid: x channel tiles, y pixel tiles, z images.
+KERNEL void wgn_to_channels_last(const wg_elem* RESTRICT src, unsigned char* RESTRICT ws) {
+  const int tx = LOCAL_ID(0), ty = LOCAL_ID(1);
+  const int c0 = (int)GROUP_ID(0) * 32, pix0 = (int)GROUP_ID(1) * 32, img = (int)GROUP_ID(2);
+  const int pixels = CN_IMAGE_H * CN_IMAGE_W;
+  wg_elem* dst = (wg_elem*)(ws + WS_T) + (long)img * pixels * CN_GCP;
+  PRAGMA_UNROLL
+  for (int i = 0; i < 4; ++i) {
+    const int pix = pix0 + ty + 8 * i, cc = c0 + tx;
+    const int grp = cc / CP, c = cc % CP;
+    if (pix >= pixels || cc >= CN_GCP) continue;
+    dst[(long)pix * CN_GCP + cc] =
+        c < CN_GATHERED ? src[((long)img * pixels + pix) * (GROUPS * CN_GATHERED) + grp * CN_GATHERED + c] : (wg_elem)0;
+  }
+}
+#else
 // The gathered tensor (x forward, dy backward-data: [n][group * CN_GATHERED + c][pixel]) into the workspace as
 // [n][pixel][group][CP], channels past CN_GATHERED zero. A 32 x 32 tile of (padded channel, pixel) a block of 32 x 8
 // threads through shared memory: reads run along pixels, writes along channels. Grid: x channel tiles, y pixel tiles,
@@ -169,9 +227,11 @@ KERNEL void wgn_to_channels_last(const wg_elem* RESTRICT src, unsigned char* RES
     if (pix < pixels && cc < CN_GCP) dst[(long)pix * CN_GCP + cc] = tile[tx][ty + 8 * i];
   }
 }
+#endif
 
 // The filters as B rows: forward wr[g K/G + k][(r,s,c)] = w[g K/G + k][c][r][s], backward-data
-// wr[g C/G + c][(r,s,k)] = w[g K/G + k][c][r][s]; channels past the group's zero.
+// wr[g C/G + c][(r,s,k)] = w[g K/G + k][c][r][s]; channels past the group's zero. Channels-last filters are read as
+// w[g K/G + k][r][s][c].
 KERNEL void wgn_weights(const wg_elem* RESTRICT w, unsigned char* RESTRICT ws) {
   const long idx = GLOBAL_ID(0);
   if (idx >= (long)GROUPS * CN_COLS * CN_RED) return;
@@ -180,7 +240,11 @@ KERNEL void wgn_weights(const wg_elem* RESTRICT w, unsigned char* RESTRICT ws) {
   const int tap = red / CP, c = red % CP;
   wg_elem value = (wg_elem)0;
   if (c < CN_GATHERED) {
-#if DIRECTION == 0
+#if LAYOUT_NHWC && DIRECTION == 0
+    value = w[((long)(grp * K_PER_GROUP + col) * (R * S) + tap) * C_PER_GROUP + c];
+#elif LAYOUT_NHWC
+    value = w[((long)(grp * K_PER_GROUP + c) * (R * S) + tap) * C_PER_GROUP + col];
+#elif DIRECTION == 0
     value = w[((long)(grp * K_PER_GROUP + col) * C_PER_GROUP + c) * (R * S) + tap];
 #else
     value = w[((long)(grp * K_PER_GROUP + c) * C_PER_GROUP + col) * (R * S) + tap];

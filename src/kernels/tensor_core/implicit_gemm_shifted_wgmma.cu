@@ -10,9 +10,15 @@
 //                       image), rows past the reduction too.
 //   dyr (wgs_dy_rows):  dy as [k][(n,p,q)], B's rows K-contiguous like a GEMM's.
 // SPLIT_K slices of the reduction write FP32 partials in dw's layout, summed in order by wgs_filter_reduce; one slice
-// writes dw directly. Shapes and parameters are defines (problem_defines plus the family's: QP, WS_X, WS_DY,
-// WS_PARTIAL); the file does not compile alone.
+// writes dw directly. Channels-last problems (LAYOUT_NHWC=1) make the same copies from x and dy channels-last, through
+// shared-memory tiles that read along channels and write along columns, and write dw as (K, R, S, C/groups). Shapes
+// and parameters are defines (problem_defines plus the family's: QP, WS_X, WS_DY, WS_PARTIAL); the file does not
+// compile alone.
 #include "tensor_core/wgmma.h"
+
+#ifndef LAYOUT_NHWC
+#define LAYOUT_NHWC 0
+#endif
 
 #define SH_CRS (C_PER_GROUP * R * S)  // rows of A (and of dw) per group
 #define SH_RED (N * P * QP)           // the reduction, a multiple of WG_CHUNK
@@ -89,7 +95,12 @@ KERNEL __launch_bounds__(WG_THREADS, 1) void implicit_gemm_shifted_wgmma(wg_elem
     for (int j = 0; j < BLOCK_N / 8; ++j) {
       const int n = n0 + WG_ACC_COL(j, r);
       if (n >= K_PER_GROUP) continue;
+#if LAYOUT_NHWC
+      // Row mm is (c, r, s); dw channels-last holds it at ((k R + r) S + s) C/groups + c.
+      const long at = ((long)(g * K_PER_GROUP + n) * (R * S) + mm % (R * S)) * C_PER_GROUP + mm / (R * S);
+#else
       const long at = (long)(g * K_PER_GROUP + n) * SH_CRS + mm;
+#endif
 #if SPLIT_K == 1
       dw[at] = WG_FROM_FLOAT(acc[4 * j + r]);
 #else
@@ -99,6 +110,58 @@ KERNEL __launch_bounds__(WG_THREADS, 1) void implicit_gemm_shifted_wgmma(wg_elem
   }
 }
 
+#if LAYOUT_NHWC
+// xs[s][n][c][h][q] = x[n][h][q STRIDE_W + s DILATION_W - PAD_W][c] for q < Q where that column is inside the image,
+// else 0. Work-group t (32 x 8 threads) of dimension 0 takes a 32 x 32 tile of (column q, channel c) of one input row
+// (s, n, h): reads along channels, writes along columns through shared memory.
+KERNEL void wgs_shift_x(const wg_elem* RESTRICT x, unsigned char* RESTRICT ws) {
+  __shared__ wg_elem tile[32][33];
+  const int tx = LOCAL_ID(0), ty = LOCAL_ID(1);
+  const long c_tiles = (C + 31) / 32, q_tiles = (QP + 31) / 32;
+  const long t = GROUP_ID(0);
+  const long row = t / (c_tiles * q_tiles);  // (s, n, h)
+  if (row >= (long)S * N * H) return;        // uniform per work-group
+  const int c0 = (int)(t % c_tiles) * 32, q0 = (int)(t / c_tiles % q_tiles) * 32;
+  const int s = (int)(row / ((long)N * H)), n = (int)(row / H % N), h = (int)(row % H);
+  PRAGMA_UNROLL
+  for (int i = 0; i < 4; ++i) {
+    const int q = q0 + ty + 8 * i, c = c0 + tx, col = q * STRIDE_W + s * DILATION_W - PAD_W;
+    tile[ty + 8 * i][tx] = q < Q && c < C && (unsigned)col < (unsigned)W ? x[(((long)n * H + h) * W + col) * C + c]
+                                                                         : (wg_elem)0;
+  }
+  BARRIER();
+  wg_elem* dst = (wg_elem*)(ws + WS_X) + (long)s * SH_SLAB + (long)n * SH_IMAGE + (long)h * QP;
+  PRAGMA_UNROLL
+  for (int i = 0; i < 4; ++i) {
+    const int c = c0 + ty + 8 * i, q = q0 + tx;
+    if (c < C && q < QP) dst[(long)c * SH_ROW + q] = tile[tx][ty + 8 * i];
+  }
+}
+
+// dyr[k][(n,p,q)] = dy[n][p][q][k] for q < Q, else 0: work-group t (32 x 8 threads) of dimension 0 takes a 32 x 32 tile
+// of (column q, channel k) of one output row (n, p), read along channels and written along columns.
+KERNEL void wgs_dy_rows(const wg_elem* RESTRICT dy, unsigned char* RESTRICT ws) {
+  __shared__ wg_elem tile[32][33];
+  const int tx = LOCAL_ID(0), ty = LOCAL_ID(1);
+  const long k_tiles = (K + 31) / 32, q_tiles = (QP + 31) / 32;
+  const long t = GROUP_ID(0);
+  const long np = t / (k_tiles * q_tiles);
+  if (np >= (long)N * P) return;  // uniform per work-group
+  const int k0 = (int)(t % k_tiles) * 32, q0 = (int)(t / k_tiles % q_tiles) * 32;
+  PRAGMA_UNROLL
+  for (int i = 0; i < 4; ++i) {
+    const int q = q0 + ty + 8 * i, k = k0 + tx;
+    tile[ty + 8 * i][tx] = q < Q && k < K ? dy[(np * Q + q) * K + k] : (wg_elem)0;
+  }
+  BARRIER();
+  wg_elem* dst = (wg_elem*)(ws + WS_DY);
+  PRAGMA_UNROLL
+  for (int i = 0; i < 4; ++i) {
+    const int k = k0 + ty + 8 * i, q = q0 + tx;
+    if (k < K && q < QP) dst[((long)k * N * P + np) * QP + q] = tile[tx][ty + 8 * i];
+  }
+}
+#else
 // xs[s][n][c][h][q] = x[n][c][h][q STRIDE_W + s DILATION_W - PAD_W] for q < Q where that column is inside the image,
 // else 0: one 16-byte chunk of a row a work-item.
 KERNEL void wgs_shift_x(const wg_elem* RESTRICT x, unsigned char* RESTRICT ws) {
@@ -132,6 +195,7 @@ KERNEL void wgs_dy_rows(const wg_elem* RESTRICT dy, unsigned char* RESTRICT ws) 
   for (int e = 0; e < WG_CHUNK; ++e) values[e] = q0 + e < Q ? src[q0 + e] : (wg_elem)0;
   *(uint4*)((wg_elem*)(ws + WS_DY) + row * QP + q0) = chunk;
 }
+#endif
 
 #if SPLIT_K > 1
 // dw = the split-K slices' partials summed in order, rounded once.
