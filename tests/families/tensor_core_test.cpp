@@ -2,8 +2,8 @@
 // TF32 rounding in plain OpenCL C, tc_common.h), run on PoCL with the recipe made for a described Hopper GPU and
 // are checked in full against the float64 reference in tf32 and 3xtf32: this tests the indexing, shared-memory
 // layouts, pipeline stages, edges, split-K and epilogue, and our reading of the PTX fragment layouts, but not the
-// PTX itself (tensor_core_nvrtc_test compiles that; scripts/gpu/tensor_core_check.sh runs it). (2) The families'
-// support rules, defaults and the plan's choice by math mode, on described devices.
+// PTX itself (tensor_core_nvrtc_test compiles that; scripts/gpu/check_and_bench.sh runs it on a GPU). (2) The
+// families' support rules, defaults and the plan's choice by math mode, on described devices.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 

@@ -1,5 +1,7 @@
-# Per-row medians of alternated general-shape runs: ab_A<round>.json (the session's start) and ab_B<round>.json (its
-# end) in DIR (runs.tar.gz here). Usage: python3 medians.py DIR
+# Per-row medians of runs of two builds alternated by scripts/cpu_ab_general.sh: ab_A<round>.json (build A) and
+# ab_B<round>.json (build B) in DIR. Prints each build's geomean of convtune/oneDNN per run, the geomean of the
+# per-row medians, and the rows whose time or ratio moved by more than 10%.
+#   python3 scripts/ab_medians.py DIR
 import json, math, statistics, sys, glob
 def load(p):
     d={}
