@@ -5,18 +5,19 @@ no row from it) and convtune's largest error against float64. With --rows, every
 
 The figures in docs/PERFORMANCE.md are this script's output over the raw files named there.
 
-A `--markdown FILE.md` written by bench works too (its `convtune/X` columns; no error figures).
+A gzipped file (FILE.json.gz) or a `--markdown FILE.md` written by bench works too (its `convtune/X` columns; no error figures).
 
 usage: bench_summary.py [--above X] [--rows] BENCH.json|BENCH.md [...]
 """
 import argparse
+import gzip
 import json
 import math
 import re
 
 
 def summarise(path, above_limit, print_rows):
-    data = json.load(open(path))
+    data = json.load(gzip.open(path, "rt") if path.endswith(".gz") else open(path))
     rows = data["rows"]
     libraries = sorted({lib for r in rows for lib in r.get("against", {})})
     head = f"{path}: {data.get('device', '?')}, math {data.get('math_option') or 'per row'}, {data.get('date', '?')}"

@@ -24,12 +24,13 @@
 #   clblast      AlexNet and the seed layers on NVIDIA's OpenCL device against CLBlast's Sconvgemm (forward only;
 #                CLBlast has no backward convolution), fp32: clblast.md/.json
 #   train        `train cnn` on Fashion-MNIST (.carry/data) for EPOCHS (default 6) in each of TRAIN_MATHS (default
-#                "fp32 tf32 bf16 fp16"), then `eval`: test accuracy and epoch times (train_<math>.log)
+#                "fp32 tf32 bf16 fp16"), then `eval`, and `train mlp`: test accuracy and epoch times
+#                (train_<math>.log, train_mlp_<math>.log)
 # The default runs the checks; name the bench stages to measure (one device call holds about two bench stages of
 # four modes each: docs/PERFORMANCE.md gives each table's exact command). Other settings: WARMUP (3), REPEATS (20).
 # OUTDIR gets log.txt (every step's output), summary.txt (scripts/bench_summary.py over every bench),
-# conformance.txt, and the tables in tables.tar.gz (TAR=0 leaves them as files; the lent GPU machine returns at most
-# 8 files a call).
+# conformance.txt, and the tables and training logs in tables.tar.gz (TAR=0 leaves them as files; the lent GPU
+# machine returns at most 8 files a call).
 set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 2
 OUT=${1:?usage: check_and_bench.sh OUTDIR}
@@ -159,6 +160,8 @@ if has train; then
       timeout 60 "$CT" eval "$WORK/cnn_$math.model" --device cuda:0 --data .carry/data --math "$math"; } \
       >"$OUT/train_$math.log" 2>&1
     status=$?
+    timeout 100 "$CT" train mlp --device cuda:0 --data .carry/data --math "$math" >"$OUT/train_mlp_$math.log" 2>&1 ||
+      status=$?
     say "=== train_$math: exit $status"
     ((status == 0)) || failures+=("train_$math (exit $status)")
   done
@@ -166,8 +169,10 @@ fi
 
 benches=$(ls "$OUT"/*.json 2>/dev/null | grep -v "/peak_")
 [ -n "$benches" ] && python3 scripts/bench_summary.py $benches >"$OUT/summary.txt" 2>&1
-if [ "${TAR:-1}" = 1 ] && [ -n "$benches" ]; then
-  (cd "$OUT" && tar -czf tables.tar.gz ./*.md ./*.json && rm -f ./*.md ./*.json)
+if [ "${TAR:-1}" = 1 ]; then
+  tables=$(cd "$OUT" && ls ./*.md ./*.json ./*.log 2>/dev/null)
+  # shellcheck disable=SC2086  # plain file names written above
+  [ -n "$tables" ] && (cd "$OUT" && tar -czf tables.tar.gz $tables && rm -f $tables)
 fi
 rm -rf "$WORK"
 say "=== summary"
