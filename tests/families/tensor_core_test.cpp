@@ -755,7 +755,7 @@ TEST(TensorCoreFamilies, FewFilterRowsInTf32GoToImplicitGemmTc) {
 }
 
 // fp16 has no tuned entries of its own: its untuned plans take the bf16 cost model's choice (the rank order alone took
-// col2im_wgmma for strided backward-data of 32-128 channels, 1.7x cuDNN's time on the H100, nineteenth session).
+// col2im_wgmma for strided backward-data of 32-128 channels, 1.7x cuDNN's time on the H100).
 TEST(TensorCoreFamilies, Fp16UntunedPlansFollowBf16s) {
   const DeviceInfo hopper = test::described_hopper();
   const auto chosen = [&](const char* text, Direction d, ElementType type) {
