@@ -13,7 +13,8 @@
 #   tests        the GPU tests of both backends (cuda_backend_test, opencl_backend_test on NVIDIA's OpenCL,
 #                tensor_core_test)
 #   peak         `convtune peak` on CUDA and on NVIDIA's OpenCL: bandwidth, FMA ceiling, launch latency, the fill
-#   conformance  family_conformance_test on cuda:0, one process per kernel family (CONF_JOBS at a time, default 8)
+#   conformance  family_conformance_test on cuda:0, one process per kernel family (FAMILIES, default all; CONF_JOBS
+#                at a time, default 8)
 #   suites       AlexNet, the seed layers and scripts/gpu/unseen_shapes.txt (SUITES, default "alexnet seeds unseen"),
 #                every direction, against cuDNN in each of MATHS (default "fp32 tf32 3xtf32 bf16"; cuDNN runs FP32
 #                beside 3xtf32, having no split mode): suites_<math>.md/.json
@@ -83,8 +84,8 @@ fi
 if has conformance; then
   # One process per family, in parallel: compiling the sampled configurations dominates, and the host has 16 cores.
   # The CPU backend's families skip themselves (cuda:0 is the only device named).
-  families=$("$BIN/family_conformance_test" --gtest_list_tests | awk -F/ '/^  /{print $2}' | awk '{print $1}' |
-             sed -E 's/_(fwd|bwd_data|bwd_filter)$//' | sort -u)
+  families=${FAMILIES:-$("$BIN/family_conformance_test" --gtest_list_tests | awk -F/ '/^  /{print $2}' |
+                         awk '{print $1}' | sed -E 's/_(fwd|bwd_data|bwd_filter)$//' | sort -u)}
   say "=== conformance ($(date +%T)): $(echo $families | wc -w) families on cuda:0, ${CONF_JOBS:-8} at a time"
   mkdir -p "$WORK/conformance"
   printf '%s\n' $families | CONVTUNE_CONFORMANCE_DEVICES=cuda:0 xargs -P "${CONF_JOBS:-8}" -I{} \
