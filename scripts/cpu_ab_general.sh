@@ -2,7 +2,7 @@
 # Two builds of libconvtune alternated run by run over scripts/gpu/general_shapes.txt on the CPU (untuned, every
 # direction, against oneDNN), so that a noisy shared host weighs on both alike: ROUNDS rounds of A then B, one
 # bench file per run (OUT/ab_A<round>.json, ab_B<round>.json), then per-row medians
-# (docs/measurements/cpu_23/general_ab/medians.py). LIB_A and LIB_B are folders holding libconvtune.so.0 (copies of
+# (scripts/ab_medians.py). LIB_A and LIB_B are folders holding libconvtune.so.0 (copies of
 # build/lib from two commits); build/convtune loads the library from LD_LIBRARY_PATH before its own RUNPATH.
 #   [ROUNDS=6] [BATCH_SCALE=0.25] [BUILD=build] scripts/cpu_ab_general.sh LIB_A LIB_B OUT
 set -euo pipefail
@@ -22,4 +22,4 @@ for round in $(seq "${ROUNDS:-6}"); do
       --against onednn --out "$OUT/ab_$v$round.json" >"$OUT/ab_$v$round.log" 2>&1
   done
 done
-python3 docs/measurements/cpu_23/general_ab/medians.py "$OUT" | tee "$OUT/medians.txt"
+python3 scripts/ab_medians.py "$OUT" | tee "$OUT/medians.txt"

@@ -3,7 +3,7 @@
 # cuDNN from PyTorch's wheel for `bench --against cudnn`. Each script sets its own CONVTUNE_TUNING_DB.
 BIN=$PWD/.carry/bin
 export LD_LIBRARY_PATH=$BIN${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-# A caller's own shipped folder (scripts/gpu/sibling_import.sh's merged copy) is kept.
+# A caller's own shipped folder (a merged copy to measure before shipping it) is kept.
 export CONVTUNE_SUITE_DIR=$PWD/bench/suites CONVTUNE_SHIPPED_TUNING_DIR=${CONVTUNE_SHIPPED_TUNING_DIR:-$PWD/tuning}
 export CONVTUNE_CACHE_DIR=/tmp/convtune-cache
 source scripts/gpu/nvidia_icd.sh

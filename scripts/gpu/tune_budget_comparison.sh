@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Issue 15's budget bar on the GPU: `tune --suite alexnet --direction all` with a 15-minute and a 2-minute budget,
-# each on an empty program cache and an empty database (shipped tuning off, so both start from the built-in
-# defaults), then both databases benched side by side in one run: each row's 2-minute time against the 15-minute one.
+# The tuner's budget on the GPU (docs/PERFORMANCE.md, "Tuning time"): `tune --suite alexnet --direction all` with
+# a 15-minute and a 2-minute budget, each on an empty program cache and an empty database (shipped tuning off, so
+# both start from the built-in defaults), then both databases benched side by side in one run: each row's 2-minute
+# time against the 15-minute one.
 # A 15-minute run outlasts one device call (10 minutes), so it runs detached in $WORK on the GPU machine and a later
 # call (issued within the machine's idle release) waits for it:
 #   STAGES=start-long   start the 15-minute tune in the background and return after WAIT_S (default 560) seconds

@@ -77,7 +77,7 @@ TEST(FamilyNvrtc, EveryFamilyDirectionAndSampledConfigCompilesForSm90) {
   EXPECT_GT(compiled, 0);
 }
 
-// depthwise for Ampere and Hopper on the layers scripts/gpu/depthwise_check.sh times (MobileNet 3x3 stride 1 and 2,
+// depthwise for Ampere and Hopper on MobileNet-style layers (3x3 stride 1 and 2,
 // a 5x5, a multiplier of 2, a dilated one): every direction, the default (without spills, with the fused bias and
 // ReLU forward) and sampled configurations.
 TEST(FamilyNvrtc, DepthwiseCompilesForSm80AndSm90) {

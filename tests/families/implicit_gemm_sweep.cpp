@@ -3,7 +3,7 @@
 // reference at sampled elements on random inputs, then timed (median of --repeats after warm-up). Prints GFLOP/s
 // per layer per configuration and the best per layer; --csv appends every row to a file. With --conformance it
 // also checks the standard conformance cases (full reference) in all directions with a few configurations.
-// Not a ctest test: a measurement tool for the GPU machine (docs/PERFORMANCE.md has the commands).
+// Not a ctest test: a measurement tool for the GPU machine (scripts/gpu/pack.sh carries it in .carry/bin).
 //
 //   implicit_gemm_sweep --device cuda:0 --device opencl:0 [--layer alex3|PROBLEM|none]... [--direction fwd]...
 //                       [--sweep] [--config TILE_M=128,...]... [--config-file FILE] [--no-default]

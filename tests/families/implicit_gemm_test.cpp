@@ -263,7 +263,7 @@ TEST(ImplicitGemm, UntunedBackwardDataWithFewChannelsGoesToAnotherFamily) {
 }
 
 // The GPU defaults (no GPU needed: an H100's description, through CUDA and NVIDIA OpenCL) are valid for the
-// benchmark layers and are the configurations measured fastest there (docs/PERFORMANCE.md).
+// benchmark layers and are the configurations measured fastest there (on the H200).
 TEST(ImplicitGemm, GpuDefaultsForTheBenchmarkLayers) {
   DeviceInfo cuda;
   cuda.backend = BackendKind::Cuda;
@@ -312,7 +312,7 @@ TEST(ImplicitGemm, GpuDefaultsForTheBenchmarkLayers) {
   EXPECT_EQ(chosen["cuda alex4 bwd-filter"], "128x128x16 a1 s32");
   EXPECT_EQ(chosen["opencl alex2 bwd-filter"], "64x128x8 a1 s64");
 
-  // Layers where the tiles fill under a wave (docs/PERFORMANCE.md, "untuned misses"): backward-filter of a 3x3
+  // Layers where the tiles fill under a wave (scripts/gpu/sweeps/untuned_misses.txt): backward-filter of a 3x3
   // stride-2 layer on 128x64 tiles in 64 slices of 392; a small 7x5 stride-2 forward in 4 slices; Inception's 7x1
   // backward-data in 3; 1x1 backward-data on 64x128 tiles, never split.
   const std::map<std::string, std::pair<std::string, std::string>> short_waves = {

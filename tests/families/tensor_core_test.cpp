@@ -2,8 +2,8 @@
 // TF32 rounding in plain OpenCL C, tc_common.h), run on PoCL with the recipe made for a described Hopper GPU and
 // are checked in full against the float64 reference in tf32 and 3xtf32: this tests the indexing, shared-memory
 // layouts, pipeline stages, edges, split-K and epilogue, and our reading of the PTX fragment layouts, but not the
-// PTX itself (tensor_core_nvrtc_test compiles that; scripts/gpu/tensor_core_check.sh runs it). (2) The families'
-// support rules, defaults and the plan's choice by math mode, on described devices.
+// PTX itself (tensor_core_nvrtc_test compiles that; scripts/gpu/check_and_bench.sh runs it on a GPU). (2) The
+// families' support rules, defaults and the plan's choice by math mode, on described devices.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
@@ -755,7 +755,7 @@ TEST(TensorCoreFamilies, FewFilterRowsInTf32GoToImplicitGemmTc) {
 }
 
 // fp16 has no tuned entries of its own: its untuned plans take the bf16 cost model's choice (the rank order alone took
-// col2im_wgmma for strided backward-data of 32-128 channels, 1.7x cuDNN's time on the H100, nineteenth session).
+// col2im_wgmma for strided backward-data of 32-128 channels, 1.7x cuDNN's time on the H100).
 TEST(TensorCoreFamilies, Fp16UntunedPlansFollowBf16s) {
   const DeviceInfo hopper = test::described_hopper();
   const auto chosen = [&](const char* text, Direction d, ElementType type) {

@@ -252,8 +252,8 @@ TEST(Winograd, DefaultsAreValidOnSmallAndLargeDevices) {
   }
 }
 
-// On a GPU, backward-data over at most 40 channels a group takes 32-row GEMM tiles (docs/PERFORMANCE.md: 1.02-1.47x
-// faster on six such layers of the H200), and 5x5 forward and backward-data are claimed from 32 channels; elsewhere,
+// On a GPU, backward-data over at most 40 channels a group takes 32-row GEMM tiles (1.02-1.47x faster on six such
+// layers of the H200: docs/measurements/winograd_narrow_backward_data_sweep_h200.txt), and 5x5 forward and backward-data are claimed from 32 channels; elsewhere,
 // and on CPU devices (PoCL), the 64-row tiles and the claim from 48 channels stay.
 TEST(Winograd, NarrowBackwardDataTilesAndFiveByFiveClaimOnGpus) {
   DeviceInfo gpu = described_device();

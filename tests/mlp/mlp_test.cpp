@@ -122,7 +122,8 @@ TEST(Mlp, MathModesOnOpenCLMatchTheHostInTheSameMode) {
 // (FP32-accurate) and fp32-fast compute in FP32: the same weights bit for bit. tf32, fp16 and bf16 end elsewhere (SGD
 // carries a rounding difference forward, so no bound on the weights holds) but learn: above 0.5 (chance is 0.1) and
 // within 0.1 of fp32's test accuracy (bf16's 8 bits read 0.63 against 0.71 on this small set; on Fashion-MNIST the
-// modes read alike, docs/PERFORMANCE.md). tf32 and fp16 round alike (10 mantissa bits) as long as the scaled gradients stay in FP16's normal range.
+// modes read alike: docs/PERFORMANCE.md, "convtune's own trainer"). tf32 and fp16 round alike (10 mantissa bits) as
+// long as the scaled gradients stay in FP16's normal range.
 TEST(Mlp, MathModesRoundTheProductsTheyNameAndLearn) {
   const auto train = synthetic_set(500, 3);
   const auto test = synthetic_set(300, 4);

@@ -146,7 +146,7 @@ TEST(CostModel, UntunedPlansOnHopperTakeTheFamiliesTheIssueMeasuredFaster) {
   EXPECT_EQ(untuned_family(conv(32, 256, 28, 256, 3, 1, 1, 256), shipped(), hopper), "depthwise");
   EXPECT_EQ(untuned_family(conv(32, 3, 224, 64, 7, 2, 3, 1, Direction::BackwardData), shipped(), hopper),
             "im2col_gemm");
-  // This stop's misses (docs/PERFORMANCE.md, "Untuned family choice"), each against the family a tune found fastest:
+  // Misses measured on the H200 before these rules, each against the family a tune found fastest:
   // strided backward-data (implicit_gemm 0.53 and 0.076 ms, im2col_gemm 0.18 and 0.013), a short backward-filter
   // reduction (implicit_gemm 0.033, direct_tiled 0.012) and 8 channels a group (implicit_gemm 0.036, direct_tiled 0.026).
   EXPECT_EQ(untuned_family(conv(32, 64, 56, 128, 3, 2, 1, 1, Direction::BackwardData), shipped(), hopper),
@@ -181,7 +181,7 @@ TEST(CostModel, UntunedPlansOnHopperTakeTheFamiliesTheIssueMeasuredFaster) {
   EXPECT_NE(PlanDescriptor::create(hopper, alex).tier(), ConfigTier::BuiltInDefault);
 }
 
-// Leave-one-shape-out on the shipped H200 entries (docs/PERFORMANCE.md, "Cost model"): with 42 problems where two or
+// Leave-one-shape-out on the shipped H200 entries (`convtune db fit --rows`): with 42 problems where two or
 // more families were measured, the refitted model picked the measured best on 41 and every pick ran within 90% of
 // the best's tuned speed. The bounds leave room for retuned entries, not for a model that stopped learning. Since
 // fp32 refuses Winograd's alpha-8 tiles, 5x5 winograd entries in fp32 are F(2x2,5x5) and slower; one pick (fmnist2
@@ -190,13 +190,13 @@ TEST(CostModel, UntunedPlansOnHopperTakeTheFamiliesTheIssueMeasuredFaster) {
 // tf32 and 3xtf32 problems have two families measured too (the rules picked the best family on all nine).
 // Since the fft entries, three 3x3 backward-filter rows have fft fastest (0.79-0.89 of its speed for winograd, the
 // untuned pick), which the untuned choice passes over by rule (fft's poor fit below 25 taps): counted apart.
-// Since the fft_wgmma entries (twenty-first session), fifteen more: AlexNet's and u6's 13x13 3x3 layers in tf32 and
+// With the fft_wgmma entries, fifteen more: AlexNet's and u6's 13x13 3x3 layers in tf32 and
 // 3xtf32, where fft_wgmma's entries beat winograd_tc's (the untuned pick, 0.71-0.95 of fft_wgmma's speed). The rule
 // stays: 3x3 layers of other sizes were not measured, and fft lost on a 512-channel 14x14 one. And one reachable row
 // the model misses: Fashion-MNIST's conv2 backward-filter in tf32, where implicit_gemm_tc (3.80 ms) runs at 0.65 of
 // fft_wgmma's imported default (2.47 ms): once that shape is held out, fft_wgmma's fit has seven shapes, none of
 // them cut into chunks.
-// Since the H100's tf32 choices were measured on the H200 and imported (twenty-second session), implicit_gemm_nhwc_wgmma
+// With the H100's tf32 choices measured on the H200 and imported, implicit_gemm_nhwc_wgmma
 // and implicit_gemm_shifted_wgmma have tf32 entries here, and they are the best on the 5x5 layers where the model,
 // holding each shape out, still picks the older families: Fashion-MNIST's conv2 forward (implicit_gemm_tc, 0.35 of
 // implicit_gemm_nhwc_wgmma's 1.16 ms), backward-data (winograd_tc, 0.74) and backward-filter (implicit_gemm_tc, 0.61

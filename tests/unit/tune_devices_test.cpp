@@ -183,8 +183,7 @@ TEST(Tune, StoresEachTasksBestOfBothSearchRounds) {
   // The search runs in two rounds and stores each task's best after each. What the database holds at the end is the
   // best of both: a second round's better configuration replaces the first round's entry (it used to be dropped).
   // Whether a second round beats the first here is a matter of timing, so this checks the invariant on every run
-  // but catches the old behaviour only on the runs where it does (none of the six tried; an H100 tune did:
-  // docs/PERFORMANCE.md, "The tuner's second round stored").
+  // but catches the old behaviour only on the runs where it does (none of the six tried; a tune on an H100 did).
   auto backend = cpu::make_cpu_backend();
   Device& cpu = backend->device(0);
   std::vector<std::pair<std::string, Problem>> problems;

@@ -1,6 +1,6 @@
 // The untuned choice where no tuning data answers (a GPU convtune ships nothing for): Winograd's claim on wide
 // 3x3 layers, fft's on wide 5x5 ones, the poor-fit rules and implicit_gemm's default covering the multiprocessors, each from a
-// measurement on layers never tuned (docs/PERFORMANCE.md, "layers never seen"). No GPU needed: a described Hopper.
+// measurement on layers never tuned (scripts/gpu/general_shapes.txt). No GPU needed: a described Hopper.
 #include <gtest/gtest.h>
 
 #include <string>
