@@ -38,6 +38,9 @@ const std::vector<Case>& standard_cases() {
         {"3x5-nonsquare-dilation2x1-nhwc", "N=2,C=3,H=9,W=12,K=4,R=3,S=5,pad=1x2,dilation=2x1,layout=nhwc"},
         {"3x3-groups2-nhwc", "N=2,C=6,H=8,W=8,K=4,R=3,pad=1,groups=2,layout=nhwc"},
         {"3x3-depthwise-stride2-odd-N1-nhwc", "N=1,C=4,H=7,W=5,K=4,R=3,stride=2,pad=1,groups=4,layout=nhwc"},
+        // Channels in whole 16-byte chunks (8 bf16, 4 FP32), which the wgmma families read in place.
+        {"3x3-pad1-c8k16-nhwc", "N=2,C=8,H=6,W=7,K=16,R=3,pad=1,layout=nhwc"},
+        {"1x1-stride2-c16k8-nhwc", "N=2,C=16,H=9,W=8,K=8,R=1,stride=2,layout=nhwc"},
     };
     std::vector<Case> out;
     for (const auto& [name, text] : spec) out.push_back({name, parse_problem(text)});

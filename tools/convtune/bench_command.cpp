@@ -48,6 +48,7 @@ struct BenchOptions {
   std::vector<std::string> out;  // .csv, .json and/or .md files
   std::vector<std::string> against;  // reference libraries to run beside convtune
   std::string math;  // empty: each row's own; the reference libraries then run fp32
+  std::string layout;  // empty: each row's own
   std::string markdown;
   std::string workspace_limit;  // --workspace-limit's text
   Precision against_precision() const { return parse_precision(math.empty() ? "fp32" : math); }
@@ -250,6 +251,9 @@ void run_bench(const BenchOptions& opt, bool algorithm_given) {
   // --math sets every row's mode (convtune then runs the families of that mode); without it rows keep their own.
   if (!opt.math.empty())
     for (Layer& layer : layers) layer.problem = layer.problem.with_precision(parse_precision(opt.math));
+  std::vector<Problem*> problems;
+  for (Layer& layer : layers) problems.push_back(&layer.problem);
+  apply_layout(problems, opt.layout);
   const auto directions = parse_directions(opt.direction);
   for (const Layer& layer : layers) scale_batch(layer.problem, opt.batch_scale).validate();
   for (const std::string& note : unscalable_layers(layers, opt.batch_scale)) std::cerr << "bench: " << note << "\n";
@@ -553,6 +557,7 @@ void add_bench_command(CLI::App& app) {
                   "(comma-separated)")
       ->delimiter(',');
   add_math_option(cmd, opt->math, "; the reference libraries run fp32 unless tf32 is given");
+  add_layout_option(cmd, opt->layout);
   add_workspace_limit_option(cmd, opt->workspace_limit);
   cmd->add_option("--markdown", opt->markdown, "With --against: write a Markdown section (device, libraries, "
                   "command, table) to FILE");

@@ -78,7 +78,7 @@ void add_timing_options(CLI::App* cmd, int& warmup, int& repeats, const std::str
 
 void add_problem_options(CLI::App* cmd, std::string& suite, std::vector<std::string>& layers,
                          std::vector<std::string>& gemms) {
-  cmd->add_option("--suite", suite, "Suite name (alexnet, seeds, resnet18, cpu_shapes) or path of a suite file");
+  cmd->add_option("--suite", suite, "Suite name (alexnet, seeds, resnet18, resnet50, cpu_shapes, stride1) or path of a suite file");
   cmd->add_option("--layer", layers,
                   "One layer, e.g. N=1,C=64,H=27,K=192,R=5,pad=2 (W defaults to H, S to R); with --suite, the name "
                   "of a layer of the suite to run (the others are left out); repeatable");
@@ -121,6 +121,20 @@ CLI::Option* add_math_option(CLI::App* cmd, std::string& math, const std::string
                    "tolerance), or bf16 / fp16 (16-bit tensors on tensor cores, FP32 accumulation) (default: each "
                    "problem's own, fp32 unless its text names one)" + more_help)
       ->check(CLI::IsMember({"fp32", "tf32", "3xtf32", "fp32-fast", "bf16", "fp16"}));
+}
+
+CLI::Option* add_layout_option(CLI::App* cmd, std::string& layout) {
+  return cmd
+      ->add_option("--layout", layout,
+                   "Memory layout of every convolution's tensors: nchw, or nhwc (channels-last, PyTorch's "
+                   "channels_last) (default: each problem's own, nchw unless its text says layout=nhwc)")
+      ->check(CLI::IsMember({"nchw", "nhwc"}));
+}
+
+void apply_layout(std::vector<Problem*> problems, const std::string& layout) {
+  if (layout.empty()) return;
+  for (Problem* p : problems)
+    if (p->is_conv()) *p = Problem(p->conv().with_layout(parse_layout(layout)));
 }
 
 std::optional<uint64_t> workspace_limit_bytes(const std::string& text) {

@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "convtune/problem.h"
+
 namespace convtune::cli {
 
 // The device every command picks when none is named; choose_device() says what `best` means.
@@ -36,6 +38,11 @@ CLI::Option* add_family_option(CLI::App* cmd, std::string& family, const std::st
 CLI::Option* add_config_option(CLI::App* cmd, std::string& config);
 // --math fp32|tf32|3xtf32|fp32-fast|bf16|fp16 (parse_precision reads it).
 CLI::Option* add_math_option(CLI::App* cmd, std::string& math, const std::string& more_help);
+
+// --layout nchw|nhwc: how every convolution's tensors lie in memory (empty: each problem's own).
+CLI::Option* add_layout_option(CLI::App* cmd, std::string& layout);
+// The layers with `layout` applied to every convolution (GEMMs unchanged); unchanged when `layout` is empty.
+void apply_layout(std::vector<Problem*> problems, const std::string& layout);
 
 // --workspace-limit SIZE: the scratch memory each plan may take: bytes or K/M/G/T (binary) suffixed, 0 for none,
 // `device` (the default) for the device's own limit. The text stays in `limit`; workspace_limit_bytes() reads it.

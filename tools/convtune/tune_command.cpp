@@ -36,6 +36,7 @@ struct TuneCommandOptions {
   std::string family = "all";
   std::string direction = "all";
   std::string math;  // empty: each layer's own (fp32 unless its text says otherwise)
+  std::string layout;  // empty: each layer's own
   std::string workspace_limit;  // --workspace-limit's text
   std::string strategy = "annealing";
   std::string budget = "60s";
@@ -148,6 +149,11 @@ void run_tune(const TuneCommandOptions& opt) {
   for (const std::string& note : unscalable_layers(layers, opt.batch_scale)) std::cerr << "tune: " << note << "\n";
   if (!opt.math.empty())
     for (Layer& layer : layers) layer.problem = layer.problem.with_precision(parse_precision(opt.math));
+  {
+    std::vector<Problem*> problems;
+    for (Layer& layer : layers) problems.push_back(&layer.problem);
+    apply_layout(problems, opt.layout);
+  }
   const std::vector<Direction> directions = parse_directions(opt.direction);
   std::vector<std::pair<std::string, Problem>> problems;
   for (const Layer& layer : layers) {
@@ -337,6 +343,7 @@ void add_tune_command(CLI::App& app) {
   add_family_option(cmd, opt->family, "all (every family that supports the layer)");
   add_direction_option(cmd, opt->direction);
   add_math_option(cmd, opt->math, "; entries are stored under it");
+  add_layout_option(cmd, opt->layout);
   add_workspace_limit_option(cmd, opt->workspace_limit);
   cmd->add_option("--strategy", opt->strategy, "exhaustive, random, annealing or model")->capture_default_str();
   cmd->add_option("--budget", opt->budget, "Wall time for the whole run (60s, 2m, 500ms), shared evenly by the tasks")

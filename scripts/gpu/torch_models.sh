@@ -1,0 +1,97 @@
+#!/usr/bin/env bash
+# The networks driver: convtune inside PyTorch on the GPU machine, with what scripts/gpu/pack.sh and pack_python.sh put
+# in .carry. Stages (STAGES, space-separated; default all but first and layers):
+#   conformance  the families that read channels-last themselves (implicit_gemm_nhwc_wgmma, implicit_gemm_shifted_wgmma,
+#                col2im_wgmma) on the conformance list's channels-last cases, bf16 and tf32, on cuda:0
+#   pytest       python/tests/test_torch.py on CUDA (layouts, precision settings, streams, custom operators)
+#   models       examples/python/bench_models.py $MODELS in $MODES (batch $BATCH): stock against convtune, the check
+#                against float64, and with PROFILE=N the N costliest kernels of each side
+#   first        the first training step of a fresh process per side (empty program cache) in $FIRST_MODES
+#   layers       bench --suite resnet50 --math bf16 --layout nhwc --against cudnn (one direction set, $LAYER_DIRS)
+# Logs go to $OUT; the end of stdout is a summary (also $OUT/summary.txt).
+#   OUT=/somewhere STAGES="conformance models" MODELS="resnet50" scripts/gpu/torch_models.sh
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+OUT=${OUT:-/tmp/convtune-models-out}
+STAGES=${STAGES:-"conformance pytest models"}
+MODELS=${MODELS:-"resnet50 mobilenet_v2"}
+MODES=${MODES:-"fp32,tf32,bf16,bf16-cl"}
+FIRST_MODES=${FIRST_MODES:-"bf16-cl"}
+BATCH=${BATCH:-64}
+PROFILE=${PROFILE:-0}
+LAYER_DIRS=${LAYER_DIRS:-all}
+BUDGET=${BUDGET:-560}
+mkdir -p "$OUT"
+SUMMARY=$OUT/summary.txt
+: >"$SUMMARY"
+START=$(date +%s)
+PY=python3
+[ -x /opt/torch/.venv/bin/python ] && PY=/opt/torch/.venv/bin/python
+CARRY=$PWD/.carry/py
+export PYTHONPATH=$CARRY/site${PYTHONPATH:+:$PYTHONPATH} PYTHONUNBUFFERED=1
+export LD_LIBRARY_PATH=$CARRY/site/convtune/lib:$PWD/.carry/bin${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+export CONVTUNE_CACHE_DIR=${CONVTUNE_CACHE_DIR:-/tmp/convtune-cache}
+export CONVTUNE_SUITE_DIR=$PWD/bench/suites CONVTUNE_SHIPPED_TUNING_DIR=$PWD/tuning
+export CONVTUNE_TUNING_DB=/tmp/convtune-user-tuning.json  # the shipped tuning alone, no stray user entries
+
+say() { echo "$*" | tee -a "$SUMMARY"; }
+left() { echo $((BUDGET - ($(date +%s) - START))); }
+# run SECONDS LOG command...: at most SECONDS (less if the budget is running out), SIGINT first.
+run() {
+  local limit=$1 log=$2
+  shift 2
+  local remaining
+  remaining=$(left)
+  ((limit > remaining - 10)) && limit=$((remaining - 10))
+  if ((limit < 5)); then
+    say "skipped (out of time): $*"
+    return 124
+  fi
+  local t0=$SECONDS
+  timeout -s INT -k 10 "$limit" "$@" >>"$log" 2>&1
+  local status=$?
+  say "exit $status after $((SECONDS - t0)) s: $*"
+  return $status
+}
+has() { [[ " $STAGES " == *" $1 "* ]]; }
+
+[ -d "$CARRY/site/convtune" ] || { echo "torch_models: $CARRY is missing: run scripts/gpu/pack_python.sh" >&2; exit 2; }
+nvidia-smi --query-gpu=name,driver_version,clocks.sm --format=csv,noheader | tee -a "$SUMMARY"
+$PY -c "import torch, torchvision, convtune; print('torch', torch.__version__, 'torchvision', torchvision.__version__, \
+'cudnn', torch.backends.cudnn.version(), 'convtune', convtune.__version__)" 2>&1 | tee -a "$SUMMARY"
+
+if has conformance; then
+  # The three families in parallel (NVRTC compiles on the host's cores).
+  for f in implicit_gemm_nhwc_wgmma implicit_gemm_shifted_wgmma col2im_wgmma; do
+    CONVTUNE_CONFORMANCE_CASES=nhwc CONVTUNE_CONFORMANCE_PRECISIONS=bf16,tf32 CONVTUNE_CONFORMANCE_DEVICES=cuda:0 \
+      run 240 "$OUT/conformance_$f.log" .carry/bin/family_conformance_test --gtest_filter="*/${f}_*" &
+  done
+  wait
+  for f in "$OUT"/conformance_*.log; do
+    grep -hE "^conformance: |FAILED|Failure" "$f" | head -20 | tee -a "$SUMMARY"
+  done
+fi
+
+if has pytest; then
+  run 150 "$OUT/pytest.log" $PY -m pytest -q -p no:cacheprovider python/tests/test_torch.py
+  tail -5 "$OUT/pytest.log" | tee -a "$SUMMARY"
+fi
+
+if has models; then
+  run 420 "$OUT/models.log" $PY examples/python/bench_models.py $MODELS --modes "$MODES" --batch "$BATCH" \
+    --new-batch $((BATCH * 3 / 4)) --profile "$PROFILE" --out "$OUT/models.json" --markdown "$OUT/models.md"
+  grep -E "^\||^profile|^  " "$OUT/models.log" | tail -80 | tee -a "$SUMMARY"
+fi
+
+if has first; then
+  run 300 "$OUT/first.log" $PY examples/python/bench_models.py $MODELS --modes "$FIRST_MODES" --batch "$BATCH" \
+    --steps 5 --warmup 2 --inference-batches "" --no-check --first-step --out "$OUT/first.json"
+  grep -E "^\|" "$OUT/first.log" | tail -8 | tee -a "$SUMMARY"
+fi
+
+if has layers; then
+  run 300 "$OUT/layers.log" .carry/bin/convtune bench --suite resnet50 --math bf16 --layout nhwc --device cuda:0 \
+    --direction "$LAYER_DIRS" --against cudnn --out "$OUT/layers.json"
+  tail -80 "$OUT/layers.log" | tee -a "$SUMMARY"
+fi
+say "torch_models: $(($(date +%s) - START)) s"
