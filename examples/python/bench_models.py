@@ -236,22 +236,36 @@ def measure(name, mode, args, device, sides):
             row[side][f"inference_ms_b{batch}"] = statistics.median(samples)
     if args.profile:
         for side in sides:
-            row[side]["profile"] = profile(trainers[side], x, y, args.profile, device)
-            print(f"profile {name} {mode} {side}:\n" + row[side]["profile"]["text"], flush=True)
+            row[side]["profile"] = profile(trainers[side].step, (x, y), args.profile, device)
+            print(f"profile {name} {mode} {side} training step:\n" + row[side]["profile"]["text"], flush=True)
+        batches = [int(b) for b in args.inference_batches.split(",") if b]
+        if batches:
+            xi, _ = images(min(batches), args.image, mode, device, seed=5)
+            for side in sides:
+                model = trainers[side].model
+                model.eval()
+
+                def infer():
+                    with torch.inference_mode(), autocast(mode, device):
+                        model(xi)
+                row[side]["profile_inference"] = profile(infer, (), args.profile, device)
+                model.train()
+                print(f"profile {name} {mode} {side} inference at batch {min(batches)}:\n" +
+                      row[side]["profile_inference"]["text"], flush=True)
     del trainers
     torch.cuda.empty_cache() if device.type == "cuda" else None
     return row
 
 
-def profile(trainer, x, y, top, device, steps=3):
-    """GPU time per step by kernel (the `top` costliest), the step's GPU total and its host (CPU) time."""
+def profile(fn, args, top, device, steps=3):
+    """GPU time per call of fn(*args) by kernel (the `top` costliest), the GPU total and the host (CPU) time."""
     from torch.profiler import ProfilerActivity
     activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device.type == "cuda" else [])
     synchronize(device)
     t0 = time.perf_counter()
     with torch.profiler.profile(activities=activities) as prof:
         for _ in range(steps):
-            trainer.step(x, y)
+            fn(*args)
         synchronize(device)
     wall = (time.perf_counter() - t0) * 1e3 / steps
     kernels = []

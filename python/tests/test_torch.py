@@ -12,6 +12,15 @@ import convtune.torch as ct  # noqa: E402
 
 DEVICES = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
 
+
+@pytest.fixture(autouse=True)
+def fp32_math():
+    """FP32 math for float32 tensors, which the 1e-5 bounds below assume: on a GPU, PyTorch's default lets cuDNN (and so
+    convtune) use TF32, whose error is about 1e-3 (test_default_fp32_math_on_cuda_is_tf32 checks that)."""
+    ct.set_fp32_math("fp32")
+    yield
+    ct.set_fp32_math(None)
+
 # (in, out, kernel, stride, padding, dilation, groups)
 GEOMETRIES = [(3, 8, 3, 1, 1, 1, 1), (4, 6, (3, 2), (2, 1), (1, 0), 1, 2), (6, 6, 3, 1, 2, 2, 6), (5, 7, 1, 2, 0, 1, 1)]
 
@@ -348,4 +357,22 @@ def test_fp32_math_follows_cudnn_allow_tf32_and_the_override():
             ct.set_fp32_math("tf64")
     finally:
         ct.set_fp32_math(None)
+        torch.backends.cudnn.allow_tf32 = tf32
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+def test_default_fp32_math_on_cuda_is_tf32_as_pytorch_allows_it():
+    torch.manual_seed(15)
+    x = torch.randn(4, 32, 14, 14, device="cuda")
+    w = torch.randn(64, 32, 3, 3, device="cuda")
+    reference = F.conv2d(x.double(), w.double(), padding=1)
+    tf32 = torch.backends.cudnn.allow_tf32
+    try:
+        ct.set_fp32_math(None)
+        torch.backends.cudnn.allow_tf32 = True
+        error = relative_error(ct.conv2d(x, w, padding=1), reference)
+        assert 1e-5 < error < 3e-3  # TF32's 10-bit mantissa, as cuDNN with TF32 allowed
+        torch.backends.cudnn.allow_tf32 = False
+        assert relative_error(ct.conv2d(x, w, padding=1), reference) < 1e-5  # FP32 when PyTorch forbids TF32
+    finally:
         torch.backends.cudnn.allow_tf32 = tf32

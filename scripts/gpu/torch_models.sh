@@ -6,7 +6,8 @@
 #   pytest       python/tests/test_torch.py on CUDA (layouts, precision settings, streams, custom operators)
 #   models       examples/python/bench_models.py $MODELS in $MODES (batch $BATCH): stock against convtune, the check
 #                against float64, and with PROFILE=N the N costliest kernels of each side
-#   first        the first training step of a fresh process per side (empty program cache) in $FIRST_MODES
+#   first        the first training step of a fresh process per side (empty program cache), $FIRST_MODELS in
+#                $FIRST_MODES
 #   layers       bench --suite resnet50 --math bf16 --layout nhwc --against cudnn (one direction set, $LAYER_DIRS)
 # Logs go to $OUT; the end of stdout is a summary (also $OUT/summary.txt).
 #   OUT=/somewhere STAGES="conformance models" MODELS="resnet50" scripts/gpu/torch_models.sh
@@ -17,6 +18,7 @@ STAGES=${STAGES:-"conformance pytest models"}
 MODELS=${MODELS:-"resnet50 mobilenet_v2"}
 MODES=${MODES:-"fp32,tf32,bf16,bf16-cl"}
 FIRST_MODES=${FIRST_MODES:-"bf16-cl"}
+FIRST_MODELS=${FIRST_MODELS:-$MODELS}
 BATCH=${BATCH:-64}
 PROFILE=${PROFILE:-0}
 LAYER_DIRS=${LAYER_DIRS:-all}
@@ -80,11 +82,11 @@ fi
 if has models; then
   run 420 "$OUT/models.log" $PY examples/python/bench_models.py $MODELS --modes "$MODES" --batch "$BATCH" \
     --new-batch $((BATCH * 3 / 4)) --profile "$PROFILE" --out "$OUT/models.json" --markdown "$OUT/models.md"
-  grep -E "^\||^profile|^  " "$OUT/models.log" | tail -80 | tee -a "$SUMMARY"
+  grep -E "^\||^profile|^  " "$OUT/models.log" | tail -120 | tee -a "$SUMMARY"
 fi
 
 if has first; then
-  run 300 "$OUT/first.log" $PY examples/python/bench_models.py $MODELS --modes "$FIRST_MODES" --batch "$BATCH" \
+  run 300 "$OUT/first.log" $PY examples/python/bench_models.py $FIRST_MODELS --modes "$FIRST_MODES" --batch "$BATCH" \
     --steps 5 --warmup 2 --inference-batches "" --no-check --first-step --out "$OUT/first.json"
   grep -E "^\|" "$OUT/first.log" | tail -8 | tee -a "$SUMMARY"
 fi
