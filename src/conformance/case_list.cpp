@@ -41,6 +41,8 @@ const std::vector<Case>& standard_cases() {
         // Channels in whole 16-byte chunks (8 bf16, 4 FP32), which the wgmma families read in place.
         {"3x3-pad1-c8k16-nhwc", "N=2,C=8,H=6,W=7,K=16,R=3,pad=1,layout=nhwc"},
         {"1x1-stride2-c16k8-nhwc", "N=2,C=16,H=9,W=8,K=8,R=1,stride=2,layout=nhwc"},
+        {"7x7-depthwise-c24-nhwc", "N=1,C=24,H=9,W=9,K=24,R=7,pad=3,groups=24,layout=nhwc"},
+        {"5x5-depthwise-c16-stride2-dilation-nhwc", "N=2,C=16,H=13,W=10,K=16,R=5,stride=2,pad=3,dilation=2x1,groups=16,layout=nhwc"},
     };
     std::vector<Case> out;
     for (const auto& [name, text] : spec) out.push_back({name, parse_problem(text)});

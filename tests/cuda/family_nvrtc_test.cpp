@@ -110,3 +110,28 @@ TEST(FamilyNvrtc, DepthwiseCompilesForSm80AndSm90) {
     std::cout << fmt::format("nvrtc: compiled {} depthwise programs for {}\n", compiled, device.architecture);
   }
 }
+
+// depthwise_nhwc on Hopper, channels-last MobileNet-style layers in bf16, fp16 and fp32 (16-byte channel vectors, and
+// a channel count that takes VEC 1): every direction, the default without spills and a sampled configuration.
+TEST(FamilyNvrtc, DepthwiseNhwcCompilesForSm90WithoutSpills) {
+  const KernelFamily& family = kernel_family("depthwise_nhwc");
+  const DeviceInfo device = hopper();
+  int compiled = 0;
+  for (const char* text : {"N=64,C=96,H=112,K=96,R=3,pad=1,groups=96,layout=nhwc",
+                           "N=64,C=144,H=56,K=144,R=3,stride=2,pad=1,groups=144,layout=nhwc",
+                           "N=32,C=240,H=14,K=240,R=5,pad=2,groups=240,layout=nhwc",
+                           "N=4,C=7,H=9,K=7,R=7,pad=3,groups=7,layout=nhwc"}) {
+    for (ElementType type : {ElementType::BF16, ElementType::F16, ElementType::F32}) {
+      for (Direction d : {Direction::Forward, Direction::BackwardData, Direction::BackwardFilter}) {
+        ConvProblem pb = parse_problem(text).with_direction(d);
+        pb.type = type;
+        ASSERT_EQ(family.unsupported_reason(pb, {}, device), "") << pb.to_string();
+        EXPECT_EQ(expect_compiles(family, pb, {}, family.default_config(pb, device), device, true), 0)
+            << pb.to_string() << " spills registers";
+        for (const Config& sampled : SearchSpace(family, pb, device).sample(1, 11)) expect_compiles(family, pb, {}, sampled, device);
+        compiled += 2;
+      }
+    }
+  }
+  std::cout << fmt::format("nvrtc: compiled {} depthwise_nhwc programs for sm_90\n", compiled);
+}

@@ -80,7 +80,9 @@ PlanDescriptor plan_bf16(const ConvProblem& problem, const TuningDatabase* datab
 TEST(ChannelsLast, UntunedPlansTakeAFamilyThatReadsChannelsLast) {
   for (const char* text : {"N=64,C=64,H=56,K=64,R=3,pad=1,dir=fwd", "N=64,C=256,H=14,K=1024,R=1,dir=bwd-data",
                            "N=64,C=128,H=28,K=128,R=3,pad=1,dir=bwd-filter",
-                           "N=64,C=512,H=28,K=1024,R=1,stride=2,dir=bwd-data"}) {
+                           "N=64,C=512,H=28,K=1024,R=1,stride=2,dir=bwd-data",
+                           "N=64,C=96,H=112,K=96,R=3,pad=1,groups=96,dir=fwd",
+                           "N=64,C=144,H=56,K=144,R=3,stride=2,pad=1,groups=144,dir=bwd-filter"}) {
     const PlanDescriptor plan = plan_bf16(parse_problem(std::string(text) + ",layout=nhwc"), nullptr);
     EXPECT_TRUE(plan.family().computes_nhwc()) << text << ": " << plan.describe() << ": " << plan.explanation();
     EXPECT_FALSE(has_text(plan.explanation(), "transposed into NCHW copies")) << plan.explanation();

@@ -9,7 +9,8 @@
 // the 16-byte chunk), WS_W wt[g][(c,r,s)][KP], WS_COL col of one chunk: [g][(c,r,s)][CHUNK_ROWS] FP32.
 // 3xTF32 (SPLIT3=1, FP32 tensors in FP32-accurate math): the copies of dy and the filters write each element's TF32
 // big part and, WS_LO_SHIFT elements later, its TF32 residual; the GEMM multiplies them on wg_mainloop_split3.h.
-// Channels-last problems (LAYOUT_NHWC=1) copy dy and the filters from their channels-last layouts and gather into a
+// Channels-last problems (LAYOUT_NHWC=1) copy dy and the filters from their channels-last layouts, keep the columns
+// row-major (col[row][g][(c,r,s)], so the gather's neighbouring channels read neighbouring columns) and gather into a
 // channels-last dx. Shapes and parameters are defines (problem_defines plus the family's); the file does not compile
 // alone.
 #include "tensor_core/wgmma.h"
@@ -93,7 +94,13 @@ KERNEL __launch_bounds__(WG_THREADS, 1) void col2im_wgmma_gemm(unsigned char* RE
 #endif
 
   // ---- epilogue: col[g][(c,r,s)][row] (a warp's stores run along rows) ----
+#if LAYOUT_NHWC
+  float* col = (float*)(ws + WS_COL) + (long)g * CI_CRS;
+#define CI_COL_AT(n, mm) ((long)(mm) * (GROUPS * CI_CRS) + (n))
+#else
   float* col = (float*)(ws + WS_COL) + (long)g * CI_CRS * CHUNK_ROWS;
+#define CI_COL_AT(n, mm) ((long)(n) * CHUNK_ROWS + (mm))
+#endif
   PRAGMA_UNROLL
   for (int r = 0; r < 4; ++r) {
     const int mm = m0 + WG_ACC_ROW(r);
@@ -101,7 +108,7 @@ KERNEL __launch_bounds__(WG_THREADS, 1) void col2im_wgmma_gemm(unsigned char* RE
     PRAGMA_UNROLL
     for (int j = 0; j < BLOCK_N / 8; ++j) {
       const int n = n0 + WG_ACC_COL(j, r);
-      if (n < CI_CRS) col[(long)n * CHUNK_ROWS + mm] = acc[4 * j + r];
+      if (n < CI_CRS) col[CI_COL_AT(n, mm)] = acc[4 * j + r];
     }
   }
 }
@@ -121,7 +128,14 @@ KERNEL void col2im_wgmma_gather(const unsigned char* RESTRICT ws, wg_elem* RESTR
   const int cc = (int)(idx / ((long)H * W) % C), nl = (int)(idx / ((long)C * H * W));
 #endif
   const int g = cc / C_PER_GROUP, c = cc % C_PER_GROUP;
+#if LAYOUT_NHWC
+  // Row-major columns: this image's first row, this channel's taps.
+  const float* col = (const float*)(ws + WS_COL) + (long)nl * CI_PQ * (GROUPS * CI_CRS) + (long)g * CI_CRS + (long)c * R * S;
+#define CI_TAP(tap, row) col[(long)(row) * (GROUPS * CI_CRS) + (tap)]
+#else
   const float* col = (const float*)(ws + WS_COL) + ((long)g * CI_CRS + (long)c * R * S) * CHUNK_ROWS + (long)nl * CI_PQ;
+#define CI_TAP(tap, row) col[(long)(tap) * CHUNK_ROWS + (row)]
+#endif
   const int r_first = DILATION_H == 1 ? (h + PAD_H) % STRIDE_H : 0, r_step = DILATION_H == 1 ? STRIDE_H : 1;
   const int s_first = DILATION_W == 1 ? (w + PAD_W) % STRIDE_W : 0, s_step = DILATION_W == 1 ? STRIDE_W : 1;
   float sum = 0.0f;
@@ -133,7 +147,7 @@ KERNEL void col2im_wgmma_gather(const unsigned char* RESTRICT ws, wg_elem* RESTR
       const int qw = w + PAD_W - s * DILATION_W;
       if (qw < 0) break;
       if (qw % STRIDE_W != 0 || qw / STRIDE_W >= Q) continue;
-      sum += col[(long)(r * S + s) * CHUNK_ROWS + (ph / STRIDE_H) * Q + qw / STRIDE_W];
+      sum += CI_TAP(r * S + s, (ph / STRIDE_H) * Q + qw / STRIDE_W);
     }
   }
 #if LAYOUT_NHWC

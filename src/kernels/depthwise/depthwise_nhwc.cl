@@ -1,0 +1,227 @@
+// The depthwise_nhwc family: channels-last depthwise convolutions (groups == C == K) in FP32, BF16 or FP16 storage with
+// FP32 arithmetic, for OpenCL and CUDA alike. Channels are the contiguous axis, so a work-item takes VEC consecutive
+// channels with one 16-byte access (VEC = 4 FP32 or 8 16-bit elements; VEC = 1 where C is not a multiple) and
+// neighbouring work-items take neighbouring channel vectors: every access is coalesced, and the per-channel filter
+// taps are the only scattered reads (a few KB, cached).
+//   forward          y[n][p][q][c]   = sum over (r, s) of x[n][p SH - PH + r DH][q SW - PW + s DW][c] w[c][r][s]
+//   backward-data    dx[n][h][w][c]  = sum over the taps that reach (h, w) from a grid point (p, q) of dy[n][p][q][c] w[c][r][s]
+//   backward-filter  dw[c][r][s]     = sum over (n, p, q) of x at the tap times dy, in SPLIT slices of the N x P output
+//                                      rows (FP32 partials in the workspace), summed in order by dwn_filter_reduce
+// Forward and backward-data: a work-item computes TILE_Q consecutive output (or dx) columns of one row. Backward-filter:
+// a work-item holds S x VEC sums of one tap row r for its slice. Shapes, ELEM (0 FP32, 1 BF16, 2 FP16), VEC, TILE_Q
+// and SPLIT are defines; the launches are one-dimensional.
+#include "common/compat.h"
+
+#ifdef __OPENCL_VERSION__
+#define DWN_AS_FLOAT(u) as_float(u)
+#define DWN_AS_UINT(f) as_uint(f)
+#define DWN_LOAD4(p) vload4(0, (const GLOBAL unsigned int*)(p))
+#define DWN_STORE4(v, p) vstore4((v), 0, (GLOBAL unsigned int*)(p))
+typedef uint4 dwn_u4;
+#else
+#define DWN_AS_FLOAT(u) __uint_as_float(u)
+#define DWN_AS_UINT(f) __float_as_uint(f)
+#define DWN_LOAD4(p) (*(const uint4*)(p))
+#define DWN_STORE4(v, p) (*(uint4*)(p) = (v))
+typedef uint4 dwn_u4;
+#endif
+
+#if ELEM == 0
+typedef float dwn_elem;
+#else
+typedef unsigned short dwn_elem;
+#endif
+
+// ---- element conversions: widening is exact; narrowing rounds to nearest, ties to even (as the host does) ----
+DEVICE_FN float dwn_to_float(dwn_elem e) {
+#if ELEM == 0
+  return e;
+#elif ELEM == 1
+  return DWN_AS_FLOAT((unsigned int)e << 16);
+#else
+  const unsigned int sign = (unsigned int)(e & 0x8000u) << 16, exponent = (e >> 10) & 0x1Fu, mantissa = e & 0x3FFu;
+  if (exponent == 0x1Fu) return DWN_AS_FLOAT(sign | 0x7F800000u | (mantissa << 13));
+  if (exponent == 0u) {
+    const float magnitude = (float)mantissa * 5.9604644775390625e-8f;
+    return sign ? -magnitude : magnitude;
+  }
+  return DWN_AS_FLOAT(sign | ((exponent + 112u) << 23) | (mantissa << 13));
+#endif
+}
+
+DEVICE_FN unsigned int dwn_round_bits(unsigned int u, int dropped) {
+  const unsigned int below_half = (1u << (dropped - 1)) - 1u, lsb = (u >> dropped) & 1u;
+  return (u + below_half + lsb) & ~((1u << dropped) - 1u);
+}
+
+DEVICE_FN dwn_elem dwn_from_float(float x) {
+#if ELEM == 0
+  return x;
+#elif ELEM == 1
+  const unsigned int u = DWN_AS_UINT(x);
+  if ((u & 0x7FFFFFFFu) > 0x7F800000u) return (dwn_elem)((u >> 16) | 0x40u);  // NaN stays NaN
+  return (dwn_elem)(dwn_round_bits(u, 16) >> 16);
+#else
+  const unsigned int u = DWN_AS_UINT(x), sign = (u >> 16) & 0x8000u, a = u & 0x7FFFFFFFu;
+  if (a > 0x7F800000u) return (dwn_elem)(sign | 0x7E00u | ((a >> 13) & 0x3FFu));
+  if (a >= 0x477FF000u) return (dwn_elem)(sign | 0x7C00u);
+  if (a >= 0x38800000u) return (dwn_elem)(sign | (dwn_round_bits(a - 0x38000000u, 13) >> 13));
+  if (a <= 0x33000000u) return (dwn_elem)sign;
+  const unsigned int exponent = a >> 23, mantissa = (a & 0x7FFFFFu) | 0x800000u;
+  const int shift = (int)(126u - exponent);
+  unsigned int q = mantissa >> shift;
+  const unsigned int rest = mantissa & ((1u << shift) - 1u), halfway = 1u << (shift - 1);
+  if (rest > halfway || (rest == halfway && (q & 1u))) ++q;
+  return (dwn_elem)(sign | q);
+#endif
+}
+
+// VEC elements at p (16-byte aligned when VEC fills 16 bytes) into v[], widened.
+DEVICE_FN void dwn_load(const GLOBAL dwn_elem* p, float* v) {
+#if VEC * (ELEM == 0 ? 4 : 2) == 16
+  const dwn_u4 u = DWN_LOAD4(p);
+  const unsigned int words[4] = {u.x, u.y, u.z, u.w};
+#if ELEM == 0
+  PRAGMA_UNROLL for (int i = 0; i < 4; ++i) v[i] = DWN_AS_FLOAT(words[i]);
+#else
+  PRAGMA_UNROLL for (int i = 0; i < 4; ++i) {
+    v[2 * i] = dwn_to_float((dwn_elem)(words[i] & 0xFFFFu));
+    v[2 * i + 1] = dwn_to_float((dwn_elem)(words[i] >> 16));
+  }
+#endif
+#else
+  PRAGMA_UNROLL for (int i = 0; i < VEC; ++i) v[i] = dwn_to_float(p[i]);
+#endif
+}
+
+// v[] rounded to the element type into VEC elements at p.
+DEVICE_FN void dwn_store(GLOBAL dwn_elem* p, const float* v) {
+#if VEC * (ELEM == 0 ? 4 : 2) == 16
+  unsigned int words[4];
+#if ELEM == 0
+  PRAGMA_UNROLL for (int i = 0; i < 4; ++i) words[i] = DWN_AS_UINT(v[i]);
+#else
+  PRAGMA_UNROLL for (int i = 0; i < 4; ++i)
+    words[i] = (unsigned int)dwn_from_float(v[2 * i]) | ((unsigned int)dwn_from_float(v[2 * i + 1]) << 16);
+#endif
+  dwn_u4 u;
+  u.x = words[0], u.y = words[1], u.z = words[2], u.w = words[3];
+  DWN_STORE4(u, p);
+#else
+  PRAGMA_UNROLL for (int i = 0; i < VEC; ++i) p[i] = dwn_from_float(v[i]);
+#endif
+}
+
+#define DWN_CV (C / VEC)  // channel vectors per pixel
+
+#if DIRECTION == 0 || DIRECTION == 1
+#if DIRECTION == 0
+#define DWN_OUT_H P  // the written tensor's rows and columns
+#define DWN_OUT_W Q
+#else
+#define DWN_OUT_H H
+#define DWN_OUT_W W
+#endif
+#define DWN_COL_TILES ((DWN_OUT_W + TILE_Q - 1) / TILE_Q)
+
+// Forward (x, w -> y) and backward-data (w, dy -> dx): work-item i takes channel vector i % DWN_CV of column tile
+// (i / DWN_CV) % DWN_COL_TILES of output row i / (DWN_CV * DWN_COL_TILES) (that is, (n, row)).
+KERNEL void depthwise_nhwc(const GLOBAL dwn_elem* RESTRICT in, const GLOBAL dwn_elem* RESTRICT w,
+                           GLOBAL dwn_elem* RESTRICT out) {
+  const long i = GLOBAL_ID(0);
+  if (i >= (long)N * DWN_OUT_H * DWN_COL_TILES * DWN_CV) return;
+  const int c = (int)(i % DWN_CV) * VEC;
+  const long rest = i / DWN_CV;
+  const int col0 = (int)(rest % DWN_COL_TILES) * TILE_Q;
+  const long row = rest / DWN_COL_TILES;  // n * DWN_OUT_H + output row
+  const int n = (int)(row / DWN_OUT_H), orow = (int)(row % DWN_OUT_H);
+  float acc[TILE_Q][VEC];
+  PRAGMA_UNROLL for (int t = 0; t < TILE_Q; ++t) {
+    PRAGMA_UNROLL for (int v = 0; v < VEC; ++v) acc[t][v] = 0.0f;
+  }
+  for (int r = 0; r < R; ++r) {
+#if DIRECTION == 0
+    const int ih = orow * STRIDE_H - PAD_H + r * DILATION_H;
+    if ((unsigned)ih >= (unsigned)H) continue;
+    const GLOBAL dwn_elem* in_row = in + ((long)n * H + ih) * W * C + c;
+#else
+    const int ph = orow + PAD_H - r * DILATION_H;
+    if (ph < 0 || ph % STRIDE_H != 0 || ph / STRIDE_H >= P) continue;
+    const GLOBAL dwn_elem* in_row = in + ((long)n * P + ph / STRIDE_H) * Q * C + c;
+#endif
+    for (int s = 0; s < S; ++s) {
+      float wv[VEC];
+      PRAGMA_UNROLL for (int v = 0; v < VEC; ++v) wv[v] = dwn_to_float(w[(long)(c + v) * (R * S) + r * S + s]);
+      PRAGMA_UNROLL for (int t = 0; t < TILE_Q; ++t) {
+        const int ocol = col0 + t;
+#if DIRECTION == 0
+        const int iw = ocol * STRIDE_W - PAD_W + s * DILATION_W;
+        if (ocol >= Q || (unsigned)iw >= (unsigned)W) continue;
+#else
+        const int qw = ocol + PAD_W - s * DILATION_W;
+        if (ocol >= W || qw < 0 || qw % STRIDE_W != 0 || qw / STRIDE_W >= Q) continue;
+        const int iw = qw / STRIDE_W;
+#endif
+        float xv[VEC];
+        dwn_load(in_row + (long)iw * C, xv);
+        PRAGMA_UNROLL for (int v = 0; v < VEC; ++v) acc[t][v] = FMA(xv[v], wv[v], acc[t][v]);
+      }
+    }
+  }
+  GLOBAL dwn_elem* out_row = out + (row * DWN_OUT_W) * C + c;
+  PRAGMA_UNROLL for (int t = 0; t < TILE_Q; ++t) {
+    if (col0 + t < DWN_OUT_W) dwn_store(out_row + (long)(col0 + t) * C, acc[t]);
+  }
+}
+#endif
+
+#if DIRECTION == 2
+#define DWN_ROWS ((long)N * P)  // output rows, split into SPLIT slices
+
+// Backward-filter: work-item i takes channel vector i % DWN_CV, tap row (i / DWN_CV) % R and slice i / (DWN_CV * R)
+// of the output rows, and writes its S x VEC partial sums to partial[slice][c][r][s].
+KERNEL void depthwise_nhwc_filter(const GLOBAL dwn_elem* RESTRICT x, const GLOBAL dwn_elem* RESTRICT dy,
+                                  GLOBAL float* RESTRICT partial) {
+  const long i = GLOBAL_ID(0);
+  if (i >= (long)SPLIT * R * DWN_CV) return;
+  const int c = (int)(i % DWN_CV) * VEC;
+  const int r = (int)(i / DWN_CV % R), slice = (int)(i / ((long)DWN_CV * R));
+  const long per = (DWN_ROWS + SPLIT - 1) / SPLIT, first = slice * per;
+  const long last = first + per < DWN_ROWS ? first + per : DWN_ROWS;
+  float acc[S][VEC];
+  PRAGMA_UNROLL for (int s = 0; s < S; ++s) {
+    PRAGMA_UNROLL for (int v = 0; v < VEC; ++v) acc[s][v] = 0.0f;
+  }
+  for (long row = first; row < last; ++row) {
+    const int n = (int)(row / P), p = (int)(row % P);
+    const int ih = p * STRIDE_H - PAD_H + r * DILATION_H;
+    if ((unsigned)ih >= (unsigned)H) continue;
+    const GLOBAL dwn_elem* x_row = x + ((long)n * H + ih) * W * C + c;
+    const GLOBAL dwn_elem* dy_row = dy + row * Q * C + c;
+    for (int q = 0; q < Q; ++q) {
+      float dv[VEC];
+      dwn_load(dy_row + (long)q * C, dv);
+      PRAGMA_UNROLL for (int s = 0; s < S; ++s) {
+        const int iw = q * STRIDE_W - PAD_W + s * DILATION_W;
+        if ((unsigned)iw >= (unsigned)W) continue;
+        float xv[VEC];
+        dwn_load(x_row + (long)iw * C, xv);
+        PRAGMA_UNROLL for (int v = 0; v < VEC; ++v) acc[s][v] = FMA(xv[v], dv[v], acc[s][v]);
+      }
+    }
+  }
+  GLOBAL float* out = partial + (long)slice * C * R * S;
+  PRAGMA_UNROLL for (int v = 0; v < VEC; ++v) {
+    PRAGMA_UNROLL for (int s = 0; s < S; ++s) out[(long)(c + v) * (R * S) + r * S + s] = acc[s][v];
+  }
+}
+
+// dw[c][r][s] = the slices' partial sums, added in slice order (deterministic), rounded once.
+KERNEL void dwn_filter_reduce(const GLOBAL float* RESTRICT partial, GLOBAL dwn_elem* RESTRICT dw) {
+  const long i = GLOBAL_ID(0);
+  if (i >= (long)C * R * S) return;
+  float sum = 0.0f;
+  for (int slice = 0; slice < SPLIT; ++slice) sum += partial[(long)slice * C * R * S + i];
+  dw[i] = dwn_from_float(sum);
+}
+#endif
