@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The networks driver: convtune inside PyTorch on the GPU machine, with what scripts/gpu/pack.sh and pack_python.sh put
 # in .carry. Stages (STAGES, space-separated; default all but first and layers):
-#   conformance  the families that read channels-last themselves (implicit_gemm_nhwc_wgmma, implicit_gemm_shifted_wgmma,
-#                col2im_wgmma) on the conformance list's channels-last cases, bf16 and tf32, on cuda:0
+#   conformance  the families that read channels-last themselves ($CONF_FAMILIES, default implicit_gemm_nhwc_wgmma,
+#                implicit_gemm_shifted_wgmma, col2im_wgmma, depthwise_nhwc) on the conformance list's channels-last
+#                cases, bf16 and tf32 (depthwise_nhwc: also fp32), on cuda:0
 #   pytest       python/tests/test_torch.py on CUDA (layouts, precision settings, streams, custom operators)
 #   models       examples/python/bench_models.py $MODELS in $MODES (batch $BATCH): stock against convtune, the check
 #                against float64, and with PROFILE=N the N costliest kernels of each side
@@ -64,8 +65,8 @@ $PY -c "import torch, torchvision, convtune; print('torch', torch.__version__, '
 
 if has conformance; then
   # The three families in parallel (NVRTC compiles on the host's cores).
-  for f in implicit_gemm_nhwc_wgmma implicit_gemm_shifted_wgmma col2im_wgmma; do
-    CONVTUNE_CONFORMANCE_CASES=nhwc CONVTUNE_CONFORMANCE_PRECISIONS=bf16,tf32 CONVTUNE_CONFORMANCE_DEVICES=cuda:0 \
+  for f in ${CONF_FAMILIES:-implicit_gemm_nhwc_wgmma implicit_gemm_shifted_wgmma col2im_wgmma depthwise_nhwc}; do
+    CONVTUNE_CONFORMANCE_CASES=nhwc CONVTUNE_CONFORMANCE_PRECISIONS=bf16,tf32,fp32 CONVTUNE_CONFORMANCE_DEVICES=cuda:0 \
       run 240 "$OUT/conformance_$f.log" .carry/bin/family_conformance_test --gtest_filter="*/${f}_*" &
   done
   wait
