@@ -638,6 +638,25 @@ def _prepare_hook_positional(model: torch.nn.Module, args: Tuple[Any, ...]) -> N
     return _prepare_hook(model, args, {})
 
 
+def _record(model: torch.nn.Module, args: Tuple[Any, ...], kwargs: Dict[str, Any]) -> Dict[_Key, Tuple[bool, bool]]:
+    """The convolutions a call of `model` runs through convtune, with whether their input and weight need gradients:
+    the model run once in eval mode with those convolutions returning zeros; its modes restored after."""
+    global _recording
+    modes = [(m, m.training) for m in model.modules()]
+    found: Dict[_Key, Tuple[bool, bool]] = {}
+    _preparing.active = True
+    _recording = found
+    try:
+        model.eval()
+        model(*args, **kwargs)
+    finally:
+        _recording = None
+        _preparing.active = False
+        for module, mode in modes:
+            module.training = mode
+    return found
+
+
 def prepare(model: torch.nn.Module, *example_inputs: Any, jobs: Optional[int] = None, progress: bool = False,
             **example_kwargs: Any) -> int:
     """Compiles, in parallel on `jobs` threads (default: every core), every plan the model's convolutions need for
@@ -645,20 +664,8 @@ def prepare(model: torch.nn.Module, *example_inputs: Any, jobs: Optional[int] = 
     and in training with gradients enabled both gradients where autograd will ask for them. The model is run once
     in eval mode with convtune's convolutions returning zeros, to see their shapes; its modes are restored after.
     Returns how many plans were compiled. patch() calls it on a model's first call with new input shapes."""
-    global _recording
     training = torch.is_grad_enabled() and model.training
-    modes = [(m, m.training) for m in model.modules()]
-    found: Dict[_Key, Tuple[bool, bool]] = {}
-    _preparing.active = True
-    _recording = found
-    try:
-        model.eval()
-        model(*example_inputs, **example_kwargs)
-    finally:
-        _recording = None
-        _preparing.active = False
-        for module, mode in modes:
-            module.training = mode
+    found = _record(model, example_inputs, example_kwargs)
     jobs_list: List[Tuple[_Conv, str]] = []
     for key, (x_grad, w_grad) in found.items():
         conv = _convs.get(key)
@@ -691,20 +698,8 @@ def tune_model(model: torch.nn.Module, *example_inputs: Any, budget: float = 60.
     ``database``: where results go (default: the user's database file); ``devices``: a list of alike devices to
     share the tuning (default: the device each convolution ran on); ``budget`` is in seconds for the whole run;
     ``progress`` and the other options are those of convtune.tune()."""
-    global _recording
-    modes = [(m, m.training) for m in model.modules()]
-    found: Dict[_Key, Tuple[bool, bool]] = {}
-    _preparing.active = True
-    _recording = found
-    try:
-        model.eval()
-        with torch.no_grad():
-            model(*example_inputs)
-    finally:
-        _recording = None
-        _preparing.active = False
-        for module, training in modes:
-            module.training = training
+    with torch.no_grad():
+        found = _record(model, example_inputs, {})
     if not found:
         raise _errors.InvalidArgument("tune_model: the model ran no convolution through convtune: patch(model) "
                                       "first, and pass inputs its forward takes")

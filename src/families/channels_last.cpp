@@ -12,6 +12,7 @@
 
 #include "src/backend/cpu/host_program.h"
 #include "src/core/parallel_for.h"
+#include "src/families/wrapped_family.h"
 
 namespace convtune {
 
@@ -132,16 +133,7 @@ class ChannelsLastFamily final : public KernelFamily {
   // limit; each still reads only the parameters it names.
   std::vector<Constraint> constraints(const Problem& problem) const override {
     if (!nhwc(problem)) return inner_->constraints(problem);
-    const Problem twin = families::nchw_twin(problem);
-    const uint64_t staging = staging_bytes(problem);
-    std::vector<Constraint> list = inner_->constraints(twin);
-    for (Constraint& c : list) {
-      c.holds = [holds = std::move(c.holds), twin, staging](const ConstraintContext& context) {
-        const DeviceInfo device = less_staging(context.device, staging);
-        return holds(ConstraintContext{context.config, twin, device});
-      };
-    }
-    return list;
+    return families::constraints_on_twin(*inner_, families::nchw_twin(problem), staging_bytes(problem));
   }
 
   Config default_config(const Problem& problem, const DeviceInfo& device) const override {
@@ -243,12 +235,8 @@ class ChannelsLastFamily final : public KernelFamily {
     }
     return total;
   }
-  static DeviceInfo less_staging(const DeviceInfo& device, uint64_t staging) {
-    const uint64_t limit = workspace_limit(device);
-    return with_workspace_limit(device, limit > staging ? limit - staging : 0);
-  }
   static DeviceInfo inner_device(const Problem& problem, const DeviceInfo& device) {
-    return nhwc(problem) ? less_staging(device, staging_bytes(problem)) : device;
+    return nhwc(problem) ? families::less_staging(device, staging_bytes(problem)) : device;
   }
 
   std::unique_ptr<KernelFamily> inner_;

@@ -16,6 +16,7 @@
 #include "src/backend/cpu/host_program.h"
 #include "src/core/parallel_for.h"
 #include "src/families/channels_last.h"
+#include "src/families/wrapped_family.h"
 
 namespace convtune {
 
@@ -136,16 +137,7 @@ class WidenedFamily final : public KernelFamily {
   // The wrapped family's constraints on the twin, seeing the device with the staging copies taken off its workspace
   // limit; each still reads only the parameters it names.
   std::vector<Constraint> constraints(const Problem& problem) const override {
-    const Problem twin_problem = twin(problem);
-    const uint64_t staging = staging_bytes(problem);
-    std::vector<Constraint> list = inner_.constraints(twin_problem);
-    for (Constraint& c : list) {
-      c.holds = [holds = std::move(c.holds), twin_problem, staging](const ConstraintContext& context) {
-        const DeviceInfo device = less_staging(context.device, staging);
-        return holds(ConstraintContext{context.config, twin_problem, device});
-      };
-    }
-    return list;
+    return families::constraints_on_twin(inner_, twin(problem), staging_bytes(problem));
   }
 
   Config default_config(const Problem& problem, const DeviceInfo& device) const override {
@@ -246,12 +238,8 @@ class WidenedFamily final : public KernelFamily {
     const ConvProblem& c = problem.conv();
     return c.n * c.k * pooled_extent(c.p(), epilogue) * pooled_extent(c.q(), epilogue);
   }
-  static DeviceInfo less_staging(const DeviceInfo& device, uint64_t staging) {
-    const uint64_t limit = workspace_limit(device);
-    return with_workspace_limit(device, limit > staging ? limit - staging : 0);
-  }
   DeviceInfo inner_device(const Problem& problem, const DeviceInfo& device) const {
-    return less_staging(device, staging_bytes(problem));
+    return families::less_staging(device, staging_bytes(problem));
   }
 
   const KernelFamily& inner_;
