@@ -158,7 +158,7 @@ DefaultChoice choose_default(const PlanRequest& request, const DeviceInfo& info,
     }
     Config config = chosen->default_config(request.problem, info);
     if (free_choice && candidates.size() > 1 && config_problem(*chosen, config, request.problem, info).empty()) {
-      const size_t bytes = chosen->recipe(request.problem, request.epilogue, config, info).memory_bytes();
+      const size_t bytes = chosen->recipe(request.problem, request.epilogue, config, info).limited_bytes();
       if (bytes > limit) {
         *over_limit += fmt::format("; {} default skipped: its workspace ({} bytes) is over the workspace limit ({} bytes)",
                                    chosen->name(), bytes, limit);
@@ -261,7 +261,7 @@ PlanDescriptor PlanDescriptor::create_impl(const DeviceInfo& device, const PlanR
           if (std::string why = family.untuned_poor_fit(request.problem, info); !why.empty())
             return fmt::format("tuned for another shape, and a poor fit here untuned ({})", why);
         }
-        const size_t bytes = family.recipe(request.problem, request.epilogue, fitted, info).memory_bytes();
+        const size_t bytes = family.recipe(request.problem, request.epilogue, fitted, info).limited_bytes();
         if (bytes > limit) {
           return fmt::format("its workspace ({} bytes) is over the workspace limit ({} bytes)", bytes, limit);
         }
@@ -291,10 +291,15 @@ PlanDescriptor PlanDescriptor::create_impl(const DeviceInfo& device, const PlanR
     throw InvalidArgument(fmt::format("{} on {}", why, request.problem.to_string()));
   }
   d.recipe_ = d.family_->recipe(request.problem, request.epilogue, d.config_, info);
-  // Families whose constraints bound their workspace never get here over the limit; this holds the others to it.
-  if (d.recipe_.memory_bytes() > limit) {
-    throw InvalidArgument(fmt::format("{} on {} needs {} bytes of workspace, over the workspace limit of {} bytes",
-                                      d.describe(), request.problem.to_string(), d.recipe_.memory_bytes(), limit));
+  // Families whose constraints bound their workspace never get here over the limit; this holds the others to it,
+  // before anything is allocated.
+  if (d.recipe_.limited_bytes() > limit) {
+    throw InvalidArgument(fmt::format("{} on {} needs {} bytes of workspace{}, over the workspace limit of {} bytes",
+                                      d.describe(), request.problem.to_string(), d.recipe_.limited_bytes(),
+                                      d.recipe_.host_bytes ? fmt::format(" and host memory ({} of them host memory)",
+                                                                         d.recipe_.host_bytes)
+                                                           : std::string(),
+                                      limit));
   }
   return d;
 }
