@@ -185,8 +185,8 @@ void run_tune(const TuneCommandOptions& opt) {
   // layer whose plan came from a shipped entry got a slower tuned entry stored over it (H100, 3xtf32: alex2 forward
   // from fft's 0.51 ms to implicit_gemm_wgmma's 1.16 ms). Only the user file is written.
   TuningDatabase database = TuningDatabase::open_for_lookups(db_path, shipped_tuning_dir());
-  if (!database.user_file_error().empty() && !opt.no_save) {
-    throw Error(fmt::format("{}; fix or move it, tune with --db OTHER_FILE, or --no-save", database.user_file_error()));
+  if (const std::string refusal = database.save_refusal(); !refusal.empty() && !opt.no_save) {
+    throw Error(fmt::format("{}; fix or move it, tune with --db OTHER_FILE, or --no-save", refusal));
   }
   const std::filesystem::path log_path =
       !opt.log.empty() ? std::filesystem::path(opt.log)
