@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <ctime>
 #include <iostream>
 #include <map>
@@ -194,8 +195,14 @@ void run_tune(const TuneCommandOptions& opt) {
   // Where the results go is checked now, not after the tuning: a mistyped folder, a read-only or full disk.
   // Only convtune's default locations are created.
   // The database's stale temporaries are removed by its save(), under the lock no live writer can be without.
-  if (!opt.no_save) prepare_output(db_path, opt.db.empty(), "--db", database_write_bytes(db_path), false);
-  prepare_output(log_path, opt.log.empty(), "--log", 1 << 20);
+  // Messages name where the path came from: the option given, the variable set, or the default.
+  const char* const db_from = !opt.db.empty() ? "--db"
+                              : std::getenv("CONVTUNE_TUNING_DB") && *std::getenv("CONVTUNE_TUNING_DB")
+                                  ? "CONVTUNE_TUNING_DB"
+                                  : "the default tuning database";
+  if (!opt.no_save) prepare_output(db_path, opt.db.empty(), db_from, database_write_bytes(db_path), false);
+  prepare_output(log_path, opt.log.empty(), opt.log.empty() ? "the tune log (beside the database; --log to choose)"
+                                                            : "--log", 1 << 20);
 
   std::vector<std::string> skipped;
   // Families and configurations over the workspace limit are left out of the tasks and the searches alike.
