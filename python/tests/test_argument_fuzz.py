@@ -19,7 +19,8 @@ scalars = st.one_of(
 shapes = st.one_of(st.lists(scalars, max_size=6).map(tuple), scalars, st.text(max_size=5))
 texts = st.one_of(st.text(max_size=12), st.sampled_from(["cpu", "cpu\0", "best", "opencl:0\0x", "fwd", "bwd-data\0",
                                                           "cpu_blocked", "cpu_blocked\0evil", "N=1,C=1\0,H=4,K=1,R=3"]))
-FUZZ = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+# database=None: no .hypothesis folder in the work tree; every run draws afresh from its seed.
+FUZZ = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow], database=None)
 
 
 def refused_or_fine(call):
@@ -76,7 +77,7 @@ def test_plan_configs_and_workspace_limits(config, limit):
         assert all(is_integer(v) for v in config.values()) and (limit is None or is_integer(limit))
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=60, deadline=None, database=None)
 @given(budget=scalars, repeats=scalars, seed=scalars, only=st.dictionaries(texts, st.lists(scalars, max_size=2),
                                                                           max_size=2))
 def test_tune_options(tmp_path_factory, budget, repeats, seed, only):
