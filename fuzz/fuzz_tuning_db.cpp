@@ -37,10 +37,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   try {
     entries = parse_tuning_text(text, "fuzz.json");
   } catch (const TuningDatabaseError&) {
-    // The same damage through the file path: TuningDatabase records it and never throws for a user file.
+    // The same damage through the file path: TuningDatabase records it and never throws for a user file. A file whose
+    // structure is damaged is recorded whole (no entries); damaged entries are left out and named, the sound ones
+    // loaded. Either way a writer refuses the file.
     const fuzz::MemoryFile file(text);
     const TuningDatabase db(file.path());
-    if (db.user_file_error().empty() || db.user_entry_count() != 0) __builtin_trap();
+    if (db.user_file_error().empty() == db.damaged_entries().empty()) __builtin_trap();
+    if (!db.user_file_error().empty() && db.user_entry_count() != 0) __builtin_trap();
+    if (db.save_refusal().empty()) __builtin_trap();
     return 0;
   }
 
@@ -52,7 +56,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
 
   const fuzz::MemoryFile file(text);
   const TuningDatabase db(file.path());
-  if (!db.user_file_error().empty()) __builtin_trap();
+  if (!db.user_file_error().empty() || !db.damaged_entries().empty()) __builtin_trap();
   (void)db.list();
 
   KernelVersions versions;

@@ -4,7 +4,8 @@
 # tests labelled "sanitizer": the unit tests, the model and dataset readers, the CPU conformance list and one
 # direction per kernel family on PoCL, the command line's reproducer and bad-input tests and a tune/report/db
 # round trip, and for every fuzz harness its committed inputs plus a fuzzing run of $CONVTUNE_FUZZ_SECONDS
-# (default here 10) seconds. docs/RELIABILITY.md says what each part covers.
+# (default here 10) seconds; then builds build-tsan/ with ThreadSanitizer (the library and the thread tests only) and
+# runs the tests labelled "tsan". docs/RELIABILITY.md says what each part covers.
 set -eo pipefail
 cd "$(dirname "$0")/.."
 
@@ -31,5 +32,14 @@ export LSAN_OPTIONS="suppressions=$(pwd)/tests/lsan.supp:print_suppressions=0"
 export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
 # 10 s per harness (scripts/fuzz.sh's default is 30): CI's 25 minutes; the committed inputs run whole either way.
 export CONVTUNE_FUZZ_SECONDS=${CONVTUNE_FUZZ_SECONDS:-10}
-cd build-asan
-ctest -L sanitizer --output-on-failure -j 2 2>&1 | tee ctest-sanitizer.log
+(cd build-asan && ctest -L sanitizer --output-on-failure -j 2 2>&1 | tee ctest-sanitizer.log)
+
+# ThreadSanitizer over one plan called from several threads (tests/threads): CPU backend and PoCL. A build of its
+# own (TSan and ASan exclude each other), at -O1 as TSan advises, with only the library and that test binary.
+if [ ! -f build-tsan/build.ninja ]; then
+  cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+    -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -gline-tables-only" -DCMAKE_UNITY_BUILD=ON -DCONVTUNE_WITH_CUDA=OFF \
+    -DCMAKE_CXX_COMPILER=clang++ -DCONVTUNE_SANITIZE_THREAD=ON
+fi
+cmake --build build-tsan -j "$(nproc)" --target thread_tests
+(cd build-tsan && ctest -L tsan --output-on-failure 2>&1 | tee ctest-tsan.log)

@@ -11,7 +11,8 @@ packages=(build-essential cmake ninja-build pkg-config
           libdnnl-dev libclblast-dev dataset-fashion-mnist libssl-dev
           libhwy-dev
           librsvg2-bin  # rsvg-convert: tests/cli/report_charts.sh renders the report's charts
-          python3-venv python3-dev python3-numpy python3-pytest python3-torch)
+          python3-venv python3-dev python3-numpy python3-pytest python3-torch
+          python3-hypothesis)  # property tests of the Python package's argument checks (python/tests)
 scripts/install_packages.sh "${packages[@]}"
 
 # CUDA support builds when the toolkit's headers are found (nvcc's usual place is added to PATH).

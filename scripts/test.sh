@@ -19,6 +19,8 @@ echo "conformance summary:"
 grep -hE "^conformance: .*(checks|configurations)" build/Testing/Temporary/LastTest.log || echo "  (no conformance lines found)"
 echo "sanitizer job: $(grep -E "tests passed, [0-9]+ tests failed" build-asan/ctest-sanitizer.log 2>/dev/null | tail -1 ||
                        echo "did not run to the end")"
+echo "sanitizer job, ThreadSanitizer: $(grep -E "tests passed, [0-9]+ tests failed" build-tsan/ctest-tsan.log 2>/dev/null |
+                                        tail -1 || echo "did not run to the end")"
 # Where the time went (CI's budget is 25 minutes): setup and build, the main suite, the sanitizer job.
 echo "seconds: setup and build ${setup_seconds}, main suite ${main_seconds}, sanitizer job (build and tests) ${sanitizer_seconds}"
 # ctest's own closing line of the main suite last, where CI reads it.

@@ -23,6 +23,11 @@ namespace convtune {
 std::string_view version();
 std::string_view built_backends();
 
+// Checks every CONVTUNE_* environment variable convtune reads (docs/RELIABILITY.md lists them): throws
+// InvalidArgument naming the first whose value is unusable and what it must be. The command line runs it before
+// any work and the Python package on import; where a variable is read it is checked again.
+void check_environment();
+
 // A device by name: "best" (a CUDA GPU, else an OpenCL GPU, else any OpenCL device such as PoCL, else the CPU
 // backend), "cpu", "opencl", "opencl:1", "cuda", "cuda:0". Throws InvalidArgument listing the devices otherwise.
 Device& device(std::string_view spec = "best");

@@ -114,10 +114,15 @@ struct KernelRecipe {
     return offset;
   }
   // The device memory a plan of this recipe takes, workspace and staging buffers laid out as a caller's workspace
-  // holds them: what the workspace limit bounds, and what a caller's workspace must hold.
+  // holds them: what a caller's workspace must hold.
   size_t memory_bytes() const {
     return staging_bytes.empty() ? workspace_bytes : staging_offset(staging_bytes.size());
   }
+  // Host memory a CPU family's program keeps beside the plan's buffers (a copy of the weights it packed, per-thread
+  // planes): never part of a caller's workspace, but the workspace limit counts it.
+  size_t host_bytes = 0;
+  // What the workspace limit bounds: memory_bytes() and host_bytes.
+  size_t limited_bytes() const { return memory_bytes() + host_bytes; }
 };
 
 class KernelFamily {

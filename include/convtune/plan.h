@@ -110,7 +110,16 @@ class Plan {
   // Enqueues the plan's launches on `queue` (the device's own by default). Checks every operand the problem
   // needs is given and large enough, naming the operand, the bytes expected and given. `workspace` is required
   // (at least workspace_bytes()) with external_workspace and ignored otherwise.
+  //
+  // Safe to call from several threads at once, on one plan and its copies (docs/RELIABILITY.md, "Threads"): the
+  // launches' arguments are bound and enqueued under the plan's lock. On the CPU device a run computes while it
+  // holds the lock, so concurrent runs of one plan take turns (each uses the whole thread pool already). On kernel
+  // devices runs on one queue share the plan's workspace in queue order; a run on another queue gets a workspace
+  // and staging buffers of its own for that queue, at most kMaxQueues of them (beyond, Unsupported: make the plan
+  // with external_workspace, each call then brings its own). Queues are told apart by address: a queue destroyed
+  // while this plan's work on it may still run must not be replaced by one at the same address.
   void run(Queue& queue, const Operands& operands, const Buffer* workspace = nullptr) const;
+  static constexpr size_t kMaxQueues = 8;
   void run(const Operands& operands, const Buffer* workspace = nullptr) const {
     run(device_->queue(), operands, workspace);
   }
@@ -140,10 +149,11 @@ class Plan {
   std::string family_name_;
   bool from_cache_ = false;
   std::vector<std::shared_ptr<Program>> programs_;  // the recipe's source, then its extra sources
-  std::vector<std::shared_ptr<Kernel>> kernels_;    // one per launch step, fixed arguments already set
-  std::shared_ptr<Buffer> workspace_;               // owned unless external
-  std::vector<std::shared_ptr<Buffer>> staging_;    // KernelRecipe::staging_bytes, unless external
   bool external_workspace_;
+  // The kernels (one per launch step, fixed arguments set) and owned buffers runs use, by queue, under a lock that
+  // copies of the plan share (plan.cpp).
+  struct Runs;
+  std::shared_ptr<Runs> runs_;
 };
 
 // The process's tuning database: the user's file (TuningDatabase::default_user_file) plus the defaults shipped

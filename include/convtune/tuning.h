@@ -180,6 +180,7 @@ struct MergeCounts {
   size_t added = 0;
   size_t replaced = 0;  // the merged entry was faster
   size_t kept = 0;      // ours was at least as fast
+  std::vector<std::string> damaged;  // entries of the merged file left out, each with why (file, entry, field)
 };
 
 class TuningDatabase {
@@ -203,6 +204,10 @@ class TuningDatabase {
   const std::filesystem::path& user_file() const { return user_file_; }
   // Why the user file could not be loaded (its path included); empty when it loaded or does not exist.
   const std::string& user_file_error() const { return user_file_error_; }
+  // The user file's entries left out because they are damaged (a field's type or value, a key twice, a family or
+  // parameter value outside what the family declares), each naming the file, the entry and the field; the file's
+  // other entries are loaded.
+  const std::vector<std::string>& damaged_entries() const { return damaged_entries_; }
 
   // The best tuned configuration for `problem` on `device` among the families in `kernel_versions` (each
   // family's current kernel version: entries measured under another are stale), by the tiers above.
@@ -213,8 +218,9 @@ class TuningDatabase {
   // Stores the entry in the user database unless one with the same key is at least as fast.
   // Throws InvalidArgument when the entry lacks a family or device fingerprint or has no positive time.
   InsertOutcome insert(TuningEntry entry);
-  // Entries of another database file, keeping the faster per key. Throws TuningDatabaseError naming that file
-  // when it is damaged; this database is then unchanged.
+  // Entries of another database file, keeping the faster per key; its damaged entries are left out and listed in
+  // the counts. Throws TuningDatabaseError naming that file when its structure is damaged; this database is then
+  // unchanged.
   MergeCounts merge_file(const std::filesystem::path& path);
   MergeCounts merge(const std::vector<TuningEntry>& entries);
 
@@ -234,14 +240,17 @@ class TuningDatabase {
   // flushes it and renames it over the database, so any number of concurrent tuners lose nothing and a crash leaves
   // the old or the new file. While it holds the lock it removes temporary files that killed writers left. The folder
   // must exist. Throws TuningDatabaseError naming the file, which stays untouched, when the file on disk is damaged
-  // or unreadable.
+  // (a damaged entry included: writing would drop it) or unreadable.
   void save();
+  // Why save() would refuse the user file as it was loaded (user_file_error(), or its first damaged entry and how
+  // many there are); empty when it would not. Writers check it before they start work.
+  std::string save_refusal() const;
 
   std::vector<ListedEntry> list(const EntryFilter& filter = {}) const;
   size_t user_entry_count() const { return user_entries_.size(); }
   size_t shipped_entry_count() const { return shipped_entries_.size(); }
   const std::vector<std::filesystem::path>& shipped_files() const { return shipped_files_; }
-  // Shipped files left out by open_for_lookups(), each with why; empty otherwise.
+  // Shipped files (or damaged entries of them) left out by open_for_lookups(), each with why; empty otherwise.
   const std::vector<std::string>& shipped_file_errors() const { return shipped_file_errors_; }
   // Differs between databases and changes whenever the entries may have (insert, merge, prune, save): what is
   // derived from the entries and cached (the plans' cost model) is keyed by it.
@@ -255,6 +264,7 @@ class TuningDatabase {
   std::filesystem::path user_file_;
   std::string user_origin_;
   std::string user_file_error_;
+  std::vector<std::string> damaged_entries_;
   std::map<std::string, TuningEntry> user_entries_;  // by key(), so the file is written in a stable order
   std::set<std::string> pruned_keys_;                // so save() does not bring them back from disk
   std::set<std::string> changed_keys_;               // inserted or replaced since the last save: save() writes these

@@ -19,6 +19,11 @@ from ._convtune import version as _library_version
 from ._conv import Plan, conv2d, conv_problem, gemm
 from ._tune import TuneEvent, TuneResult, tune
 
+# A CONVTUNE_* variable set to an unusable value is named at import, not found out halfway through (or ignored).
+from ._convtune import _check_environment
+_check_environment()
+del _check_environment
+
 __version__ = _library_version()
 plan = Plan  # convtune.plan(...) reads like convtune.conv2d(...)
 

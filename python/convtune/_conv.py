@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 from typing import Any, Dict, Mapping, Optional, Sequence, Tuple, Union
 
-from . import _arrays, _convtune, _errors
+from . import _arrays, _checks, _convtune, _errors
 from ._convtune import Problem, TuningDatabase
 
 IntPair = Union[int, Sequence[int]]
@@ -19,33 +19,47 @@ _DIRECTIONS = {"fwd": "fwd", "forward": "fwd", "bwd-data": "bwd-data", "backward
 
 def _direction(direction: str) -> str:
     try:
-        return _DIRECTIONS[direction]
+        return _DIRECTIONS[_checks.text(direction, "direction")]
     except (KeyError, TypeError):
         raise _errors.InvalidArgument(f"direction={direction!r} is invalid: expected 'fwd', 'bwd-data' or "
                                         "'bwd-filter'") from None
 
 
-def _pair(value: IntPair, name: str) -> Tuple[int, int]:
-    """An int or a (height, width) pair, as PyTorch's Conv2d takes them."""
-    if isinstance(value, int) and not isinstance(value, bool):
-        return (value, value)
+def _is_integer(value: Any) -> bool:
     try:
-        h, w = value  # type: ignore[misc]
-        if all(isinstance(v, int) and not isinstance(v, bool) for v in (h, w)):
-            return (h, w)
-    except (TypeError, ValueError):
-        pass
+        _checks.integer(value, "")
+        return True
+    except _errors.InvalidArgument:
+        return False
+
+
+def _pair(value: IntPair, name: str) -> Tuple[int, int]:
+    """An int or a (height, width) pair, as PyTorch's Conv2d takes them (NumPy's integers too; never a float or a
+    bool)."""
+    if _is_integer(value):
+        return (_checks.integer(value, name), _checks.integer(value, name))
+    if not isinstance(value, (str, bytes)):
+        try:
+            h, w = value  # type: ignore[misc]
+            if _is_integer(h) and _is_integer(w):
+                return (_checks.integer(h, name), _checks.integer(w, name))
+        except (TypeError, ValueError):
+            pass
     raise _errors.InvalidArgument(f"{name}={value!r} is invalid: expected an int or a (height, width) pair of ints")
 
 
 def _shape4(shape: Shape, name: str, legend: str) -> Tuple[int, int, int, int]:
-    try:
-        values = tuple(int(s) for s in shape)
-    except TypeError:
-        raise _errors.InvalidArgument(f"{name}={shape!r} is invalid: expected a 4-tuple {legend}") from None
-    if len(values) != 4:
-        raise _errors.InvalidArgument(f"{name}={tuple(values)} is invalid: expected 4 extents {legend}")
-    return values  # type: ignore[return-value]
+    """Four extents, each an integer: int(2.7) would have made a 2 of a float without a word."""
+    if isinstance(shape, (str, bytes)) or not hasattr(shape, "__iter__"):
+        raise _errors.InvalidArgument(f"{name}={shape!r} is invalid: expected a 4-tuple {legend}")
+    items = tuple(shape)
+    if len(items) != 4:
+        raise _errors.InvalidArgument(f"{name}={items!r} is invalid: expected 4 extents {legend}")
+    for item in items:
+        if not _is_integer(item):
+            raise _errors.InvalidArgument(f"{name}={items!r} is invalid: expected 4 integer extents {legend}, got "
+                                          f"{item!r} ({type(item).__name__})")
+    return tuple(_checks.integer(item, name) for item in items)  # type: ignore[return-value]
 
 
 _LAYOUTS = {"nchw": "nchw", "nhwc": "nhwc", "channels_last": "nhwc"}
@@ -60,8 +74,9 @@ def conv_problem(x_shape: Shape, w_shape: Shape, *, stride: IntPair = 1, padding
         raise _errors.InvalidArgument(f"layout={layout!r} is invalid: expected 'nchw' or 'nhwc'")
     n, c, h, w = _shape4(x_shape, "x_shape", "(N, C, H, W)")
     k, c_per_group, r, s = _shape4(w_shape, "w_shape", "(K, C/groups, R, S)")
-    if not isinstance(groups, int) or groups < 1:
+    if not _is_integer(groups) or _checks.integer(groups, "groups") < 1:
         raise _errors.InvalidArgument(f"groups={groups!r} is invalid: expected a positive int")
+    groups = _checks.integer(groups, "groups")
     if c_per_group * groups != c:
         raise _errors.InvalidArgument(
             f"w_shape {tuple(w_shape)} does not fit x_shape {tuple(x_shape)} with groups={groups}: expected "
@@ -71,7 +86,7 @@ def conv_problem(x_shape: Shape, w_shape: Shape, *, stride: IntPair = 1, padding
 
 
 def _check_workspace_limit(limit: Optional[int]) -> None:
-    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 0):
+    if limit is not None and (not _is_integer(limit) or _checks.integer(limit, "workspace_limit") < 0):
         raise _errors.InvalidArgument(f"workspace_limit: expected a byte count >= 0 (0: no workspace) or None (the "
                                       f"device's default), got {limit!r}")
 
@@ -81,7 +96,16 @@ def _device_id(device: Optional[str]) -> str:
         return _convtune.best_device()
     if not isinstance(device, str):
         raise TypeError(f"device: expected a name such as 'cpu', 'opencl:0' or 'cuda:1', got {type(device).__name__}")
-    return device
+    return _checks.text(device, "device")
+
+
+def _config(config: Optional[Mapping[str, int]]) -> Optional[Dict[str, int]]:
+    """A configuration as the library takes it: parameter names (str, no NUL) to integers."""
+    if config is None:
+        return None
+    if not isinstance(config, Mapping):
+        raise TypeError(f"config: expected a mapping of parameter names to ints, got {type(config).__name__}")
+    return {_checks.text(k, "config key"): _checks.integer(v, f"config[{k!r}]") for k, v in config.items()}
 
 
 class Plan:
@@ -113,14 +137,20 @@ class Plan:
             problem = conv_problem(x_shape, w_shape, stride=stride, padding=padding, dilation=dilation,
                                    groups=groups, direction=direction)
         elif isinstance(problem, str):
-            problem = _convtune.parse_problem(problem)
+            problem = _convtune.parse_problem(_checks.text(problem, "problem"))
         elif not isinstance(problem, Problem):
             raise TypeError(f"problem: expected a convtune.Problem or its text, got {type(problem).__name__}")
         if not isinstance(tuning, (bool, TuningDatabase)):
             raise TypeError(f"tuning: expected True, False or a convtune.TuningDatabase, got {type(tuning).__name__}")
         _check_workspace_limit(workspace_limit)
+        if workspace_limit is not None:
+            workspace_limit = _checks.integer(workspace_limit, "workspace_limit")
+        if family is not None:
+            _checks.text(family, "family")
+        if math is not None:
+            _checks.text(math, "math")
         database = tuning if isinstance(tuning, TuningDatabase) else None
-        self._plan = _convtune.make_plan(_device_id(device), problem, family, dict(config) if config else None,
+        self._plan = _convtune.make_plan(_device_id(device), problem, family, _config(config) or None,
                                          tuning is not False, database, _external_workspace, math, workspace_limit)
         self.problem: Problem = self._plan.problem
         self.device: str = self._plan.device.id

@@ -6,7 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
 
-from . import _convtune
+from . import _checks, _convtune
+from . import _errors
 from ._conv import Plan, _check_workspace_limit
 from ._convtune import Problem, TuningDatabase
 
@@ -71,7 +72,7 @@ def _problem(p: ProblemLike) -> Problem:
     if isinstance(p, Plan):
         return p.problem
     if isinstance(p, str):
-        return _convtune.parse_problem(p)
+        return _convtune.parse_problem(_checks.text(p, "problems"))
     raise TypeError(f"problems: expected convtune.Problem, its text or a convtune.Plan, got {type(p).__name__}")
 
 
@@ -81,6 +82,10 @@ def _with_directions(problem: Problem, directions: Optional[Union[str, Sequence[
         return [problem]
     wanted = ["fwd", "bwd-data", "bwd-filter"] if directions == "all" else (
         [directions] if isinstance(directions, str) else list(directions))
+    for d in wanted:
+        if d not in ("fwd", "bwd-data", "bwd-filter"):
+            raise _errors.InvalidArgument(f"directions: {d!r} is not a direction: expected 'all' or any of 'fwd', "
+                                          "'bwd-data', 'bwd-filter'")
     fields = dict(item.split("=", 1) for item in problem.text.split(","))
     return [_convtune.parse_problem(",".join(f"{k}={d if k == 'dir' else v}" for k, v in fields.items()))
             for d in wanted]
@@ -106,23 +111,40 @@ def tune(problems: Union[ProblemLike, Iterable[ProblemLike], Mapping[str, Proble
     ``convtune tune --help``).
     """
     if isinstance(problems, Mapping):
-        named: List[Tuple[Optional[str], Problem]] = [(str(n), _problem(p)) for n, p in problems.items()]
+        named: List[Tuple[Optional[str], Problem]] = [(_checks.text(str(n), "problems key"), _problem(p))
+                                                      for n, p in problems.items()]
     elif isinstance(problems, (Problem, str, Plan)):
         named = [(None, _problem(problems))]
     else:
         named = [(None, _problem(p)) for p in problems]
     expanded = [(name or q.text, q) for name, p in named for q in _with_directions(p, directions)]
     _check_workspace_limit(workspace_limit)
+    if workspace_limit is not None:
+        workspace_limit = _checks.integer(workspace_limit, "workspace_limit")
     if device is None:
         devices = [_convtune.best_device()]
     elif isinstance(device, str):
-        devices = [device]
+        devices = [_checks.text(device, "device")]
     else:
-        devices = list(device)
+        devices = [_checks.text(d, "device") for d in device]
+    _checks.text(strategy, "strategy")
+    _checks.text(family, "family")
+    budget = _checks.real(budget, "budget")
+    max_fraction = _checks.real(max_fraction, "max_fraction")
+    abort_factor = _checks.real(abort_factor, "abort_factor")
+    max_candidates = _checks.integer(max_candidates, "max_candidates", 0)
+    warmup = _checks.integer(warmup, "warmup", 0)
+    repeats = _checks.integer(repeats, "repeats", 1)
+    seed = _checks.integer(seed, "seed", 0)
+    jobs = _checks.integer(jobs, "jobs", 0)
+    if only is not None and not isinstance(only, Mapping):
+        raise TypeError(f"only: expected a mapping of parameter names to lists of ints, got {type(only).__name__}")
+    checked_only = {_checks.text(k, "only key"): [_checks.integer(v, f"only[{k!r}]") for v in vs]
+                    for k, vs in (only or {}).items()}
     if database is None:
         database = TuningDatabase()
     elif isinstance(database, str):
-        database = TuningDatabase(database)
+        database = TuningDatabase(_checks.text(database, "database"))
     elif not isinstance(database, TuningDatabase):
         raise TypeError(f"database: expected a convtune.TuningDatabase or a path, got {type(database).__name__}")
 
@@ -140,9 +162,8 @@ def tune(problems: Union[ProblemLike, Iterable[ProblemLike], Mapping[str, Proble
                                d.get("trial")))
 
     results, _skipped = _convtune.tune(
-        devices, expanded, database, family=family, budget_seconds=float(budget), strategy=strategy,
-        max_fraction=float(max_fraction), max_candidates=int(max_candidates), warmup=int(warmup),
-        repeats=int(repeats), abort_factor=float(abort_factor), seed=int(seed), jobs=int(jobs),
-        only={k: [int(v) for v in vs] for k, vs in (only or {}).items()}, skip_tuned=skip_tuned, save=save,
-        progress=relay, workspace_limit=workspace_limit)
+        devices, expanded, database, family=family, budget_seconds=budget, strategy=strategy,
+        max_fraction=max_fraction, max_candidates=max_candidates, warmup=warmup, repeats=repeats,
+        abort_factor=abort_factor, seed=seed, jobs=jobs, only=checked_only, skip_tuned=bool(skip_tuned),
+        save=bool(save), progress=relay, workspace_limit=workspace_limit)
     return [_result(r) for r in results]

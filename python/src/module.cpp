@@ -11,7 +11,10 @@
 
 #include <filesystem>
 #include <functional>
+#include <map>
+#include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -147,6 +150,92 @@ nb::dict result_dict(const TuneTaskResult& r, bool with_trials) {
   return d;
 }
 
+// A TuningDatabase is one C++ object that several Python threads may hold; tune() writes it and make_plan() reads
+// it with the GIL released, so another thread could change it under them. Such overlaps are refused, naming both
+// uses: readers may overlap each other, a writer overlaps nobody.
+class DatabaseUse {
+ public:
+  DatabaseUse(const TuningDatabase& db, bool write, const char* what) : db_(&db), write_(write) {
+    const std::lock_guard lock(mutex());
+    Uses& uses = table()[db_];
+    if (uses.writer || (write_ && uses.readers > 0)) {
+      const std::string other = uses.writer ? uses.writer_what : uses.reader_what;
+      if (uses.readers == 0 && !uses.writer) table().erase(db_);
+      throw Error("TuningDatabase " + db.user_file().string() + ": " + what + " while " + other +
+                  " is using it (another thread, or a callback of that call): a TuningDatabase that tune(), "
+                  "merge_file(), prune_device() or save() changes is used by one of them at a time; wait for that "
+                  "call to end, or give each thread its own TuningDatabase");
+    }
+    if (write_) {
+      uses.writer = true;
+      uses.writer_what = what;
+    } else {
+      ++uses.readers;
+      uses.reader_what = what;
+    }
+  }
+  ~DatabaseUse() {
+    const std::lock_guard lock(mutex());
+    Uses& uses = table()[db_];
+    if (write_) uses.writer = false;
+    else --uses.readers;
+    if (!uses.writer && uses.readers == 0) table().erase(db_);
+  }
+  DatabaseUse(const DatabaseUse&) = delete;
+  DatabaseUse& operator=(const DatabaseUse&) = delete;
+
+ private:
+  struct Uses {
+    int readers = 0;
+    bool writer = false;
+    std::string writer_what, reader_what;
+  };
+  static std::mutex& mutex() {
+    static std::mutex m;
+    return m;
+  }
+  static std::map<const TuningDatabase*, Uses>& table() {
+    static auto* uses = new std::map<const TuningDatabase*, Uses>();  // alive until the interpreter's last call
+    return *uses;
+  }
+  const TuningDatabase* db_;
+  bool write_;
+};
+
+// Two tune() calls timing candidates on one device at once slow each other's candidates down: every time either
+// stores would be wrong. The second is refused while the first runs.
+class DevicesTuning {
+ public:
+  explicit DevicesTuning(const std::vector<Device*>& devices) {
+    const std::lock_guard lock(mutex());
+    for (Device* d : devices) {
+      if (busy().count(d)) {
+        throw Error("tune: " + d->info().id + " is being tuned by another thread of this process: candidates timed "
+                    "side by side slow each other down; wait for that tune() to end");
+      }
+    }
+    for (Device* d : devices) busy().insert(d);
+    devices_ = devices;
+  }
+  ~DevicesTuning() {
+    const std::lock_guard lock(mutex());
+    for (Device* d : devices_) busy().erase(d);
+  }
+  DevicesTuning(const DevicesTuning&) = delete;
+  DevicesTuning& operator=(const DevicesTuning&) = delete;
+
+ private:
+  static std::mutex& mutex() {
+    static std::mutex m;
+    return m;
+  }
+  static std::set<Device*>& busy() {
+    static auto* devices = new std::set<Device*>();
+    return *devices;
+  }
+  std::vector<Device*> devices_;
+};
+
 // Calls the Python progress callback (None: only watches for Ctrl-C) from a tuning thread. A callback that raises,
 // or a pending KeyboardInterrupt, stops the run: the error leaves tune() and reaches the caller.
 class ProgressBridge {
@@ -221,6 +310,8 @@ nb::tuple run_tune(const std::vector<std::string>& device_specs, const std::vect
   };
   std::vector<TuneTaskResult> results;
   {
+    const DatabaseUse use(database, true, "tune()");
+    const DevicesTuning tuning(devices);
     nb::gil_scoped_release released;
     results = tune_devices(devices, tasks, database, options, callbacks);
   }
@@ -243,6 +334,8 @@ Plan make_plan(const std::string& device_spec, const Problem& problem, const std
   request.config = config;
   request.use_tuning = use_tuning;
   request.tuning = database;
+  std::optional<DatabaseUse> use;
+  if (database) use.emplace(*database, false, "making a plan");
   nb::gil_scoped_release released;  // describing may read the database; compiling may take seconds
   return Plan(device, PlanDescriptor::create(device.info(), request), external_workspace);
 }
@@ -264,6 +357,8 @@ NB_MODULE(_convtune, m) {
         "tuning_database_error"_a, "The exception classes convtune's errors become (convtune/_errors.py).");
 
   m.def("version", [] { return std::string(convtune::version()); }, "The library's version, e.g. '0.1.0'.");
+  m.def("_check_environment", &check_environment,
+        "Raises InvalidArgument naming the first CONVTUNE_* variable whose value is unusable.");
   m.def("built_backends", [] { return std::string(convtune::built_backends()); },
         "The backends this build has, e.g. 'cpu opencl cuda'.");
 
@@ -379,6 +474,9 @@ NB_MODULE(_convtune, m) {
                              "The tuning database: a user file plus the defaults shipped with convtune.")
       .def("__init__",
            [](TuningDatabase* self, std::optional<std::string> path, bool shipped) {
+             // Cut at a NUL, the path would name another file.
+             if (path && path->find('\0') != std::string::npos)
+               throw InvalidArgument("TuningDatabase: path " + *path + " holds a NUL byte: expected a file path");
              const std::filesystem::path file = path ? std::filesystem::path(*path) : TuningDatabase::default_user_file();
              new (self) TuningDatabase(file, shipped ? shipped_tuning_dir() : std::filesystem::path());
            },
@@ -387,11 +485,28 @@ NB_MODULE(_convtune, m) {
            "empty) and, with shipped=True, the shipped defaults. A damaged user file is reported by `error` and "
            "never overwritten.")
       .def_prop_ro("path", [](const TuningDatabase& db) { return db.user_file().string(); })
-      .def_prop_ro("error", &TuningDatabase::user_file_error, "Why the user file could not be loaded; '' when it loaded.")
-      .def("__len__", &TuningDatabase::user_entry_count)
+      .def_prop_ro("error",
+                   [](const TuningDatabase& db) {
+                     const DatabaseUse use(db, false, "reading .error");
+                     return db.user_file_error();
+                   },
+                   "Why the user file could not be loaded; '' when it loaded.")
+      .def_prop_ro("damaged",
+                   [](const TuningDatabase& db) {
+                     const DatabaseUse use(db, false, "reading .damaged");
+                     return db.damaged_entries();
+                   },
+                   "The user file's entries left out as damaged, each naming the file, the entry and the field (the "
+                   "file's other entries are loaded; save() refuses until they are fixed or removed).")
+      .def("__len__",
+           [](const TuningDatabase& db) {
+             const DatabaseUse use(db, false, "len()");
+             return db.user_entry_count();
+           })
       .def_prop_ro("shipped_count", &TuningDatabase::shipped_entry_count)
       .def("entries",
            [](const TuningDatabase& db, bool shipped, const std::string& device, const std::string& family) {
+             const DatabaseUse use(db, false, "entries()");
              EntryFilter filter;
              filter.device = device;
              filter.family = family;
@@ -405,13 +520,30 @@ NB_MODULE(_convtune, m) {
            "filtered by a substring of the device name or fingerprint and by family.")
       .def("merge_file",
            [](TuningDatabase& db, const std::string& path) {
+             const DatabaseUse use(db, true, "merge_file()");
              const MergeCounts c = db.merge_file(path);
-             return std::map<std::string, size_t>{{"added", c.added}, {"replaced", c.replaced}, {"kept", c.kept}};
+             nb::dict counts;
+             counts["added"] = c.added;
+             counts["replaced"] = c.replaced;
+             counts["kept"] = c.kept;
+             counts["damaged"] = c.damaged;
+             return counts;
            },
-           "path"_a, "Merges another database file, keeping the faster entry per key; returns the counts.")
-      .def("prune_device", [](TuningDatabase& db, const std::string& device) { return db.prune_device(device); },
+           "path"_a,
+           "Merges another database file, keeping the faster entry per key; returns the counts (added, replaced, "
+           "kept) and the merged file's entries left out as damaged, each with why.")
+      .def("prune_device",
+           [](TuningDatabase& db, const std::string& device) {
+             const DatabaseUse use(db, true, "prune_device()");
+             return db.prune_device(device);
+           },
            "device"_a, "Removes the user entries of a device (fingerprint or name); returns how many.")
-      .def("save", &TuningDatabase::save, "Writes the user file atomically (merging what others saved meanwhile).");
+      .def("save",
+           [](TuningDatabase& db) {
+             const DatabaseUse use(db, true, "save()");
+             db.save();
+           },
+           "Writes the user file atomically (merging what others saved meanwhile).");
 
   nb::class_<Plan>(m, "CompiledPlan", "A problem compiled for one device, ready to run on any operands of its sizes.")
       .def_prop_ro("problem", &Plan::problem)

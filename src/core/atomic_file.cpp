@@ -62,9 +62,43 @@ void sync_directory(const std::filesystem::path& path) {
   ::close(fd);
 }
 
+// A path with a NUL byte would be cut there by every system call: another file than the one named.
+void require_no_nul(const std::filesystem::path& path, const char* doing) {
+  if (path.native().find('\0') != std::string::npos) {
+    throw InvalidArgument(fmt::format("cannot {} {}: the path holds a NUL byte", doing, path.string()));
+  }
+}
+
 }  // namespace
 
-void write_file_atomic(const std::filesystem::path& path, std::string_view contents) {
+std::filesystem::path write_target(const std::filesystem::path& path) {
+  require_no_nul(path, "write");
+  // Linux's own limit on links followed in one lookup (MAXSYMLINKS).
+  constexpr int kMaxLinks = 40;
+  std::filesystem::path target = path;
+  for (int hops = 0;; ++hops) {
+    struct stat st {};
+    if (::lstat(target.c_str(), &st) != 0 || !S_ISLNK(st.st_mode)) return target;
+    if (hops == kMaxLinks) {
+      throw Error(fmt::format("cannot write {}: more than {} symbolic links in a row (a loop?)", path.string(),
+                              kMaxLinks));
+    }
+    std::string link(static_cast<size_t>(st.st_size > 0 ? st.st_size : 256) + 1, '\0');
+    const ssize_t n = ::readlink(target.c_str(), link.data(), link.size());
+    if (n < 0 || static_cast<size_t>(n) >= link.size()) {
+      throw Error(fmt::format("cannot write {}: cannot read the symbolic link {}: {}", path.string(), target.string(),
+                              n < 0 ? error_text(errno) : std::string("it changed while it was read")));
+    }
+    link.resize(static_cast<size_t>(n));
+    const std::filesystem::path next(link);
+    target = next.is_absolute() ? next : target.parent_path() / next;
+  }
+}
+
+void write_file_atomic(const std::filesystem::path& requested, std::string_view contents) {
+  // Through a symbolic link to its target: renaming over the link itself would replace it with a regular file and
+  // leave the file it pointed to as it was.
+  const std::filesystem::path path = write_target(requested);
   static std::atomic<unsigned> counter{0};
   const std::filesystem::path tmp =
       path.string() + fmt::format(".tmp.{}.{}", static_cast<long>(getpid()), counter++);
@@ -110,6 +144,7 @@ void write_file_atomic(const std::filesystem::path& path, std::string_view conte
 }
 
 std::string read_file(const std::filesystem::path& path, uint64_t max_bytes) {
+  require_no_nul(path, "read");
   // O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer; it is refused below anyway.
   Fd fd(::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC));
   if (fd.get() < 0) throw Error(fmt::format("cannot read {}: {}", path.string(), error_text(errno)));
@@ -148,6 +183,7 @@ std::string read_file(const std::filesystem::path& path, uint64_t max_bytes) {
 }
 
 void require_regular_file(const std::filesystem::path& path, const std::string& what, bool may_be_missing) {
+  require_no_nul(path, "read");
   struct stat st {};
   if (::stat(path.c_str(), &st) != 0) {
     const int err = errno;
@@ -160,15 +196,19 @@ void require_regular_file(const std::filesystem::path& path, const std::string& 
   }
 }
 
-void check_writable(const std::filesystem::path& path, const std::string& option, uint64_t expected_bytes) {
+void check_writable(const std::filesystem::path& requested, const std::string& option, uint64_t expected_bytes) {
+  const std::filesystem::path path = write_target(requested);
   const std::string folder = folder_of(path);
+  // Errors name the path as the user gave it, and the link's target where that is where the problem lies.
+  const std::string shown =
+      path == requested ? requested.string() : fmt::format("{} (a symbolic link to {})", requested.string(), path.string());
   struct stat st {};
   if (::stat(folder.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
     throw InvalidArgument(fmt::format("{} {}: the folder {} does not exist (convtune creates no folders it was not "
-                                      "asked for: create it first)", option, path.string(), folder));
+                                      "asked for: create it first)", option, shown, folder));
   }
   if (::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) {
-    throw InvalidArgument(fmt::format("{} {}: it is {}, expected a regular file to write", option, path.string(),
+    throw InvalidArgument(fmt::format("{} {}: it is {}, expected a regular file to write", option, shown,
                                       file_kind(st.st_mode)));
   }
   // Creating a file is the only test that also catches read-only file systems and root-squashed mounts, which
@@ -179,7 +219,7 @@ void check_writable(const std::filesystem::path& path, const std::string& option
   if (fd < 0) {
     const int err = errno;
     if (err != EEXIST) {
-      throw InvalidArgument(fmt::format("{} {}: cannot create files in {}: {}", option, path.string(), folder,
+      throw InvalidArgument(fmt::format("{} {}: cannot create files in {}: {}", option, shown, folder,
                                         error_text(err)));
     }
   } else {
@@ -191,7 +231,7 @@ void check_writable(const std::filesystem::path& path, const std::string& option
     const uint64_t free_bytes = static_cast<uint64_t>(fs.f_bavail) * fs.f_frsize;
     if (free_bytes < expected_bytes) {
       throw InvalidArgument(fmt::format("{} {}: the file system of {} has {} bytes free, the file needs about {}",
-                                        option, path.string(), folder, free_bytes, expected_bytes));
+                                        option, shown, folder, free_bytes, expected_bytes));
     }
   }
 }
@@ -206,7 +246,9 @@ void ensure_directory(const std::filesystem::path& dir) {
   }
 }
 
-FileLock::FileLock(const std::filesystem::path& path, double timeout_seconds) {
+FileLock::FileLock(const std::filesystem::path& requested, double timeout_seconds) {
+  // Beside the link's target, where the write goes: every name of the file then takes one lock.
+  const std::filesystem::path path = write_target(requested);
   const std::filesystem::path lock = path.string() + ".lock";
   fd_ = ::open(lock.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
   if (fd_ < 0) {
@@ -238,7 +280,8 @@ FileLock::~FileLock() {
   if (fd_ >= 0) ::close(fd_);  // closing the descriptor releases the lock
 }
 
-int remove_stale_temporaries(const std::filesystem::path& path) {
+int remove_stale_temporaries(const std::filesystem::path& requested) {
+  const std::filesystem::path path = write_target(requested);
   const std::string prefix = path.filename().string() + ".tmp.";
   std::error_code ec;
   int removed = 0;

@@ -18,7 +18,8 @@ using json = nlohmann::json;
 
 class DocumentBuilder {
  public:
-  explicit DocumentBuilder(int max_depth) : max_depth_(max_depth) {}
+  DocumentBuilder(int max_depth, std::vector<DuplicateKey>* duplicates)
+      : max_depth_(max_depth), duplicates_(duplicates) {}
 
   bool null() { return put(json(nullptr)); }
   bool boolean(bool v) { return put(json(v)); }
@@ -32,7 +33,17 @@ class DocumentBuilder {
   bool end_object() { return close(); }
   bool end_array() { return close(); }
   bool key(json::string_t& k) {
-    stack_.back().key = std::move(k);
+    Level& top = stack_.back();
+    if (top.value->contains(k)) {
+      top.key.clear();  // the path of the object itself, not of the key read before this one
+      DuplicateKey duplicate{path(), k};
+      if (!duplicates_) {
+        message_ = fmt::format("the key \"{}\" appears twice in one object: expected each key once", duplicate.key);
+        return false;
+      }
+      duplicates_->push_back(std::move(duplicate));
+    }
+    top.key = std::move(k);
     return true;
   }
   bool parse_error(std::size_t position, const std::string& token, const json::exception& e) {
@@ -112,6 +123,7 @@ class DocumentBuilder {
   }
 
   int max_depth_;
+  std::vector<DuplicateKey>* duplicates_;
   json root_;
   std::vector<Level> stack_;
   std::string message_;
@@ -120,8 +132,8 @@ class DocumentBuilder {
 
 }  // namespace
 
-json parse_json(std::string_view text, int max_depth) {
-  DocumentBuilder builder(max_depth);
+json parse_json(std::string_view text, int max_depth, std::vector<DuplicateKey>* duplicates) {
+  DocumentBuilder builder(max_depth, duplicates);
   if (json::sax_parse(text.begin(), text.end(), &builder)) return std::move(builder.root());
   std::string place;
   if (builder.has_position()) {

@@ -1,4 +1,5 @@
-// IDX reader: zlib's gzread reads gzip and raw files alike, so one code path serves both; every check names the file.
+// IDX reader: raw files and gzip files (zlib's inflate, member by member) through one path; every check names the
+// file.
 // Sizes in a header are checked against what the file can hold before anything is allocated, and data is read in
 // bounded chunks, so a forged header costs a message, not gigabytes.
 #include "convtune/data/idx.h"
@@ -16,6 +17,7 @@
 #include <filesystem>
 #include <limits>
 #include <memory>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -37,33 +39,42 @@ constexpr uint64_t kMaxDeflateRatio = 1032;
 // Reads grow the buffer in steps of this size, so memory follows the data actually present.
 constexpr uint64_t kReadChunk = uint64_t{64} << 20;
 
-// An open IDX file; closes itself. Reads report truncation and zlib errors with the file's name.
+// An open IDX file; closes itself. Reads report truncation and zlib errors with the file's name. A gzip file is
+// inflated here rather than through gzread, which ignores whatever follows the last gzip stream: bytes after the
+// stream are refused as bytes after the data of a raw file are.
 class IdxFile {
  public:
   explicit IdxFile(std::string path) : path_(std::move(path)) {
     // O_NONBLOCK: a FIFO would otherwise block the open until a writer appears; it is refused below anyway.
-    const int fd = ::open(path_.c_str(), O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
-    if (fd < 0) {
+    fd_ = ::open(path_.c_str(), O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+    if (fd_ < 0) {
       throw InvalidArgument(fmt::format("IDX file {}: {}", path_,
                                         errno == ENOENT ? std::string("no such file") : std::strerror(errno)));
     }
     struct stat st {};
-    if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-      ::close(fd);
+    if (::fstat(fd_, &st) != 0 || !S_ISREG(st.st_mode)) {
+      ::close(fd_);
       throw InvalidArgument(fmt::format("IDX file {}: not a regular file (a FIFO, device or folder cannot be a dataset)",
                                         path_));
     }
-    ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+    ::fcntl(fd_, F_SETFL, ::fcntl(fd_, F_GETFL) & ~O_NONBLOCK);
     file_size_ = static_cast<uint64_t>(st.st_size);
-    file_ = gzdopen(fd, "rb");
-    if (file_ == nullptr) {
-      ::close(fd);
-      throw InvalidArgument(fmt::format("IDX file {}: cannot open it", path_));
+    input_.resize(kInputChunk);
+    fill_input();
+    // gzip's magic bytes (RFC 1952); anything else is read as it is, as gzread reads a file that is not gzip.
+    gzip_ = available_ >= 2 && input_[0] == 0x1f && input_[1] == 0x8b;
+    if (gzip_) {
+      // 16 + 15: a gzip wrapper (its CRC-32 and length checked at the stream's end), the largest window.
+      if (inflateInit2(&stream_, 16 + 15) != Z_OK) {
+        ::close(fd_);
+        throw InvalidArgument(fmt::format("IDX file {}: zlib could not start inflating it", path_));
+      }
+      inflating_ = true;
     }
-    gzbuffer(file_, 1 << 17);
   }
   ~IdxFile() {
-    if (file_ != nullptr) gzclose(file_);
+    if (inflating_) inflateEnd(&stream_);
+    if (fd_ >= 0) ::close(fd_);
   }
   IdxFile(const IdxFile&) = delete;
   IdxFile& operator=(const IdxFile&) = delete;
@@ -71,10 +82,8 @@ class IdxFile {
   const std::string& path() const { return path_; }
 
   // The most bytes this file can deliver in all: its size when raw, the deflate bound when gzip.
-  uint64_t max_content_bytes() {
-    return gzdirect(file_) ? file_size_ : file_size_ * kMaxDeflateRatio + 1024;
-  }
-  bool is_gzip() { return gzdirect(file_) == 0; }
+  uint64_t max_content_bytes() const { return gzip_ ? file_size_ * kMaxDeflateRatio + 1024 : file_size_; }
+  bool is_gzip() const { return gzip_; }
   uint64_t file_size() const { return file_size_; }
 
   // Reads exactly `bytes` bytes; `what` says what was being read for the truncation message.
@@ -139,33 +148,118 @@ class IdxFile {
   }
 
   // True when bytes remain after what the header announced (a sign of a wrong header or a concatenated file).
+  // A gzip file must also end with its stream: bytes after it that are not another gzip stream, and a stream cut
+  // short (no end marker, CRC-32 or length), are refused here.
   bool has_trailing_data() {
     unsigned char byte = 0;
-    return gzread(file_, &byte, 1) > 0;
+    if (pull(&byte, 1) > 0) return true;
+    if (gzip_ && !member_ended_) {
+      throw InvalidArgument(fmt::format("IDX file {}: the gzip stream ends without its end marker and checksum: a "
+                                        "truncated file", path_));
+    }
+    return false;
   }
 
  private:
-  // One gzread of at most `want` bytes (> 0); `total` and `done` describe the whole read for messages.
-  uint64_t read_some(unsigned char* dst, uint64_t want, uint64_t total, uint64_t done, const std::string& what) {
-    // gzread takes an unsigned count and returns an int: read in chunks well below INT_MAX.
-    const unsigned chunk = static_cast<unsigned>(std::min<uint64_t>(want, 1u << 30));
-    const int got = gzread(file_, dst, chunk);
-    if (got < 0) {
-      int code = 0;
-      const char* message = gzerror(file_, &code);
-      throw InvalidArgument(fmt::format("IDX file {}: cannot read {} (zlib: {}): is it a damaged gzip file?", path_,
-                                        what, message != nullptr ? message : "unknown error"));
+  static constexpr size_t kInputChunk = size_t{1} << 17;
+
+  // Refills the input buffer when it is empty; false at the end of the file.
+  bool fill_input() {
+    if (available_ > 0) return true;
+    if (input_ended_) return false;
+    for (;;) {
+      const ssize_t n = ::read(fd_, input_.data(), input_.size());
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) {
+        throw InvalidArgument(fmt::format("IDX file {}: cannot read it: {}", path_, std::strerror(errno)));
+      }
+      if (n == 0) input_ended_ = true;
+      next_ = 0;
+      available_ = static_cast<size_t>(n);
+      return n > 0;
     }
+  }
+
+  // Up to `want` bytes of content (raw bytes, or inflated ones); 0 only at the content's end.
+  uint64_t pull(unsigned char* dst, uint64_t want) {
+    want = std::min<uint64_t>(want, uint64_t{1} << 30);
+    if (!gzip_) {
+      if (!fill_input()) return 0;
+      const size_t n = static_cast<size_t>(std::min<uint64_t>(want, available_));
+      std::memcpy(dst, input_.data() + next_, n);
+      next_ += n, available_ -= n;
+      return n;
+    }
+    for (;;) {
+      if (member_ended_) {
+        // After a stream: the end of the file, another gzip stream (concatenated files), or bytes that are neither.
+        if (!fill_input()) return 0;
+        if (available_ < 2 && !input_ended_) {
+          // The second magic byte may be in the next read: keep the first at the buffer's start.
+          input_[0] = input_[next_];
+          const ssize_t n = ::read(fd_, input_.data() + 1, input_.size() - 1);
+          if (n < 0 && errno != EINTR) {
+            throw InvalidArgument(fmt::format("IDX file {}: cannot read it: {}", path_, std::strerror(errno)));
+          }
+          if (n == 0) input_ended_ = true;
+          next_ = 0;
+          available_ = 1 + static_cast<size_t>(std::max<ssize_t>(n, 0));
+          continue;
+        }
+        if (available_ >= 2 && input_[next_] == 0x1f && input_[next_ + 1] == 0x8b) {
+          inflateReset(&stream_);
+          member_ended_ = false;
+        } else {
+          throw InvalidArgument(fmt::format("IDX file {}: {} byte(s) follow the end of its gzip stream that are not "
+                                            "another gzip stream: expected the file to end with the stream (a file "
+                                            "with bytes after its data is refused, gzip or raw)",
+                                            path_, file_size_ - consumed_input()));
+        }
+      }
+      fill_input();
+      stream_.next_in = input_.data() + next_;
+      stream_.avail_in = static_cast<uInt>(available_);
+      stream_.next_out = dst;
+      stream_.avail_out = static_cast<uInt>(want);
+      const int status = inflate(&stream_, Z_NO_FLUSH);
+      const size_t used = available_ - stream_.avail_in;
+      next_ += used, available_ -= used, consumed_ += used;
+      const uint64_t produced = want - stream_.avail_out;
+      if (status == Z_STREAM_END) {
+        member_ended_ = true;
+      } else if (status != Z_OK && !(status == Z_BUF_ERROR && input_ended_ && available_ == 0)) {
+        throw InvalidArgument(fmt::format("IDX file {}: cannot inflate it (zlib: {}): is it a damaged gzip file?",
+                                          path_, stream_.msg ? stream_.msg : zError(status)));
+      }
+      if (produced > 0) return produced;
+      if (!member_ended_ && input_ended_ && available_ == 0) return 0;  // the stream was cut short
+    }
+  }
+
+  // Bytes of the file inflate has taken so far (the rest of the buffer not yet).
+  uint64_t consumed_input() const { return consumed_; }
+
+  // One read of at most `want` bytes (> 0); `total` and `done` describe the whole read for messages.
+  uint64_t read_some(unsigned char* dst, uint64_t want, uint64_t total, uint64_t done, const std::string& what) {
+    const uint64_t got = pull(dst, want);
     if (got == 0) {
       throw InvalidArgument(fmt::format("IDX file {}: truncated while reading {}: expected {} bytes, found {}", path_,
                                         what, total, done));
     }
-    return static_cast<uint64_t>(got);
+    return got;
   }
 
   std::string path_;
-  gzFile file_ = nullptr;
+  int fd_ = -1;
   uint64_t file_size_ = 0;
+  bool gzip_ = false;
+  bool inflating_ = false;
+  z_stream stream_{};
+  bool member_ended_ = false;
+  std::vector<unsigned char> input_;
+  size_t next_ = 0, available_ = 0;  // unread input: input_[next_, next_ + available_)
+  bool input_ended_ = false;
+  uint64_t consumed_ = 0;
 };
 
 }  // namespace

@@ -176,6 +176,7 @@ class ChannelsLastFamily final : public KernelFamily {
     r.extra_sources.push_back(std::move(transposes));
     const int program = static_cast<int>(r.extra_sources.size());
     r.workspace_bytes = inner.workspace_bytes;
+    r.host_bytes = inner.host_bytes;
     r.staging_bytes = std::move(inner.staging_bytes);
     // Operand i's NCHW copy, where it needs one: staging(copy[i]).
     int copy[Problem::kOperands] = {-1, -1, -1};

@@ -4,6 +4,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cstdint>
 #include <string>
 
 #include "convtune/kernel_family.h"
@@ -47,6 +49,21 @@ class CpuFamily : public KernelFamily {
  private:
   Problem::Kind kind_;
 };
+
+// Why a CPU family's untuned plan would take memory out of proportion to the problem (empty when it would not): its
+// memory (workspace and host memory, KernelRecipe::limited_bytes) beyond 16 times the operands and 256 MiB. The
+// CPU backend's workspace limit is the host's memory, so without this a one-pixel layer at stride 16384 took 4.2 GB
+// (backward-data) and one of 40000 rows at stride 40000 6.4 GB (backward-filter); a family that needs less serves
+// them untuned instead. A named family still runs them within the limit.
+inline std::string memory_out_of_proportion(const KernelRecipe& recipe, const Problem& problem) {
+  double operands = 0;
+  for (int i = 0; i < Problem::kOperands; ++i)
+    operands += static_cast<double>(problem.operand(i).elements) * bytes_per_element(problem.type());
+  const double bytes = static_cast<double>(recipe.limited_bytes());
+  if (bytes <= std::max(16 * operands, double(uint64_t{256} << 20))) return {};
+  return fmt::format("its memory ({} bytes) is {:.0f} times its operands' ({} bytes)", recipe.limited_bytes(),
+                     bytes / std::max(operands, 1.0), static_cast<uint64_t>(operands));
+}
 
 // One launch of `kernel` in host program `program` on the problem's three operands; the problem's text and the
 // configuration travel as defines (PROBLEM and each parameter), read once when the program is built.

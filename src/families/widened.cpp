@@ -175,6 +175,7 @@ class WidenedFamily final : public KernelFamily {
     r.extra_sources.push_back(ProgramSource{runs_on_cpu_backend() ? kHostProgram : kKernelProgram, {}, {}, false});
     const int conversions = static_cast<int>(r.extra_sources.size());
     r.workspace_bytes = inner.workspace_bytes;
+    r.host_bytes = inner.host_bytes;
     r.staging_bytes = std::move(inner.staging_bytes);
     const int copies = static_cast<int>(r.staging_bytes.size());  // our copy of operand i: staging(copies + i)
     for (int i = 0; i < Problem::kOperands; ++i) r.staging_bytes.push_back(operand_elements(problem, i) * sizeof(float));

@@ -6,6 +6,7 @@
 #include <openssl/evp.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 
 #include "convtune/error.h"
@@ -235,6 +236,20 @@ void load_model_bytes(std::string bytes, const std::string& path, Network& netwo
   if (m.header.architecture != network.architecture()) {
     read.fail(fmt::format("architecture '{}', expected '{}'", m.header.architecture, network.architecture()));
   }
+  // Every field the writer puts in the header is there and says what the network is: a header that lacks one, or
+  // describes another input, is not this network's file, whatever its checksum says.
+  const nlohmann::json& input = read.array(h, "input", "header");
+  std::vector<int64_t> input_shape;
+  for (const nlohmann::json& d : input) {
+    if (!d.is_number_integer()) read.fail(fmt::format("header.input holds {}, expected integers", json_excerpt(d)));
+    input_shape.push_back(d.get<int64_t>());
+  }
+  if (input_shape != network.input_shape()) {
+    read.fail(fmt::format("header.input is {}, expected {} (the {} network's input)", shape_string(input_shape),
+                          shape_string(network.input_shape()), network.architecture()));
+  }
+  if (const nlohmann::json& metadata = read.field(h, "metadata", "header"); !metadata.is_object() && !metadata.is_null())
+    read.fail(fmt::format("header.metadata is {}, expected an object", json_excerpt(metadata)));
   const nlohmann::json& layers = read.array(h, "layers", "header");
   if (layers.size() != network.layers().size()) {
     read.fail(fmt::format("{} layers, the {} network has {}", layers.size(), network.architecture(),
@@ -288,6 +303,12 @@ void load_model_bytes(std::string bytes, const std::string& path, Network& netwo
     for (size_t j = 0; j < values[i].size(); ++j) {
       const uint32_t bits = read_le<uint32_t>(m.bytes, m.payload_at + offset + 4 * j);
       std::memcpy(&values[i][j], &bits, sizeof bits);
+      // Training never stores a NaN or an infinity that works: such a network answers nothing, and a checksum
+      // computed over the damage does not make it a model.
+      if (!std::isfinite(values[i][j])) {
+        read.fail(fmt::format("parameter {} (parameters[{}]) holds {} at element {}: expected finite weights",
+                              p.name, i, std::isnan(values[i][j]) ? "NaN" : "an infinity", j));
+      }
     }
     expected_offset = *end;
   }

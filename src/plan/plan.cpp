@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <limits>
+#include <mutex>
 #include <set>
 
 #include "convtune/error.h"
@@ -171,7 +172,7 @@ DefaultChoice choose_default(const PlanRequest& request, const DeviceInfo& info,
     }
     Config config = chosen->default_config(request.problem, info);
     if (free_choice && candidates.size() > 1 && config_problem(*chosen, config, request.problem, info).empty()) {
-      const size_t bytes = chosen->recipe(request.problem, request.epilogue, config, info).memory_bytes();
+      const size_t bytes = chosen->recipe(request.problem, request.epilogue, config, info).limited_bytes();
       if (bytes > limit) {
         *over_limit += fmt::format("; {} default skipped: its workspace ({} bytes) is over the workspace limit ({} bytes)",
                                    chosen->name(), bytes, limit);
@@ -282,7 +283,7 @@ PlanDescriptor PlanDescriptor::create_impl(const DeviceInfo& device, const PlanR
                              to_string(e.problem.conv().layout), family.name(),
                              to_string(request.problem.conv().layout));
         }
-        const size_t bytes = family.recipe(request.problem, request.epilogue, fitted, info).memory_bytes();
+        const size_t bytes = family.recipe(request.problem, request.epilogue, fitted, info).limited_bytes();
         if (bytes > limit) {
           return fmt::format("its workspace ({} bytes) is over the workspace limit ({} bytes)", bytes, limit);
         }
@@ -316,10 +317,15 @@ PlanDescriptor PlanDescriptor::create_impl(const DeviceInfo& device, const PlanR
     throw InvalidArgument(fmt::format("{} on {}", why, request.problem.to_string()));
   }
   d.recipe_ = d.family_->recipe(request.problem, request.epilogue, d.config_, info);
-  // Families whose constraints bound their workspace never get here over the limit; this holds the others to it.
-  if (d.recipe_.memory_bytes() > limit) {
-    throw InvalidArgument(fmt::format("{} on {} needs {} bytes of workspace, over the workspace limit of {} bytes",
-                                      d.describe(), request.problem.to_string(), d.recipe_.memory_bytes(), limit));
+  // Families whose constraints bound their workspace never get here over the limit; this holds the others to it,
+  // before anything is allocated.
+  if (d.recipe_.limited_bytes() > limit) {
+    throw InvalidArgument(fmt::format("{} on {} needs {} bytes of workspace{}, over the workspace limit of {} bytes",
+                                      d.describe(), request.problem.to_string(), d.recipe_.limited_bytes(),
+                                      d.recipe_.host_bytes ? fmt::format(" and host memory ({} of them host memory)",
+                                                                         d.recipe_.host_bytes)
+                                                           : std::string(),
+                                      limit));
   }
   return d;
 }
@@ -351,14 +357,58 @@ Plan Plan::create(Device& device, const KernelFamily& family, const PlanRequest&
   return Plan(device, PlanDescriptor::create(device.info(), family, request));
 }
 
+// What runs on one queue use: the launch steps' kernels, their fixed arguments set (buffers are bound per run),
+// and the workspace and staging buffers unless the caller brings them.
+struct PlanResources {
+  const Queue* queue = nullptr;  // the queue whose runs use them; null until a run takes them
+  std::vector<std::shared_ptr<Kernel>> kernels;
+  std::shared_ptr<Buffer> workspace;
+  std::vector<std::shared_ptr<Buffer>> staging;
+};
+
+// A kernel object's arguments are set and then enqueued, so two threads binding one kernel at once would launch
+// each other's operands (1-5 of 1,000 outputs wrong with 10 threads on one plan: data/repro/py-plan-thread-race.py
+// under tests/); a workspace shared by
+// two runs in flight at once is overwritten by the other. The lock makes binding and enqueueing one step; the
+// resources are per queue where runs on two queues could overlap on the device.
+struct Plan::Runs {
+  std::mutex mutex;
+  std::vector<PlanResources> resources;  // the first made with the plan
+};
+
+namespace {
+
+PlanResources make_resources(Device& device, const PlanDescriptor& descriptor,
+                             const std::vector<std::shared_ptr<Program>>& programs, bool external_workspace) {
+  const KernelRecipe& recipe = descriptor.recipe();
+  PlanResources r;
+  if (!external_workspace && recipe.workspace_bytes > 0) r.workspace = device.allocate(recipe.workspace_bytes);
+  if (!external_workspace)
+    for (size_t bytes : recipe.staging_bytes) r.staging.push_back(device.allocate(std::max<size_t>(bytes, 1)));
+  for (const LaunchStep& step : recipe.steps) {
+    if (step.program < 0 || static_cast<size_t>(step.program) >= programs.size()) {
+      throw InvalidArgument(fmt::format("{}: step {} names program {}, the recipe has {}", descriptor.describe(),
+                                        step.kernel, step.program, programs.size()));
+    }
+    std::shared_ptr<Kernel> kernel = programs[static_cast<size_t>(step.program)]->kernel(step.kernel);
+    // Values never change between runs: set once here. Buffers are set by run(), which may get other operands.
+    for (size_t a = 0; a < step.args.size(); ++a) {
+      if (step.args[a].kind == ArgSource::Kind::Value) kernel->set_arg(static_cast<int>(a), step.args[a].value);
+    }
+    r.kernels.push_back(std::move(kernel));
+  }
+  return r;
+}
+
+}  // namespace
+
 Plan::Plan(Device& device, PlanDescriptor descriptor, bool external_workspace)
     : device_(&device), descriptor_(std::move(descriptor)), family_name_(descriptor_.family().name()),
-      external_workspace_(external_workspace) {
+      external_workspace_(external_workspace), runs_(std::make_shared<Runs>()) {
   const KernelRecipe& recipe = descriptor_.recipe();
   programs_.push_back(device.build(recipe.source));
   from_cache_ = programs_.front()->from_cache();
   for (const ProgramSource& extra : recipe.extra_sources) programs_.push_back(device.build(extra));
-  if (!external_workspace_ && recipe.workspace_bytes > 0) workspace_ = device.allocate(recipe.workspace_bytes);
   // With the caller's workspace, staging buffers are ranges of it, made per run (so one plan may run on several
   // streams at once, each call with its own workspace); only devices with buffer views can carve them.
   if (external_workspace_ && !recipe.staging_bytes.empty() && device.info().backend == BackendKind::OpenCL) {
@@ -366,20 +416,7 @@ Plan::Plan(Device& device, PlanDescriptor descriptor, bool external_workspace)
                                   "no views of its buffers: make the plan with its own workspace",
                                   describe(), problem().to_string(), device.info().id));
   }
-  if (!external_workspace_)
-    for (size_t bytes : recipe.staging_bytes) staging_.push_back(device.allocate(std::max<size_t>(bytes, 1)));
-  for (const LaunchStep& step : recipe.steps) {
-    if (step.program < 0 || static_cast<size_t>(step.program) >= programs_.size()) {
-      throw InvalidArgument(fmt::format("{}: step {} names program {}, the recipe has {}", describe(), step.kernel,
-                                        step.program, programs_.size()));
-    }
-    std::shared_ptr<Kernel> kernel = programs_[static_cast<size_t>(step.program)]->kernel(step.kernel);
-    // Values never change between runs: set once here. Buffers are set by run(), which may get other operands.
-    for (size_t a = 0; a < step.args.size(); ++a) {
-      if (step.args[a].kind == ArgSource::Kind::Value) kernel->set_arg(static_cast<int>(a), step.args[a].value);
-    }
-    kernels_.push_back(std::move(kernel));
-  }
+  runs_->resources.push_back(make_resources(device, descriptor_, programs_, external_workspace_));
 }
 
 void Plan::run(Queue& queue, const Operands& operands, const Buffer* workspace) const {
@@ -398,27 +435,52 @@ void Plan::run(Queue& queue, const Operands& operands, const Buffer* workspace) 
                                         problem.to_string(), name, operands[i]->bytes(), needed));
     }
   }
-  const Buffer* scratch = workspace_.get();
   const KernelRecipe& recipe = descriptor_.recipe();
   std::vector<std::unique_ptr<Buffer>> views;  // staging buffers carved from the caller's workspace, this run's
-  std::vector<const Buffer*> staging;           // filled only for recipes with staging buffers (widened families)
-  if (!recipe.staging_bytes.empty())
-    for (const auto& owned : staging_) staging.push_back(owned.get());
   if (external_workspace_ && descriptor_.memory_bytes() > 0) {
     if (!workspace || workspace->bytes() < descriptor_.memory_bytes()) {
       throw InvalidArgument(fmt::format("{} on {}: the workspace holds {} bytes, expected at least {}", describe(),
                                         problem.to_string(), workspace ? workspace->bytes() : 0,
                                         descriptor_.memory_bytes()));
     }
-    scratch = workspace;
-    for (size_t i = 0; i < recipe.staging_bytes.size(); ++i) {
+    for (size_t i = 0; i < recipe.staging_bytes.size(); ++i)
       views.push_back(buffer_view(*device_, *workspace, recipe.staging_offset(i), recipe.staging_bytes[i]));
-      staging.push_back(views.back().get());
-    }
   }
+
+  // Held while the steps are bound and enqueued; on the CPU device the launches compute before they return, so
+  // there it covers the whole run (the host programs' own state, cpu_blocked's packed weights, included).
+  const std::lock_guard lock(runs_->mutex);
+  // Runs on one queue share its resources: an in-order queue runs them one after another. Where the plan owns
+  // memory and runs may overlap on the device (two queues of a kernel device), each queue has its own.
+  const bool per_queue =
+      !external_workspace_ && descriptor_.memory_bytes() > 0 && device_->info().backend != BackendKind::Cpu;
+  PlanResources* resources = &runs_->resources.front();
+  if (per_queue) {
+    resources = nullptr;
+    for (PlanResources& r : runs_->resources)
+      if (r.queue == &queue) resources = &r;
+    for (PlanResources& r : runs_->resources)
+      if (!resources && r.queue == nullptr) resources = &r;
+    if (!resources) {
+      if (runs_->resources.size() >= kMaxQueues) {
+        throw Unsupported(fmt::format("{} on {}: this plan has run on {} queues of {}, each with a workspace of its "
+                                      "own ({} bytes): make it with an external workspace to run on more queues "
+                                      "(each call then brings its own)",
+                                      describe(), problem.to_string(), kMaxQueues, device_->info().id,
+                                      descriptor_.memory_bytes()));
+      }
+      runs_->resources.push_back(make_resources(*device_, descriptor_, programs_, external_workspace_));
+      resources = &runs_->resources.back();
+    }
+    resources->queue = &queue;
+  }
+  const Buffer* scratch = external_workspace_ ? workspace : resources->workspace.get();
+  std::vector<const Buffer*> staging;  // filled only for recipes with staging buffers (widened families)
+  for (const auto& owned : resources->staging) staging.push_back(owned.get());
+  for (const auto& view : views) staging.push_back(view.get());
   const std::vector<LaunchStep>& steps = recipe.steps;
   for (size_t i = 0; i < steps.size(); ++i) {
-    Kernel& kernel = *kernels_[i];
+    Kernel& kernel = *resources->kernels[i];
     const std::vector<ArgSource>& args = steps[i].args;
     for (size_t a = 0; a < args.size(); ++a) {
       switch (args[a].kind) {

@@ -165,9 +165,8 @@ std::vector<TuneTaskResult> tune(Device& device, const std::vector<TuneTask>& al
   }
   if (options.repeats < 1) throw InvalidArgument(fmt::format("repeats={} is invalid: expected 1 or more", options.repeats));
   make_searcher(options.strategy, {});  // an unknown strategy fails now, listing the known ones
-  if (options.save && !database.user_file_error().empty()) {
-    throw TuningDatabaseError(database.user_file(), database.user_file_error() +
-                                                        "; fix or move it, tune into another file, or do not save");
+  if (const std::string refusal = database.save_refusal(); options.save && !refusal.empty()) {
+    throw TuningDatabaseError(database.user_file(), refusal + "; fix or move it, tune into another file, or do not save");
   }
   const auto start = Clock::now();
   // The last evaluations, storing and saving need a moment after the search: the search ends a little before the

@@ -63,6 +63,11 @@ TuningDatabase TuningDatabase::open_for_lookups(std::filesystem::path user_file,
                              "only). Fix or move it; `convtune db list` shows the problem.\n",
                              db.user_file_error());
   }
+  for (const std::string& error : db.damaged_entries()) {
+    if (warned.insert(error).second)
+      std::cerr << fmt::format("convtune: warning: {}; plans go on without this entry (the file's other entries are "
+                               "used). Fix or remove it.\n", error);
+  }
   for (const std::string& error : db.shipped_file_errors()) {
     if (warned.insert(error).second)
       std::cerr << fmt::format("convtune: warning: {}; plans go on without this shipped file.\n", error);
@@ -76,7 +81,9 @@ TuningDatabase::TuningDatabase(std::filesystem::path user_file, const std::files
   std::error_code ec;
   if (std::filesystem::exists(user_file_, ec) || ec) {
     try {
-      for (TuningEntry& e : read_tuning_file(user_file_)) insert_keeping_faster(user_entries_, std::move(e));
+      TuningFileEntries read = read_tuning_file_entries(user_file_);
+      for (TuningEntry& e : read.entries) insert_keeping_faster(user_entries_, std::move(e));
+      damaged_entries_ = std::move(read.damaged);
     } catch (const TuningDatabaseError& e) {
       // Keep nothing from a damaged file: half of it could be mistaken for all of it and then saved.
       user_entries_.clear();
@@ -93,7 +100,10 @@ TuningDatabase::TuningDatabase(std::filesystem::path user_file, const std::files
   std::sort(shipped_files_.begin(), shipped_files_.end());
   for (const auto& file : shipped_files_) {
     try {
-      for (TuningEntry& e : read_tuning_file(file)) shipped_entries_.emplace_back(std::move(e), file.string());
+      TuningFileEntries read = read_tuning_file_entries(file);
+      if (!read.damaged.empty() && !tolerate_shipped) throw TuningDatabaseError(file, read.damaged.front());
+      for (TuningEntry& e : read.entries) shipped_entries_.emplace_back(std::move(e), file.string());
+      for (std::string& error : read.damaged) shipped_file_errors_.push_back(std::move(error));
     } catch (const TuningDatabaseError& e) {
       if (!tolerate_shipped) throw;
       shipped_file_errors_.push_back(e.what());
@@ -143,7 +153,21 @@ MergeCounts TuningDatabase::merge(const std::vector<TuningEntry>& entries) {
   return counts;
 }
 
-MergeCounts TuningDatabase::merge_file(const std::filesystem::path& path) { return merge(read_tuning_file(path)); }
+MergeCounts TuningDatabase::merge_file(const std::filesystem::path& path) {
+  TuningFileEntries read = read_tuning_file_entries(path);
+  MergeCounts counts = merge(read.entries);
+  counts.damaged = std::move(read.damaged);
+  return counts;
+}
+
+std::string TuningDatabase::save_refusal() const {
+  if (!user_file_error_.empty()) return user_file_error_;
+  if (damaged_entries_.empty()) return {};
+  return fmt::format("{}{}: writing the file would drop {}", damaged_entries_.front(),
+                     damaged_entries_.size() > 1 ? fmt::format(" (and {} more damaged entries)", damaged_entries_.size() - 1)
+                                                 : std::string(),
+                     damaged_entries_.size() > 1 ? "them" : "it");
+}
 
 size_t TuningDatabase::prune_if(const std::function<bool(const TuningEntry&)>& remove) {
   revision_ = next_revision();
@@ -212,6 +236,7 @@ void TuningDatabase::save() {
   changed_keys_.clear();
   pruned_keys_.clear();
   user_file_error_.clear();
+  damaged_entries_.clear();
 }
 
 std::vector<ListedEntry> TuningDatabase::list(const EntryFilter& filter) const {

@@ -243,9 +243,10 @@ TuningEntry tuning_entry_from_json(const nlohmann::json& json, const std::string
       fields = {{"M", g.m}, {"N", g.n}, {"K", g.k}, {"batch", g.batch}};
     }
     for (const auto& [name, expected] : fields) {
-      const auto it = shape.find(name);
-      if (it == shape.end()) continue;
       const std::string field = std::string("shape.") + name;
+      // Every field or none (the shape is optional): a shape missing some says less than it seems to.
+      const auto it = shape.find(name);
+      if (it == shape.end()) read.fail(field, "is missing (a shape gives every extent of its problem)");
       if (!it->is_number_integer()) read.fail(field, fmt::format("must be an integer, found {}", json_excerpt(*it)));
       if (*it != expected) read.fail(field, fmt::format("is {} but the problem says {}", json_excerpt(*it), expected));
     }
@@ -269,6 +270,7 @@ TuningEntry tuning_entry_from_json(const nlohmann::json& json, const std::string
   e.time_ms = read.number("time_ms");
   if (!(e.time_ms > 0)) read.fail("time_ms", fmt::format("must be a positive time, found {}", e.time_ms));
   e.gflops = read.number("gflops");
+  if (!(e.gflops > 0)) read.fail("gflops", fmt::format("must be a positive rate, found {}", e.gflops));
   e.date = read.text("date");
   e.convtune_version = read.text("convtune_version");
   return e;

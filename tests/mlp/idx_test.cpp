@@ -1,5 +1,6 @@
 // IDX reader: raw and gzip files round-trip, every malformed input gives an error naming the file, and a header
 // never makes the reader allocate more than the file can hold.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -16,6 +17,7 @@
 
 #include "convtune/data/idx.h"
 #include "convtune/error.h"
+#include "src/core/atomic_file.h"
 
 using namespace convtune;
 namespace fs = std::filesystem;
@@ -156,6 +158,41 @@ TEST_F(IdxTest, TruncatedFilesNameTheFile) {
   long_bytes.push_back(7);
   const std::string long_message = error_of(write("long", long_bytes), labels);
   EXPECT_NE(long_message.find("long: data continues after the 3 images"), std::string::npos) << long_message;
+}
+
+// zlib's gzread read a gzip file's stream and ignored whatever followed it: bytes after a gzip stream are refused as
+// bytes after a raw file's data are. Concatenated gzip streams are one file (gzip's own rule) and still read.
+TEST_F(IdxTest, BytesAfterTheGzipStreamAreRefusedAsInARawFile) {
+  const auto labels = write("lab.gz", idx1({1, 2, 3}), true);
+  const std::string images = write("img.gz", idx3(3, 4, 4), true);
+  ASSERT_NO_THROW(data::load_idx_pair(images, labels, 10, -1));
+  const std::string stream = read_file(images);
+  for (const std::string& tail : {std::string("x"), std::string(1000, '\0'), std::string("\x1f")}) {
+    write_file_atomic(dir_ / "tail.gz", stream + tail);
+    const std::string message = error_of((dir_ / "tail.gz").string(), labels);
+    EXPECT_NE(message.find(fmt::format("tail.gz: {} byte(s) follow the end of its gzip stream", tail.size())),
+              std::string::npos) << message;
+  }
+  // The labels too.
+  write_file_atomic(dir_ / "labtail.gz", read_file(labels) + "junk");
+  const std::string message = error_of(images, (dir_ / "labtail.gz").string());
+  EXPECT_NE(message.find("labtail.gz: 4 byte(s) follow the end of its gzip stream"), std::string::npos) << message;
+  // Two gzip streams one after the other: the data continues in the second.
+  const auto bytes = idx3(3, 4, 4);
+  const std::string first = read_file(write("a.gz", std::vector<unsigned char>(bytes.begin(), bytes.begin() + 20), true));
+  const std::string second = read_file(write("b.gz", std::vector<unsigned char>(bytes.begin() + 20, bytes.end()), true));
+  write_file_atomic(dir_ / "two.gz", first + second);
+  EXPECT_NO_THROW(data::load_idx_pair((dir_ / "two.gz").string(), labels, 10, -1));
+  // A stream cut before its end marker and checksum, though every announced byte is there.
+  write_file_atomic(dir_ / "cut.gz", stream.substr(0, stream.size() - 4));
+  const std::string cut = error_of((dir_ / "cut.gz").string(), labels);
+  EXPECT_NE(cut.find("cut.gz"), std::string::npos) << cut;
+  // A damaged stream names zlib's reason.
+  std::string damaged = stream;
+  damaged[damaged.size() - 6] ^= 0x55;  // the CRC-32
+  write_file_atomic(dir_ / "crc.gz", damaged);
+  const std::string crc = error_of((dir_ / "crc.gz").string(), labels);
+  EXPECT_NE(crc.find("crc.gz: cannot inflate it (zlib: incorrect data check)"), std::string::npos) << crc;
 }
 
 TEST_F(IdxTest, CountMismatchNamesBothFiles) {

@@ -152,6 +152,66 @@ TEST_F(ModelFile, ReproducersAreRefusedNamingTheFieldAndWhatWasExpected) {
                "model-payload-bytes-float-ub.model", "header.payload_bytes is 1e+30, expected an integer of 0 or more");
 }
 
+// A model file of version 1 (FNV-1a checksum, which a test can compute) with `header` and `payload`: a forged file
+// whose checksum is right, so only the reader's checks of what it says stand between it and the network.
+std::string forged_model(const nlohmann::json& header, const std::string& payload) {
+  const std::string json = header.dump();
+  std::string file = "CVTMODEL";
+  for (uint32_t v : {uint32_t{1}, static_cast<uint32_t>(json.size())})
+    for (int i = 0; i < 4; ++i) file.push_back(static_cast<char>((v >> (8 * i)) & 0xff));
+  file += json + payload;
+  const uint64_t fnv = fnv1a64(file.data(), file.size());
+  for (int i = 0; i < 8; ++i) file.push_back(static_cast<char>((fnv >> (8 * i)) & 0xff));
+  return file;
+}
+
+// model-nan-weights-accepted.model (issue 55): a valid checksum over all-NaN weights loaded, "accuracy 0.0800".
+// Weights must be finite, and every header field the writer puts there must be there and describe this network.
+TEST_F(ModelFile, HeadersThatDoNotDescribeTheNetworkAndWeightsThatAreNotFiniteAreRefused) {
+  const std::string repro = std::string(CONVTUNE_TEST_DATA_DIR) + "/repro/";
+  expect_error([&] { load_network(repro + "model-nan-weights-accepted.model", runtime_); },
+               "model-nan-weights-accepted.model",
+               "parameter conv1.weight (parameters[0]) holds NaN at element 0: expected finite weights");
+
+  auto net = make_network(runtime_, "lenet-small");
+  net->initialize(2);
+  const std::string file = path("fields.model");
+  save_model(file, *net, {{"epochs", 1}});
+  const nlohmann::json header = read_model_header(file).header;
+  const std::string bytes = read_file(file);
+  const std::string payload = bytes.substr(16 + header.dump().size(), bytes.size() - 16 - header.dump().size() - 32);
+  ASSERT_EQ(payload.size(), header["payload_bytes"].get<size_t>());
+  write_file_atomic(path("forged.model"), forged_model(header, payload));
+  EXPECT_NO_THROW(load_network(path("forged.model"), runtime_));  // the forgery itself is sound
+
+  auto refused = [&](const nlohmann::json& h, const std::string& p, const std::string& phrase) {
+    write_file_atomic(path("forged.model"), forged_model(h, p));
+    auto target = make_network(runtime_, "lenet-small");
+    target->initialize(5);
+    const std::vector<float> before = runtime_.download(target->parameters().front()->value);
+    expect_error([&] { load_model(path("forged.model"), *target); }, path("forged.model"), phrase);
+    EXPECT_EQ(runtime_.download(target->parameters().front()->value), before) << phrase;  // nothing loaded
+  };
+  nlohmann::json h = header;
+  h.erase("input");
+  refused(h, payload, "header has no field 'input'");
+  h = header;
+  h["input"] = {3, 28, 28};
+  refused(h, payload, "header.input is 3x28x28, expected 1x28x28");
+  h["input"] = {1, 28.5, 28};
+  refused(h, payload, "header.input holds 28.5, expected integers");
+  h = header;
+  h.erase("metadata");
+  refused(h, payload, "header has no field 'metadata'");
+  h["metadata"] = "trained";
+  refused(h, payload, "header.metadata is \"trained\", expected an object");
+  std::string infinite = payload;
+  const size_t second = header["parameters"][1]["offset"].get<size_t>();
+  for (int i = 0; i < 4; ++i) infinite[second + 12 + i] = "\x00\x00\x80\x7f"[i];  // +inf, little-endian
+  refused(header, infinite, fmt::format("parameter {} (parameters[1]) holds an infinity at element 3",
+                                        header["parameters"][1]["name"].get<std::string>()));
+}
+
 TEST_F(ModelFile, VersionTwoEndsInSha256AndVersionOneFilesStillLoad) {
   auto net = make_network(runtime_, "lenet-small");
   net->initialize(3);

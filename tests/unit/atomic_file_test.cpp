@@ -8,6 +8,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 
 #include "convtune/error.h"
 #include "src/core/atomic_file.h"
@@ -122,5 +123,69 @@ TEST(AtomicFile, StaleTemporariesOfDeadProcessesOnlyAreRemoved) {
   EXPECT_FALSE(fs::exists(dir / stale));
   for (const std::string& name : {live, std::string("model.bin.tmp.1x.2"), std::string("other.tmp.1.1")})
     EXPECT_TRUE(fs::exists(dir / name)) << name;
+  fs::remove_all(dir);
+}
+
+// symlink-db.sh: `--db` a symbolic link. The rename replaced the link with a regular file, the target was never
+// updated and the lock was taken beside the link. Writes now go through the link to its target, the lock is the
+// target's, and the link stays.
+TEST(AtomicFile, WritesGoThroughSymbolicLinksToTheirTarget) {
+  const auto dir = fresh_dir("symlink");
+  fs::create_directories(dir / "real");
+  const fs::path target = dir / "real" / "tuning.json";
+  write_file_atomic(target, "old");
+  fs::create_symlink(target, dir / "absolute.json");
+  fs::create_symlink(fs::path("real") / "tuning.json", dir / "relative.json");  // relative to the link's folder
+  fs::create_symlink(dir / "relative.json", dir / "chain.json");                // a link to a link
+  for (const char* name : {"absolute.json", "relative.json", "chain.json"}) {
+    const fs::path link = dir / name;
+    EXPECT_EQ(write_target(link), target) << name;
+    write_file_atomic(link, name);
+    EXPECT_TRUE(fs::is_symlink(link)) << name;
+    EXPECT_EQ(read_file(target), name);
+    EXPECT_NO_THROW(check_writable(link, "--db"));
+  }
+  {
+    FileLock lock(dir / "chain.json");
+    EXPECT_TRUE(fs::exists(dir / "real" / "tuning.json.lock"));
+    EXPECT_FALSE(fs::exists(dir / "chain.json.lock"));
+    // Any name of the file takes the same lock: a child locking through another link must wait.
+    const pid_t child = fork();
+    if (child == 0) {
+      try {
+        FileLock other(dir / "absolute.json", 0.2);
+        _exit(0);  // got the lock: wrong
+      } catch (const Error&) {
+        _exit(7);  // timed out: right
+      }
+    }
+    int status = 0;
+    waitpid(child, &status, 0);
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 7);
+  }
+  // A dangling link: its target is created, the link kept.
+  fs::create_symlink(dir / "real" / "new.json", dir / "dangling.json");
+  write_file_atomic(dir / "dangling.json", "made");
+  EXPECT_TRUE(fs::is_symlink(dir / "dangling.json"));
+  EXPECT_EQ(read_file(dir / "real" / "new.json"), "made");
+  // A loop is named, not followed forever.
+  fs::create_symlink(dir / "loop-b", dir / "loop-a");
+  fs::create_symlink(dir / "loop-a", dir / "loop-b");
+  EXPECT_TRUE(contains(message_of([&] { write_file_atomic(dir / "loop-a", "x"); }), "symbolic links in a row"));
+  // A link into a folder that does not exist: the folder is named.
+  fs::create_symlink(dir / "no-such-folder" / "x.json", dir / "nowhere.json");
+  EXPECT_TRUE(contains(message_of([&] { check_writable(dir / "nowhere.json", "--db"); }),
+                       "--db " + (dir / "nowhere.json").string() + " (a symbolic link to"));
+  fs::remove_all(dir);
+}
+
+// A path cut at a NUL byte by the system calls would name another file.
+TEST(AtomicFile, PathsWithANulByteAreRefused) {
+  const auto dir = fresh_dir("nul");
+  write_file_atomic(dir / "a", "a");
+  const fs::path cut(std::string((dir / "a").string()) + std::string(1, '\0') + "b");
+  EXPECT_TRUE(contains(message_of([&] { read_file(cut); }), "the path holds a NUL byte"));
+  EXPECT_TRUE(contains(message_of([&] { write_file_atomic(cut, "x"); }), "the path holds a NUL byte"));
+  EXPECT_EQ(read_file(dir / "a"), "a");
   fs::remove_all(dir);
 }

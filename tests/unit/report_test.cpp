@@ -10,6 +10,7 @@
 #include <limits>
 
 #include "convtune/error.h"
+#include "src/core/atomic_file.h"
 #include "tools/convtune/report.h"
 #include "tools/convtune/suite.h"
 #include "tools/convtune/svg_chart.h"
@@ -65,16 +66,25 @@ TEST(Report, AbsurdGflopsDrawWithoutWritingOutOfBounds) {
   EXPECT_TRUE(contains(svg_heatmap(map), "</svg>"));
 }
 
-// tunelog-float-param-to-int64-ub.json: a parameter of 6.5e21 was converted to int64 (undefined behaviour).
+// tunelog-float-param-to-int64-ub.json: a parameter of 6.5e21 was converted to int64 (undefined behaviour). The
+// fuzzed file also holds a key twice in its first trial, which is refused first now; the parameter's check is
+// tested on the same file with that key renamed.
 TEST(Report, TuneLogFieldsAreCheckedAndNamed) {
   EXPECT_TRUE(contains(message_of([] { TuneLog::load(kRepro + "tunelog-float-param-to-int64-ub.json"); }),
-                       "trials[2]: parameter BATCH_CHUNK is 6.492233720368548e+21, expected a 64-bit integer"));
+                       "(at trials[0]): the key \"problem\" appears twice in one object"));
   const fs::path dir = fs::temp_directory_path() / ("convtune_report_test_" + std::to_string(getpid()));
   fs::create_directories(dir);
   auto error_for = [&](const std::string& text) {
     std::ofstream(dir / "log.json") << text;
     return message_of([&] { TuneLog::load(dir / "log.json"); });
   };
+  std::string repro = read_file(kRepro + "tunelog-float-param-to-int64-ub.json");
+  const std::string twice = "\"problem\": \"N=64,C=1,H=28,W=28,K=8,R=5,S=5,stride=1ilter\"";
+  ASSERT_NE(repro.find(twice), std::string::npos);
+  repro.replace(repro.find(twice), std::string("\"problem\"").size(), "\"problem_cut\"");
+  EXPECT_TRUE(contains(error_for(repro),
+                       "trials[2]: parameter BATCH_CHUNK is 6.492233720368548e+21, expected a 64-bit integer"))
+      << error_for(repro);
   EXPECT_TRUE(contains(error_for("{\"trials\": [{\"layer\": 3}]}"), "trials[0]: field 'layer' is 3, expected a string"));
   EXPECT_TRUE(contains(error_for(log_of({trial(-5)})), "trials[0]: field 'gflops' is -5.0, expected a number of 0 or more"));
   EXPECT_TRUE(contains(error_for("{\"trials\": [], \"tasks\": [{\"layer\": \"l\", \"problem\": \"N=1,H=3\", \"family\": "

@@ -441,7 +441,9 @@ TEST_F(TuningDbTest, WrongTypesNameTheFileTheEntryAndTheField) {
     db.insert(entry(kH200, kLayer, 1.0));
     EXPECT_THROW(db.save(), TuningDatabaseError);
     EXPECT_EQ(read_file(file_), broken);
-    return db.user_file_error();
+    // A damaged entry is left out and named (the file's structure, the whole file); either way a writer refuses.
+    EXPECT_FALSE(db.save_refusal().empty());
+    return db.damaged_entries().empty() ? db.user_file_error() : db.damaged_entries().front();
   };
   const std::string where = "tuning database " + file_.string() + ": entry 0 (implicit_gemm " + kLayer.to_string() + ")";
   EXPECT_EQ(error_for("\"time_ms\": 1.0", "\"time_ms\": \"fast\""),
@@ -492,12 +494,12 @@ TEST_F(TuningDbTest, ConcurrentSavesDoNotEraseEachOther) {
 
 TEST_F(TuningDbTest, MergeKeepsTheFasterPerKey) {
   TuningDatabase mine(file_);
-  mine.insert(entry(kH100, kLayer, 1.0, 8));
-  mine.insert(entry(kH100, kLayer.with_direction(Direction::BackwardFilter), 1.0, 8));
+  mine.insert(entry(kH100, kLayer, 1.0, 32));
+  mine.insert(entry(kH100, kLayer.with_direction(Direction::BackwardFilter), 1.0, 32));
   TuningDatabase theirs(dir_ / "theirs.json");
   theirs.insert(entry(kH100, kLayer, 0.5, 16));                                           // faster: replaces
   theirs.insert(entry(kH100, kLayer.with_direction(Direction::BackwardFilter), 4.0, 16));  // slower: ours kept
-  theirs.insert(entry(kA100, kLayer, 2.0, 32));                                           // new
+  theirs.insert(entry(kA100, kLayer, 2.0, 64));                                           // new
   theirs.save();
 
   const MergeCounts counts = mine.merge_file(dir_ / "theirs.json");
@@ -506,14 +508,23 @@ TEST_F(TuningDbTest, MergeKeepsTheFasterPerKey) {
   EXPECT_EQ(counts.kept, 1u);
   EXPECT_EQ(mine.user_entry_count(), 3u);
   EXPECT_EQ(mine.lookup(kLayer, kH100, kVersions).entry->parameters.at("TILE_M"), 16);
-  EXPECT_EQ(mine.lookup(kLayer.with_direction(Direction::BackwardFilter), kH100, kVersions).entry->parameters.at("TILE_M"), 8);
+  EXPECT_EQ(mine.lookup(kLayer.with_direction(Direction::BackwardFilter), kH100, kVersions).entry->parameters.at("TILE_M"), 32);
 
-  write(dir_ / "broken.json", "{\"format\": \"convtune-tuning-db\", \"format_version\": 1, \"entries\": [{}]}");
+  // A damaged entry is left out, named; the file's sound entries merge.
+  const std::string sound = read_file(dir_ / "theirs.json");
+  write(dir_ / "broken.json", std::string(sound).replace(sound.find("\"entries\": ["), 12, "\"entries\": [{}, "));
+  const MergeCounts partly = mine.merge_file(dir_ / "broken.json");
+  ASSERT_EQ(partly.damaged.size(), 1u);
+  EXPECT_TRUE(contains(partly.damaged[0], (dir_ / "broken.json").string() + ": entry 0: field 'family' is missing"))
+      << partly.damaged[0];
+  EXPECT_EQ(partly.kept, 3u);
+  // A file whose structure is wrong is refused whole.
+  write(dir_ / "broken.json", "{\"format\": \"convtune-tuning-db\", \"format_version\": 1, \"entries\": {}}");
   try {
     mine.merge_file(dir_ / "broken.json");
     FAIL() << "expected an error";
   } catch (const TuningDatabaseError& e) {
-    EXPECT_TRUE(contains(e.what(), (dir_ / "broken.json").string() + ": entry 0: field 'family' is missing"))
+    EXPECT_TRUE(contains(e.what(), (dir_ / "broken.json").string() + ": field 'entries' must be an array"))
         << e.what();
   }
   EXPECT_EQ(mine.user_entry_count(), 3u);
@@ -522,7 +533,7 @@ TEST_F(TuningDbTest, MergeKeepsTheFasterPerKey) {
 TEST_F(TuningDbTest, PruneRemovesStaleEntriesAndSaveDoesNotBringThemBack) {
   TuningDatabase db(file_);
   db.insert(entry(kH100, kLayer, 1.0));                                                    // fresh
-  db.insert(entry(kH100, kLayer, 0.9, 8, "implicit_gemm", 1));                     // older kernel version
+  db.insert(entry(kH100, kLayer, 0.9, 16, "implicit_gemm", 1));                    // older kernel version
   db.insert(entry(gpu(kH100.name, "sm_90", kH100.vendor, "535.104"), kLayer, 0.8));        // old driver
   db.insert(entry(kRadeon, kLayer, 3.0, 64, "direct_tiled", 1));                     // another machine's
   db.insert(entry(kA100, kLayer, 2.0, 64, "winograd", 1));                            // family not asked about
@@ -546,8 +557,8 @@ TEST_F(TuningDbTest, ShippedDefaultsAreReadOnlyAndRankBehindTheUsersOwn) {
   fs::create_directories(shipped);
   {
     TuningDatabase maker(shipped / "nvidia.json");
-    maker.insert(entry(kH100, kLayer, 1.0, 256));
-    maker.insert(entry(kA100, kLayer, 1.0, 512));
+    maker.insert(entry(kH100, kLayer, 1.0, 128));
+    maker.insert(entry(kA100, kLayer, 1.0, 16));
     maker.save();
   }
   const std::string shipped_text = read_file(shipped / "nvidia.json");
@@ -730,7 +741,7 @@ TEST_F(TuningDbTest, LookupsWarnOnceAndGoOnWithoutADamagedFile) {
   {
     TuningDatabase maker(shipped / "good.json");
     fs::create_directories(shipped);
-    maker.insert(entry(kH100, kLayer, 1.0, 256));
+    maker.insert(entry(kH100, kLayer, 1.0, 128));
     maker.save();
   }
   write(shipped / "bad.json", "[[[[");
@@ -742,7 +753,7 @@ TEST_F(TuningDbTest, LookupsWarnOnceAndGoOnWithoutADamagedFile) {
   EXPECT_EQ(std::count(warnings.begin(), warnings.end(), '\n'), 2) << warnings;
   EXPECT_TRUE(contains(warnings, file_.string() + " is not valid JSON")) << warnings;
   EXPECT_TRUE(contains(warnings, (shipped / "bad.json").string())) << warnings;
-  EXPECT_EQ(second.lookup(kLayer, kH100, kVersions).entry->parameters.at("TILE_M"), 256);
+  EXPECT_EQ(second.lookup(kLayer, kH100, kVersions).entry->parameters.at("TILE_M"), 128);
   // A writer still refuses the damaged shipped file: that is a broken install.
   EXPECT_THROW(TuningDatabase(file_, shipped), TuningDatabaseError);
 }
@@ -820,4 +831,83 @@ TEST_F(TuningDbTest, AnEntryAnotherProcessRemovedIsNotWrittenBack) {
   EXPECT_EQ(reloaded.user_entry_count(), 2u);
   EXPECT_TRUE(reloaded.list(EntryFilter{.device = kH100.name}).empty());
   EXPECT_EQ(second.user_entry_count(), 2u);
+}
+
+// The second round's databases (tests/data/repro, issue 55): entries a search could never have stored were listed,
+// merged and run under another value (COLS=-1 ran as COLS=1, labelled exact), and a second "entries" key made every
+// entry vanish. A damaged entry is now left out and named (file, entry, field); the rest of the file serves; a
+// writer refuses the file and leaves it as it was; a file whose structure is in doubt is refused whole.
+TEST_F(TuningDbTest, EntriesOutsideTheirFamilysSearchSpaceAreLeftOutAndNamed) {
+  const fs::path repro = fs::path(CONVTUNE_TEST_DATA_DIR) / "repro";
+  const std::string sound = read_file(repro / "db-valid-for-symlink.json");
+  {
+    write(file_, sound);
+    const TuningDatabase db(file_);
+    EXPECT_EQ(db.user_entry_count(), 2u);
+    EXPECT_TRUE(db.damaged_entries().empty()) << db.damaged_entries().front();
+    EXPECT_EQ(db.save_refusal(), "");
+  }
+  const std::string where = "tuning database " + file_.string() + ": entry ";
+  auto check_damaged = [&](const std::string& text, size_t sound_entries, const std::string& phrase) {
+    write(file_, text);
+    TuningDatabase db(file_);
+    EXPECT_EQ(db.user_file_error(), "");
+    EXPECT_EQ(db.user_entry_count(), sound_entries) << phrase;
+    ASSERT_EQ(db.damaged_entries().size(), 1u) << phrase;
+    EXPECT_TRUE(contains(db.damaged_entries()[0], where)) << db.damaged_entries()[0];
+    EXPECT_TRUE(contains(db.damaged_entries()[0], phrase)) << db.damaged_entries()[0];
+    EXPECT_TRUE(contains(db.save_refusal(), phrase)) << db.save_refusal();
+    db.insert(entry(kH100, kLayer, 1.0));
+    EXPECT_THROW(db.save(), TuningDatabaseError) << phrase;
+    EXPECT_EQ(read_file(file_), text) << phrase;
+  };
+  check_damaged(read_file(repro / "db-unknown-family-accepted.json"), 0,
+                "entry 0 (x N=1,C=4,H=8,W=8,K=4,R=3,S=3,stride=1,pad=1,dilation=1,groups=1,dir=fwd,type=fp32,"
+                "math=fp32): field 'family' is \"x\": no kernel family of this convtune has that name");
+  check_damaged(read_file(repro / "db-param-out-of-range-accepted.json"), 0,
+                "field 'parameters.COLS' is -1: expected one of 1, 2, 3, 4");
+  auto edited = [&](const std::string& from, const std::string& to) {
+    std::string text = sound;
+    const size_t at = text.find(from);
+    EXPECT_NE(at, std::string::npos) << from;
+    return text.replace(at, from.size(), to);
+  };
+  // The attack's other values of COLS, and the other fields the issue names.
+  for (const char* cols : {"1000000000", "4294967300", "-9223372036854775808", "9223372036854775807", "0"})
+    check_damaged(edited("\"COLS\": 4", std::string("\"COLS\": ") + cols), 1,
+                  std::string("field 'parameters.COLS' is ") + cols + ": expected one of");
+  check_damaged(edited("\"gflops\": 20.434589800443458", "\"gflops\": 0"), 1, "field 'gflops' must be a positive rate");
+  check_damaged(edited("\"gflops\": 20.434589800443458", "\"gflops\": -20.4"), 1, "field 'gflops' must be a positive rate");
+  check_damaged(edited("\"time_ms\": 0.000902", "\"time_ms\": -0.5"), 1, "field 'time_ms' must be a positive time");
+  check_damaged(edited("\"W\": 8,", ""), 1, "field 'shape.W' is missing");
+  check_damaged(edited("\"THREADS\": 1", "\"THREADS\": 1, \"THREADS\": 2"), 1,
+                "entry 1: the key \"THREADS\" appears twice (at entries[1].parameters): expected each key once");
+  check_damaged(edited("\"family\": \"cpu_direct\"", "\"family\": \"cpu_gemm\""), 1,
+                "field 'family' is cpu_gemm, which computes matrix products, but the problem is a convolution");
+  // A second "entries" key: the file's structure is in doubt, the whole file refused and never rewritten.
+  const std::string twice = read_file(repro / "db-dup-keys-drops-entries.json");
+  write(file_, twice);
+  TuningDatabase db(file_);
+  EXPECT_EQ(db.user_entry_count(), 0u);
+  EXPECT_TRUE(contains(db.user_file_error(), "the key \"entries\" appears twice at the top level")) << db.user_file_error();
+  db.insert(entry(kH100, kLayer, 1.0));
+  EXPECT_THROW(db.save(), TuningDatabaseError);
+  EXPECT_EQ(read_file(file_), twice);
+  // Lookups never run a damaged entry under another value: the COLS=-1 entry is not there to find.
+  // (The reproducer's entries carry the source hash of their day; as today's version 1 they are current but for the
+  // damage.)
+  std::string out_of_range = read_file(repro / "db-param-out-of-range-accepted.json");
+  for (size_t at; (at = out_of_range.find("\"source_hash\": \"")) != std::string::npos;)
+    out_of_range.replace(at, out_of_range.find('"', at + 15) + 1 - at, "\"kernel_version\": 1");
+  write(file_, out_of_range);
+  const TuningDatabase lookups(file_);
+  DeviceInfo cpu_device;
+  cpu_device.backend = BackendKind::Cpu;
+  cpu_device.name = "AMD EPYC";
+  cpu_device.vendor = "AuthenticAMD";
+  cpu_device.architecture = "avx512, 2 threads, L1d 32 KiB, L2 1 MiB, L3 32 MiB";
+  cpu_device.driver_version = "n/a";
+  const auto found = lookups.lookup(parse_any_problem("N=1,C=4,H=8,K=4,R=3,pad=1"), cpu_device,
+                                    {{"cpu_blocked", 1}});
+  EXPECT_FALSE(found.entry.has_value());
 }

@@ -37,6 +37,8 @@ std::filesystem::path db_path(const DbOptions& opt) {
 TuningDatabase open_database(const DbOptions& opt) {
   TuningDatabase db(db_path(opt), shipped_tuning_dir());
   if (!db.user_file_error().empty()) std::cerr << "db: warning: " << db.user_file_error() << "\n";
+  for (const std::string& damaged : db.damaged_entries())
+    std::cerr << "db: warning: " << damaged << "; entry left out (fix or remove it)\n";
   return db;
 }
 
@@ -144,6 +146,8 @@ void add_db_command(CLI::App& app) {
   merge->callback([opt] {
     TuningDatabase database = open_database(*opt);
     const MergeCounts counts = database.merge_file(opt->merge_file);
+    for (const std::string& damaged : counts.damaged)
+      std::cerr << "db: warning: " << damaged << "; entry not merged\n";
     save(database, *opt);
     std::cout << fmt::format("merged {} into {}: {} added, {} replaced (faster), {} kept (ours at least as fast)\n",
                              opt->merge_file, database.user_file().string(), counts.added, counts.replaced, counts.kept);

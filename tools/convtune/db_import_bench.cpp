@@ -13,6 +13,7 @@
 #include "convtune/kernel_family.h"
 #include "convtune/plan.h"
 #include "src/core/atomic_file.h"
+#include "src/core/json_reader.h"
 #include "src/tuning_db/tuning_database.h"
 #include "tools/convtune/commands.h"
 #include "tools/convtune/options.h"
@@ -90,11 +91,11 @@ void add_db_import_bench_command(CLI::App& db) {
                                          : path->count()   ? std::filesystem::path(path->as<std::string>())
                                                            : TuningDatabase::default_user_file();
     TuningDatabase database(target, shipped_tuning_dir());
-    if (!database.user_file_error().empty()) throw InvalidArgument(database.user_file_error());
+    if (const std::string refusal = database.save_refusal(); !refusal.empty()) throw InvalidArgument(refusal);
     nlohmann::json doc;
     try {
-      doc = nlohmann::json::parse(read_file(opt->file));
-    } catch (const nlohmann::json::exception& e) {
+      doc = parse_json(read_file(opt->file));
+    } catch (const InvalidArgument& e) {
       throw InvalidArgument(fmt::format("{} is not valid JSON: {}", opt->file, e.what()));
     }
     if (!doc.is_object() || !doc.contains("rows") || !doc["rows"].is_array())

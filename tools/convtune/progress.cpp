@@ -10,6 +10,8 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "convtune/error.h"
+
 namespace convtune::cli {
 
 std::string format_duration(double seconds) {
@@ -83,7 +85,10 @@ void Progress::draw(int64_t done, const std::string& status, bool final) {
   else if (done > 0) timing = fmt::format("ETA {}", format_duration(elapsed * (1 - fraction) / fraction));
   // One column spare: a line that fills the last column makes some terminals wrap before the \r.
   const size_t columns = terminal_columns(STDERR_FILENO);
-  const std::string line = format_progress_line(label_, fraction, status, timing, columns ? columns - 1 : 0);
+  // Written with fprintf (its own \r and erase-line), past the filter std::cerr has: the label and status (layer
+  // names from a suite file) made printable here.
+  const std::string line =
+      format_progress_line(printable(label_), fraction, printable(status), timing, columns ? columns - 1 : 0);
   if (tty_) std::fprintf(stderr, "\r\033[K%s%s", line.c_str(), final ? "\n" : "");
   else std::fprintf(stderr, "%s\n", line.c_str());
   std::fflush(stderr);

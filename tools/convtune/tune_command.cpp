@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <ctime>
 #include <iostream>
 #include <map>
@@ -191,8 +192,8 @@ void run_tune(const TuneCommandOptions& opt) {
   // layer whose plan came from a shipped entry got a slower tuned entry stored over it (H100, 3xtf32: alex2 forward
   // from fft's 0.51 ms to implicit_gemm_wgmma's 1.16 ms). Only the user file is written.
   TuningDatabase database = TuningDatabase::open_for_lookups(db_path, shipped_tuning_dir());
-  if (!database.user_file_error().empty() && !opt.no_save) {
-    throw Error(fmt::format("{}; fix or move it, tune with --db OTHER_FILE, or --no-save", database.user_file_error()));
+  if (const std::string refusal = database.save_refusal(); !refusal.empty() && !opt.no_save) {
+    throw Error(fmt::format("{}; fix or move it, tune with --db OTHER_FILE, or --no-save", refusal));
   }
   const std::filesystem::path log_path =
       !opt.log.empty() ? std::filesystem::path(opt.log)
@@ -200,8 +201,14 @@ void run_tune(const TuneCommandOptions& opt) {
   // Where the results go is checked now, not after the tuning: a mistyped folder, a read-only or full disk.
   // Only convtune's default locations are created.
   // The database's stale temporaries are removed by its save(), under the lock no live writer can be without.
-  if (!opt.no_save) prepare_output(db_path, opt.db.empty(), "--db", database_write_bytes(db_path), false);
-  prepare_output(log_path, opt.log.empty(), "--log", 1 << 20);
+  // Messages name where the path came from: the option given, the variable set, or the default.
+  const char* const db_from = !opt.db.empty() ? "--db"
+                              : std::getenv("CONVTUNE_TUNING_DB") && *std::getenv("CONVTUNE_TUNING_DB")
+                                  ? "CONVTUNE_TUNING_DB"
+                                  : "the default tuning database";
+  if (!opt.no_save) prepare_output(db_path, opt.db.empty(), db_from, database_write_bytes(db_path), false);
+  prepare_output(log_path, opt.log.empty(), opt.log.empty() ? "the tune log (beside the database; --log to choose)"
+                                                            : "--log", 1 << 20);
 
   std::vector<std::string> skipped;
   // Families and configurations over the workspace limit are left out of the tasks and the searches alike.

@@ -114,6 +114,14 @@ void CudaQueue::finish() {
 }
 
 double CudaQueue::elapsed_ms(const std::function<void()>& work) {
+  if (timing_thread_.load() == std::this_thread::get_id())
+    throw BackendError(fmt::format("elapsed_ms calls on {} cannot be nested", context_->device_id()));
+  const std::lock_guard timing(timing_);
+  timing_thread_ = std::this_thread::get_id();
+  struct Done {
+    std::atomic<std::thread::id>& thread;
+    ~Done() { thread = std::thread::id(); }
+  } done{timing_thread_};
   const CurrentContext current = context_->make_current();
   const DriverApi& api = context_->api();
   api.check(api.cuEventRecord(start_, stream_), "cuEventRecord", "start of a timed region");

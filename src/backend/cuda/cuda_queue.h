@@ -3,7 +3,10 @@
 
 #include <cuda.h>
 
+#include <atomic>
 #include <memory>
+#include <mutex>
+#include <thread>
 
 #include "convtune/backend.h"
 #include "src/backend/cuda/cuda_context.h"
@@ -41,8 +44,10 @@ class CudaQueue final : public Queue {
 
   std::shared_ptr<const CudaContext> context_;
   CUstream stream_ = nullptr;
-  CUevent start_ = nullptr;
+  CUevent start_ = nullptr;  // one pair of events for every elapsed_ms: timings from two threads take turns
   CUevent stop_ = nullptr;
+  std::mutex timing_;
+  std::atomic<std::thread::id> timing_thread_{};  // the thread in elapsed_ms, to refuse a nested call
   bool owns_stream_ = true;
 };
 

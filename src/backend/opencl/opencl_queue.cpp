@@ -59,8 +59,8 @@ const OpenCLBuffer& OpenCLQueue::own(const Buffer& buffer, const char* role) con
   return *cl_buffer;
 }
 
-void OpenCLQueue::keep_event() {
-  if (pending_event_) events_.emplace_back(std::exchange(pending_event_, nullptr));
+void OpenCLQueue::keep_event(cl_event* slot) {
+  if (slot && *slot) events_.emplace_back(std::exchange(*slot, nullptr));
 }
 
 void OpenCLQueue::write(Buffer& dst, const void* src, size_t bytes, size_t offset) {
@@ -68,20 +68,20 @@ void OpenCLQueue::write(Buffer& dst, const void* src, size_t bytes, size_t offse
   check_range(dst, bytes, offset, "write");
   if (bytes == 0) return;
   // Blocking, so the caller may reuse `src` as soon as this returns.
-  check_cl(cl().clEnqueueWriteBuffer(queue_.get(), buffer.memory(), CL_TRUE, offset, bytes, src, 0, nullptr,
-                                     event_slot()),
+  cl_event* slot = event_slot();
+  check_cl(cl().clEnqueueWriteBuffer(queue_.get(), buffer.memory(), CL_TRUE, offset, bytes, src, 0, nullptr, slot),
            "clEnqueueWriteBuffer", fmt::format("writing {} bytes at offset {} on {}", bytes, offset, device_id_));
-  keep_event();
+  keep_event(slot);
 }
 
 void OpenCLQueue::read(const Buffer& src, void* dst, size_t bytes, size_t offset) {
   const OpenCLBuffer& buffer = own(src, "read source");
   check_range(src, bytes, offset, "read");
   if (bytes == 0) return;
-  check_cl(cl().clEnqueueReadBuffer(queue_.get(), buffer.memory(), CL_TRUE, offset, bytes, dst, 0, nullptr,
-                                    event_slot()),
+  cl_event* slot = event_slot();
+  check_cl(cl().clEnqueueReadBuffer(queue_.get(), buffer.memory(), CL_TRUE, offset, bytes, dst, 0, nullptr, slot),
            "clEnqueueReadBuffer", fmt::format("reading {} bytes at offset {} on {}", bytes, offset, device_id_));
-  keep_event();
+  keep_event(slot);
 }
 
 void OpenCLQueue::copy(const Buffer& src, Buffer& dst, size_t bytes) {
@@ -91,9 +91,10 @@ void OpenCLQueue::copy(const Buffer& src, Buffer& dst, size_t bytes) {
   check_range(dst, bytes, 0, "copy destination");
   if (bytes == 0) return;
   // Not blocking: the queue is in order, so every later command sees the copy done.
-  check_cl(cl().clEnqueueCopyBuffer(queue_.get(), from.memory(), to.memory(), 0, 0, bytes, 0, nullptr, event_slot()),
+  cl_event* slot = event_slot();
+  check_cl(cl().clEnqueueCopyBuffer(queue_.get(), from.memory(), to.memory(), 0, 0, bytes, 0, nullptr, slot),
            "clEnqueueCopyBuffer", fmt::format("copying {} bytes on {}", bytes, device_id_));
-  keep_event();
+  keep_event(slot);
 }
 
 void OpenCLQueue::launch(Kernel& kernel, const LaunchGeometry& geometry) {
@@ -107,11 +108,12 @@ void OpenCLQueue::launch(Kernel& kernel, const LaunchGeometry& geometry) {
   }
   const bool runtime_chooses_local =
       std::all_of(geometry.local.begin(), geometry.local.end(), [](size_t n) { return n == 0; });
+  cl_event* slot = event_slot();
   const cl_int status = cl().clEnqueueNDRangeKernel(queue_.get(), cl_kernel->handle(),
                                                     static_cast<cl_uint>(geometry.dims), nullptr,
                                                     geometry.global.data(),
                                                     runtime_chooses_local ? nullptr : geometry.local.data(), 0, nullptr,
-                                                    event_slot());
+                                                    slot);
   if (status != CL_SUCCESS) {
     std::string doing = fmt::format("launching {} with global {} and local {}", cl_kernel->describe(),
                                     shape(geometry, geometry.global),
@@ -124,7 +126,7 @@ void OpenCLQueue::launch(Kernel& kernel, const LaunchGeometry& geometry) {
     }
     check_cl(status, "clEnqueueNDRangeKernel", doing);
   }
-  keep_event();
+  keep_event(slot);
 }
 
 void OpenCLQueue::finish() { check_cl(cl().clFinish(queue_.get()), "clFinish", "waiting for the queue of " + device_id_); }
@@ -149,17 +151,21 @@ bool OpenCLQueue::markers_are_timed() {
 }
 
 void OpenCLQueue::enqueue_foreign(const std::function<void(cl_event*)>& enqueue) {
-  if (recording_ && markers_are_timed()) {
-    check_cl(cl().clEnqueueMarkerWithWaitList(queue_.get(), 0, nullptr, event_slot()), "clEnqueueMarkerWithWaitList",
+  cl_event* slot = event_slot();
+  if (slot && markers_are_timed()) {
+    check_cl(cl().clEnqueueMarkerWithWaitList(queue_.get(), 0, nullptr, slot), "clEnqueueMarkerWithWaitList",
              "marking the start of another library's commands on " + device_id_);
-    keep_event();
+    keep_event(slot);
   }
-  enqueue(event_slot());
-  keep_event();
+  enqueue(slot);
+  keep_event(slot);
 }
 
 double OpenCLQueue::elapsed_ms(const std::function<void()>& work) {
-  if (recording_) throw BackendError(fmt::format("elapsed_ms calls on {} cannot be nested", device_id_));
+  if (recorder_.load() == std::this_thread::get_id())
+    throw BackendError(fmt::format("elapsed_ms calls on {} cannot be nested", device_id_));
+  // Another thread's timing finishes first: its events and this one's are kept apart.
+  const std::lock_guard timing(timing_);
   if (!profiling_) {
     // A wrapped queue without profiling: everything queued before is drained first, so the host clock sees only
     // `work`, then waited for.
@@ -170,17 +176,17 @@ double OpenCLQueue::elapsed_ms(const std::function<void()>& work) {
     return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   }
   events_.clear();
-  recording_ = true;
+  recorder_ = std::this_thread::get_id();
   // Events are released and recording stops however `work` ends.
   struct StopRecording {
     OpenCLQueue& queue;
     ~StopRecording() {
-      queue.recording_ = false;
+      queue.recorder_ = std::thread::id();
       queue.events_.clear();
     }
   } stop{*this};
   work();
-  recording_ = false;
+  recorder_ = std::thread::id();
   if (events_.empty()) return 0.0;
 
   std::vector<cl_event> waiting;

@@ -3,9 +3,12 @@
 
 #include <CL/cl.h>
 
+#include <atomic>
 #include <functional>
+#include <mutex>
 #include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "convtune/backend.h"
@@ -15,7 +18,9 @@ namespace convtune::opencl {
 
 class OpenCLBuffer;
 
-// Not thread-safe, like the cl_command_queue it wraps is not for convtune's purposes: one thread drives a queue.
+// Threads may share it: OpenCL's enqueue calls are thread-safe and the queue is in order. elapsed_ms records only
+// the commands its own thread enqueues (another thread's commands in between still take queue time), and timings
+// from two threads take turns.
 class OpenCLQueue final : public Queue {
  public:
   OpenCLQueue(cl_context context, cl_device_id device, std::string device_id);
@@ -41,14 +46,16 @@ class OpenCLQueue final : public Queue {
 
  private:
   const OpenCLBuffer& own(const Buffer& buffer, const char* role) const;
-  // Where an enqueue call should write its event: somewhere only while elapsed_ms is recording.
-  cl_event* event_slot() { return recording_ ? &pending_event_ : nullptr; }
-  void keep_event();
+  // Where an enqueue call should write its event: somewhere only while elapsed_ms records on this thread.
+  cl_event* event_slot() { return recorder_.load() == std::this_thread::get_id() ? &pending_event_ : nullptr; }
+  void keep_event(cl_event* slot);
 
   ClHandle<cl_command_queue> queue_;
   cl_context context_;
   std::string device_id_;
-  bool recording_ = false;
+  // The thread elapsed_ms records for (a default id when none); pending_event_ and events_ are that thread's.
+  std::atomic<std::thread::id> recorder_{};
+  std::mutex timing_;  // one elapsed_ms at a time
   cl_event pending_event_ = nullptr;
   std::vector<ClHandle<cl_event>> events_;
   std::optional<bool> markers_are_timed_;

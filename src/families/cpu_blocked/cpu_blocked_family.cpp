@@ -121,8 +121,14 @@ class CpuBlockedFamily final : public CpuFamily {
     // The scratch a run needs (packed weights, padded copies, partial sums), sized by the very preparation the
     // host program makes: a Convolution is cheap to prepare (geometry only; nothing is allocated).
     recipe.workspace_bytes = cpu_blocked::Convolution(problem.conv(), config).workspace_bytes();
+    // The copy of the weights last packed (BlockedState::packed_from), kept by the program beside the workspace.
+    if (problem.conv().direction != Direction::BackwardFilter)
+      recipe.host_bytes = static_cast<size_t>(problem.conv().w_elements()) * sizeof(float);
     recipe.steps.front().args.push_back(ArgSource::workspace());
     return recipe;
+  }
+  std::string untuned_poor_fit(const Problem& problem, const DeviceInfo& device) const override {
+    return memory_out_of_proportion(recipe(problem, {}, default_config(problem, device), device), problem);
   }
 };
 

@@ -37,7 +37,8 @@ struct AxisPhase {
 };
 
 // The phases of one axis. Forward: input extent `in`, output `out`, stride, pad, dilation, filter size.
-// Backward-data: the roles swapped (input = dy's extent, output = dx's), and one phase per residue modulo stride.
+// Backward-data: the roles swapped (input = dy's extent, output = dx's), and one phase per residue modulo stride
+// that some output has (min(stride, out) of them): a filter tap of a residue no output has belongs to no phase.
 std::vector<AxisPhase> forward_axis(int64_t out, int64_t stride, int64_t pad, int64_t dilation, int64_t filter);
 std::vector<AxisPhase> backward_data_axis(int64_t out, int64_t stride, int64_t pad, int64_t dilation,
                                           int64_t filter);

@@ -36,23 +36,23 @@ void normalize(BcastArgs& a) {
   }
 }
 
-// Where filter index k sits along one axis: its phase and its tap index within the phase.
+// Where filter index k sits along one axis: its phase and its tap index within the phase; phase -1 for a tap no
+// output reads (backward-data at a stride beyond dx's extent: its residue has no phase).
 struct TapSlot {
-  int64_t phase = 0;
+  int64_t phase = -1;
   int64_t tap = 0;
+  bool used() const { return phase >= 0; }
 };
 
 std::vector<TapSlot> tap_slots(const std::vector<AxisPhase>& phases, int64_t filter) {
   std::vector<TapSlot> slots(static_cast<size_t>(filter));
-  std::vector<bool> seen(static_cast<size_t>(filter), false);
   for (size_t ph = 0; ph < phases.size(); ++ph)
     for (int64_t t = 0; t < phases[ph].taps; ++t) {
       const int64_t k = phases[ph].filter_index(t);
+      if (slots[static_cast<size_t>(k)].used())
+        throw Error(fmt::format("cpu_blocked: filter index {} belongs to two phases", k));
       slots[static_cast<size_t>(k)] = {static_cast<int64_t>(ph), t};
-      seen[static_cast<size_t>(k)] = true;
     }
-  for (int64_t k = 0; k < filter; ++k)
-    if (!seen[static_cast<size_t>(k)]) throw Error(fmt::format("cpu_blocked: filter index {} belongs to no phase", k));
   return slots;
 }
 
@@ -193,6 +193,7 @@ class ViewStrategy final : public Strategy {
             for (int64_t kw = 0; kw < pb_.s; ++kw) {
               const TapSlot& h = tap_h_[static_cast<size_t>(kh)];
               const TapSlot& wt = tap_w_[static_cast<size_t>(kw)];
+              if (!h.used() || !wt.used()) continue;
               const int64_t th = ph_h_[static_cast<size_t>(h.phase)].taps, tw = ph_w_[static_cast<size_t>(wt.phase)].taps;
               slab_of(g, h, wt)[((i * th + h.tap) * tw + wt.tap) * oc_ + o] = src[kh * pb_.s + kw];
             }
@@ -221,6 +222,7 @@ class ViewStrategy final : public Strategy {
           for (int64_t kw = 0; kw < pb_.s; ++kw) {
             const TapSlot& h = tap_h_[static_cast<size_t>(kh)];
             const TapSlot& wt = tap_w_[static_cast<size_t>(kw)];
+            if (!h.used() || !wt.used()) continue;
             const int64_t th = ph_h_[static_cast<size_t>(h.phase)].taps, tw = ph_w_[static_cast<size_t>(wt.phase)].taps;
             const int64_t ib = i / in_block_, il = i % in_block_;
             float* dst = slab_of(g, h, wt) +

@@ -115,20 +115,11 @@ class Depthwise {
  public:
   Depthwise(const ConvProblem& pb, int64_t vecs) : pb_(pb), vecs_(vecs), id_(next_id()) {
     const int64_t sw = pb.stride.w, dw = pb.dilation.w;
-    // x padded by the layer's padding, rows too, in stride phases: tap (r, s) of output (p, q) reads row
-    // p sh + r dh and column q sw + s dw, every one of them inside the plane.
-    x_plane_ = PhasePlane::make(pb.h, pb.pad.h, (pb.p() - 1) * pb.stride.h + (pb.r - 1) * pb.dilation.h + 1, pb.w,
-                                pb.pad.w, pb.w + 2 * pb.pad.w, sw);
-    // dy padded for backward-data's gather (one phase): dx column x takes tap s from dy column
-    // (x + pad - s dw) / sw where that divides; over a phase of x these run from -((S-1) dw) / sw to past Q.
+    x_plane_ = x_plane_of(pb);
     dy_left_ = (pb.s - 1) * dw / sw;
-    const int64_t q_end = (pb.w + sw - 1) / sw + (sw - 1 + pb.pad.w) / sw + 1;
-    // And zero rows around: dx row h = rho + i sh (rho < sh) takes filter row r from dy row
-    // i + (rho + pad_h - r dil_h) / sh where that divides, which runs from -((R-1) dil_h) / sh to past P.
     const int64_t sh = pb.stride.h, dh = pb.dilation.h;
     dy_top_ = ((pb.r - 1) * dh + sh - 1) / sh;
-    dy_plane_ = PhasePlane::make(pb.p(), dy_top_, dy_top_ + (pb.h - 1 + pb.pad.h) / sh + 2, pb.q(), dy_left_,
-                                 dy_left_ + std::max(pb.q(), q_end), 1);
+    dy_plane_ = dy_plane_of(pb);
     // The plane offsets the loops add, computed once here (their divisions by the strides cost more than a row's
     // work on small images): each tap's offset in x's plane, and backward-data's phases and groups.
     for (int64_t t = 0; t < pb.s; ++t) x_column_.push_back(x_plane_.at(0, t * dw));
@@ -167,6 +158,30 @@ class Depthwise {
         groups_.push_back(std::move(g));
       }
     }
+  }
+
+  // x padded by the layer's padding, rows too, in stride phases: tap (r, s) of output (p, q) reads row
+  // p sh + r dh and column q sw + s dw, every one of them inside the plane.
+  static PhasePlane x_plane_of(const ConvProblem& pb) {
+    return PhasePlane::make(pb.h, pb.pad.h, (pb.p() - 1) * pb.stride.h + (pb.r - 1) * pb.dilation.h + 1, pb.w,
+                            pb.pad.w, pb.w + 2 * pb.pad.w, pb.stride.w);
+  }
+  // dy padded for backward-data's gather (one phase): dx column x takes tap s from dy column
+  // (x + pad - s dw) / sw where that divides; over a phase of x these run from -((S-1) dw) / sw to past Q. And zero
+  // rows around: dx row h = rho + i sh (rho < sh) takes filter row r from dy row i + (rho + pad_h - r dil_h) / sh
+  // where that divides, which runs from -((R-1) dil_h) / sh to past P.
+  static PhasePlane dy_plane_of(const ConvProblem& pb) {
+    const int64_t sw = pb.stride.w, sh = pb.stride.h;
+    const int64_t left = (pb.s - 1) * pb.dilation.w / sw, top = ((pb.r - 1) * pb.dilation.h + sh - 1) / sh;
+    const int64_t q_end = (pb.w + sw - 1) / sw + (sw - 1 + pb.pad.w) / sw + 1;
+    return PhasePlane::make(pb.p(), top, top + (pb.h - 1 + pb.pad.h) / sh + 2, pb.q(), left,
+                            left + std::max(pb.q(), q_end), 1);
+  }
+  // Floats of one thread's scratch (Scratch) at most, from the geometry alone: what the plan counts as host memory.
+  static int64_t scratch_floats(const ConvProblem& pb) {
+    const int64_t planes = std::max(x_plane_of(pb).floats(), pb.k_per_group() * dy_plane_of(pb).floats());
+    const int64_t taps = pb.k_per_group() * pb.r * pb.s;
+    return planes + 16 + (pb.stride.w > 1 ? pb.h * pb.w : 0) + 5 * taps;  // two pointers and a weight per tap
   }
 
   // The problem's operands x, w and y (dy); the direction says which one is written.
@@ -490,10 +505,6 @@ class CpuDepthwiseFamily final : public CpuFamily {
   }
   // A single group (one input channel, many outputs: Fashion-MNIST's first layer) is a plain convolution that
   // cpu_blocked's kernels fill.
-  std::string untuned_poor_fit(const Problem& problem, const DeviceInfo&) const override {
-    if (problem.conv().groups == 1) return "one group: a plain convolution of one input channel";
-    return {};
-  }
 
   std::vector<Parameter> parameters(const Problem&) const override {
     return {{"VECS", {4, 2, 1}, "vectors along an output row per register block (one broadcast weight per tap)"}};
@@ -501,7 +512,21 @@ class CpuDepthwiseFamily final : public CpuFamily {
   std::vector<Constraint> constraints(const Problem&) const override { return {}; }
   Config default_config(const Problem&, const DeviceInfo&) const override { return {{"VECS", 4}}; }
   KernelRecipe recipe(const Problem& problem, const Epilogue&, const Config& config, const DeviceInfo&) const override {
-    return cpu_recipe(kProgram, "convolve", problem, config);
+    KernelRecipe recipe = cpu_recipe(kProgram, "convolve", problem, config);
+    recipe.host_bytes = scratch_bytes(problem.conv());
+    return recipe;
+  }
+  std::string untuned_poor_fit(const Problem& problem, const DeviceInfo& device) const override {
+    if (problem.conv().groups == 1) return "one group: a plain convolution of one input channel";
+    return memory_out_of_proportion(recipe(problem, {}, default_config(problem, device), device), problem);
+  }
+
+ private:
+  // The per-thread scratch a run keeps (thread_local, kept after the run): the larger of x's padded plane in stride
+  // phases and dy's planes of one channel's outputs, one output row, every pool thread's. Planes in stride phases
+  // grow with the stride where it passes the padded width: part of what the workspace limit bounds.
+  static size_t scratch_bytes(const ConvProblem& pb) {
+    return static_cast<size_t>(Depthwise::scratch_floats(pb)) * sizeof(float) * hardware_threads();
   }
 };
 
