@@ -79,3 +79,50 @@ def test_a_database_tune_is_changing_is_refused_to_other_uses(tmp_path):
                   progress=progress, save=False)
     assert refusals and all("while tune() is using it" in r for r in refusals), refusals
     assert len(db) >= 1  # and it is usable again once tune() is done
+
+
+def _cuda():
+    try:
+        import torch as t
+    except ImportError:
+        return None
+    return t if t.cuda.is_available() else None
+
+
+@pytest.mark.skipif(_cuda() is None, reason="needs PyTorch with a CUDA GPU")
+@pytest.mark.parametrize("layout", ["nchw", "nhwc"])
+def test_one_cuda_plan_from_many_threads_on_their_own_streams(layout):
+    # convtune.torch on CUDA: one cached plan per shape, THREADS threads each on a CUDA stream of its own (plus the
+    # default stream for the single-threaded run), every output equal bit for bit to the single-threaded one.
+    t = _cuda()
+    import convtune.torch as ct
+    fmt = t.channels_last if layout == "nhwc" else t.contiguous_format
+    g = t.Generator(device="cpu").manual_seed(3)
+    inputs = [[(t.randn(4, 64, 14, 14, generator=g).cuda().bfloat16().contiguous(memory_format=fmt),
+                t.randn(64, 64, 3, 3, generator=g).cuda().bfloat16().contiguous(memory_format=fmt))
+               for _ in range(CALLS)] for _ in range(THREADS)]
+    expected = [[ct.conv2d(x, w, padding=1) for x, w in row] for row in inputs]
+    t.cuda.synchronize()
+    streams = [t.cuda.Stream() for _ in range(THREADS)]
+    start = threading.Barrier(THREADS)
+    outputs = [[None] * CALLS for _ in range(THREADS)]
+    errors = []
+
+    def worker(i):
+        try:
+            start.wait()
+            with t.cuda.stream(streams[i]):
+                for c, (x, w) in enumerate(inputs[i]):
+                    outputs[i][c] = ct.conv2d(x, w, padding=1)
+            streams[i].synchronize()
+        except Exception as e:  # noqa: BLE001: reported below
+            errors.append(f"thread {i}: {e}")
+
+    threads = [threading.Thread(target=worker, args=(i,)) for i in range(THREADS)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert errors == []
+    wrong = [(i, c) for i in range(THREADS) for c in range(CALLS) if not t.equal(outputs[i][c], expected[i][c])]
+    assert wrong == []
