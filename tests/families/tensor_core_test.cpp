@@ -52,10 +52,16 @@ class EmulatedTensorCores final : public harness::Implementation {
     workload_ = &workload;
     recipe_ = family_.recipe(workload.problem(), epilogue_, config_, test::described_hopper());
     recipe_.source.defines["TC_EMULATE"] = "1";
-    program_ = workload.device().build(recipe_.source);
+    // The recipe's own program and any others its steps launch (a channels-last problem's transposes), with the
+    // staging buffers of those steps.
+    programs_ = {workload.device().build(recipe_.source)};
+    for (const ProgramSource& extra : recipe_.extra_sources) programs_.push_back(workload.device().build(extra));
     if (recipe_.workspace_bytes > 0) workspace_ = workload.device().allocate(recipe_.workspace_bytes);
+    staging_.clear();
+    for (size_t bytes : recipe_.staging_bytes) staging_.push_back(workload.device().allocate(std::max<size_t>(bytes, 1)));
     kernels_.clear();
-    for (const LaunchStep& step : recipe_.steps) kernels_.push_back(program_->kernel(step.kernel));
+    for (const LaunchStep& step : recipe_.steps)
+      kernels_.push_back(programs_.at(static_cast<size_t>(step.program))->kernel(step.kernel));
   }
   void run() override { run_with({}); }
   void run_with(const Buffer* bias) {
@@ -66,6 +72,7 @@ class EmulatedTensorCores final : public harness::Implementation {
         const ArgSource& arg = step.args[a];
         const int index = static_cast<int>(a);
         if (arg.kind == ArgSource::Kind::Workspace) kernels_[i]->set_arg(index, workspace_.get());
+        else if (arg.kind == ArgSource::Kind::Staging) kernels_[i]->set_arg(index, staging_.at(static_cast<size_t>(arg.operand)).get());
         else if (arg.kind == ArgSource::Kind::Value) kernels_[i]->set_arg(index, arg.value);
         else kernels_[i]->set_arg(index, arg.operand == kBiasOperand ? bias : operands[static_cast<size_t>(arg.operand)]);
       }
@@ -80,8 +87,9 @@ class EmulatedTensorCores final : public harness::Implementation {
   Epilogue epilogue_;
   harness::Workload* workload_ = nullptr;
   KernelRecipe recipe_;
-  std::shared_ptr<Program> program_;
+  std::vector<std::shared_ptr<Program>> programs_;
   std::unique_ptr<Buffer> workspace_;
+  std::vector<std::unique_ptr<Buffer>> staging_;
   std::vector<std::shared_ptr<Kernel>> kernels_;
 };
 
