@@ -27,21 +27,22 @@ Problem nchw_twin(const Problem& problem) {
 
 namespace {
 
-constexpr const char* kKernelProgram = "common/layout.cl";
-constexpr const char* kHostProgram = "host/layout_transpose";
-constexpr const char* kTranspose = "transpose_batched";
-constexpr int kTile = 32;
+constexpr const char* kTransposeProgram = "common/layout.cl";
+constexpr const char* kTransposeHostProgram = "host/layout_transpose";
+constexpr const char* kTransposeKernel = "transpose_batched";
+constexpr int kTransposeTile = 32;
 
 // The CPU backend's transpose: [batch][rows][cols] -> [batch][cols][rows] in 32 x 32 blocks over the pool's threads.
 template <class T>
 void transpose_blocks(const T* src, T* dst, int64_t rows, int64_t cols, int64_t batch) {
-  const int64_t row_blocks = (rows + kTile - 1) / kTile;
+  const int64_t row_blocks = (rows + kTransposeTile - 1) / kTransposeTile;
   parallel_for(batch * row_blocks, hardware_threads(), [&](int64_t item) {
-    const int64_t b = item / row_blocks, r0 = (item % row_blocks) * kTile, r1 = std::min(rows, r0 + kTile);
+    const int64_t b = item / row_blocks, r0 = (item % row_blocks) * kTransposeTile;
+    const int64_t r1 = std::min(rows, r0 + kTransposeTile);
     const T* from = src + b * rows * cols;
     T* to = dst + b * rows * cols;
-    for (int64_t c0 = 0; c0 < cols; c0 += kTile) {
-      const int64_t c1 = std::min(cols, c0 + kTile);
+    for (int64_t c0 = 0; c0 < cols; c0 += kTransposeTile) {
+      const int64_t c1 = std::min(cols, c0 + kTransposeTile);
       for (int64_t r = r0; r < r1; ++r)
         for (int64_t c = c0; c < c1; ++c) to[c * rows + r] = from[r * cols + c];
     }
@@ -51,10 +52,10 @@ void transpose_blocks(const T* src, T* dst, int64_t rows, int64_t cols, int64_t 
 void register_host_transpose() {
   static std::once_flag once;
   std::call_once(once, [] {
-    cpu::register_host_program(kHostProgram, [](const ProgramSource& source) {
+    cpu::register_host_program(kTransposeHostProgram, [](const ProgramSource& source) {
       const int64_t bytes = cpu::define_int(source, "ELEMENT_BYTES");
       std::map<std::string, cpu::HostKernel> kernels;
-      kernels[kTranspose] = [bytes](const std::vector<KernelArg>& a) {
+      kernels[kTransposeKernel] = [bytes](const std::vector<KernelArg>& a) {
         const auto n = [&](size_t i) { return static_cast<int64_t>(std::get<int32_t>(a.at(i))); };
         const void* from = cpu::host_floats(a.at(0), "source");
         void* to = cpu::host_floats(a.at(1), "destination");
@@ -171,7 +172,7 @@ class ChannelsLastFamily final : public KernelFamily {
     r.source = std::move(inner.source);
     r.extra_sources = std::move(inner.extra_sources);
     const int element_bytes = bytes_per_element(pb.type);
-    ProgramSource transposes{runs_on_cpu_backend() ? kHostProgram : kKernelProgram, {}, {}, false};
+    ProgramSource transposes{runs_on_cpu_backend() ? kTransposeHostProgram : kTransposeProgram, {}, {}, false};
     transposes.defines["ELEMENT_BYTES"] = std::to_string(element_bytes);
     r.extra_sources.push_back(std::move(transposes));
     const int program = static_cast<int>(r.extra_sources.size());
@@ -188,14 +189,14 @@ class ChannelsLastFamily final : public KernelFamily {
     }
     const auto transpose = [&](ArgSource from, ArgSource to, int64_t rows, int64_t cols, int64_t batch) {
       LaunchStep step;
-      step.kernel = kTranspose;
+      step.kernel = kTransposeKernel;
       step.program = program;
       step.args = {std::move(from), std::move(to), ArgSource::fixed(static_cast<int32_t>(rows)),
                    ArgSource::fixed(static_cast<int32_t>(cols)), ArgSource::fixed(static_cast<int32_t>(batch))};
-      const int64_t tiles = batch * ((rows + kTile - 1) / kTile) * ((cols + kTile - 1) / kTile);
+      const int64_t tiles = batch * ((rows + kTransposeTile - 1) / kTransposeTile) * ((cols + kTransposeTile - 1) / kTransposeTile);
       step.geometry.dims = 2;
-      step.geometry.local = {static_cast<size_t>(kTile), 8, 1};
-      step.geometry.global = {static_cast<size_t>(std::max<int64_t>(tiles, 1)) * kTile, 8, 1};
+      step.geometry.local = {static_cast<size_t>(kTransposeTile), 8, 1};
+      step.geometry.global = {static_cast<size_t>(std::max<int64_t>(tiles, 1)) * kTransposeTile, 8, 1};
       return step;
     };
     for (int i = 0; i < Problem::kOperands; ++i) {
