@@ -73,7 +73,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     (void)db.lookup(entries[i].problem, device, versions, options).explain();
     if (entries[i].problem.is_conv()) {
       (void)db.lookup(entries[i].problem.conv().with_direction(Direction::BackwardData), test::described_hopper(),
-                      hashes).explain();
+                      versions).explain();
     }
   }
   return 0;
