@@ -27,26 +27,7 @@ export PYTHONPATH=$CARRY/site${PYTHONPATH:+:$PYTHONPATH}
 export LD_LIBRARY_PATH=$CARRY/site/convtune/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 CLI=$CARRY/bin/convtune
 
-say() { echo "$*" | tee -a "$SUMMARY"; }
-left() { echo $((${BUDGET:-520} - ($(date +%s) - START))); }
-# run SECONDS LOG command...: at most SECONDS (less if the part's time is running out); SIGINT first, so pytest
-# and the examples still print what they have.
-run() {
-  local limit=$1 log=$2
-  shift 2
-  local remaining
-  remaining=$(left)
-  ((limit > remaining - 10)) && limit=$((remaining - 10))
-  if ((limit < 5)); then
-    say "skipped (out of time): $*"
-    return 124
-  fi
-  local t0=$SECONDS
-  timeout -s INT -k 15 "$limit" "$@" >>"$log" 2>&1
-  local status=$?
-  echo "(exit $status after $((SECONDS - t0)) s: $*)" >>"$log"
-  return $status
-}
+source scripts/gpu/budget.sh
 
 [ -d "$CARRY/site/convtune" ] || { echo "python_check: $CARRY is missing: run scripts/gpu/pack_python.sh first" >&2; exit 2; }
 nvidia-smi --query-gpu=index,name,driver_version --format=csv,noheader | tee -a "$SUMMARY"

@@ -37,25 +37,7 @@ export CONVTUNE_CACHE_DIR=${CONVTUNE_CACHE_DIR:-/tmp/convtune-cache}
 export CONVTUNE_SUITE_DIR=$PWD/bench/suites CONVTUNE_SHIPPED_TUNING_DIR=$PWD/tuning
 export CONVTUNE_TUNING_DB=/tmp/convtune-user-tuning.json  # the shipped tuning alone, no stray user entries
 
-say() { echo "$*" | tee -a "$SUMMARY"; }
-left() { echo $((BUDGET - ($(date +%s) - START))); }
-# run SECONDS LOG command...: at most SECONDS (less if the budget is running out), SIGINT first.
-run() {
-  local limit=$1 log=$2
-  shift 2
-  local remaining
-  remaining=$(left)
-  ((limit > remaining - 10)) && limit=$((remaining - 10))
-  if ((limit < 5)); then
-    say "skipped (out of time): $*"
-    return 124
-  fi
-  local t0=$SECONDS
-  timeout -s INT -k 10 "$limit" "$@" >>"$log" 2>&1
-  local status=$?
-  say "exit $status after $((SECONDS - t0)) s: $*"
-  return $status
-}
+source scripts/gpu/budget.sh
 has() { [[ " $STAGES " == *" $1 "* ]]; }
 
 [ -d "$CARRY/site/convtune" ] || { echo "torch_models: $CARRY is missing: run scripts/gpu/pack_python.sh" >&2; exit 2; }
