@@ -75,6 +75,9 @@ if has first; then
 fi
 
 if has layers; then
+  # PyTorch's own cuDNN, the one its users run (the system's may be older).
+  source scripts/gpu/find_cudnn.sh
+  CONVTUNE_CUDNN_LIBRARY=$(PATH=$(dirname "$PY"):$PATH find_cudnn) && export CONVTUNE_CUDNN_LIBRARY
   run 300 "$OUT/layers.log" .carry/bin/convtune bench --suite resnet50 --math bf16 --layout nhwc --device cuda:0 \
     --direction "$LAYER_DIRS" --against cudnn --out "$OUT/layers.json"
   tail -80 "$OUT/layers.log" | tee -a "$SUMMARY"
