@@ -231,6 +231,18 @@ def ct(emulated, monkeypatch):
     return convtune.torch
 
 
+def assert_bf16_directions(x, w, dy, results, case):
+    """y, dx and dw (`results`) of bfloat16 x, w, dy each within the 16-bit tolerance of the float64 references."""
+    x_shape, w_shape, stride, padding, dilation, groups = case
+    x64, w64, dy64 = x.detach().double().numpy(), w.detach().double().numpy(), dy.double().numpy()
+    for got, want, direction in zip(results, (conv_ref(x64, w64, stride, padding, dilation, groups),
+                                              bwd_data_ref(dy64, w64, x_shape, stride, padding, dilation, groups),
+                                              bwd_filter_ref(x64, dy64, w_shape, stride, padding, dilation, groups)),
+                                    ("fwd", "bwd-data", "bwd-filter")):
+        problem = problem_of(x_shape, w_shape, stride, padding, dilation, groups, direction, "bf16")
+        assert relative_error(got.detach().double().numpy(), want) <= tolerance(problem), direction
+
+
 def test_torch_16_bit_tensors_run_every_direction_under_autograd(ct):
     x_shape, w_shape, stride, padding, dilation, groups = CASES[1]
     generator = torch.Generator().manual_seed(6)
@@ -241,13 +253,7 @@ def test_torch_16_bit_tensors_run_every_direction_under_autograd(ct):
     dy = torch.randn(y.shape, generator=generator).bfloat16()
     gx, gw = torch.autograd.grad(y, (x, w), dy)
     assert gx.dtype == gw.dtype == torch.bfloat16
-    x64, w64, dy64 = x.detach().double().numpy(), w.detach().double().numpy(), dy.double().numpy()
-    for got, want, direction in ((y, conv_ref(x64, w64, stride, padding, dilation, groups), "fwd"),
-                                 (gx, bwd_data_ref(dy64, w64, x_shape, stride, padding, dilation, groups), "bwd-data"),
-                                 (gw, bwd_filter_ref(x64, dy64, w_shape, stride, padding, dilation, groups),
-                                  "bwd-filter")):
-        problem = problem_of(x_shape, w_shape, stride, padding, dilation, groups, direction, "bf16")
-        assert relative_error(got.detach().double().numpy(), want) <= tolerance(problem), direction
+    assert_bf16_directions(x, w, dy, (y, gx, gw), CASES[1])
     with pytest.raises(convtune.InvalidArgument, match=r"^weight: dtype torch.float16 differs from input's "
                                                        r"torch.bfloat16: expected one dtype"):
         ct.conv2d(x.detach(), w.detach().half(), None, stride, padding, dilation, groups)
@@ -267,13 +273,7 @@ def test_torch_channels_last_16_bit_tensors_run_every_direction(ct, case):
     dy = torch.randn(y.shape, generator=generator).bfloat16()
     gx, gw = torch.autograd.grad(y, (x, w), dy)
     assert gx.is_contiguous(memory_format=cl) and gw.is_contiguous(memory_format=cl)
-    x64, w64, dy64 = x.detach().double().numpy(), w.detach().double().numpy(), dy.double().numpy()
-    for got, want, direction in ((y, conv_ref(x64, w64, stride, padding, dilation, groups), "fwd"),
-                                 (gx, bwd_data_ref(dy64, w64, x_shape, stride, padding, dilation, groups), "bwd-data"),
-                                 (gw, bwd_filter_ref(x64, dy64, w_shape, stride, padding, dilation, groups),
-                                  "bwd-filter")):
-        problem = problem_of(x_shape, w_shape, stride, padding, dilation, groups, direction, "bf16")
-        assert relative_error(got.detach().double().numpy(), want) <= tolerance(problem), direction
+    assert_bf16_directions(x, w, dy, (y, gx, gw), case)
 
 
 def test_torch_autocast_runs_16_bit_where_the_device_has_it(ct):

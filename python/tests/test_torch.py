@@ -74,6 +74,19 @@ def small_net(device):
         torch.nn.AdaptiveAvgPool2d(1), torch.nn.Flatten(), torch.nn.Linear(16, 10)).to(device)
 
 
+def sgd_losses(net, x, labels, steps):
+    """The loss of each of `steps` SGD steps (momentum 0.9) of `net` on one batch."""
+    optimizer = torch.optim.SGD(net.parameters(), lr=0.1, momentum=0.9)
+    history = []
+    for _ in range(steps):
+        optimizer.zero_grad()
+        loss = F.cross_entropy(net(x), labels)
+        loss.backward()
+        optimizer.step()
+        history.append(loss.item())
+    return history
+
+
 @pytest.mark.parametrize("device", DEVICES)
 def test_patch_swaps_what_it_can_and_training_matches_torch(device):
     reference = small_net(device)
@@ -88,19 +101,9 @@ def test_patch_swaps_what_it_can_and_training_matches_torch(device):
     torch.manual_seed(3)
     x = torch.randn(16, 1, 12, 12, device=device)
     labels = torch.randint(0, 10, (16,), device=device)
-    losses = []
     tf32 = torch.backends.cudnn.allow_tf32
     torch.backends.cudnn.allow_tf32 = False  # cuDNN in FP32, as convtune computes
-    for net in (reference, model):
-        optimizer = torch.optim.SGD(net.parameters(), lr=0.1, momentum=0.9)
-        history = []
-        for _ in range(5):
-            optimizer.zero_grad()
-            loss = F.cross_entropy(net(x), labels)
-            loss.backward()
-            optimizer.step()
-            history.append(loss.item())
-        losses.append(history)
+    losses = [sgd_losses(net, x, labels, 5) for net in (reference, model)]
     torch.backends.cudnn.allow_tf32 = tf32
     assert losses[1][-1] < losses[1][0]  # it learns
     np.testing.assert_allclose(losses[1], losses[0], rtol=1e-3)  # as PyTorch's own convolutions do
@@ -297,17 +300,7 @@ def test_patch_runs_a_channels_last_model_in_place_and_trains_like_torch():
     torch.manual_seed(13)
     x = torch.randn(16, 1, 12, 12).contiguous(memory_format=torch.channels_last)
     labels = torch.randint(0, 10, (16,))
-    losses = []
-    for net in (reference, model):
-        optimizer = torch.optim.SGD(net.parameters(), lr=0.1, momentum=0.9)
-        history = []
-        for _ in range(4):
-            optimizer.zero_grad()
-            loss = F.cross_entropy(net(x), labels)
-            loss.backward()
-            optimizer.step()
-            history.append(loss.item())
-        losses.append(history)
+    losses = [sgd_losses(net, x, labels, 4) for net in (reference, model)]
     np.testing.assert_allclose(losses[1], losses[0], rtol=1e-3)
     assert model[3].weight.is_contiguous(memory_format=torch.channels_last)
 
