@@ -10,7 +10,8 @@ bf16 (autocast to bfloat16, NCHW), bf16-cl (the same with model and inputs chann
 tf32-cl. Per model and mode it prints, for stock and convtune: the median training step (SGD with momentum, cross
 entropy, random images and labels at --image size), images/s, inference at --batch and at batch 1, and with
 --first-step the first training step of a fresh process (convtune with an empty program cache, stock with cuDNN's
-benchmark search), and with --new-batch the first step at another batch size after warm steps. The check runs one
+benchmark search), and with --new-batch the first step at another batch size after warm steps. --sides stock,
+convtune,fused adds convtune.torch.optimize() (Conv + BatchNorm + ReLU blocks fused in inference). The check runs one
 forward and backward of both on the same weights and images and compares logits and every parameter's gradient with
 a float64 run of the model (all gradients as one vector): convtune's error must be within 2x stock's (or the mode's
 floor). Both sides use
@@ -51,7 +52,9 @@ def parse_args(argv):
     p.add_argument("--no-check", action="store_true", help="skip the logits and gradients check")
     p.add_argument("--first-step", action="store_true", help="time each side's first step in a fresh process")
     p.add_argument("--new-batch", type=int, default=0, help="after warm steps, time one step at this batch size")
-    p.add_argument("--sides", default="stock,convtune")
+    p.add_argument("--sides", default="stock,convtune",
+                   help="comma-separated, the first the baseline: stock (PyTorch), convtune (patch()), fused "
+                        "(optimize(): Conv+BatchNorm+ReLU blocks fused in inference)")
     p.add_argument("--profile", type=int, default=0, metavar="N",
                    help="also profile 3 training steps of each side (torch.profiler) and print its N costliest GPU "
                         "kernels and the host time per step")
@@ -71,7 +74,39 @@ def build(name, mode, side, device, seed=0):
     if side == "convtune":
         import convtune.torch as ct
         ct.patch(model)
+    elif side == "fused":
+        import convtune.torch as ct
+        model = ct.optimize(model)
     return model
+
+
+def check_inference(name, mode, args, device, sides):
+    """Eval-mode logits of each side (the fused one runs its blocks fused) against a float64 run, with the batch
+    norms' statistics and affine parameters set away from their initial values so that a wrong fold shows."""
+    set_precision(mode)
+    x, y = images(8, args.image, mode, device, seed=9)
+    logits = {}
+    for side in ["float64"] + sides:
+        model = build(name, mode, "stock" if side == "float64" else side, device)
+        torch.manual_seed(1)
+        with torch.no_grad():
+            for module in model.modules():  # statistics and affine parameters away from the identity
+                if isinstance(module, torch.nn.BatchNorm2d):
+                    module.running_mean.uniform_(-0.2, 0.2)
+                    module.running_var.uniform_(0.5, 1.5)
+                    module.weight.uniform_(0.5, 1.5)
+                    module.bias.uniform_(-0.2, 0.2)
+        model.eval()
+        with torch.inference_mode():
+            if side == "float64":
+                logits[side] = model.double()(x.double())
+            else:
+                with autocast(mode, device):
+                    logits[side] = model(x).double()
+        del model
+    errors = {side: relative_error(logits[side], logits["float64"]) for side in sides}
+    floor = FLOORS[mode.split("-")[0]]
+    return {"errors": errors, "passed": all(e <= max(2 * errors[sides[0]], floor) for e in errors.values())}
 
 
 def set_precision(mode):
@@ -293,31 +328,38 @@ def profile(fn, args, top, device, steps=3):
 
 
 def table(rows, sides):
-    lines = []
-    if len(sides) == 2:
-        head = "| model | mode | batch | train step stock / convtune (ms) | ratio | img/s stock / convtune |"
-        extra = sorted({k for r in rows for k in r[sides[0]] if k.startswith("inference")} |
-                       {k for r in rows for k in r[sides[0]] if k.startswith(("first", "new_batch"))})
-        head += "".join(f" {k} stock / convtune | ratio |" for k in extra)
-        lines += [head, "|" + "---|" * (head.count("|") - 1)]
-        for r in rows:
-            a, b = r[sides[0]], r[sides[1]]
-            line = (f"| {r['model']} | {r['mode']} | {r['batch']} | {a['train_ms']:.2f} / {b['train_ms']:.2f} | "
-                    f"{b['train_ms'] / a['train_ms']:.2f} | {a['train_img_s']:.0f} / {b['train_img_s']:.0f} |")
-            for k in extra:
-                if k in a and k in b:
-                    line += f" {a[k]:.3g} / {b[k]:.3g} | {b[k] / a[k]:.2f} |"
-                else:
-                    line += " - | - |"
-            if "check" in r:
-                c = r["check"]
-                line += (f" check {'ok' if c['passed'] else 'FAILED'}: logits {c['stock']['logits']:.1e} / "
-                         f"{c['convtune']['logits']:.1e}, grads {c['stock']['gradient']:.1e} / "
-                         f"{c['convtune']['gradient']:.1e} |")
-            lines.append(line)
-    else:
-        for r in rows:
-            lines.append(json.dumps(r))
+    """One Markdown row per model and mode: each metric as the sides' values, then each other side's ratio to the
+    first."""
+    if len(sides) < 2:
+        return "\n".join(json.dumps(r) for r in rows)
+    names, base = " / ".join(sides), sides[0]
+    others = sides[1:]
+    ratio_head = "".join(f" {o} / {base} |" for o in others)
+    metrics = ["train_ms", "train_img_s"]
+    metrics += sorted({k for r in rows for k in r[base] if k.startswith("inference")} |
+                      {k for r in rows for k in r[base] if k.startswith(("first", "new_batch"))})
+    head = "| model | mode | batch |" + "".join(f" {m} {names} |{ratio_head}" for m in metrics) + " check |"
+    lines = [head, "|" + "---|" * (head.count("|") - 1)]
+    for r in rows:
+        line = f"| {r['model']} | {r['mode']} | {r['batch']} |"
+        for m in metrics:
+            values = [r[s].get(m) for s in sides]
+            if any(v is None for v in values):
+                line += " - |" + " - |" * len(others)
+                continue
+            line += " " + " / ".join(f"{v:.3g}" for v in values) + " |"
+            line += "".join(f" {v / values[0]:.2f} |" for v in values[1:])
+        checks = []
+        if "check" in r:
+            c = r["check"]
+            checks.append(f"train {'ok' if c['passed'] else 'FAILED'}: logits {c['stock']['logits']:.1e} / "
+                          f"{c['convtune']['logits']:.1e}, grads {c['stock']['gradient']:.1e} / "
+                          f"{c['convtune']['gradient']:.1e}")
+        if "check_inference" in r:
+            c = r["check_inference"]
+            checks.append(f"eval {'ok' if c['passed'] else 'FAILED'}: logits " +
+                          " / ".join(f"{c['errors'][s]:.1e}" for s in sides))
+        lines.append(line + " " + "; ".join(checks) + " |")
     return "\n".join(lines)
 
 
@@ -340,7 +382,10 @@ def main(argv):
             print(f"bench_models: {name} {mode} ...", file=sys.stderr, flush=True)
             row = measure(name, mode, args, device, sides)
             if not args.no_check:
-                row["check"] = check(name, mode, args, device)
+                if "convtune" in sides:
+                    row["check"] = check(name, mode, args, device)
+                if "fused" in sides:
+                    row["check_inference"] = check_inference(name, mode, args, device, sides)
             if args.first_step:
                 for side in sides:
                     row[side]["first_step_fresh_s"] = first_step_fresh(name, mode, side, args)
@@ -356,7 +401,7 @@ def main(argv):
     if args.markdown:
         with open(args.markdown, "w") as f:
             f.write(f"{info['device']}, PyTorch {info['torch']}, cuDNN {info['cudnn']}\n\n`{info['command']}`\n\n{text}\n")
-    failed = [r for r in rows if "check" in r and not r["check"]["passed"]]
+    failed = [r for r in rows if any(not r[k]["passed"] for k in ("check", "check_inference") if k in r)]
     return 1 if failed else 0
 
 

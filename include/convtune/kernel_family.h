@@ -53,25 +53,33 @@ struct Constraint {
   std::function<bool(const ConstraintContext&)> holds;
 };
 
-// Fused work after a forward convolution. Bias and ReLU apply per output element; pool 2 is a 2x2 max-pool
-// with stride 2 after ReLU, so the pre-pool tensor never reaches global memory (seed 000's layer).
+// Fused work after a forward convolution, in this order on each output element: + bias[k], + the residual's
+// element (a tensor of y's shape, layout and type: a ResNet block's shortcut), ReLU (clamped at relu_max when that
+// is positive: ReLU6), and pool 2, a 2x2 max-pool with stride 2 after ReLU, so the pre-pool tensor never reaches
+// global memory (seed 000's layer). Arithmetic in FP32, y rounded once at the end.
 struct Epilogue {
   bool bias = false;
   bool relu = false;
   int pool = 1;  // 1: none, 2: 2x2 max-pool
-  bool any() const { return bias || relu || pool > 1; }
+  bool residual = false;
+  float relu_max = 0;  // > 0 (with relu): the ReLU's upper clamp
+  bool any() const { return bias || relu || pool > 1 || residual; }
   friend bool operator==(const Epilogue& a, const Epilogue& b) {
-    return a.bias == b.bias && a.relu == b.relu && a.pool == b.pool;
+    return a.bias == b.bias && a.relu == b.relu && a.pool == b.pool && a.residual == b.residual &&
+           a.relu_max == b.relu_max;
   }
   friend bool operator!=(const Epilogue& a, const Epilogue& b) { return !(a == b); }
 };
+// "none", or the parts joined by '+': "bias+residual+relu", "relu6" (relu_max 6), "relu-max=2.5", "maxpool2".
 std::string to_string(const Epilogue& e);
+// The same text back; throws InvalidArgument naming the part it does not know.
+Epilogue parse_epilogue(std::string_view text);
 
 // Shape of y after the epilogue (pooling shrinks P and Q).
 int64_t pooled_extent(int64_t extent, const Epilogue& e);
 
 // Where a launch argument comes from. Names are resolved once, when a plan is made, never per launch:
-// an operand of the problem (0, 1, 2 in Problem::operand order; 3 the epilogue's bias), the plan's workspace, one of
+// an operand of the problem (0, 1, 2 in Problem::operand order; 3 the epilogue's bias, 4 its residual), the plan's workspace, one of
 // the plan's staging buffers (KernelRecipe::staging_bytes), or a value fixed by the recipe.
 struct ArgSource {
   enum class Kind { Operand, Workspace, Staging, Value };
@@ -84,6 +92,7 @@ struct ArgSource {
   static ArgSource fixed(KernelArg v) { return {Kind::Value, 0, std::move(v)}; }
 };
 inline constexpr int kBiasOperand = 3;
+inline constexpr int kResidualOperand = 4;  // the epilogue's residual, y's shape
 
 // One kernel launch of a plan.
 struct LaunchStep {
@@ -141,6 +150,10 @@ class KernelFamily {
   // copies of the operands (src/families/channels_last.h wraps them, keeping their names), which plans say in
   // their explanation.
   virtual bool computes_nhwc() const { return false; }
+  // True when the family's kernels add an epilogue's residual and clamp its ReLU (Epilogue::residual, relu_max)
+  // themselves; its unsupported_reason then judges those epilogues too. The other convolution families run them, and
+  // any epilogue part they refuse, as one elementwise pass after their kernels (src/families/fused_epilogue.h).
+  virtual bool fuses_residual() const { return false; }
 
   // Empty when the family computes this problem (with this epilogue) on this device; else why not.
   virtual std::string unsupported_reason(const Problem& problem, const Epilogue& epilogue,

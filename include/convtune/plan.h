@@ -21,13 +21,14 @@ namespace convtune {
 class TuningDatabase;
 
 // The buffers an operation reads and writes, in Problem::operand order: a convolution's x, w, y (named after the
-// forward pass; the direction says which is written) and, with a bias epilogue, the bias (K floats); a GEMM's
-// a, b, c.
+// forward pass; the direction says which is written) and, with an epilogue, its bias (K floats) and its residual
+// (y's shape, layout and type); a GEMM's a, b, c.
 struct Operands {
-  std::array<const Buffer*, 4> buffers{};
+  std::array<const Buffer*, 5> buffers{};
   Operands() = default;
-  Operands(const Buffer* first, const Buffer* second, const Buffer* third, const Buffer* bias = nullptr)
-      : buffers{first, second, third, bias} {}
+  Operands(const Buffer* first, const Buffer* second, const Buffer* third, const Buffer* bias = nullptr,
+           const Buffer* residual = nullptr)
+      : buffers{first, second, third, bias, residual} {}
   const Buffer* operator[](size_t index) const { return buffers[index]; }
 };
 
@@ -81,7 +82,8 @@ class PlanDescriptor {
   size_t memory_bytes() const { return recipe_.memory_bytes(); }
   const KernelRecipe& recipe() const { return recipe_; }
   std::string describe() const;  // "implicit_gemm[TILE_K=8,...]"
-  // Bytes each operand (Problem::operand order, then the bias) must hold: y after the epilogue's pooling.
+  // Bytes each operand (Problem::operand order, then the bias and the residual) must hold: y after the epilogue's
+  // pooling; 0 for an operand the plan does not use.
   size_t operand_bytes(int index) const;
 
  private:

@@ -130,7 +130,7 @@ class Plan:
                  problem: Union[Problem, str, None] = None, device: Optional[str] = "best",
                  family: Optional[str] = None, config: Optional[Mapping[str, int]] = None, tuning: Tuning = True,
                  math: Optional[str] = None, workspace_limit: Optional[int] = None,
-                 _external_workspace: bool = False) -> None:
+                 _external_workspace: bool = False, _epilogue: str = "none") -> None:
         if problem is None:
             if x_shape is None or w_shape is None:
                 raise _errors.InvalidArgument("Plan: expected x_shape and w_shape, or problem=")
@@ -151,7 +151,8 @@ class Plan:
             _checks.text(math, "math")
         database = tuning if isinstance(tuning, TuningDatabase) else None
         self._plan = _convtune.make_plan(_device_id(device), problem, family, _config(config) or None,
-                                         tuning is not False, database, _external_workspace, math, workspace_limit)
+                                         tuning is not False, database, _external_workspace, math, workspace_limit,
+                                         _epilogue)
         self.problem: Problem = self._plan.problem
         self.device: str = self._plan.device.id
         names = problem.operand_names

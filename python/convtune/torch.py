@@ -33,8 +33,8 @@ from ._conv import Plan, conv_problem
 from ._convtune import Problem, TuningDatabase
 from ._tune import TuneEvent, TuneResult, tune
 
-__all__ = ["Conv2d", "PatchReport", "conv2d", "fp32_math", "patch", "prepare", "set_fp32_math", "set_tuning",
-           "tune_model", "uses_custom_ops"]
+__all__ = ["Conv2d", "FusedConvBatchNorm2d", "OptimizeReport", "PatchReport", "conv2d", "fp32_math", "optimize",
+           "patch", "prepare", "set_fp32_math", "set_tuning", "tune_model", "uses_custom_ops"]
 
 IntPair = Union[int, Tuple[int, int]]
 
@@ -159,6 +159,7 @@ def _output_shape(x_shape: Sequence[int], w_shape: Sequence[int], stride: Sequen
 # convolutions it found instead of computing them.
 _tuning: Union[bool, TuningDatabase] = True
 _recording: Optional[Dict["_Key", Tuple[bool, bool]]] = None
+_recording_modes: Optional[Dict[int, bool]] = None  # meanwhile, each module's training flag (by id) before it
 
 
 class _Conv:
@@ -167,16 +168,17 @@ class _Conv:
     allocator, stream-ordered), so one plan may run on several streams at once."""
 
     __slots__ = ("x_shape", "w_shape", "y_shape", "stride", "padding", "dilation", "groups", "device", "plan_device",
-                 "dtype", "layout", "math", "in_place", "plans", "refusals", "lock")
+                 "dtype", "layout", "math", "epilogue", "in_place", "plans", "refusals", "lock")
 
     def __init__(self, x_shape: Tuple[int, ...], w_shape: Tuple[int, ...], stride: Tuple[int, int],
                  padding: Tuple[int, int], dilation: Tuple[int, int], groups: int, device: torch.device,
-                 dtype: torch.dtype, layout: str, math: str) -> None:
+                 dtype: torch.dtype, layout: str, math: str, epilogue: str = "none") -> None:
         self.x_shape, self.w_shape = x_shape, w_shape
         self.y_shape = tuple(_output_shape(x_shape, w_shape, stride, padding, dilation))
         self.stride, self.padding, self.dilation, self.groups = stride, padding, dilation, groups
         self.device, self.plan_device = device, _plan_device(device)
         self.dtype, self.layout, self.math = dtype, layout, math
+        self.epilogue = epilogue  # the forward's fused epilogue ('none', 'bias+residual+relu', ...)
         # Tensors run in place by address on the CPU device and CUDA; elsewhere (_host_device) through DLPack.
         self.in_place = self.plan_device == "cpu" or self.plan_device.startswith("cuda")
         self.plans: Dict[str, Plan] = {}
@@ -196,7 +198,8 @@ class _Conv:
             found = self.plans.get(direction)
             if found is None:
                 found = Plan(problem=self.problem(direction), device=self.plan_device, tuning=_tuning,
-                             _external_workspace=self.in_place)
+                             _external_workspace=self.in_place,
+                             _epilogue=self.epilogue if direction == "fwd" else "none")
                 self.plans[direction] = found
         return found
 
@@ -212,9 +215,11 @@ class _Conv:
                 self.refusals[direction] = str(e)
         return self.refusals[direction]
 
-    def run(self, direction: str, a: torch.Tensor, b: torch.Tensor, out_shape: Sequence[int]) -> torch.Tensor:
+    def run(self, direction: str, a: torch.Tensor, b: torch.Tensor, out_shape: Sequence[int],
+            bias: Optional[torch.Tensor] = None, residual: Optional[torch.Tensor] = None) -> torch.Tensor:
         """Runs `direction` on the two tensors it reads (x, w order, dense in this layout) and returns the one it
-        writes, new, in this layout's memory format."""
+        writes, new, in this layout's memory format; the forward's epilogue takes `bias` (K float32s) and `residual`
+        (y's shape, dtype and layout) where it has them."""
         plan = self.plan(direction)
         fmt = _MEMORY_FORMATS[self.layout]
         out = torch.empty(out_shape, dtype=self.dtype, device=self.device, memory_format=fmt)
@@ -226,6 +231,8 @@ class _Conv:
         else:
             pointers = (a.data_ptr(), out.data_ptr(), b.data_ptr())
         if not self.in_place:
+            if bias is not None or residual is not None:
+                raise _errors.Unsupported("fused epilogues run on the CPU device and CUDA tensors in place")
             # Host tensors on a kernel device (_host_device): through DLPack, as dense arrays in memory order.
             def dense(t: torch.Tensor) -> torch.Tensor:
                 return t.detach().permute(0, 2, 3, 1) if self.layout == "nhwc" else t.detach()
@@ -238,16 +245,17 @@ class _Conv:
         # The plan's workspace and staging copies, per call from PyTorch's allocator (stream-ordered).
         workspace = torch.empty(memory, dtype=torch.uint8, device=self.device) if memory else None
         ws = workspace.data_ptr() if workspace is not None else 0
+        extra = (bias.data_ptr() if bias is not None else 0, residual.data_ptr() if residual is not None else 0)
         if self.device.type == "cuda":
             index = self.device.index if self.device.index is not None else torch.cuda.current_device()
             stream = _current_stream(index)
             if torch.cuda.current_device() == index:
-                plan._plan.run_pointers(pointers, ws, stream)
+                plan._plan.run_pointers(pointers, ws, stream, *extra)
             else:
                 with torch.cuda.device(index):  # convtune makes its device current; PyTorch's stays what it was
-                    plan._plan.run_pointers(pointers, ws, stream)
+                    plan._plan.run_pointers(pointers, ws, stream, *extra)
         else:
-            plan._plan.run_pointers(pointers, ws, 0)
+            plan._plan.run_pointers(pointers, ws, 0, *extra)
         return out
 
 
@@ -266,16 +274,19 @@ _convs_lock = threading.Lock()
 
 
 def _conv(x_shape: Sequence[int], w_shape: Sequence[int], stride: Sequence[int], padding: Sequence[int],
-          dilation: Sequence[int], groups: int, device: torch.device, dtype: torch.dtype, layout: str) -> _Conv:
+          dilation: Sequence[int], groups: int, device: torch.device, dtype: torch.dtype, layout: str,
+          epilogue: str = "none") -> _Conv:
     math = _math(dtype, device)
     key = (tuple(x_shape), tuple(w_shape), tuple(stride), tuple(padding), tuple(dilation), groups, device, dtype,
            layout, math)
+    if epilogue != "none":
+        key += (epilogue,)
     found = _convs.get(key)
     if found is None:
         with _convs_lock:
             found = _convs.get(key)
             if found is None:
-                found = _Conv(key[0], key[1], key[2], key[3], key[4], groups, device, dtype, layout, math)
+                found = _Conv(key[0], key[1], key[2], key[3], key[4], groups, device, dtype, layout, math, epilogue)
                 _convs[key] = found
     return found
 
@@ -310,8 +321,9 @@ def _forward(x: torch.Tensor, w: torch.Tensor, stride: Sequence[int], padding: S
 
 
 def _key_of(conv: _Conv) -> _Key:
-    return (conv.x_shape, conv.w_shape, conv.stride, conv.padding, conv.dilation, conv.groups, conv.device,
-            conv.dtype, conv.layout, conv.math)
+    key = (conv.x_shape, conv.w_shape, conv.stride, conv.padding, conv.dilation, conv.groups, conv.device,
+           conv.dtype, conv.layout, conv.math)
+    return key + (conv.epilogue,) if conv.epilogue != "none" else key
 
 
 def _gradients(x: torch.Tensor, w: torch.Tensor, dy: torch.Tensor, needs: Sequence[bool], stride: Sequence[int],
@@ -641,16 +653,18 @@ def _prepare_hook_positional(model: torch.nn.Module, args: Tuple[Any, ...]) -> N
 def _record(model: torch.nn.Module, args: Tuple[Any, ...], kwargs: Dict[str, Any]) -> Dict[_Key, Tuple[bool, bool]]:
     """The convolutions a call of `model` runs through convtune, with whether their input and weight need gradients:
     the model run once in eval mode with those convolutions returning zeros; its modes restored after."""
-    global _recording
+    global _recording, _recording_modes
     modes = [(m, m.training) for m in model.modules()]
     found: Dict[_Key, Tuple[bool, bool]] = {}
     _preparing.active = True
     _recording = found
+    _recording_modes = {id(m): mode for m, mode in modes}
     try:
         model.eval()
         model(*args, **kwargs)
     finally:
         _recording = None
+        _recording_modes = None
         _preparing.active = False
         for module, mode in modes:
             module.training = mode
@@ -716,3 +730,8 @@ def tune_model(model: torch.nn.Module, *example_inputs: Any, budget: float = 60.
                         database=database, progress=progress, **options)
     set_tuning(database)
     return results
+
+
+# ---- fused blocks: optimize() ----
+
+from ._fusion import FusedConvBatchNorm2d, OptimizeReport, optimize  # noqa: E402: uses the definitions above

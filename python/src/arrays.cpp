@@ -290,7 +290,7 @@ void run_on_arrays(const Plan& plan, const std::array<nb::handle, 3>& arrays, in
   queue.read(*buffers[index], views[index].data, views[index].bytes);
 }
 
-void run_on_pointers(const Plan& plan, const std::array<uintptr_t, 3>& pointers, uintptr_t workspace,
+void run_on_pointers(const Plan& plan, const std::array<uintptr_t, 5>& pointers, uintptr_t workspace,
                      intptr_t cuda_stream) {
   Device& device = plan.device();
   const BackendKind backend = device.info().backend;
@@ -298,17 +298,24 @@ void run_on_pointers(const Plan& plan, const std::array<uintptr_t, 3>& pointers,
     throw InvalidArgument("running on raw addresses needs the CPU device or a CUDA device, not " + device.info().id);
   }
   nb::gil_scoped_release released;
-  std::array<std::unique_ptr<Buffer>, 3> buffers;
-  for (int i = 0; i < 3; ++i) {
-    if (pointers[i] == 0) throw InvalidArgument(std::string(plan.problem().operand(i).name) + ": the address is null");
-    buffers[i] = wrap_in_place(device, reinterpret_cast<std::byte*>(pointers[i]), plan.descriptor().operand_bytes(i));
+  std::array<std::unique_ptr<Buffer>, 5> buffers;
+  for (int i = 0; i < 5; ++i) {
+    const size_t bytes = plan.descriptor().operand_bytes(i);
+    if (bytes == 0) continue;  // an epilogue operand the plan does not use
+    if (pointers[i] == 0) {
+      const std::string name =
+          i == kBiasOperand ? "bias" : i == kResidualOperand ? "residual" : plan.problem().operand(i).name;
+      throw InvalidArgument(name + ": the address is null");
+    }
+    buffers[i] = wrap_in_place(device, reinterpret_cast<std::byte*>(pointers[i]), bytes);
   }
   std::unique_ptr<Buffer> workspace_buffer;
   if (workspace != 0) {
     workspace_buffer = wrap_in_place(device, reinterpret_cast<std::byte*>(workspace), plan.memory_bytes());
   }
   Queue& queue = backend == BackendKind::Cuda ? cuda_queue(device, cuda_stream) : device.queue();
-  plan.run(queue, {buffers[0].get(), buffers[1].get(), buffers[2].get()}, workspace_buffer.get());
+  plan.run(queue, {buffers[0].get(), buffers[1].get(), buffers[2].get(), buffers[3].get(), buffers[4].get()},
+           workspace_buffer.get());
 }
 
 }  // namespace convtune::python

@@ -323,13 +323,14 @@ nb::tuple run_tune(const std::vector<std::string>& device_specs, const std::vect
 Plan make_plan(const std::string& device_spec, const Problem& problem, const std::optional<std::string>& family,
                const std::optional<Config>& config, bool use_tuning, const TuningDatabase* database,
                bool external_workspace, const std::optional<std::string>& math,
-               std::optional<uint64_t> workspace_limit) {
+               std::optional<uint64_t> workspace_limit, const std::string& epilogue) {
   Device& device = convtune::device(device_spec);
   PlanRequest request;
   // As the command line's --math: the element type goes with it ('bf16' and 'fp16' are 16-bit tensors in fp32 math,
   // the others FP32 tensors), and PlanDescriptor validates the pair.
   request.problem = math ? problem.with_precision(parse_precision(*math)) : problem;
   request.workspace_limit = workspace_limit;
+  request.epilogue = parse_epilogue(epilogue);
   if (family) request.family = *family;
   request.config = config;
   request.use_tuning = use_tuning;
@@ -565,18 +566,22 @@ NB_MODULE(_convtune, m) {
            "a"_a, "b"_a, "c"_a, "stream"_a = 0,
            "Runs on three DLPack arrays in operand order (x, w, y or a, b, c); CUDA memory on `stream`.")
       .def("run_pointers",
-           [](const Plan& plan, std::tuple<uintptr_t, uintptr_t, uintptr_t> p, uintptr_t workspace, intptr_t stream) {
-             run_on_pointers(plan, {std::get<0>(p), std::get<1>(p), std::get<2>(p)}, workspace, stream);
+           [](const Plan& plan, std::tuple<uintptr_t, uintptr_t, uintptr_t> p, uintptr_t workspace, intptr_t stream,
+              uintptr_t bias, uintptr_t residual) {
+             run_on_pointers(plan, {std::get<0>(p), std::get<1>(p), std::get<2>(p), bias, residual}, workspace,
+                             stream);
            },
-           "pointers"_a, "workspace"_a = 0, "stream"_a = 0,
-           "Runs on raw addresses (host memory on the CPU device, device memory on a CUDA device's `stream`).");
+           "pointers"_a, "workspace"_a = 0, "stream"_a = 0, "bias"_a = 0, "residual"_a = 0,
+           "Runs on raw addresses (host memory on the CPU device, device memory on a CUDA device's `stream`); an "
+           "epilogue's bias (K floats) and residual (y's shape, layout and type) where the plan has them.");
 
   m.def("make_plan", &make_plan, "device"_a, "problem"_a, "family"_a = nb::none(), "config"_a = nb::none(),
         "use_tuning"_a = true, "database"_a = nb::none(), "external_workspace"_a = false, "math"_a = nb::none(),
-        "workspace_limit"_a = nb::none(),
+        "workspace_limit"_a = nb::none(), "epilogue"_a = "none",
         "Describes and compiles a plan (the tuned family and configuration unless given), in `math` (fp32, tf32, "
         "3xtf32, fp32-fast, or bf16 and fp16 for 16-bit tensors; None: the problem's own) within `workspace_limit` "
-        "bytes (None: the device's).");
+        "bytes (None: the device's), with a forward convolution's fused `epilogue` ('bias+residual+relu', "
+        "'bias+relu6', ...; 'none').");
 
   m.def("_unsupported_reason",
         [](const std::string& device_spec, const Problem& problem) -> std::string {

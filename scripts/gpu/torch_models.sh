@@ -4,7 +4,8 @@
 #   conformance  the families that read channels-last themselves ($CONF_FAMILIES, default implicit_gemm_nhwc_wgmma,
 #                implicit_gemm_shifted_wgmma, col2im_wgmma, depthwise_nhwc) on the conformance list's channels-last
 #                cases, bf16 and tf32 (depthwise_nhwc: also fp32), on cuda:0
-#   pytest       python/tests/test_torch.py on CUDA (layouts, precision settings, streams, custom operators)
+#   pytest       $PYTESTS on CUDA (default python/tests/test_torch.py test_torch_graphs.py test_threads.py: layouts,
+#                precision settings, streams, custom operators, CUDA graphs, torch.compile, threads)
 #   models       examples/python/bench_models.py $MODELS in $MODES (batch $BATCH): stock against convtune, the check
 #                against float64, and with PROFILE=N the N costliest kernels of each side
 #   first        the first training step of a fresh process per side (empty program cache), $FIRST_MODELS in
@@ -24,6 +25,7 @@ BATCH=${BATCH:-64}
 PROFILE=${PROFILE:-0}
 LAYER_DIRS=${LAYER_DIRS:-all}
 BUDGET=${BUDGET:-560}
+PYTESTS=${PYTESTS:-"python/tests/test_torch.py python/tests/test_torch_graphs.py python/tests/test_threads.py"}
 mkdir -p "$OUT"
 SUMMARY=$OUT/summary.txt
 : >"$SUMMARY"
@@ -58,7 +60,7 @@ if has conformance; then
 fi
 
 if has pytest; then
-  run 150 "$OUT/pytest.log" $PY -m pytest -q -p no:cacheprovider python/tests/test_torch.py
+  run 240 "$OUT/pytest.log" $PY -m pytest -q -p no:cacheprovider -rs $PYTESTS
   tail -5 "$OUT/pytest.log" | tee -a "$SUMMARY"
 fi
 

@@ -1,6 +1,8 @@
 // The standard conformance case list; small enough that the float64 reference runs it in seconds.
 #include "src/conformance/conformance.h"
 
+#include <tuple>
+
 namespace convtune::conformance {
 
 const std::vector<Case>& standard_cases() {
@@ -46,6 +48,25 @@ const std::vector<Case>& standard_cases() {
     };
     std::vector<Case> out;
     for (const auto& [name, text] : spec) out.push_back({name, parse_problem(text)});
+    return out;
+  }();
+  return cases;
+}
+
+const std::vector<EpilogueCase>& epilogue_cases() {
+  static const std::vector<EpilogueCase> cases = [] {
+    std::vector<std::tuple<std::string, std::string, std::string>> spec = {
+        {"3x3-pad1-bias-residual-relu", "N=2,C=5,H=8,W=8,K=7,R=3,pad=1", "bias+residual+relu"},
+        {"1x1-stride2-residual", "N=1,C=4,H=9,W=8,K=5,R=1,stride=2", "residual"},
+        {"3x3-pad1-c8k16-bias-residual-relu-nhwc", "N=2,C=8,H=6,W=7,K=16,R=3,pad=1,layout=nhwc",
+         "bias+residual+relu"},
+        {"1x1-stride2-c16k8-bias-relu6-nhwc", "N=2,C=16,H=9,W=8,K=8,R=1,stride=2,layout=nhwc", "bias+relu6"},
+        {"3x3-depthwise-bias-relu", "N=2,C=8,H=9,W=9,K=8,R=3,pad=1,groups=8", "bias+relu"},
+        {"3x3-depthwise-c16-stride2-bias-relu6-nhwc", "N=2,C=16,H=9,W=9,K=16,R=3,stride=2,pad=1,groups=16,layout=nhwc",
+         "bias+relu6"},
+    };
+    std::vector<EpilogueCase> out;
+    for (const auto& [name, text, epilogue] : spec) out.push_back({name, parse_problem(text), parse_epilogue(epilogue)});
     return out;
   }();
   return cases;

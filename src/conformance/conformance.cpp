@@ -55,6 +55,30 @@ harness::Check check_adjoint(harness::Implementation& impl, Device& device, cons
   return res;
 }
 
+harness::Check check_epilogue(harness::Implementation& impl, Device& device, const EpilogueCase& c, ElementType type,
+                              uint64_t seed) {
+  ConvProblem pb = c.problem.with_direction(Direction::Forward);
+  pb.type = type;
+  harness::Check res;
+  if (!impl.set_epilogue(c.epilogue)) {
+    res.message = "unsupported: no fused epilogues";
+    return res;
+  }
+  try {
+    if (const std::string why = impl.unsupported_reason(pb, device.info()); !why.empty()) {
+      res.message = "unsupported: " + why;
+    } else {
+      harness::Workload workload(device, pb, seed, c.epilogue);
+      impl.prepare(workload);
+      res = harness::check_once(impl, workload, 0);
+    }
+  } catch (const std::exception& e) {
+    res.message = fmt::format("threw: {}", e.what());
+  }
+  impl.set_epilogue({});
+  return res;
+}
+
 Summary run(const std::vector<Target>& targets, const std::vector<Case>& cases, uint64_t seed, std::ostream* log) {
   Summary sum;
   std::vector<std::unique_ptr<harness::Implementation>> impls;

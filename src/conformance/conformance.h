@@ -24,6 +24,22 @@ struct Case {
 // C=1 and C=3, odd and non-square sizes, N=1 and N>1; a selection of them again in the channels-last layout.
 const std::vector<Case>& standard_cases();
 
+// A forward convolution with a fused epilogue (bias, residual, ReLU or its clamp), checked against the float64
+// convolution with the epilogue applied after it.
+struct EpilogueCase {
+  std::string name;
+  ConvProblem problem;  // forward; the element type is set per check
+  Epilogue epilogue;
+};
+
+// Both layouts, with and without a bias, ReLU and ReLU6, channels in whole 16-byte chunks and not.
+const std::vector<EpilogueCase>& epilogue_cases();
+
+// `impl` (set_epilogue the case's epilogue; then reset to none) on a workload of the case in full. Unsupported
+// combinations come back as a Check whose message starts with "unsupported: ".
+harness::Check check_epilogue(harness::Implementation& impl, Device& device, const EpilogueCase& c, ElementType type,
+                              uint64_t seed);
+
 // <fwd(x,w), dy> = <x, bwd_data(dy,w)> = <w, bwd_filter(x,dy)>, each direction computed by `impl` on `device`.
 harness::Check check_adjoint(harness::Implementation& impl, Device& device, const ConvProblem& problem, uint64_t seed);
 

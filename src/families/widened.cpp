@@ -16,6 +16,7 @@
 #include "src/backend/cpu/host_program.h"
 #include "src/core/parallel_for.h"
 #include "src/families/channels_last.h"
+#include "src/families/fused_epilogue.h"
 #include "src/families/wrapped_family.h"
 
 namespace convtune {
@@ -251,7 +252,8 @@ class WidenedFamily final : public KernelFamily {
 }  // namespace
 
 bool families::is_widened(const KernelFamily& family) {
-  return dynamic_cast<const WidenedFamily*>(&families::without_channels_last(family)) != nullptr;
+  return dynamic_cast<const WidenedFamily*>(
+             &families::without_channels_last(families::without_fused_epilogue(family))) != nullptr;
 }
 
 void families::add_widened_families(std::vector<std::unique_ptr<KernelFamily>>& list) {

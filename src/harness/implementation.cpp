@@ -30,6 +30,7 @@ void PlanImplementation::prepare(Workload& workload) {
   workload_ = &workload;
   PlanRequest request = request_;
   request.problem = workload.problem();
+  request.epilogue = workload.epilogue();
   plan_ = std::make_unique<Plan>(family_ ? Plan::create(workload.device(), *family_, request)
                                          : Plan::create(workload.device(), request));
 }

@@ -26,6 +26,10 @@ class Implementation {
   // True when it computes on the host whatever device convtune uses (oneDNN): it is then given a workload on the
   // CPU device with the same inputs.
   virtual bool runs_on_host() const { return false; }
+  // Asks for a forward convolution's fused epilogue on the problems to come (unsupported_reason then judges the
+  // problem with it, and prepare() binds the workload's bias and residual); false where the implementation has no
+  // such epilogue (the reference libraries): only the empty one is accepted.
+  virtual bool set_epilogue(const Epilogue& epilogue) { return !epilogue.any(); }
   // Binds to the workload's operands: compiles, searches (cuDNN's Find), allocates workspace. Nothing is timed.
   virtual void prepare(Workload& workload) = 0;
   // Enqueues one computation on the workload's queue, writing the problem's written operand.
@@ -51,6 +55,10 @@ class PlanImplementation final : public Implementation {
       : request_(std::move(request)), family_(family) {}
   std::string name() const override { return "convtune"; }
   std::string unsupported_reason(const Problem& problem, const DeviceInfo& device) const override;
+  bool set_epilogue(const Epilogue& epilogue) override {
+    request_.epilogue = epilogue;
+    return true;
+  }
   void prepare(Workload& workload) override;
   void run() override;
   std::string algorithm() const override;

@@ -92,9 +92,47 @@ Workload::Workload(Device& device, const Problem& problem, uint64_t seed)
   q.finish();
 }
 
+Workload::Workload(Device& device, const Problem& problem, uint64_t seed, const Epilogue& epilogue)
+    : Workload(device, problem, seed) {
+  if (!epilogue.any()) return;
+  if (!problem_.is_conv() || problem_.conv().direction != Direction::Forward || epilogue.pool > 1) {
+    throw InvalidArgument(fmt::format("a workload's epilogue ({}) needs a forward convolution and no pooling, not {}",
+                                      to_string(epilogue), problem_.to_string()));
+  }
+  epilogue_ = epilogue;
+  Queue& q = queue();
+  const ConvProblem& pb = problem_.conv();
+  if (epilogue.bias) {
+    bias_ = random_values(pb.k, seed * 3 + 11);
+    bias_buffer_ = device.allocate(bias_.size() * sizeof(float));
+    q.write(*bias_buffer_, bias_.data(), bias_.size() * sizeof(float));
+  }
+  if (epilogue.residual) {
+    residual_ = random_values(pb.y_elements(), seed * 3 + 13);
+    round_to_type(problem_.type(), residual_.data(), residual_.size());
+    const std::vector<unsigned char> bytes = encoded(problem_.type(), residual_);
+    residual_buffer_ = device.allocate(bytes.size());
+    q.write(*residual_buffer_, bytes.data(), bytes.size());
+  }
+  q.finish();
+}
+
 Workload::~Workload() = default;
 
-Operands Workload::operands() const { return {buffers_[0].get(), buffers_[1].get(), buffers_[2].get()}; }
+Operands Workload::operands() const {
+  return {buffers_[0].get(), buffers_[1].get(), buffers_[2].get(), bias_buffer_.get(), residual_buffer_.get()};
+}
+
+double Workload::with_epilogue(double sum, int64_t i) const {
+  double v = sum;
+  if (!epilogue_.any()) return v;
+  const ConvProblem& pb = problem_.conv();
+  if (epilogue_.bias) v += bias_[static_cast<size_t>((i / (pb.p() * pb.q())) % pb.k)];
+  if (epilogue_.residual) v += residual_[static_cast<size_t>(cpu::output_offset(problem_, i))];
+  if (epilogue_.relu) v = std::max(v, 0.0);
+  if (epilogue_.relu && epilogue_.relu_max > 0) v = std::min(v, static_cast<double>(epilogue_.relu_max));
+  return v;
+}
 
 size_t Workload::operand_bytes(int operand) const {
   return host_[static_cast<size_t>(operand)].size() * static_cast<size_t>(bytes_per_element(problem_.type()));
@@ -173,7 +211,7 @@ Check Workload::verify_sampled(const std::vector<float>& out, int samples, std::
     }
     cpu::HostOperands op;
     for (int i = 0; i < Problem::kOperands; ++i) op.data[static_cast<size_t>(i)] = const_cast<float*>(host_[static_cast<size_t>(i)].data());
-    for (int64_t i : s->positions) s->expected.push_back(cpu::reference_element(problem_, op, i));
+    for (int64_t i : s->positions) s->expected.push_back(with_epilogue(cpu::reference_element(problem_, op, i), i));
     sampled_ = std::move(s);
   }
   return compare(out, sampled_->positions, sampled_->expected, tol.value_or(tolerance(problem_)),
@@ -189,7 +227,7 @@ Check Workload::verify_full(const std::vector<float>& out, std::optional<double>
     const int64_t chunk = 256;
     parallel_for((count + chunk - 1) / chunk, hardware_threads(), [&](int64_t block) {
       for (int64_t i = block * chunk; i < std::min(count, (block + 1) * chunk); ++i)
-        full_reference_[static_cast<size_t>(i)] = cpu::reference_element(problem_, op, i);
+        full_reference_[static_cast<size_t>(i)] = with_epilogue(cpu::reference_element(problem_, op, i), i);
     });
   }
   std::vector<int64_t> positions(static_cast<size_t>(count));

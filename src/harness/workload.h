@@ -42,6 +42,9 @@ class Workload {
   // and seed give the same values on every device, so a library running on the host can be handed a CPU-device
   // workload with the very inputs convtune's device saw.
   Workload(Device& device, const Problem& problem, uint64_t seed = 1);
+  // The same with a forward convolution's fused epilogue: a seeded bias (K floats) and residual (y's shape, layout and
+  // type) beside the operands, and the reference applies the epilogue to the float64 sum. Pooling is not checked.
+  Workload(Device& device, const Problem& problem, uint64_t seed, const Epilogue& epilogue);
   ~Workload();
   Workload(const Workload&) = delete;
   Workload& operator=(const Workload&) = delete;
@@ -50,7 +53,8 @@ class Workload {
   Queue& queue() const { return device_->queue(); }
   const Problem& problem() const { return problem_; }
   uint64_t seed() const { return seed_; }
-  // The device buffers in Problem::operand order.
+  const Epilogue& epilogue() const { return epilogue_; }
+  // The device buffers in Problem::operand order, then the epilogue's bias and residual where it has them.
   Operands operands() const;
   // Host values of an operand as uploaded (the written one's initial values matter only when it is also read); for
   // 16-bit element types these are the FP32 values of the 16-bit elements the device holds.
@@ -80,12 +84,17 @@ class Workload {
   struct Sampled;
   Check compare(const std::vector<float>& out, const std::vector<int64_t>& positions, const std::vector<double>& want,
                 double tol, const char* what) const;
+  // The float64 reference `sum` of logical output element i with the epilogue applied.
+  double with_epilogue(double sum, int64_t i) const;
 
   Device* device_;
   Problem problem_;
   uint64_t seed_;
+  Epilogue epilogue_;
   std::vector<std::vector<float>> host_;
   std::vector<std::unique_ptr<Buffer>> buffers_;
+  std::vector<float> bias_, residual_;
+  std::unique_ptr<Buffer> bias_buffer_, residual_buffer_;
   std::unique_ptr<Sampled> sampled_;
   std::vector<double> full_reference_;
 };

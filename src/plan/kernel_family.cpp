@@ -3,7 +3,10 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <charconv>
+#include <cmath>
+#include <cstdlib>
 
 #include "convtune/error.h"
 
@@ -37,9 +40,48 @@ Config parse_config(std::string_view text) {
 std::string to_string(const Epilogue& e) {
   std::string text;
   if (e.bias) text += "+bias";
-  if (e.relu) text += "+relu";
+  if (e.residual) text += "+residual";
+  if (e.relu && e.relu_max == 6.0f) text += "+relu6";
+  else if (e.relu && e.relu_max > 0) text += fmt::format("+relu-max={}", e.relu_max);
+  else if (e.relu) text += "+relu";
   if (e.pool > 1) text += fmt::format("+maxpool{}", e.pool);
   return text.empty() ? "none" : text.substr(1);
+}
+
+Epilogue parse_epilogue(std::string_view text) {
+  Epilogue e;
+  if (text == "none" || text.empty()) return e;
+  size_t start = 0;
+  while (start <= text.size()) {
+    const size_t end = std::min(text.find('+', start), text.size());
+    const std::string_view part = text.substr(start, end - start);
+    if (part == "bias") {
+      e.bias = true;
+    } else if (part == "residual") {
+      e.residual = true;
+    } else if (part == "relu") {
+      e.relu = true;
+    } else if (part == "relu6") {
+      e.relu = true;
+      e.relu_max = 6.0f;
+    } else if (part.substr(0, 9) == "relu-max=") {
+      const std::string value(part.substr(9));
+      char* stop = nullptr;
+      const float cap = std::strtof(value.c_str(), &stop);
+      if (value.empty() || *stop != '\0' || !(cap > 0) || !std::isfinite(cap))
+        throw InvalidArgument(fmt::format("epilogue '{}': relu-max must be a positive number, got '{}'", text, value));
+      e.relu = true;
+      e.relu_max = cap;
+    } else if (part == "maxpool2") {
+      e.pool = 2;
+    } else {
+      throw InvalidArgument(fmt::format("epilogue '{}': unknown part '{}' (expected bias, residual, relu, relu6, "
+                                        "relu-max=X, maxpool2 or none, joined by '+')",
+                                        text, part));
+    }
+    start = end + 1;
+  }
+  return e;
 }
 
 std::string fp32_only_reason(std::string_view family, const Problem& problem) {

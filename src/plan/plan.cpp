@@ -341,6 +341,7 @@ size_t PlanDescriptor::operand_bytes(int index) const {
   // The bias is K floats whatever the tensors' type: every kernel's epilogue adds it in FP32 before the one rounding
   // (the 16-bit ones too), and the nn layers keep it in FP32.
   if (index == kBiasOperand) return epilogue_.bias ? static_cast<size_t>(problem_.conv().k) * sizeof(float) : 0;
+  if (index == kResidualOperand) return epilogue_.residual ? operand_bytes(2) : 0;  // y's shape, layout and type
   int64_t elements = problem_.operand(index).elements;
   if (problem_.is_conv() && index == 2 && epilogue_.pool > 1) {
     const ConvProblem& c = problem_.conv();
@@ -422,10 +423,10 @@ Plan::Plan(Device& device, PlanDescriptor descriptor, bool external_workspace)
 void Plan::run(Queue& queue, const Operands& operands, const Buffer* workspace) const {
   const Problem& problem = descriptor_.problem();
   // Every operand the launches use must be there and large enough: a short buffer would be overrun silently.
-  for (int i = 0; i <= kBiasOperand; ++i) {
+  for (int i = 0; i <= kResidualOperand; ++i) {
     const size_t needed = descriptor_.operand_bytes(i);
     if (needed == 0) continue;
-    const char* name = i == kBiasOperand ? "bias" : problem.operand(i).name;
+    const char* name = i == kBiasOperand ? "bias" : i == kResidualOperand ? "residual" : problem.operand(i).name;
     if (!operands[i]) {
       throw InvalidArgument(fmt::format("{} on {}: operand {} was not given (expected a buffer of {} bytes)",
                                         describe(), problem.to_string(), name, needed));

@@ -231,3 +231,42 @@ INSTANTIATE_TEST_SUITE_P(AllFamilies, FamilyConformance, testing::ValuesIn(all_f
                              if (ch == '-') ch = '_';
                            return name;
                          });
+
+// Fused epilogues (bias, residual, ReLU, ReLU6) on every convolution family's default configuration, in every element
+// type it computes (FP32 math for FP32 tensors), on the epilogue cases: the family's own epilogue where it has one, the
+// elementwise pass (src/families/fused_epilogue.h) for the rest. A family that computes a case without an epilogue
+// must compute it with one.
+class FamilyEpilogueConformance : public testing::TestWithParam<std::string> {};
+
+TEST_P(FamilyEpilogueConformance, FusedEpiloguesMatchTheReference) {
+  const KernelFamily& family = kernel_family(GetParam());
+  int checks = 0;
+  uint64_t seed = 4242;
+  for (Device* device : devices_for(family)) {
+    for (const auto& c : conformance::epilogue_cases()) {
+      ++seed;
+      if (!case_wanted(c.name)) continue;
+      for (ElementType type : {ElementType::F32, ElementType::BF16, ElementType::F16}) {
+        if (!precision_wanted({type, MathMode::FP32})) continue;
+        ConvProblem plain = c.problem;
+        plain.type = type;
+        if (!family.unsupported_reason(plain, {}, device->info()).empty()) continue;
+        harness::PlanImplementation impl(PlanRequest{Problem(plain), {}, family.name(), std::nullopt, false});
+        const harness::Check r = conformance::check_epilogue(impl, *device, c, type, seed);
+        ++checks;
+        EXPECT_TRUE(r.passed) << device->info().id << " " << family.name() << " " << c.name << " "
+                              << to_string(type) << " +" << to_string(c.epilogue) << ": " << r.message;
+      }
+    }
+  }
+  if (checks == 0) GTEST_SKIP() << family.name() << " computes no epilogue case on any device here";
+  std::cout << fmt::format("epilogue conformance: {}: {} checks\n", family.name(), checks);
+}
+
+GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(FamilyEpilogueConformance);
+INSTANTIATE_TEST_SUITE_P(AllFamilies, FamilyEpilogueConformance, testing::ValuesIn([] {
+                           std::vector<std::string> names;
+                           for (const auto& f : kernel_families())
+                             if (f->problem_kind() == Problem::Kind::Convolution) names.push_back(f->name());
+                           return names;
+                         }()));

@@ -268,7 +268,8 @@ TEST(TensorCoreNvrtc, WgmmaFamiliesCompileForSm90aWithoutSpills) {
 
 // The wgmma families that read channels-last tensors themselves, in bf16 and tf32: channels in whole 16-byte chunks
 // (implicit_gemm_nhwc_wgmma reads x or dy and the forward filters in place), odd channel counts and groups (copies
-// from channels-last), the bias and ReLU epilogue; defaults and a sampled configuration each, no spills.
+// from channels-last), the bias, residual, ReLU and ReLU6 epilogues; defaults and a sampled configuration each, no
+// spills.
 TEST(TensorCoreNvrtc, ChannelsLastWgmmaKernelsCompileForSm90aWithoutSpills) {
   compiled = 0;
   const std::vector<Precision> modes = {{ElementType::BF16, MathMode::FP32}, {ElementType::F32, MathMode::TF32}};
@@ -291,6 +292,12 @@ TEST(TensorCoreNvrtc, ChannelsLastWgmmaKernelsCompileForSm90aWithoutSpills) {
   for (const Precision& precision : modes) {
     const Problem pb = forward.front().with_precision(precision);
     expect_compiles(nhwc, pb, {true, true, 1}, nhwc.default_config(pb, device), device);
+    // A ResNet block's last convolution (bias, the shortcut, ReLU) and a MobileNet one's (bias, ReLU6); both layouts.
+    for (const char* epilogue : {"bias+residual+relu", "residual+relu6"}) {
+      expect_compiles(nhwc, pb, parse_epilogue(epilogue), nhwc.default_config(pb, device), device);
+      const Problem nchw = Problem(pb.conv().with_layout(Layout::NCHW));
+      expect_compiles(nhwc, nchw, parse_epilogue(epilogue), nhwc.default_config(nchw, device), device);
+    }
   }
   std::cout << "nvrtc: compiled " << compiled << " channels-last wgmma programs for sm_90a\n";
   EXPECT_GT(compiled, 0);

@@ -12,6 +12,7 @@
 
 #include "convtune/plan.h"
 #include "src/families/families.h"
+#include "src/families/fused_epilogue.h"
 #include "src/families/gemm_wgmma/wgmma_tiles.h"
 
 namespace convtune {
@@ -67,7 +68,7 @@ class ImplicitGemmNhwcWgmmaFamily final : public KernelFamily {
   std::string description() const override {
     return "implicit GEMM on Hopper's warpgroup MMA (wgmma, sm_90a) over a channels-last copy of the gathered tensor: "
            "both operands by 16-byte cp.async, a chunk one tap's channels; BF16/FP16 tensors and FP32 in tf32 math, "
-           "forward (bias and ReLU fused) and backward-data";
+           "forward (bias, residual and ReLU or ReLU6 fused) and backward-data";
   }
   Problem::Kind problem_kind() const override { return Problem::Kind::Convolution; }
   // Before implicit_gemm_wgmma, which keeps thin first layers (backward-filter and strided backward-data are
@@ -76,6 +77,7 @@ class ImplicitGemmNhwcWgmmaFamily final : public KernelFamily {
   int untuned_rank() const override { return 2; }
   bool uses_tensor_cores() const override { return true; }
   bool computes_nhwc() const override { return true; }
+  bool fuses_residual() const override { return true; }
 
   std::string unsupported_reason(const Problem& generic, const Epilogue& epilogue,
                                  const DeviceInfo& device) const override {
@@ -151,6 +153,11 @@ class ImplicitGemmNhwcWgmmaFamily final : public KernelFamily {
     recipe.source.defines = problem_defines(pb);
     recipe.source.defines["HAS_BIAS"] = epilogue.bias ? "1" : "0";
     recipe.source.defines["HAS_RELU"] = epilogue.relu ? "1" : "0";
+    if (epilogue.residual) recipe.source.defines["HAS_RESIDUAL"] = "1";  // absent: the programs compiled before
+    if (epilogue.relu && epilogue.relu_max > 0) {
+      recipe.source.defines["HAS_RELU_MAX"] = "1";
+      recipe.source.defines["RELU_MAX"] = families::relu_max_literal(epilogue);
+    }
     recipe.source.defines["CP"] = std::to_string(s.cp);
     recipe.source.defines["WS_T"] = "0";
     recipe.source.defines["WS_W"] = std::to_string(s.copy_bytes);
@@ -186,9 +193,11 @@ class ImplicitGemmNhwcWgmmaFamily final : public KernelFamily {
     if (nhwc) {
       main.args = {ArgSource::of_operand(x), ArgSource::of_operand(w), ArgSource::of_operand(y), ArgSource::workspace()};
       if (forward && epilogue.bias) main.args.push_back(ArgSource::of_operand(kBiasOperand));
+      if (forward && epilogue.residual) main.args.push_back(ArgSource::of_operand(kResidualOperand));
     } else if (forward) {
       main.args = {ArgSource::of_operand(x), ArgSource::of_operand(y), ArgSource::workspace()};
       if (epilogue.bias) main.args.push_back(ArgSource::of_operand(kBiasOperand));
+      if (epilogue.residual) main.args.push_back(ArgSource::of_operand(kResidualOperand));
     } else {
       main.args = {ArgSource::of_operand(x), ArgSource::workspace()};
     }

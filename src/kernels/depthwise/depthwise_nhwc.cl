@@ -12,103 +12,41 @@
 // and SPLIT are defines; the launches are one-dimensional.
 #include "common/compat.h"
 
-#ifdef __OPENCL_VERSION__
-#define DWN_AS_FLOAT(u) as_float(u)
-#define DWN_AS_UINT(f) as_uint(f)
-#define DWN_LOAD4(p) vload4(0, (const GLOBAL unsigned int*)(p))
-#define DWN_STORE4(v, p) vstore4((v), 0, (GLOBAL unsigned int*)(p))
-typedef uint4 dwn_u4;
-#else
-#define DWN_AS_FLOAT(u) __uint_as_float(u)
-#define DWN_AS_UINT(f) __float_as_uint(f)
-#define DWN_LOAD4(p) (*(const uint4*)(p))
-#define DWN_STORE4(v, p) (*(uint4*)(p) = (v))
-typedef uint4 dwn_u4;
-#endif
-
-#if ELEM == 0
-typedef float dwn_elem;
-#else
-typedef unsigned short dwn_elem;
-#endif
-
-// ---- element conversions: widening is exact; narrowing rounds to nearest, ties to even (as the host does) ----
-DEVICE_FN float dwn_to_float(dwn_elem e) {
-#if ELEM == 0
-  return e;
-#elif ELEM == 1
-  return DWN_AS_FLOAT((unsigned int)e << 16);
-#else
-  const unsigned int sign = (unsigned int)(e & 0x8000u) << 16, exponent = (e >> 10) & 0x1Fu, mantissa = e & 0x3FFu;
-  if (exponent == 0x1Fu) return DWN_AS_FLOAT(sign | 0x7F800000u | (mantissa << 13));
-  if (exponent == 0u) {
-    const float magnitude = (float)mantissa * 5.9604644775390625e-8f;
-    return sign ? -magnitude : magnitude;
-  }
-  return DWN_AS_FLOAT(sign | ((exponent + 112u) << 23) | (mantissa << 13));
-#endif
-}
-
-DEVICE_FN unsigned int dwn_round_bits(unsigned int u, int dropped) {
-  const unsigned int below_half = (1u << (dropped - 1)) - 1u, lsb = (u >> dropped) & 1u;
-  return (u + below_half + lsb) & ~((1u << dropped) - 1u);
-}
-
-DEVICE_FN dwn_elem dwn_from_float(float x) {
-#if ELEM == 0
-  return x;
-#elif ELEM == 1
-  const unsigned int u = DWN_AS_UINT(x);
-  if ((u & 0x7FFFFFFFu) > 0x7F800000u) return (dwn_elem)((u >> 16) | 0x40u);  // NaN stays NaN
-  return (dwn_elem)(dwn_round_bits(u, 16) >> 16);
-#else
-  const unsigned int u = DWN_AS_UINT(x), sign = (u >> 16) & 0x8000u, a = u & 0x7FFFFFFFu;
-  if (a > 0x7F800000u) return (dwn_elem)(sign | 0x7E00u | ((a >> 13) & 0x3FFu));
-  if (a >= 0x477FF000u) return (dwn_elem)(sign | 0x7C00u);
-  if (a >= 0x38800000u) return (dwn_elem)(sign | (dwn_round_bits(a - 0x38000000u, 13) >> 13));
-  if (a <= 0x33000000u) return (dwn_elem)sign;
-  const unsigned int exponent = a >> 23, mantissa = (a & 0x7FFFFFu) | 0x800000u;
-  const int shift = (int)(126u - exponent);
-  unsigned int q = mantissa >> shift;
-  const unsigned int rest = mantissa & ((1u << shift) - 1u), halfway = 1u << (shift - 1);
-  if (rest > halfway || (rest == halfway && (q & 1u))) ++q;
-  return (dwn_elem)(sign | q);
-#endif
-}
+#include "common/elements.h"
 
 // VEC elements at p (16-byte aligned when VEC fills 16 bytes) into v[], widened.
-DEVICE_FN void dwn_load(const GLOBAL dwn_elem* p, float* v) {
+DEVICE_FN void dwn_load(const GLOBAL ct_elem* p, float* v) {
 #if VEC * (ELEM == 0 ? 4 : 2) == 16
-  const dwn_u4 u = DWN_LOAD4(p);
+  const ct_u4 u = CT_LOAD4(p);
   const unsigned int words[4] = {u.x, u.y, u.z, u.w};
 #if ELEM == 0
-  PRAGMA_UNROLL for (int i = 0; i < 4; ++i) v[i] = DWN_AS_FLOAT(words[i]);
+  PRAGMA_UNROLL for (int i = 0; i < 4; ++i) v[i] = CT_AS_FLOAT(words[i]);
 #else
   PRAGMA_UNROLL for (int i = 0; i < 4; ++i) {
-    v[2 * i] = dwn_to_float((dwn_elem)(words[i] & 0xFFFFu));
-    v[2 * i + 1] = dwn_to_float((dwn_elem)(words[i] >> 16));
+    v[2 * i] = ct_to_float((ct_elem)(words[i] & 0xFFFFu));
+    v[2 * i + 1] = ct_to_float((ct_elem)(words[i] >> 16));
   }
 #endif
 #else
-  PRAGMA_UNROLL for (int i = 0; i < VEC; ++i) v[i] = dwn_to_float(p[i]);
+  PRAGMA_UNROLL for (int i = 0; i < VEC; ++i) v[i] = ct_to_float(p[i]);
 #endif
 }
 
 // v[] rounded to the element type into VEC elements at p.
-DEVICE_FN void dwn_store(GLOBAL dwn_elem* p, const float* v) {
+DEVICE_FN void dwn_store(GLOBAL ct_elem* p, const float* v) {
 #if VEC * (ELEM == 0 ? 4 : 2) == 16
   unsigned int words[4];
 #if ELEM == 0
-  PRAGMA_UNROLL for (int i = 0; i < 4; ++i) words[i] = DWN_AS_UINT(v[i]);
+  PRAGMA_UNROLL for (int i = 0; i < 4; ++i) words[i] = CT_AS_UINT(v[i]);
 #else
   PRAGMA_UNROLL for (int i = 0; i < 4; ++i)
-    words[i] = (unsigned int)dwn_from_float(v[2 * i]) | ((unsigned int)dwn_from_float(v[2 * i + 1]) << 16);
+    words[i] = (unsigned int)ct_from_float(v[2 * i]) | ((unsigned int)ct_from_float(v[2 * i + 1]) << 16);
 #endif
-  dwn_u4 u;
+  ct_u4 u;
   u.x = words[0], u.y = words[1], u.z = words[2], u.w = words[3];
-  DWN_STORE4(u, p);
+  CT_STORE4(u, p);
 #else
-  PRAGMA_UNROLL for (int i = 0; i < VEC; ++i) p[i] = dwn_from_float(v[i]);
+  PRAGMA_UNROLL for (int i = 0; i < VEC; ++i) p[i] = ct_from_float(v[i]);
 #endif
 }
 
@@ -126,8 +64,8 @@ DEVICE_FN void dwn_store(GLOBAL dwn_elem* p, const float* v) {
 
 // Forward (x, w -> y) and backward-data (w, dy -> dx): work-item i takes channel vector i % DWN_CV of column tile
 // (i / DWN_CV) % DWN_COL_TILES of output row i / (DWN_CV * DWN_COL_TILES) (that is, (n, row)).
-KERNEL void depthwise_nhwc(const GLOBAL dwn_elem* RESTRICT in, const GLOBAL dwn_elem* RESTRICT w,
-                           GLOBAL dwn_elem* RESTRICT out) {
+KERNEL void depthwise_nhwc(const GLOBAL ct_elem* RESTRICT in, const GLOBAL ct_elem* RESTRICT w,
+                           GLOBAL ct_elem* RESTRICT out) {
   const long i = GLOBAL_ID(0);
   if (i >= (long)N * DWN_OUT_H * DWN_COL_TILES * DWN_CV) return;
   const int c = (int)(i % DWN_CV) * VEC;
@@ -143,15 +81,15 @@ KERNEL void depthwise_nhwc(const GLOBAL dwn_elem* RESTRICT in, const GLOBAL dwn_
 #if DIRECTION == 0
     const int ih = orow * STRIDE_H - PAD_H + r * DILATION_H;
     if ((unsigned)ih >= (unsigned)H) continue;
-    const GLOBAL dwn_elem* in_row = in + ((long)n * H + ih) * W * C + c;
+    const GLOBAL ct_elem* in_row = in + ((long)n * H + ih) * W * C + c;
 #else
     const int ph = orow + PAD_H - r * DILATION_H;
     if (ph < 0 || ph % STRIDE_H != 0 || ph / STRIDE_H >= P) continue;
-    const GLOBAL dwn_elem* in_row = in + ((long)n * P + ph / STRIDE_H) * Q * C + c;
+    const GLOBAL ct_elem* in_row = in + ((long)n * P + ph / STRIDE_H) * Q * C + c;
 #endif
     for (int s = 0; s < S; ++s) {
       float wv[VEC];
-      PRAGMA_UNROLL for (int v = 0; v < VEC; ++v) wv[v] = dwn_to_float(w[(long)(c + v) * (R * S) + r * S + s]);
+      PRAGMA_UNROLL for (int v = 0; v < VEC; ++v) wv[v] = ct_to_float(w[(long)(c + v) * (R * S) + r * S + s]);
       PRAGMA_UNROLL for (int t = 0; t < TILE_Q; ++t) {
         const int ocol = col0 + t;
 #if DIRECTION == 0
@@ -168,7 +106,7 @@ KERNEL void depthwise_nhwc(const GLOBAL dwn_elem* RESTRICT in, const GLOBAL dwn_
       }
     }
   }
-  GLOBAL dwn_elem* out_row = out + (row * DWN_OUT_W) * C + c;
+  GLOBAL ct_elem* out_row = out + (row * DWN_OUT_W) * C + c;
   PRAGMA_UNROLL for (int t = 0; t < TILE_Q; ++t) {
     if (col0 + t < DWN_OUT_W) dwn_store(out_row + (long)(col0 + t) * C, acc[t]);
   }
@@ -180,7 +118,7 @@ KERNEL void depthwise_nhwc(const GLOBAL dwn_elem* RESTRICT in, const GLOBAL dwn_
 
 // Backward-filter: work-item i takes channel vector i % DWN_CV, tap row (i / DWN_CV) % R and slice i / (DWN_CV * R)
 // of the output rows, and writes its S x VEC partial sums to partial[slice][c][r][s].
-KERNEL void depthwise_nhwc_filter(const GLOBAL dwn_elem* RESTRICT x, const GLOBAL dwn_elem* RESTRICT dy,
+KERNEL void depthwise_nhwc_filter(const GLOBAL ct_elem* RESTRICT x, const GLOBAL ct_elem* RESTRICT dy,
                                   GLOBAL float* RESTRICT partial) {
   const long i = GLOBAL_ID(0);
   if (i >= (long)SPLIT * R * DWN_CV) return;
@@ -196,8 +134,8 @@ KERNEL void depthwise_nhwc_filter(const GLOBAL dwn_elem* RESTRICT x, const GLOBA
     const int n = (int)(row / P), p = (int)(row % P);
     const int ih = p * STRIDE_H - PAD_H + r * DILATION_H;
     if ((unsigned)ih >= (unsigned)H) continue;
-    const GLOBAL dwn_elem* x_row = x + ((long)n * H + ih) * W * C + c;
-    const GLOBAL dwn_elem* dy_row = dy + row * Q * C + c;
+    const GLOBAL ct_elem* x_row = x + ((long)n * H + ih) * W * C + c;
+    const GLOBAL ct_elem* dy_row = dy + row * Q * C + c;
     for (int q = 0; q < Q; ++q) {
       float dv[VEC];
       dwn_load(dy_row + (long)q * C, dv);
@@ -217,11 +155,11 @@ KERNEL void depthwise_nhwc_filter(const GLOBAL dwn_elem* RESTRICT x, const GLOBA
 }
 
 // dw[c][r][s] = the slices' partial sums, added in slice order (deterministic), rounded once.
-KERNEL void dwn_filter_reduce(const GLOBAL float* RESTRICT partial, GLOBAL dwn_elem* RESTRICT dw) {
+KERNEL void dwn_filter_reduce(const GLOBAL float* RESTRICT partial, GLOBAL ct_elem* RESTRICT dw) {
   const long i = GLOBAL_ID(0);
   if (i >= (long)C * R * S) return;
   float sum = 0.0f;
   for (int slice = 0; slice < SPLIT; ++slice) sum += partial[(long)slice * C * R * S + i];
-  dw[i] = dwn_from_float(sum);
+  dw[i] = ct_from_float(sum);
 }
 #endif

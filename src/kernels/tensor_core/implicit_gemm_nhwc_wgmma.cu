@@ -6,7 +6,8 @@
 // xt / dyt: x or dy as [n][pixel][group][CP] with each group's channels padded to CP (a multiple of the 16-byte
 // chunk), written by wgn_to_channels_last through a shared-memory tile. The reduction runs over taps, then channels,
 // so a 16-byte chunk is CHUNK channels of one tap at one pixel: one bounds check and one copy (zero-filled off the
-// image, between a strided backward-data's grid points and past the reduction). Forward fuses bias and ReLU.
+// image, between a strided backward-data's grid points and past the reduction). Forward fuses bias, a residual (y's
+// shape and layout) and ReLU with an optional clamp (ReLU6).
 // Channels-last problems (LAYOUT_NHWC=1) read and write x, w and y in their own layout: the gathered tensor is read in
 // place where each group's channels are whole chunks (DIRECT_A: it is already xt / dyt, CP the group's channels), and
 // so are the forward filters (DIRECT_B: w as (K, R, S, C/groups) is already wr); otherwise the copies read NHWC.
@@ -40,20 +41,33 @@
 #define CN_RED (R * S * CP)    // the reduction: taps x padded channels (a multiple of WG_CHUNK)
 #define CN_OUTSIDE (-(1 << 30))  // a row past M: every tap's check fails
 
-#if LAYOUT_NHWC && DIRECTION == 0 && HAS_BIAS
+#ifndef HAS_RESIDUAL
+#define HAS_RESIDUAL 0
+#endif
+#ifndef HAS_RELU_MAX
+#define HAS_RELU_MAX 0
+#endif
+// The forward epilogue's operands: the bias (K floats) and the residual (y's shape and layout), where fused.
+#if DIRECTION == 0 && HAS_BIAS
+#define CN_BIAS_ARG , const float* RESTRICT bias
+#else
+#define CN_BIAS_ARG
+#endif
+#if DIRECTION == 0 && HAS_RESIDUAL
+#define CN_RESIDUAL_ARG , const wg_elem* RESTRICT residual
+#else
+#define CN_RESIDUAL_ARG
+#endif
+
+#if LAYOUT_NHWC && DIRECTION == 0
 #define CN_ARGS const wg_elem* RESTRICT x, const wg_elem* RESTRICT w, wg_elem* RESTRICT y, \
-                const unsigned char* RESTRICT ws, const float* RESTRICT bias
-#elif LAYOUT_NHWC && DIRECTION == 0
-#define CN_ARGS const wg_elem* RESTRICT x, const wg_elem* RESTRICT w, wg_elem* RESTRICT y, \
-                const unsigned char* RESTRICT ws
+                const unsigned char* RESTRICT ws CN_BIAS_ARG CN_RESIDUAL_ARG
 #elif LAYOUT_NHWC
 #define CN_ARGS wg_elem* RESTRICT dx, const wg_elem* RESTRICT w, const wg_elem* RESTRICT dy, \
                 const unsigned char* RESTRICT ws
-#elif DIRECTION == 0 && HAS_BIAS
-#define CN_ARGS const wg_elem* RESTRICT x, wg_elem* RESTRICT y, const unsigned char* RESTRICT ws, \
-                const float* RESTRICT bias
 #elif DIRECTION == 0
-#define CN_ARGS const wg_elem* RESTRICT x, wg_elem* RESTRICT y, const unsigned char* RESTRICT ws
+#define CN_ARGS const wg_elem* RESTRICT x, wg_elem* RESTRICT y, const unsigned char* RESTRICT ws CN_BIAS_ARG \
+                CN_RESIDUAL_ARG
 #else
 #define CN_ARGS wg_elem* RESTRICT dx, const unsigned char* RESTRICT ws
 #endif
@@ -174,8 +188,14 @@ KERNEL __launch_bounds__(WG_THREADS, 1) void implicit_gemm_nhwc_wgmma(CN_ARGS) {
 #if DIRECTION == 0 && HAS_BIAS
       value += bias[g * K_PER_GROUP + n];
 #endif
+#if DIRECTION == 0 && HAS_RESIDUAL
+      value += wg_to_float(residual[(out_row - y) + (long)n * CN_OUT_STRIDE]);
+#endif
 #if DIRECTION == 0 && HAS_RELU
       value = value > 0.0f ? value : 0.0f;
+#if HAS_RELU_MAX
+      value = value < RELU_MAX ? value : RELU_MAX;
+#endif
 #endif
       out_row[(long)n * CN_OUT_STRIDE] = WG_FROM_FLOAT(value);
     }

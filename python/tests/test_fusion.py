@@ -1,0 +1,172 @@
+"""convtune.torch.optimize(): Conv2d -> BatchNorm2d [-> + shortcut] [-> ReLU / ReLU6] blocks found by tracing, fused
+in inference (the batch norm folded, shortcut and activation in the convolution's epilogue) and computed unfused in
+training; outputs against float64 and stock PyTorch, state_dict keys, running statistics, gradients. On the CPU
+everywhere and on CUDA where there is a GPU."""
+import pytest
+
+torch = pytest.importorskip("torch")
+import torch.nn.functional as F  # noqa: E402
+
+import convtune.torch as ct  # noqa: E402
+
+DEVICES = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
+
+
+@pytest.fixture(autouse=True)
+def fp32_math():
+    ct.set_fp32_math("fp32")
+    yield
+    ct.set_fp32_math(None)
+
+
+class Bottleneck(torch.nn.Module):
+    """torchvision's ResNet bottleneck, as its forward writes it: module ReLU shared by three calls, `out += identity`."""
+
+    def __init__(self, c: int, mid: int, stride: int) -> None:
+        super().__init__()
+        self.conv1, self.bn1 = torch.nn.Conv2d(c, mid, 1, bias=False), torch.nn.BatchNorm2d(mid)
+        self.conv2 = torch.nn.Conv2d(mid, mid, 3, stride, 1, bias=False)
+        self.bn2 = torch.nn.BatchNorm2d(mid)
+        self.conv3, self.bn3 = torch.nn.Conv2d(mid, 2 * c, 1, bias=False), torch.nn.BatchNorm2d(2 * c)
+        self.relu = torch.nn.ReLU(inplace=True)
+        self.downsample = torch.nn.Sequential(torch.nn.Conv2d(c, 2 * c, 1, stride, bias=False),
+                                              torch.nn.BatchNorm2d(2 * c))
+
+    def forward(self, x):
+        identity = self.downsample(x)
+        out = self.relu(self.bn1(self.conv1(x)))
+        out = self.relu(self.bn2(self.conv2(out)))
+        out = self.bn3(self.conv3(out))
+        out += identity
+        return self.relu(out)
+
+
+class Net(torch.nn.Module):
+    """A stem (conv with bias, batch norm, functional ReLU), a bottleneck, a MobileNet-style depthwise block with
+    ReLU6 and a projection added to its input, and a convolution with no batch norm after it."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.stem = torch.nn.Conv2d(3, 8, 3, 2, 1)
+        self.stem_bn = torch.nn.BatchNorm2d(8)
+        self.block = Bottleneck(8, 4, 2)
+        self.dw = torch.nn.Sequential(torch.nn.Conv2d(16, 16, 3, 1, 1, groups=16, bias=False),
+                                      torch.nn.BatchNorm2d(16), torch.nn.ReLU6(inplace=True))
+        self.project = torch.nn.Conv2d(16, 16, 1, bias=False)
+        self.project_bn = torch.nn.BatchNorm2d(16)
+        self.head = torch.nn.Conv2d(16, 10, 1)
+
+    def forward(self, x):
+        x = F.relu(self.stem_bn(self.stem(x)))
+        x = self.block(x)
+        x = x + self.project_bn(self.project(self.dw(x)))
+        return self.head(x).mean((2, 3))
+
+
+def _net(device: str) -> torch.nn.Module:
+    torch.manual_seed(0)
+    net = Net().to(device)
+    for m in net.modules():  # batch norms that change what they normalise, so a wrong fold shows
+        if isinstance(m, torch.nn.BatchNorm2d):
+            m.running_mean.uniform_(-0.5, 0.5)
+            m.running_var.uniform_(0.5, 2.0)
+            m.weight.data.uniform_(0.5, 1.5)
+            m.bias.data.uniform_(-0.3, 0.3)
+    return net
+
+
+def _relative(got, want) -> float:
+    return ((got.double() - want.double()).norm() / want.double().norm()).item()
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("channels_last", [False, True])
+def test_inference_fuses_every_block_and_matches_float64(device, channels_last):
+    net = _net(device).eval()
+    fmt = torch.channels_last if channels_last else torch.contiguous_format
+    x = torch.randn(2, 3, 20, 18, device=device).contiguous(memory_format=fmt)
+    with torch.no_grad():
+        want = net.double()(x.double())
+        net.float()
+        stock = net(x)
+    keys = set(net.state_dict())
+    model = ct.optimize(net.to(memory_format=fmt))
+    report = model._convtune_optimize_report
+    # stem (functional ReLU), the bottleneck's four (one of the two that are added takes the other as its shortcut,
+    # and the ReLU), the depthwise (ReLU6) and the projection (added to the block's input, no activation)
+    assert set(report.fused) == {"stem_bn", "block.bn1", "block.bn2", "block.bn3", "block.downsample.1", "dw.1",
+                                 "project_bn"}, report
+    assert sorted(report.fused.values()) == sorted(["bias+relu", "bias+relu", "bias+relu", "bias+residual+relu",
+                                                    "bias", "bias+relu6", "bias+residual"]), report
+    assert set(model.state_dict()) == keys  # the same keys (a traced module may list them in the order of use)
+    with torch.no_grad():
+        got = model(x)
+    assert _relative(got, want) < 1e-5
+    assert _relative(got, stock) < 1e-5
+    epilogues = {conv.epilogue for conv in ct._convs.values() if conv.device == x.device}
+    assert {"bias+relu", "bias+residual+relu", "bias+relu6", "bias+residual", "bias"} <= epilogues
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_training_runs_unfused_with_pytorchs_statistics_and_gradients(device):
+    stock, ours = _net(device), _net(device)
+    model = ct.optimize(ours)
+    x = torch.randn(4, 3, 16, 16, device=device)
+    for _ in range(2):  # the second step sees the running statistics the first updated
+        y_stock, y_ours = stock(x), model(x)
+        assert _relative(y_ours, y_stock) < 1e-5
+        y_stock.square().sum().backward()
+        y_ours.square().sum().backward()
+    # As one vector: a convolution's bias before a batch norm has a zero gradient but for rounding.
+    ours_p, stock_p = dict(model.named_parameters()), dict(stock.named_parameters())
+    assert _relative(torch.cat([ours_p[n].grad.flatten() for n in stock_p]),
+                     torch.cat([p.grad.flatten() for p in stock_p.values()])) < 1e-5
+    ours_b = dict(model.named_buffers())
+    for name, b in stock.named_buffers():
+        assert torch.allclose(ours_b[name].double(), b.double(), rtol=1e-5, atol=1e-6), name
+    # Back in eval: the fold uses the statistics training left.
+    stock.eval()
+    model.eval()
+    with torch.no_grad():
+        assert _relative(model(x), stock(x)) < 1e-5
+
+
+def test_a_changed_parameter_or_statistic_is_folded_again():
+    net = _net("cpu").eval()
+    model = ct.optimize(net)
+    x = torch.randn(2, 3, 16, 16)
+    with torch.no_grad():
+        model(x)
+        net.stem_bn.running_mean.add_(0.25)  # in place: the module is shared with the optimized model
+        net.block.conv2.weight.mul_(0.5)
+        stock = net(x)
+        assert _relative(model(x), stock) < 1e-5
+
+
+def test_gradients_in_eval_mode_take_the_unfused_path():
+    net = _net("cpu").eval()
+    model = ct.optimize(net)
+    x = torch.randn(2, 3, 16, 16, requires_grad=True)
+    y = model(x)
+    y.sum().backward()
+    x2 = x.detach().clone().requires_grad_()
+    net(x2).sum().backward()
+    assert _relative(x.grad, x2.grad) < 1e-5
+
+
+def test_a_model_that_cannot_be_traced_is_patched_with_the_reason():
+    class Dynamic(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.conv, self.bn = torch.nn.Conv2d(3, 4, 3), torch.nn.BatchNorm2d(4)
+
+        def forward(self, x):
+            if x.sum() > 0:  # data-dependent control flow: symbolic tracing fails
+                x = -x
+            return self.bn(self.conv(x))
+
+    model = ct.optimize(Dynamic().eval())
+    report = model._convtune_optimize_report
+    assert not report.fused and "could not be traced" in str(report) and report.patch.replaced == ["conv"]
+    with torch.no_grad():
+        assert model(torch.randn(1, 3, 8, 8)).shape == (1, 4, 6, 6)
