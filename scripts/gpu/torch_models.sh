@@ -4,9 +4,10 @@
 #   conformance  the families that read channels-last themselves ($CONF_FAMILIES, default implicit_gemm_nhwc_wgmma,
 #                implicit_gemm_shifted_wgmma, col2im_wgmma, depthwise_nhwc) on the conformance list's channels-last
 #                cases, bf16 and tf32 (depthwise_nhwc: also fp32), on cuda:0
+#   epilogue     every family's fused epilogues (bias, residual, ReLU, ReLU6) on the epilogue cases, on cuda:0
 #   pytest       $PYTESTS on CUDA (default python/tests/test_torch.py test_torch_graphs.py test_threads.py: layouts,
 #                precision settings, streams, custom operators, CUDA graphs, torch.compile, threads)
-#   models       examples/python/bench_models.py $MODELS in $MODES (batch $BATCH): stock against convtune, the check
+#   models       examples/python/bench_models.py $MODELS in $MODES (batch $BATCH): $SIDES (default stock,convtune), the check
 #                against float64, and with PROFILE=N the N costliest kernels of each side
 #   first        the first training step of a fresh process per side (empty program cache), $FIRST_MODELS in
 #                $FIRST_MODES
@@ -25,7 +26,9 @@ BATCH=${BATCH:-64}
 PROFILE=${PROFILE:-0}
 LAYER_DIRS=${LAYER_DIRS:-all}
 BUDGET=${BUDGET:-560}
-PYTESTS=${PYTESTS:-"python/tests/test_torch.py python/tests/test_torch_graphs.py python/tests/test_threads.py"}
+PYTESTS=${PYTESTS:-"python/tests/test_torch.py python/tests/test_torch_graphs.py python/tests/test_threads.py \
+python/tests/test_fusion.py"}
+SIDES=${SIDES:-stock,convtune}
 mkdir -p "$OUT"
 SUMMARY=$OUT/summary.txt
 : >"$SUMMARY"
@@ -59,6 +62,12 @@ if has conformance; then
   done
 fi
 
+if has epilogue; then
+  CONVTUNE_CONFORMANCE_DEVICES=cuda:0 run 240 "$OUT/epilogue.log" .carry/bin/family_conformance_test \
+    --gtest_filter="*FamilyEpilogue*"
+  grep -hE "^epilogue conformance: |FAILED|Failure|PASSED" "$OUT/epilogue.log" | head -40 | tee -a "$SUMMARY"
+fi
+
 if has pytest; then
   run 240 "$OUT/pytest.log" $PY -m pytest -q -p no:cacheprovider -rs $PYTESTS
   tail -5 "$OUT/pytest.log" | tee -a "$SUMMARY"
@@ -66,7 +75,8 @@ fi
 
 if has models; then
   run 420 "$OUT/models.log" $PY examples/python/bench_models.py $MODELS --modes "$MODES" --batch "$BATCH" \
-    --new-batch $((BATCH * 3 / 4)) --profile "$PROFILE" --out "$OUT/models.json" --markdown "$OUT/models.md"
+    --new-batch $((BATCH * 3 / 4)) --profile "$PROFILE" --sides "$SIDES" --out "$OUT/models.json" \
+    --markdown "$OUT/models.md"
   grep -E "^\||^profile|^  " "$OUT/models.log" | tail -120 | tee -a "$SUMMARY"
 fi
 
