@@ -112,7 +112,10 @@ class FusedEpilogueFamily final : public KernelFamily {
     if (families::fused_part(*inner_, problem, epilogue, device) == epilogue) return {};
     if (epilogue.pool > 1) return inner_->unsupported_reason(problem, epilogue, device);
     const ConvProblem& pb = problem.conv();
-    if (pb.direction != Direction::Forward) return "epilogues apply to the forward direction only";
+    if (pb.direction != Direction::Forward) {
+      const std::string why = inner_->unsupported_reason(problem, epilogue, device);  // the family's own words
+      return why.empty() ? "epilogues apply to the forward direction only" : why;
+    }
     if (pb.y_elements() > INT32_MAX) return "y has more elements than the epilogue pass counts";
     return inner_->unsupported_reason(problem, Epilogue{}, device);
   }
