@@ -12,6 +12,14 @@ needs_compile = pytest.mark.skipif(not (torch.cuda.is_available() and ct.uses_cu
                                         and hasattr(torch, "compile")), reason="needs CUDA and torch.compile")
 
 
+def _patched_net_and_input(channels_last: bool):
+    """A small patched network on the GPU and an input batch for it, both in the layout asked for."""
+    model = _net(channels_last)
+    ct.patch(model)
+    fmt = torch.channels_last if channels_last else torch.contiguous_format
+    return model, torch.randn(8, 3, 32, 32, device="cuda").contiguous(memory_format=fmt)
+
+
 def _net(channels_last: bool) -> torch.nn.Module:
     torch.manual_seed(0)
     model = torch.nn.Sequential(
@@ -28,10 +36,7 @@ def _relative(got: torch.Tensor, want: torch.Tensor) -> float:
 @needs_cuda
 @pytest.mark.parametrize("channels_last", [False, True])
 def test_a_patched_training_step_captures_and_replays_in_a_cuda_graph(channels_last):
-    model = _net(channels_last)
-    ct.patch(model)
-    fmt = torch.channels_last if channels_last else torch.contiguous_format
-    static_x = torch.randn(8, 3, 32, 32, device="cuda").contiguous(memory_format=fmt)
+    model, static_x = _patched_net_and_input(channels_last)
     params = list(model.parameters())
 
     def step():
@@ -69,10 +74,7 @@ def test_a_patched_training_step_captures_and_replays_in_a_cuda_graph(channels_l
 @pytest.mark.parametrize("channels_last", [False, True])
 def test_torch_compile_traces_a_patched_model_without_graph_breaks(channels_last):
     import torch._dynamo
-    model = _net(channels_last)
-    ct.patch(model)
-    fmt = torch.channels_last if channels_last else torch.contiguous_format
-    x = torch.randn(8, 3, 32, 32, device="cuda").contiguous(memory_format=fmt)
+    model, x = _patched_net_and_input(channels_last)
     torch._dynamo.reset()
     explanation = torch._dynamo.explain(model)(x)
     assert explanation.graph_break_count == 0, explanation.break_reasons
