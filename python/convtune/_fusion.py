@@ -51,6 +51,7 @@ class FusedConvBatchNorm2d(torch.nn.BatchNorm2d):
         self._convtune_residual = residual
         self._convtune_activation = activation  # "", "relu" or "relu6"
         self._convtune_folded: Dict[Any, Tuple[Any, torch.Tensor, torch.Tensor]] = {}
+        self._convtune_refusals: Dict[Any, str] = {}  # by the weight's dtype and device: why convtune cannot run it
 
     def forward(self, x: torch.Tensor, residual: Optional[torch.Tensor] = None) -> torch.Tensor:  # type: ignore
         conv = self._convtune_conv
@@ -105,8 +106,12 @@ class FusedConvBatchNorm2d(torch.nn.BatchNorm2d):
     def _fused(self, x: torch.Tensor, residual: Optional[torch.Tensor]) -> Optional[torch.Tensor]:
         """The fused computation, or None where convtune refuses it (the caller then runs the unfused one)."""
         conv = self._convtune_conv
-        if not isinstance(conv, torch.nn.Conv2d) or _ct._unsupported_reason(conv, type(conv)) \
-                or x.dim() != 4 or x.device != conv.weight.device:
+        if x.dim() != 4 or x.device != conv.weight.device:
+            return None
+        where = (conv.weight.dtype, conv.weight.device)  # what the refusal depends on, asked once for each
+        if self._convtune_refusals.get(where) is None:
+            self._convtune_refusals[where] = _ct._unsupported_reason(conv, type(conv))
+        if self._convtune_refusals[where]:
             return None
         stride, dilation, groups = _ct._pair(conv.stride), _ct._pair(conv.dilation), conv.groups
         if isinstance(conv.padding, str):
