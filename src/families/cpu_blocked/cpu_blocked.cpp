@@ -244,9 +244,9 @@ ConvProblem computed_problem(const ConvProblem& pb) {
 }
 
 std::string vector_fill_change(const ConvProblem& tuned, const ConvProblem& asked) {
-  // The main job's 8 -> 16 layer (backward-data vectors over its 8 input channels: half an AVX-512 vector, so
-  // tuning chose vectors over pixels) served as the nearest shape of fmnist2's 32 -> 64 and ran its backward-data
-  // at 1.98x the built-in default's time (docs/PERFORMANCE.md, thirty-third session).
+  // Across that line a tuned block says little: an 8 -> 16 layer (backward-data vectors over its 8 input channels:
+  // half an AVX-512 vector, so tuning chose vectors over pixels) serving as the nearest shape of fmnist2's 32 -> 64
+  // ran its backward-data at 1.98x the built-in default's time.
   const int64_t lanes = kernels().lanes;
   const Shape a = shape_of(computed_problem(tuned)), b = shape_of(computed_problem(asked));
   const auto check = [&](int64_t from, int64_t to, const char* what) -> std::string {
@@ -583,7 +583,7 @@ Choice filter_tiles(const ConvProblem& problem, const KernelTable& kt, Choice c)
     // Threads split the reduction (each copying its own tiles) whenever each gets two tiles: splitting the output
     // tiles shares one copy per tile and so waits at two barriers per tile. Two threads, in rounds, on stems with
     // 3 input channels: alex1 8.7 -> 7.2 ms, ResNet's 7x7/2 at 8 images 11.6 -> 8.3 and at one 1.34 -> 1.15, a
-    // 5x5/2 on 64x64 1.29 -> 0.91 (2026-12-04); alex1's tuned entries on both Intel hosts had it too.
+    // 5x5/2 on 64x64 1.29 -> 0.91; alex1's tuned entries on both Intel hosts have it too.
     const int64_t reduction_tiles = problem.n * ceil_div(sh.rows, rb);
     if (reduction_tiles >= 2 * static_cast<int64_t>(ThreadPool::instance().size())) c.order = 1;
   }
@@ -632,10 +632,11 @@ Choice filter_default(const ConvProblem& problem, const KernelTable& kt) {
 // Forward / backward-data: the orientation whose best block keeps the FMA units busier (ORIENT, VECS and COLS);
 // `eff_rows` gets the pixel vectors' lane fill along rows. Channel vectors also pay a transposed store per block,
 // amortised over the reduction (input channels x taps steps): a gather per channel and a masked vector store
-// (StoreBlock), about an eighth of a cycle per accumulator lane. At half a cycle (a scalar store per lane, before
-// the gathers) the 1x1 layers of 24-64 input channels took pixel vectors and ran 2x slower than with channel
-// vectors (two threads: ResNet-50's 64 -> 256 at 56x56, 8 images, 7.8 -> 3.9 ms; a stride-2 3x3 backward-data of
-// 64 -> 32 channels on 208x208, 12.9 -> 7.3), while Fashion-MNIST's first layer (25 steps) keeps pixel vectors (0.57 ms; channel vectors 0.78).
+// (StoreBlock), about an eighth of a cycle per accumulator lane. Costed at half a cycle (a scalar store per lane,
+// as without the gathers), the 1x1 layers of 24-64 input channels would take pixel vectors and run 2x slower than
+// with channel vectors (two threads: ResNet-50's 64 -> 256 at 56x56, 8 images, 7.8 -> 3.9 ms; a stride-2 3x3
+// backward-data of 64 -> 32 channels on 208x208, 12.9 -> 7.3), while Fashion-MNIST's first layer (25 steps) keeps pixel
+// vectors (0.57 ms; channel vectors 0.78).
 Choice oriented_block(const ConvProblem& problem, const KernelTable& kt, double* eff_rows) {
   const Shape sh = shape_of(problem);
   const int64_t lanes = kt.lanes;
@@ -670,12 +671,13 @@ std::optional<Choice> plane_vectors_default(const ConvProblem& problem, const Ke
   // and filter column, beside a FMA lane per output channel and tap. Two threads, AMD EPYC Zen 4, in rounds with
   // oneDNN: Fashion-MNIST's first layer (rows of 28, planes of 784; 100 images) 0.83 ms as rows (VECS 1, COLS 16,
   // ROW_BLOCK 32: better than the tuner had found), 0.76 as planes (2 x 13), 0.73 with 1 x 16; oneDNN 0.78. Groups
-  // of 8 channels, the old default against this one (1 x 8; 2026-12-06): 32 -> 32 in 4 groups at 20x20, 64 images,
+  // of 8 channels, rows against planes (1 x 8): 32 -> 32 in 4 groups at 20x20, 64 images,
   // 1.03 -> 0.92 ms; ResNeXt's 32 groups at 56x56, 4 images, 3.95 -> 3.21; 6 dilated groups at 31x29 0.163 -> 0.136.
   // (8 groups at 97x61 keep their rows, which fill 61 of 64 lanes: 0.371 ms, 0.342 as planes. With channel vectors
-  // the rule stays off: Inception's 48 -> 64 5x5 at 35x35 ran 3.33 ms so, 3.75 as planes.) Not where the copies' runs (one per input row, channel and filter column, a dozen cycles each, whatever
-  // their length) come to more than 1 in 20 of the FMAs: the tiny 8 -> 8 3x3 on 8x8 (2 images, 0.1 of a run per FMA)
-  // took 4 us as planes, 3 as rows; the 20x20 layer above has 0.037.
+  // the rule stays off: Inception's 48 -> 64 5x5 at 35x35 ran 3.33 ms so, 3.75 as planes.) Not where the copies' runs
+  // (one per input row, channel and filter column, a dozen cycles each, whatever their length) come to more than 1 in
+  // 20 of the FMAs: the tiny 8 -> 8 3x3 on 8x8 (2 images, 0.1 of a run per FMA) took 4 us as planes, 3 as rows; the
+  // 20x20 layer above has 0.037.
   const double runs_per_fma =
       static_cast<double>((problem.p() + (problem.r - 1) * problem.dilation.h) * lanes) /
       static_cast<double>(problem.p() * problem.q() * sh.oc * problem.r);
@@ -711,15 +713,16 @@ int64_t input_layout(const ConvProblem& problem, const KernelTable& kt, const Ch
   // Channel-blocked input for channel vectors when the input channels fill whole blocks well (not AlexNet's 3).
   const double ic_fill = static_cast<double>(sh.ic) / static_cast<double>(ceil_div(sh.ic, lanes) * lanes);
   // Dilated rows too (a call per filter row there): DeepLab's rate-2 and rate-4 3x3 (256 and 512 channels), forward
-  // and backward-data, 10-15% faster than planar input (two threads, in rounds, 2026-12-04).
+  // and backward-data, 10-15% faster than planar input (two threads, in rounds).
   if (c.orient == 0 && ic_fill >= 0.75) layout = 1;
   // Copied an image at a time by the thread computing on it (LAYOUT 2) when an image's copy is small beside L2 and
   // every thread has images of its own to copy: one thread, fmnist2 backward-data 12.8 -> 12.1 ms, forward 12.4 ->
   // 12.1, alex2 1-2%. Not ucla5x5 (one image of 53 MB: each thread would copy all of it).
   const auto [in_rows, in_cols] = read_plane(problem);
   // The padded copy's own extent: forward pads x by `pad` on both sides, backward-data pads dy by the dilated
-  // filter's reach less `pad`. (The filter size in place of the padding overstated a plane of 196 pixels as one row
-  // (computed_problem) by half, and sent ResNet-50's 1024 -> 256 1x1 to a whole copy up front: 3.0 -> 3.4 ms.)
+  // filter's reach less `pad`. (The filter size in place of the padding would overstate a plane of 196 pixels as
+  // one row (computed_problem) by half, and send ResNet-50's 1024 -> 256 1x1 to a whole copy up front: 3.0 -> 3.4
+  // ms.)
   const bool fwd = problem.direction == Direction::Forward;
   const int64_t pad_rows = fwd ? problem.pad.h : problem.dilation.h * (problem.r - 1) - problem.pad.h;
   const int64_t pad_cols = fwd ? problem.pad.w : problem.dilation.w * (problem.s - 1) - problem.pad.w;
@@ -753,9 +756,9 @@ int64_t input_chunk(const ConvProblem& problem, const KernelTable& kt, const Cho
       if (candidate > 0 && candidate < sh.ic && pass_bytes(candidate) <= half_l2()) chunk = candidate;
     if (chunk == 0 && kChunks[1] < sh.ic) chunk = kChunks[1];  // the smallest pass there is
   }
-  // (Pixel vectors step through the input channels a plane apart. Passes of 32 channels once kept a pass's pages
-  // within the first-level TLB; since the broadcast kernel prefetches such strided runs a few steps ahead
-  // (microkernels.cpp), one pass is faster: alternated in one process, ResNet-50's 64 -> 256 1x1 at 56x56, 8
+  // (Pixel vectors step through the input channels a plane apart. Passes of 32 channels would keep a pass's pages
+  // within the first-level TLB, but the broadcast kernel prefetches such strided runs a few steps ahead
+  // (microkernels.cpp), and one pass is faster: alternated in one process, ResNet-50's 64 -> 256 1x1 at 56x56, 8
   // images, forward 7.06 -> 6.71 ms on one thread, 4.39 -> 3.86 on two; its backward-data 6.89 -> 5.99 and 4.24
   // -> 3.45; MobileNetV2's 24 <- 144 backward-data 3.78 -> 3.59 and 1.63 -> 1.35.)
   return chunk;
@@ -830,8 +833,8 @@ Config default_config(const ConvProblem& asked) {
   Choice c = default_choice(problem, kernels(0));
   // Half-width vectors (WIDTH 1) where their default fills the lanes at least 1.25x better and an 8-lane FMA does
   // about as much a cycle as a 16-lane one (AMD Zen 4; on Intel's two 512-bit units it does half, so the full
-  // width stays). Zen 4, two threads, untuned, against oneDNN in the same rounds (docs/PERFORMANCE.md, thirty-
-  // fourth session): 8-channel groups at stride 2 (5x5, 12 groups) backward-filter 3.6 -> 1.6x oneDNN's time,
+  // width stays). Zen 4, two threads, untuned, against oneDNN in the same rounds: 8-channel groups at stride 2
+  // (5x5, 12 groups) backward-filter 3.6 -> 1.6x oneDNN's time,
   // forward 2.2 -> 1.5; 4 groups of 8 channels on 20x20 2.0-2.8 -> 1.2-1.7; a 1x7 layer's 24-channel side
   // backward-data 1.34 -> 0.89 and backward-filter 1.18 -> 0.86. Where the full width's pixel vectors already
   // filled 90% (rows of 29 and 61) the half width ran 7-35% slower, and the rule keeps the full width there.

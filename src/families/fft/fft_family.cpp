@@ -59,7 +59,7 @@ class FftFamily final : public KernelFamily {
   }
 
   // Filters of 5x5 and more over at least 32 channels a group, on GPUs, in FP32 math. Measured on the H200 with the
-  // built-in defaults (docs/PERFORMANCE.md, "FFT tiling"): on alex2, u2, u8 and Fashion-MNIST's conv2 (5x5, 32 to 192
+  // built-in defaults: on alex2, u2, u8 and Fashion-MNIST's conv2 (5x5, 32 to 192
   // channels) fft ran every direction 1.4-2.7x faster than winograd's F(2x2, 5x5), the only 5x5 Winograd tile
   // within the FP32 tolerance. Not measured on 3x3 layers (winograd keeps them: fft was 1.1-1.4x slower there), on
   // PoCL or for 1xN filters.
@@ -95,7 +95,7 @@ class FftFamily final : public KernelFamily {
     const ConvProblem& pb = generic.conv();
     Params p;
     p.size = default_size(pb);
-    // Gauss's product: measured on the H200 (docs/PERFORMANCE.md, "FFT tiling"), see the GPU run's table.
+    // Gauss's product (three real multiplies per complex one instead of four): the faster on the H200.
     p.gauss = 1;
     p.transform_tiles = default_transform_tiles(p.size, device);
     const uint64_t cap = workspace_limit(device);

@@ -100,7 +100,7 @@ class ImplicitGemmShiftedWgmmaFamily final : public KernelFamily {
     const Shape s = shape(pb, 1);
     // Every padded column is a multiply by zero: past half of them (Q=3 padded to 8) the copies and MMAs cost more
     // than twice the layer. Thin first layers are not a poor fit: on the H100 Fashion-MNIST's C=1 (25 filter rows)
-    // took 2.0 ms against widened_fft_tc's 4.0 and cuDNN's 3.3 (docs/PERFORMANCE.md, eighteenth session).
+    // took 2.0 ms against widened_fft_tc's 4.0 and cuDNN's 3.3.
     if (2 * pb.q() < s.qp)
       return fmt::format("output rows of {} padded to {}: most of the MMAs would multiply zeros", pb.q(), s.qp);
     return {};
