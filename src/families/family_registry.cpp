@@ -8,6 +8,7 @@
 #include "convtune/kernel_family.h"
 #include "src/families/channels_last.h"
 #include "src/families/families.h"
+#include "src/families/untuned_order.h"
 #include "src/families/widened.h"
 
 namespace convtune {
@@ -18,7 +19,7 @@ const std::vector<std::unique_ptr<KernelFamily>>& kernel_families() {
     families::add_widened_families(list);  // 16-bit tensors through the FP32 families
     families::add_channels_last_support(list);  // NHWC through the families that read NCHW
     std::stable_sort(list.begin(), list.end(), [](const auto& a, const auto& b) {
-      return a->untuned_rank() < b->untuned_rank();
+      return untuned_position(a->name()) < untuned_position(b->name());
     });
     return list;
   }();

@@ -41,17 +41,5 @@ TEST(UntunedOrder, NamesOfALineShareARankAndUnlistedNamesComeLast) {
   EXPECT_GT(untuned_position("no_such_family"), untuned_position("widened_cpu_gemm"));
 }
 
-// The list against the ranks the families declared before it: every pair compares alike.
-TEST(UntunedOrder, ComparesEveryPairLikeTheFamiliesRanks) {
-  for (const auto& a : kernel_families()) {
-    for (const auto& b : kernel_families()) {
-      const int old_a = a->untuned_rank(), old_b = b->untuned_rank();
-      const int new_a = untuned_rank(a->name()), new_b = untuned_rank(b->name());
-      EXPECT_EQ(old_a < old_b, new_a < new_b) << a->name() << " " << b->name();
-      EXPECT_EQ(old_a == old_b, new_a == new_b) << a->name() << " " << b->name();
-    }
-  }
-}
-
 }  // namespace
 }  // namespace convtune

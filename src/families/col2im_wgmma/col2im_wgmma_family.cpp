@@ -94,9 +94,6 @@ class Col2imWgmmaFamily final : public KernelFamily {
            "strided layers and few input channels; BF16/FP16 tensors and FP32 in tf32 or 3xtf32 math";
   }
   Problem::Kind problem_kind() const override { return Problem::Kind::Convolution; }
-  // Before implicit_gemm_wgmma (3), whose phases still gather dy through registers and whose GEMM has C/groups
-  // columns.
-  int untuned_rank() const override { return 2; }
   bool uses_tensor_cores() const override { return true; }
   bool computes_nhwc() const override { return true; }
 

@@ -43,8 +43,6 @@ class FftFamily final : public KernelFamily {
            "GEMM of the complex products as real 2x2 blocks on the gemm kernel, inverse DFT; all directions";
   }
   Problem::Kind problem_kind() const override { return Problem::Kind::Convolution; }
-  // Before winograd, so that its claim (5x5 and larger filters on GPUs) goes first where both claim a layer.
-  int untuned_rank() const override { return 38; }
 
   std::string unsupported_reason(const Problem& generic, const Epilogue& epilogue,
                                  const DeviceInfo& device) const override {

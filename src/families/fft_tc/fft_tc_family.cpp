@@ -54,8 +54,6 @@ class FftTcFamily final : public KernelFamily {
            "directions; NVIDIA sm_80+";
   }
   Problem::Kind problem_kind() const override { return Problem::Kind::Convolution; }
-  // Next to fft (38), before winograd and winograd_tc: where it claims a layer, its claim goes first.
-  int untuned_rank() const override { return 39; }
   bool uses_tensor_cores() const override { return true; }
 
   std::string unsupported_reason(const Problem& generic, const Epilogue& epilogue,

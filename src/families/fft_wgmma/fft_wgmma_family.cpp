@@ -72,8 +72,6 @@ class FftWgmmaFamily final : public KernelFamily {
            "shared memory); all directions; CUDA on compute capability 9.0";
   }
   Problem::Kind problem_kind() const override { return Problem::Kind::Convolution; }
-  // Before fft (38) and fft_tc (39): where it claims a layer (3xtf32, below), its claim goes first.
-  int untuned_rank() const override { return 37; }
   bool uses_tensor_cores() const override { return true; }
 
   // In 3xtf32, the layers fft_tc claims: filters of 5x5 and more over at least 32 channels a group whose batch fits

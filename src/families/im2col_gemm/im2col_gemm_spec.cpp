@@ -50,7 +50,6 @@ class Im2colGemmFamily final : public KernelFamily {
            "local-memory GEMM (col2im gather for backward-data); groups and depthwise in all directions";
   }
   Problem::Kind problem_kind() const override { return Problem::Kind::Convolution; }
-  int untuned_rank() const override { return 30; }
 
   std::string unsupported_reason(const Problem& generic, const Epilogue& epilogue,
                                  const DeviceInfo& device) const override {

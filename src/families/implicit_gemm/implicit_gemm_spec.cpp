@@ -290,7 +290,6 @@ class ImplicitGemmFamily final : public KernelFamily {
            "double-buffered local tiles, register tiles; all three directions, split-K for backward-filter";
   }
   Problem::Kind problem_kind() const override { return Problem::Kind::Convolution; }
-  int untuned_rank() const override { return 10; }
 
   std::string unsupported_reason(const Problem& generic, const Epilogue& epilogue,
                                  const DeviceInfo& device) const override {

@@ -66,8 +66,6 @@ class ImplicitGemmShiftedWgmmaFamily final : public KernelFamily {
            "FP32 in tf32 math, split-K";
   }
   Problem::Kind problem_kind() const override { return Problem::Kind::Convolution; }
-  // Before implicit_gemm_wgmma (3), which keeps forward and backward-data's strided and thin layers.
-  int untuned_rank() const override { return 2; }
   bool uses_tensor_cores() const override { return true; }
   bool computes_nhwc() const override { return true; }
 

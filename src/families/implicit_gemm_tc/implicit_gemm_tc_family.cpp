@@ -52,7 +52,6 @@ class ImplicitGemmTcFamily final : public KernelFamily {
            "three directions, split-K, bias and ReLU fused; NVIDIA sm_80+";
   }
   Problem::Kind problem_kind() const override { return Problem::Kind::Convolution; }
-  int untuned_rank() const override { return 5; }
   bool uses_tensor_cores() const override { return true; }
 
   std::string unsupported_reason(const Problem& generic, const Epilogue& epilogue,

@@ -39,7 +39,6 @@ class WinogradFamily final : public FamilyBase {
            "transforms, the gemm kernel batched over groups and transform positions, inverse transform; all "
            "directions (backward-filter with the dy tiles as filters)";
   }
-  int untuned_rank() const override { return 40; }
 
   std::string unsupported_reason(const Problem& generic, const Epilogue& epilogue,
                                  const DeviceInfo& device) const override {
