@@ -671,13 +671,13 @@ std::optional<Choice> plane_vectors_default(const ConvProblem& problem, const Ke
   // and filter column, beside a FMA lane per output channel and tap. Two threads, AMD EPYC Zen 4, in rounds with
   // oneDNN: Fashion-MNIST's first layer (rows of 28, planes of 784; 100 images) 0.83 ms as rows (VECS 1, COLS 16,
   // ROW_BLOCK 32: better than the tuner had found), 0.76 as planes (2 x 13), 0.73 with 1 x 16; oneDNN 0.78. Groups
-  // of 8 channels, rows against planes (1 x 8): 32 -> 32 in 4 groups at 20x20, 64 images,
-  // 1.03 -> 0.92 ms; ResNeXt's 32 groups at 56x56, 4 images, 3.95 -> 3.21; 6 dilated groups at 31x29 0.163 -> 0.136.
-  // (8 groups at 97x61 keep their rows, which fill 61 of 64 lanes: 0.371 ms, 0.342 as planes. With channel vectors
-  // the rule stays off: Inception's 48 -> 64 5x5 at 35x35 ran 3.33 ms so, 3.75 as planes.) Not where the copies' runs
-  // (one per input row, channel and filter column, a dozen cycles each, whatever their length) come to more than 1 in
-  // 20 of the FMAs: the tiny 8 -> 8 3x3 on 8x8 (2 images, 0.1 of a run per FMA) took 4 us as planes, 3 as rows; the
-  // 20x20 layer above has 0.037.
+  // of 8 channels, rows against planes (1 x 8): 32 -> 32 in 4 groups at 20x20, 64 images, 1.03 -> 0.92 ms; ResNeXt's
+  // 32 groups at 56x56, 4 images, 3.95 -> 3.21; 6 dilated groups at 31x29 0.163 -> 0.136. (8 groups at 97x61 keep
+  // their rows, which fill 61 of 64 lanes: 0.371 ms, 0.342 as planes. With channel vectors the rule stays off:
+  // Inception's 48 -> 64 5x5 at 35x35 ran 3.33 ms so, 3.75 as planes.) Not where the copies' runs (one per input row,
+  // channel and filter column, a dozen cycles each, whatever their length) come to more than 1 in 20 of the FMAs: the
+  // tiny 8 -> 8 3x3 on 8x8 (2 images, 0.1 of a run per FMA) took 4 us as planes, 3 as rows; the 20x20 layer above has
+  // 0.037.
   const double runs_per_fma =
       static_cast<double>((problem.p() + (problem.r - 1) * problem.dilation.h) * lanes) /
       static_cast<double>(problem.p() * problem.q() * sh.oc * problem.r);
@@ -834,10 +834,10 @@ Config default_config(const ConvProblem& asked) {
   // Half-width vectors (WIDTH 1) where their default fills the lanes at least 1.25x better and an 8-lane FMA does
   // about as much a cycle as a 16-lane one (AMD Zen 4; on Intel's two 512-bit units it does half, so the full
   // width stays). Zen 4, two threads, untuned, against oneDNN in the same rounds: 8-channel groups at stride 2
-  // (5x5, 12 groups) backward-filter 3.6 -> 1.6x oneDNN's time,
-  // forward 2.2 -> 1.5; 4 groups of 8 channels on 20x20 2.0-2.8 -> 1.2-1.7; a 1x7 layer's 24-channel side
-  // backward-data 1.34 -> 0.89 and backward-filter 1.18 -> 0.86. Where the full width's pixel vectors already
-  // filled 90% (rows of 29 and 61) the half width ran 7-35% slower, and the rule keeps the full width there.
+  // (5x5, 12 groups) backward-filter 3.6 -> 1.6x oneDNN's time, forward 2.2 -> 1.5; 4 groups of 8 channels on 20x20
+  // 2.0-2.8 -> 1.2-1.7; a 1x7 layer's 24-channel side backward-data 1.34 -> 0.89 and backward-filter 1.18 -> 0.86.
+  // Where the full width's pixel vectors already filled 90% (rows of 29 and 61) the half width ran 7-35% slower, and
+  // the rule keeps the full width there.
   if (half_width_available()) {
     Choice half = default_choice(problem, kernels(1));
     half.width = 1;

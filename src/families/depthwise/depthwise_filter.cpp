@@ -75,10 +75,9 @@ class Filter final : public DepthwiseVariant {
     c.threads = device.is_gpu ? 256 : 64;
     c.tile_q = device.is_gpu ? 4 : 8;
     if (device.is_gpu) {
-      // Tuned on the H200 over seven MobileNet-style layers: about one
-      // work-item per 48 reduction elements of a channel (64 at 7x7, 128 at 14x14, 512 from 28x28 up, the split
-      // taking the rest), two output columns per step at stride 1 and one at stride 2; 256 and 4 ran 1.1-1.8x
-      // longer on the larger and strided layers.
+      // Tuned on the H200 over seven MobileNet-style layers: about one work-item per 48 reduction elements of a
+      // channel (64 at 7x7, 128 at 14x14, 512 from 28x28 up, the split taking the rest), two output columns per step
+      // at stride 1 and one at stride 2; 256 and 4 ran 1.1-1.8x longer on the larger and strided layers.
       const int64_t reduction = pb_.n * pb_.p() * pb_.q();
       c.threads = 64;
       while (c.threads < 512 && c.threads * 2 * 48 <= reduction) c.threads *= 2;

@@ -107,11 +107,10 @@ class Spatial final : public DepthwiseVariant {
     c.threads_c = 1;
     c.use_local = device.is_gpu ? 1 : 0;
     if (device.is_gpu && forward_) {
-      // Tuned on the H200 over seven MobileNet-style layers: forward ran best
-      // with one output column per work-item, 32 along a row, no local staging and one output channel each
-      // (coalesced reads straight from the input; the caches serve the halo), two rows (stride 2) or four (stride
-      // 1) per work-item. The 4-column local-memory shape above, still backward-data's best, took 1.3-1.7x longer
-      // forward on the stride-2 layers.
+      // Tuned on the H200 over seven MobileNet-style layers: forward ran best with one output column per work-item,
+      // 32 along a row, no local staging and one output channel each (coalesced reads straight from the input; the
+      // caches serve the halo), two rows (stride 2) or four (stride 1) per work-item. The 4-column local-memory shape
+      // above, still backward-data's best, took 1.3-1.7x longer forward on the stride-2 layers.
       c.tile_m = 1, c.tile_w = 1, c.threads_w = 32, c.threads_h = 1, c.use_local = 0;
       c.tile_h = pb_.stride.h > 1 ? 2 : 4;
       // Wider filters at stride 1 reuse each loaded input across more outputs of a row: the 5x5 layer ran best with

@@ -64,10 +64,10 @@ class DirectTiledFamily final : public KernelFamily {
     const ConvProblem& problem = generic.conv();
     if (depthwise::direct_tiled_backward_data(problem, device)) return {};  // the depthwise family gives way here
     // Except 3x3 and smaller filters over at most 32 input channels, where it won on layers never tuned (H200):
-    // C=3 at N=256 0.050 ms against im2col_gemm's 0.071, C=32 on a 208x208 image 0.335
-    // against 0.414 (C=64 lost, 0.228 against 0.184). Up to 15 taps over at most 8 channels too: a 3x5 stride-2
-    // layer of 5 channels (untuned check, H200) ran direct_tiled's default at 0.0104-0.0107 ms in two runs and
-    // im2col_gemm's at 0.0116-0.0121 in six; 35 taps over 16 channels lost 10x (0.130 against 0.013).
+    // C=3 at N=256 0.050 ms against im2col_gemm's 0.071, C=32 on a 208x208 image 0.335 against 0.414 (C=64 lost,
+    // 0.228 against 0.184). Up to 15 taps over at most 8 channels too: a 3x5 stride-2 layer of 5 channels (untuned
+    // check, H200) ran direct_tiled's default at 0.0104-0.0107 ms in two runs and im2col_gemm's at 0.0116-0.0121 in
+    // six; 35 taps over 16 channels lost 10x (0.130 against 0.013).
     const bool small_filter_few_channels =
         (problem.r * problem.s <= 9 && problem.c <= 32) || (problem.r * problem.s <= 15 && problem.c <= 8);
     if (problem.direction == Direction::BackwardData && problem.groups == 1 && !small_filter_few_channels &&

@@ -57,10 +57,9 @@ class FftFamily final : public KernelFamily {
   }
 
   // Filters of 5x5 and more over at least 32 channels a group, on GPUs, in FP32 math. Measured on the H200 with the
-  // built-in defaults: on alex2, u2, u8 and Fashion-MNIST's conv2 (5x5, 32 to 192
-  // channels) fft ran every direction 1.4-2.7x faster than winograd's F(2x2, 5x5), the only 5x5 Winograd tile
-  // within the FP32 tolerance. Not measured on 3x3 layers (winograd keeps them: fft was 1.1-1.4x slower there), on
-  // PoCL or for 1xN filters.
+  // built-in defaults: on alex2, u2, u8 and Fashion-MNIST's conv2 (5x5, 32 to 192 channels) fft ran every direction
+  // 1.4-2.7x faster than winograd's F(2x2, 5x5), the only 5x5 Winograd tile within the FP32 tolerance. Not measured
+  // on 3x3 layers (winograd keeps them: fft was 1.1-1.4x slower there), on PoCL or for 1xN filters.
   std::string untuned_claim(const Problem& generic, const DeviceInfo& device) const override {
     const ConvProblem& pb = generic.conv();
     if (!device.is_gpu || (pb.math != MathMode::FP32 && pb.math != MathMode::FP32Fast)) return {};

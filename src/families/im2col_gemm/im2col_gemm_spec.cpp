@@ -133,8 +133,8 @@ class Im2colGemmFamily final : public KernelFamily {
       static_cast<gemm::TileParams&>(candidate) = tiles;
       candidate.unroll_threads = tiles.tile_m == 64 ? 256 : 64;
       // col2im of a backward-data with few input channels: work-groups of 64. On the H200 five layers of 3-16
-      // channels ran 2-24% faster so (AlexNet's conv1 1.467 against 1.503 ms,
-      // a 7x5 stride-2 layer 0.0127 against 0.0158); five of 32-256 channels ran 1-18% slower.
+      // channels ran 2-24% faster so (AlexNet's conv1 1.467 against 1.503 ms, a 7x5 stride-2 layer 0.0127 against
+      // 0.0158); five of 32-256 channels ran 1-18% slower.
       if (pb.direction == Direction::BackwardData && pb.c_per_group() <= 16) candidate.unroll_threads = 64;
       candidate.batch_chunk = chunk;
       candidate.vector_width = some_operand_vectorizes(pb, 4) ? 4 : some_operand_vectorizes(pb, 2) ? 2 : 1;

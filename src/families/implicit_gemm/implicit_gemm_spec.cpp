@@ -189,10 +189,10 @@ int64_t backward_filter_split(int64_t reduction, int64_t tiles, int64_t resident
 // Forward and backward-data's split where the tiles fill less than a wave: the largest of `max_split` slices that
 // keeps the work-groups within about one wave and each slice at least 80 reduction elements (ten steps of 8; a
 // bound not measured at its edge: a ResNet stem at N=1, 147 long, stays unsplit), else 1. 1x1 filters
-// keep 1: there every split measured slower. Measured on the H200: a small
-// 7x5 stride-2 forward (5 tiles, reduction 560) 0.025 ms at 4 slices against 0.059 unsplit; backward-data of
-// Inception's 1x7 and 7x1 (145 tiles of 128x64) 0.102 and 0.140 at 3 against 0.118 and 0.178, a prime-sized layer
-// 0.020 against 0.034; the 1x1 layers (N=1 at 104 tiles, 196 tiles) 1-5% slower at 2 or 3, up to 22%.
+// keep 1: there every split measured slower. Measured on the H200: a small 7x5 stride-2 forward (5 tiles, reduction
+// 560) 0.025 ms at 4 slices against 0.059 unsplit; backward-data of Inception's 1x7 and 7x1 (145 tiles of 128x64)
+// 0.102 and 0.140 at 3 against 0.118 and 0.178, a prime-sized layer 0.020 against 0.034; the 1x1 layers (N=1 at 104
+// tiles, 196 tiles) 1-5% slower at 2 or 3, up to 22%.
 int64_t short_wave_split(const ConvProblem& problem, int64_t reduction, int64_t tiles, int64_t resident,
                          int64_t max_split) {
   if (problem.r * problem.s == 1) return 1;
@@ -231,9 +231,9 @@ std::optional<Params> gpu_default(const ConvProblem& problem, const DeviceInfo& 
   Params c;
   int64_t per_sm = 1;  // work-groups a multiprocessor holds, as measured (registers decide)
   // Backward-filter whose split 128x128 tiles make under four work-groups a multiprocessor (one fits): 128x64 tiles,
-  // three a multiprocessor. On the H200 two 3x3 stride-2 layers of 5 and 9
-  // such tiles (160 and 288 work-groups) ran 1.15-1.24x faster so at the same 32 slices (0.157 against 0.194 ms,
-  // 0.257 against 0.295), 1.40x and 1.23x at 64; AlexNet's (54 tiles, 1,728 work-groups) keep 128x128.
+  // three a multiprocessor. On the H200 two 3x3 stride-2 layers of 5 and 9 such tiles (160 and 288 work-groups) ran
+  // 1.15-1.24x faster so at the same 32 slices (0.157 against 0.194 ms, 0.257 against 0.295), 1.40x and 1.23x at 64;
+  // AlexNet's (54 tiles, 1,728 work-groups) keep 128x128.
   const int64_t square_tiles = ceil_div(gemm.m, 128) * ceil_div(gemm.n, 128) * problem.groups;
   const bool few_filter_tiles = dir == Direction::BackwardFilter && tm == 128 && tn == 128 &&
                                 square_tiles * backward_filter_split(gemm.reduction, square_tiles, sms) < 4 * sms;
@@ -383,10 +383,9 @@ class ImplicitGemmFamily final : public KernelFamily {
   // Backward-filter's split-K gives a long N*P*Q reduction over few output tiles its parallelism, and its best
   // value follows the new shape's reduction length and tile count, not the tuned shape's: it is recomputed with
   // the built-in default's rule on the carried tiles. Measured on the H200 over eight layers never tuned, the split
-  // this rule gives (fitted) ran within 3% of the best split
-  // on all eight; keeping the tuned split cost 15% on one (0.590 vs 0.514 ms), and scaling it to keep the tuned
-  // work-group count 38% on another (0.929 vs 0.672 ms). The other directions' splits of 2-4 even out a last
-  // wave; they are kept as tuned.
+  // this rule gives (fitted) ran within 3% of the best split on all eight; keeping the tuned split cost 15% on one
+  // (0.590 vs 0.514 ms), and scaling it to keep the tuned work-group count 38% on another (0.929 vs 0.672 ms). The
+  // other directions' splits of 2-4 even out a last wave; they are kept as tuned.
   Config carry_config(const Config& tuned, const Problem& tuned_problem, const Problem& generic,
                       const DeviceInfo& device) const override {
     const ConvProblem& problem = generic.conv();

@@ -108,11 +108,10 @@ class WinogradFamily final : public FamilyBase {
     if (device.is_gpu && l.gemm_m >= 128 && l.gemm_n >= 128 * 16) candidates.insert(candidates.begin(), gemm::large_gpu_tiles());
     // Forward and backward-data on a GPU: 64x128 tiles on 16x8 work-items (4x16 register tiles), no local padding
     // or prefetch, transforms in work-groups of 256: a 15-minute AlexNet tune finds it for alex2 forward, and on the
-    // H200 it was the fastest of five shapes on all ten forward and
-    // backward-data rows of alex2-alex5 and u3 (3x3 and 5x5, GEMM rows 64-384), 1-25% faster than the setup above
-    // (alex3 backward-data 0.420 against 0.525 ms, alex2 forward 1.042 against 1.195); the same tile with padding
-    // and prefetch lost to it by 8-14%. Backward-filter's GEMMs (K x C per tile position) were not measured: they
-    // keep the setup above.
+    // H200 it was the fastest of five shapes on all ten forward and backward-data rows of alex2-alex5 and u3 (3x3 and
+    // 5x5, GEMM rows 64-384), 1-25% faster than the setup above (alex3 backward-data 0.420 against 0.525 ms, alex2
+    // forward 1.042 against 1.195); the same tile with padding and prefetch lost to it by 8-14%. Backward-filter's
+    // GEMMs (K x C per tile position) were not measured: they keep the setup above.
     const bool wide = device.is_gpu && pb.direction != Direction::BackwardFilter && l.gemm_m >= 64 &&
                       l.gemm_n >= 128 * 16 && device.max_work_group_size >= 256;
     if (wide) candidates.insert(candidates.begin(), wide_gpu_tiles());
