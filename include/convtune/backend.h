@@ -96,8 +96,8 @@ struct ProgramSource {
   std::map<std::string, std::string> defines;
   std::vector<std::string> options;  // extra compiler options, backend-specific
   // Built to be tried once (a tuner's candidate): a backend may skip what serves only later processes. On PoCL,
-  // reading a binary for the program cache compiles every kernel a second time (about 40% of a candidate's compile,
-  // docs/PERFORMANCE.md "Compile throughput"); PoCL's own kernel cache still keeps the program.
+  // reading a binary for the program cache compiles every kernel a second time (about 40% of a candidate's
+  // compile); PoCL's own kernel cache still keeps the program.
   bool transient = false;
 };
 

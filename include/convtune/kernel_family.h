@@ -143,8 +143,6 @@ class KernelFamily {
   // the others compiled kernels.
   virtual Problem::Kind problem_kind() const = 0;
   virtual bool runs_on_cpu_backend() const { return false; }
-  // The order a plan without tuning data tries the families that compute a problem (lower first).
-  virtual int untuned_rank() const = 0;
   // True when the family's kernels read and write channels-last (NHWC) convolutions themselves; its
   // unsupported_reason then judges NHWC problems too. The other convolution families compute NHWC problems on NCHW
   // copies of the operands (src/families/channels_last.h wraps them, keeping their names), which plans say in
@@ -213,7 +211,7 @@ class KernelFamily {
                               const DeviceInfo& device) const = 0;
 };
 
-// Every family built into convtune, in untuned_rank order. The list is generated from the folders under
+// Every family built into convtune, in the untuned order (src/families/untuned_order.cpp). The list is generated from the folders under
 // src/families (each folder is one family and defines families::make_<folder>()), so adding a family is adding
 // its folder; a folder without its make function fails the link.
 const std::vector<std::unique_ptr<KernelFamily>>& kernel_families();

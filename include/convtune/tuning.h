@@ -89,10 +89,10 @@ std::string utc_date_now();
 // ---- Lookup ----
 
 // How far a tuned shape may be for its parameters to stand in for another's: 6, a factor of 64 over the five
-// extents together. Measured on the H200 (docs/PERFORMANCE.md): eight layers at distances 0.4-4.6 from tuned
-// AlexNet layers ran at 86-115% of their own tuned time on their neighbours' parameters; the seed layers at 9.8-14.6
-// ran slower on AlexNet's parameters than on the built-in defaults in five of nine rows, up to 3.1x.
-// Beyond this distance the built-in default, which is chosen from the problem's own shape, is used instead.
+// extents together. Measured on the H200: eight layers at distances 0.4-4.6 from tuned AlexNet layers ran at 86-115%
+// of their own tuned time on their neighbours' parameters; the seed layers at 9.8-14.6 ran slower on AlexNet's
+// parameters than on the built-in defaults in five of nine rows, up to 3.1x. Beyond this distance the built-in
+// default, which is chosen from the problem's own shape, is used instead.
 inline constexpr double kMaxNearestShapeDistance = 6;
 
 // The tiers are ConfigTier's but Given: Exact (this device and driver, this exact problem), Nearest (this device,

@@ -40,10 +40,11 @@ uint64_t default_workspace_limit(const DeviceInfo& device) {
   constexpr uint64_t kCap = uint64_t{256} << 20, kGpuCap = uint64_t{1} << 30;
   // A device that reports no memory size keeps the fixed cap rather than a limit of zero.
   if (device.global_memory_bytes == 0) return kCap;
-  // GPUs: 1 GiB (the search workspace bench gives cuDNN) and at most an eighth of the memory. Measured on the H100
-  // (docs/PERFORMANCE.md, "fft_tc"): the FP32 stride1 suite at 1 GiB against 256 MiB ran no row more than 5% slower
+  // GPUs: 1 GiB (the search workspace bench gives cuDNN) and at most an eighth of the memory. On the H100, with
+  // the built-in defaults: the FP32 stride1 suite at 1 GiB against 256 MiB runs no row more than 5% slower
   // and ucla5x5 4.1-5.7x faster (fft's tiles of its 228x228 image fit), geomean 0.93; tf32 over AlexNet, the seeds
-  // and the unseen layers 0.935 of cuDNN against 1.013, u8's fft_tc taking its batch in one chunk instead of four.
+  // and the unseen layers runs at 0.935 of cuDNN's time against 1.013, u8's fft_tc taking its batch in one chunk
+  // instead of four.
   if (device.is_gpu) return std::min(kGpuCap, device.global_memory_bytes / 8);
   // Other kernel devices (OpenCL on a CPU: PoCL) keep 256 MiB and at most a quarter of their memory.
   return std::min(kCap, device.global_memory_bytes / 4);
@@ -127,9 +128,8 @@ Device& Registry::find(std::string_view spec) {
 
 Device& Registry::best() {
   const auto devices = all_devices();
-  // The CPU backend ranks above an OpenCL CPU device: on the same cores cpu_blocked, untuned, ran every layer of
-  // the seed suite and of bench/suites/cpu_shapes.txt 2x to 300x faster than PoCL in every direction
-  // (docs/PERFORMANCE.md, "Which device and family an untuned plan takes on a CPU").
+  // The CPU backend ranks above an OpenCL CPU device: on the same cores cpu_blocked, untuned, runs every layer of
+  // the seed suite and of bench/suites/cpu_shapes.txt 2x to 300x faster than PoCL in every direction.
   auto rank = [](const DeviceInfo& info) {
     if (info.backend == BackendKind::Cpu) return 2;
     if (!info.can_run_kernels) return 0;

@@ -85,8 +85,8 @@ void ThreadPool::run(unsigned threads, const std::function<void(unsigned, unsign
   }
   // Participants no worker has claimed yet run here, now, instead of being waited for. A worker may start a job
   // milliseconds late: woken from its sleep, or sharing its core with another process's busy thread (libgomp's
-  // workers, oneDNN's, spin 7-11 ms of CPU after each parallel region, measured here). The caller used to sit
-  // idle until then: fmnist1 backward-filter's 0.5 ms job read 2.5-3.7 ms when timed right after oneDNN.
+  // workers, oneDNN's, spin 7-11 ms of CPU after each parallel region, measured here). A caller that sat idle until
+  // then would read fmnist1 backward-filter's 0.5 ms job at 2.5-3.7 ms when timed right after oneDNN.
   std::vector<unsigned> stolen;
   {
     std::lock_guard lock(mutex_);

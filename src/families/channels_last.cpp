@@ -97,7 +97,6 @@ class ChannelsLastFamily final : public KernelFamily {
   }
   Problem::Kind problem_kind() const override { return inner_->problem_kind(); }
   bool runs_on_cpu_backend() const override { return inner_->runs_on_cpu_backend(); }
-  int untuned_rank() const override { return inner_->untuned_rank(); }
   bool computes_nhwc() const override { return false; }
   bool uses_tensor_cores() const override { return inner_->uses_tensor_cores(); }
   std::string seed_family() const override { return inner_->seed_family(); }

@@ -9,6 +9,7 @@
 #include "src/families/channels_last.h"
 #include "src/families/families.h"
 #include "src/families/fused_epilogue.h"
+#include "src/families/untuned_order.h"
 #include "src/families/widened.h"
 
 namespace convtune {
@@ -20,7 +21,7 @@ const std::vector<std::unique_ptr<KernelFamily>>& kernel_families() {
     families::add_channels_last_support(list);  // NHWC through the families that read NCHW
     families::add_fused_epilogue_support(list);  // any epilogue but pooling through every convolution family
     std::stable_sort(list.begin(), list.end(), [](const auto& a, const auto& b) {
-      return a->untuned_rank() < b->untuned_rank();
+      return untuned_position(a->name()) < untuned_position(b->name());
     });
     return list;
   }();

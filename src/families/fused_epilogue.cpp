@@ -98,7 +98,6 @@ class FusedEpilogueFamily final : public KernelFamily {
   std::string description() const override { return inner_->description(); }
   Problem::Kind problem_kind() const override { return inner_->problem_kind(); }
   bool runs_on_cpu_backend() const override { return inner_->runs_on_cpu_backend(); }
-  int untuned_rank() const override { return inner_->untuned_rank(); }
   bool computes_nhwc() const override { return inner_->computes_nhwc(); }
   bool fuses_residual() const override { return false; }
   bool uses_tensor_cores() const override { return inner_->uses_tensor_cores(); }

@@ -93,8 +93,6 @@ class WidenedFamily final : public KernelFamily {
   }
   Problem::Kind problem_kind() const override { return inner_.problem_kind(); }
   bool runs_on_cpu_backend() const override { return inner_.runs_on_cpu_backend(); }
-  // After every family that computes 16-bit tensors itself, in the order of the families they widen.
-  int untuned_rank() const override { return 100 + inner_.untuned_rank(); }
   bool uses_tensor_cores() const override { return inner_.uses_tensor_cores(); }
 
   std::string unsupported_reason(const Problem& problem, const Epilogue& epilogue,

@@ -70,11 +70,10 @@ namespace {
 // costs nothing measurable.
 constexpr double kRewarmBelowMs = 50;
 // oneDNN's OpenMP workers spin for 7-11 ms of CPU after each of its calls (libgomp's wait policy): timed right
-// after it, convtune's threads shared the cores with them (alex1 forward read 1.28 of oneDNN's time so, 1.07-1.10
-// on idle cores; docs/PERFORMANCE.md, cpu_blocked seventh pass). So the side after it runs untimed this long
-// first. Not idle: with a 50 ms sleep before each timed run, convtune's fmnist1 runs read 1.7-2x slower even after
-// three untimed runs (a VM's cores left idle that long come back slowly), while the side timed right after
-// convtune never saw such a gap (docs/PERFORMANCE.md, "Side by side in rounds"). The same after `bench --against`'s
+// after it, convtune's threads share the cores with them (alex1 forward reads 1.28 of oneDNN's time so, 1.07-1.10
+// on idle cores). So the side after it runs untimed this long first. Not idle: with a 50 ms sleep before each timed
+// run, convtune's fmnist1 runs read 1.7-2x slower even after three untimed runs (a VM's cores left idle that long
+// come back slowly), while the side timed right after convtune sees no such gap. The same after `bench --against`'s
 // FMA ceiling probe on the CPU: the 0.4 ms layer after it read 0.73-0.93 ms with one untimed run first, 0.39-0.40
 // with 50 ms of them.
 constexpr double kSpinDownMs = 50;

@@ -24,8 +24,8 @@ struct CostSample {
   double time_ms = 0;
 };
 
-// How strongly the coefficients are shrunk (ridge, on standardized features). Chosen before validation; the
-// leave-one-shape-out figures in docs/PERFORMANCE.md are for this value.
+// How strongly the coefficients are shrunk (ridge, on standardized features). Chosen before validation, which
+// (`convtune db fit`, leaving one shape out) checks the model at this value.
 inline constexpr double kCostModelRidge = 1.0;
 // How far beyond the measured range of each feature a fit still predicts: a factor of 4 in FLOPs, bytes, tile fill,
 // stride or filter area (log 4 on those log-scale features). A feature that never varied in the samples (groups

@@ -207,7 +207,7 @@ void TuningDatabase::save() {
   // The file as it is now, less what this database pruned, plus what it inserted since its last save (the faster per
   // key). Only this database's own changes are written over the file: an entry another process removed stays removed
   // even where this one had read it (the tuner prunes its own stored entry when today's plan wins the second
-  // opinion; a concurrent tuner that had folded that entry in used to write it back).
+  // opinion; a concurrent tuner that had folded that entry in must not write it back).
   std::map<std::string, TuningEntry> written;
   std::error_code ec;
   const bool on_disk_exists = std::filesystem::exists(user_file_, ec) || ec;

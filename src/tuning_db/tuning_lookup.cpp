@@ -21,9 +21,9 @@ std::optional<LookupTier> tier_of(const TuningEntry& e, const Problem& problem, 
   // quietly serving as an "architecture" fallback.
   if (e.device.same_hardware(device)) return exact_shape ? LookupTier::Exact : LookupTier::Nearest;
   // The same chip through the other kernel backend (CUDA's entries for NVIDIA's OpenCL, or back): both compile the
-  // same kernel sources, and the configurations carry. Measured on an H200 (docs/PERFORMANCE.md, "The stride1 suite
-  // through CUDA and NVIDIA's OpenCL"): the 69 stride1 rows through OpenCL with CUDA's entries against the built-in
-  // defaults, none slower by more than 2%, 7 faster by 5-23%. Served as the architecture tier.
+  // same kernel sources, and the configurations carry. Measured on an H200: the 69 stride1 rows through OpenCL with
+  // CUDA's entries against the built-in defaults, none slower by more than 2%, 7 faster by 5-23%. Served as the
+  // architecture tier.
   if (e.device.same_chip_other_backend(device)) return LookupTier::Architecture;
   // Otherwise kernels built for one backend say little about the other: another chip of the architecture through
   // the other backend is not a fallback.
@@ -37,10 +37,10 @@ std::optional<LookupTier> tier_of(const TuningEntry& e, const Problem& problem, 
 }
 
 // The order in which the tiers are tried, with one exception to their order: an exact-shape entry of another device
-// of this architecture comes before a nearest shape on this device. A tune of some layers on an H100 (fft entries
-// for alex2, u2, u6 and u8) otherwise served alex3-alex5, u3-u5 and u9 as their nearest shapes, over the H200's exact
-// entries for them (mostly winograd): u5 ran at 2.9x cuDNN's time instead of 0.9-1.0x (docs/PERFORMANCE.md,
-// fifteenth session). A shape's own tune on a sibling chip decided its family; a neighbour's tune did not.
+// of this architecture comes before a nearest shape on this device. Without it, a tune of some layers on an H100
+// (fft entries for alex2, u2, u6 and u8) serves alex3-alex5, u3-u5 and u9 as their nearest shapes, over the H200's
+// exact entries for them (mostly winograd): u5 runs at 2.9x cuDNN's time instead of 0.9-1.0x. A shape's own tune on
+// a sibling chip is a better guide to its family than a neighbour's tune.
 int precedence(LookupTier tier, bool exact_shape) {
   switch (tier) {
     case LookupTier::Exact: return 0;

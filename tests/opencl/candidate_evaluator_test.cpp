@@ -24,7 +24,6 @@ class FakeFamily final : public KernelFamily {
   std::vector<Constraint> constraints(const Problem&) const override { return {}; }
   Config default_config(const Problem&, const DeviceInfo&) const override { return {{"MODE", 0}}; }
   Problem::Kind problem_kind() const override { return Problem::Kind::Convolution; }
-  int untuned_rank() const override { return 0; }
   KernelRecipe recipe(const Problem& generic, const Epilogue&, const Config& c, const DeviceInfo&) const override {
     const ConvProblem& p = generic.conv();
     KernelRecipe r;

@@ -8,6 +8,7 @@
 #include <random>
 
 #include "convtune/plan.h"
+#include "src/families/untuned_order.h"
 #include "src/tuning_db/cost_model.h"
 #include "src/tuning_db/tuning_database.h"
 #include "tests/support/hopper_device.h"
@@ -205,7 +206,7 @@ TEST(CostModel, UntunedPlansOnHopperTakeTheFamiliesTheIssueMeasuredFaster) {
 // 7 reachable ones now miss the best (5 of them below 0.9), and the rules answer 10 (one more C=1 row).
 TEST(CostModel, LeaveOneShapeOutOnTheShippedH200Entries) {
   const CostModelCheck check = leave_one_shape_out(
-      shipped_h200_samples(), poor_fit, [](const std::string& f) { return kernel_family(f).untuned_rank(); },
+      shipped_h200_samples(), poor_fit, [](const std::string& f) { return untuned_rank(f); },
       kCostModelRidge, [](const std::string& f, const ConvProblem& p) {
         return !kernel_family(f).untuned_claim(Problem(p), test::described_hopper()).empty();
       });

@@ -39,7 +39,6 @@ class BowlFamily final : public KernelFamily {
   }
   Config default_config(const Problem&, const DeviceInfo&) const override { return {}; }
   Problem::Kind problem_kind() const override { return Problem::Kind::Convolution; }
-  int untuned_rank() const override { return 0; }
   KernelRecipe recipe(const Problem&, const Epilogue&, const Config&, const DeviceInfo&) const override { return {}; }
 };
 

@@ -7,6 +7,7 @@
 
 #include "convtune/kernel_family.h"
 #include "convtune/plan.h"
+#include "src/families/untuned_order.h"
 #include "src/tuning_db/cost_model.h"
 #include "src/tuning_db/tuning_database.h"
 #include "tools/convtune/commands.h"
@@ -41,12 +42,6 @@ bool claims(const std::string& family, const ConvProblem& problem, const DeviceI
   return false;
 }
 
-int untuned_rank(const std::string& family) {
-  for (const auto& f : kernel_families())
-    if (f->name() == family) return f->untuned_rank();
-  return 1000;
-}
-
 void print_device(const std::string& name, const DeviceInfo& device, const std::vector<CostSample>& samples,
                   const FitOptions& opt) {
   const CostModel model = CostModel::fit(samples, opt.ridge);
@@ -61,8 +56,9 @@ void print_device(const std::string& name, const DeviceInfo& device, const std::
   for (const CostModel::FamilyFit& f : model.fits())
     std::cout << fmt::format("  {:<16} {:<12} {:>8} {:>16.2f}\n", f.family, f.types, f.samples, std::exp(f.rms_log_error));
   const CostModelCheck check = leave_one_shape_out(
-      samples, [&](const std::string& f, const ConvProblem& p) { return poor_fit(f, p, device); }, untuned_rank,
-      opt.ridge, [&](const std::string& f, const ConvProblem& p) { return claims(f, p, device); });
+      samples, [&](const std::string& f, const ConvProblem& p) { return poor_fit(f, p, device); },
+      [](const std::string& f) { return untuned_rank(f); }, opt.ridge,
+      [&](const std::string& f, const ConvProblem& p) { return claims(f, p, device); });
   if (check.rows.empty()) {
     std::cout << "  leave-one-shape-out: no problem has two or more families measured\n\n";
     return;

@@ -50,8 +50,8 @@ class OpenCLDevice final : public Device {
                                       const ProgramSource& source);
   // A context of this device for one compile on a worker thread, and its return once the compile is done. PoCL
   // compiles under one lock per context, so builds in the device's own context run one at a time whatever the
-  // number of threads; a context per concurrent build lets them run in parallel (docs/PERFORMANCE.md, "Compile
-  // throughput"). Only for CPU devices, whose contexts cost no device memory.
+  // number of threads; a context per concurrent build lets them run in parallel. Only for CPU devices, whose
+  // contexts cost no device memory.
   ClHandle<cl_context> take_compile_context();
   void return_compile_context(ClHandle<cl_context> context);
   // Empty handle and `problem` set when the driver rejects the binary.

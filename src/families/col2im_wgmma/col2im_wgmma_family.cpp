@@ -94,9 +94,6 @@ class Col2imWgmmaFamily final : public KernelFamily {
            "strided layers and few input channels; BF16/FP16 tensors and FP32 in tf32 or 3xtf32 math";
   }
   Problem::Kind problem_kind() const override { return Problem::Kind::Convolution; }
-  // Before implicit_gemm_wgmma (3), whose phases still gather dy through registers and whose GEMM has C/groups
-  // columns.
-  int untuned_rank() const override { return 2; }
   bool uses_tensor_cores() const override { return true; }
   bool computes_nhwc() const override { return true; }
 
@@ -136,9 +133,9 @@ class Col2imWgmmaFamily final : public KernelFamily {
   }
 
   // Strided layers of few input channels: the other families' GEMMs have C/groups columns, a first layer's 3. On the
-  // H100 alex1, u7 and n1_stem ran 0.10-0.76 of cuDNN's time in bf16 and tf32, where the plans' earlier choices ran
-  // alex1 and u7 at 0.85-1.76; with 32 and 128 channels (yolo_s2, r50_s2) this family read 1.2-1.7 and
-  // implicit_gemm_wgmma's phases 1.0-1.6 (docs/PERFORMANCE.md, eighteenth session), so it claims no more.
+  // H100 alex1, u7 and n1_stem ran 0.10-0.76 of cuDNN's time in bf16 and tf32, where the plans without this family
+  // ran alex1 and u7 at 0.85-1.76; with 32 and 128 channels (yolo_s2, r50_s2) this family read 1.2-1.7 and
+  // implicit_gemm_wgmma's phases 1.0-1.6, so it claims no more.
   std::string untuned_claim(const Problem& generic, const DeviceInfo&) const override {
     const ConvProblem& pb = generic.conv();
     if (pb.direction != Direction::BackwardData || (pb.stride.h == 1 && pb.stride.w == 1) || pb.c_per_group() >= 8)

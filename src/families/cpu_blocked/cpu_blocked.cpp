@@ -9,6 +9,8 @@
 #include <chrono>
 #include <cmath>
 #include <numeric>
+#include <optional>
+#include <utility>
 
 #include "convtune/error.h"
 #include "convtune/plan.h"
@@ -242,9 +244,9 @@ ConvProblem computed_problem(const ConvProblem& pb) {
 }
 
 std::string vector_fill_change(const ConvProblem& tuned, const ConvProblem& asked) {
-  // The main job's 8 -> 16 layer (backward-data vectors over its 8 input channels: half an AVX-512 vector, so
-  // tuning chose vectors over pixels) served as the nearest shape of fmnist2's 32 -> 64 and ran its backward-data
-  // at 1.98x the built-in default's time (docs/PERFORMANCE.md, thirty-third session).
+  // Across that line a tuned block says little: an 8 -> 16 layer (backward-data vectors over its 8 input channels:
+  // half an AVX-512 vector, so tuning chose vectors over pixels) serving as the nearest shape of fmnist2's 32 -> 64
+  // ran its backward-data at 1.98x the built-in default's time.
   const int64_t lanes = kernels().lanes;
   const Shape a = shape_of(computed_problem(tuned)), b = shape_of(computed_problem(asked));
   const auto check = [&](int64_t from, int64_t to, const char* what) -> std::string {
@@ -459,160 +461,186 @@ std::vector<Constraint> constraints(const ConvProblem& asked) {
 
 namespace {
 
-// The default for the computed problem with the kernels of `kt` (WIDTH left 0).
-Choice default_choice(const ConvProblem& problem, const KernelTable& kt) {
+// Winograd (ALGO 1): blocks of output channels x tiles (backward-filter: x input channels), and forward's and
+// backward-data's fused blocks where they move fewer bytes than three phases.
+Choice winograd_default(const ConvProblem& problem, const KernelTable& kt) {
+  const Shape sh = shape_of(problem);
+  const int64_t lanes = kt.lanes;
+  Choice c;
+  c.algo = 1;
+  const int64_t tiles = problem.n * ceil_div(sh.rows, 4) * ceil_div(sh.row, 4);
+  const auto [nv, nj] = best_bcast_block(kt, sh.oc, is_filter(problem) ? std::min(sh.ic, lanes) : tiles);
+  c.vecs = nv, c.cols = nj;
+  if (is_filter(problem)) return c;
+  // Fused blocks (forward, backward-data) where reading U once per block moves at most twice the bytes of the
+  // three phases' V and M, each written to memory and read back (the fused form's U reads hit L3 where the
+  // three phases' V and M go to memory). Blocks of the most tile rows (a power of two) whose V and one oc
+  // block's M fit about half of a core's L2. Two threads, wall, fused default against three phases
+  // (forward; backward-data alike): 16 x 56x56, 64 -> 64 channels (U 0.6 MB) 10.7 -> 6.4 ms; 8 x 112x112,
+  // 64 -> 64 25.4 -> 14.4; 4 x 40x40, 96 -> 96 2.15 -> 1.27; 8 x 28x28, 128 -> 128 (U 2.4 MB) 3.16 -> 2.20;
+  // 16 x 28x28 6.24 -> 4.73. Where U is 9-14 MB on 256-1568 tiles (AlexNet's alex3-5, 14x14 and 28x28 with
+  // 256 channels) fused blocks ran level to 29% slower, so three phases there.
+  const int64_t tiles_w = ceil_div(sh.row, 4), tile_rows = problem.n * ceil_div(sh.rows, 4);
+  const int64_t icp = ceil_div(sh.ic, lanes) * lanes, ocp = ceil_div(sh.oc, lanes) * lanes;
+  const auto block_bytes = [&](int64_t rb, int64_t block) { return rb * tiles_w * 36 * 4 * (icp + block); };
+  int64_t rb = 1;
+  while (rb * 2 < 2 * tile_rows && rb * 2 <= 32 && block_bytes(rb * 2, 3 * lanes) <= half_l2()) rb *= 2;
+  const double blocks = static_cast<double>(ceil_div(tile_rows, rb));
+  const double u_bytes = 4.0 * 36 * static_cast<double>(icp * ocp);
+  const double vm_bytes = 4.0 * 36 * static_cast<double>(tiles * (icp + ocp));
+  if (block_bytes(rb, 3 * lanes) <= half_l2() && u_bytes * blocks <= 2 * 2 * vm_bytes) {
+    const auto [fnv, fnj] = best_bcast_block(kt, sh.oc, std::min(rb, tile_rows) * tiles_w);
+    c.row_block = rb, c.vecs = fnv, c.cols = fnj;
+  }
+  return c;
+}
+
+// 1x1 backward-filter into few output channels: dots of dy's and x's rows where they lie (detail::channel_dots).
+// Vectors over input channels first copy all of x channel-interleaved, whose cost per FLOP grows as 1 / K. Two
+// threads, 16 images: 144 -> 24 at 56x56 3.7-3.9 -> 1.7-1.8 ms, 192 -> 32 at 28x28 0.99 -> 0.68-0.76, 64 -> 16
+// 1.6-1.7 -> 0.57-0.63; from 64 output channels on the dots lost (384 -> 64 at 14x14 0.73 -> 0.90-0.96, 960 ->
+// 160 at 7x7 1.04 -> 2.0: each call sums its lanes, and the reduction is not blocked for the caches).
+// (Also wherever filter_default's rules would take dots or vectors over output channels, whose blocks have one
+// column for a 1x1 filter.)
+Choice channel_dots_default(const ConvProblem& problem, const KernelTable& kt) {
+  const Shape sh = shape_of(problem);
+  const auto [ni, nj] = best_plane_block(kt, sh.oc, std::min<int64_t>(sh.ic, detail::kMaxDotColumns));
+  Choice c;
+  c.orient = 1, c.vecs = ni, c.cols = nj, c.layout = 0, c.row_block = 0;
+  const int64_t tiles = problem.groups * ceil_div(sh.oc, ni) * ceil_div(sh.ic, nj);
+  c.order = tiles >= 8 * static_cast<int64_t>(ThreadPool::instance().size()) ? 0 : 1;
+  return c;
+}
+
+// Backward-filter's dots over whole output planes (stride_h 1), given the orientation filter_default chose, or
+// nothing where they do not pay.
+std::optional<Choice> plane_dots_default(const ConvProblem& problem, const KernelTable& kt, Choice c,
+                                         double dy_bytes_per_flop) {
+  const Shape sh = shape_of(problem);
+  // Dots over whole output planes (stride_h 1) instead, where a block's dy planes and the x copies of a tile of
+  // a few rows fit about an L1: dy read in place, no interleave, runs along whole planes. fmnist1 (one thread):
+  // 1.37-1.40 ms with vectors over output channels and dy interleaved per tile, 1.04 with plane dots; a 3x3
+  // layer with 3 input channels (CIFAR's first) 4.2 -> 2.0 ms against the row dots. Not where dy is cheap beside
+  // the FMAs and vectors over output channels fill (3 input channels, 5x5 on 32x32: level; 64x64: 5.3 -> 7.5 ms).
+  const auto plane = best_plane_block(kt, sh.oc, problem.s);
+  // Four L1d (192 KiB on the developer hosts' 48 KiB). A group's channels, not the layer's: the layer's kept
+  // ResNeXt's 32 groups of 8 channels (56x56, 8 images) on row dots over a whole copy of x, 12.0 ms (1.7x oneDNN);
+  // with the group's, plane dots of 8 rows 9.8 ms, of 16 rows (125 KB, over twice an L1d) 8.1-8.5, of 32 8.8. At
+  // four L1d the default took more rows on two other grouped layers (4 and 8 channels a group: 2.85 -> 2.72 ms
+  // and 3.46 -> 3.38) and changed nothing else in the general, seed, AlexNet, ResNet-18 and cpu_shapes suites.
+  const int64_t plane_budget = 4 * l1d_bytes();
+  const auto plane_bytes = [&](int64_t rows) {
+    return 4 * (problem.c_per_group() * problem.s * (rows + (problem.r - 1) * problem.dilation.h) * problem.q() +
+                plane.first * rows * problem.q());
+  };
+  // Not for a 1x1 filter whose input channels fill the vectors: one tap leaves each plane dot a single product
+  // per dy element (two threads: MobileNetV2's 24 -> 144 at 56x56, 16 images, 2.9 ms with plane dots, 1.6 with
+  // vectors over input channels).
+  const bool one_tap_filled = problem.r * problem.s == 1 && c.orient == 0;
+  if (problem.stride.h != 1 || detail::channel_dots(problem) ||
+      !(c.orient == 1 || (dy_bytes_per_flop >= 0.1 && !one_tap_filled)) || plane_bytes(1) > plane_budget) {
+    return std::nullopt;
+  }
+  c.orient = 1, c.layout = 1, c.vecs = plane.first, c.cols = plane.second;
+  // Whole images when one fits, else the most rows (a power of two) that do.
+  int64_t rb = 0;
+  if (plane_bytes(sh.rows) > plane_budget) {
+    rb = 1;
+    while (rb * 2 < sh.rows && plane_bytes(rb * 2) <= plane_budget && rb < 32) rb *= 2;
+  }
+  c.row_block = rb;
+  // Threads split the reduction (each its own tiles and copies, no barrier per tile) when every thread has
+  // two tiles or more.
+  const int64_t tiles = problem.n * (rb == 0 ? 1 : ceil_div(sh.rows, rb));
+  c.order = tiles >= 2 * static_cast<int64_t>(ThreadPool::instance().size()) ? 1 : 0;
+  return c;
+}
+
+// Backward-filter's ORDER and ROW_BLOCK for the blocks of `c` (rows along output rows).
+Choice filter_tiles(const ConvProblem& problem, const KernelTable& kt, Choice c) {
+  const Shape sh = shape_of(problem);
+  const int64_t lanes = kt.lanes;
+  // Threads split the output tiles when there are plenty; else the reduction.
+  const int64_t orient = c.orient;
+  const int64_t tiles =
+      problem.groups * problem.r *
+      (orient == 0   ? ceil_div(sh.ic, c.vecs * lanes) * ceil_div(sh.oc, c.cols) * problem.s
+       : orient == 1 ? ceil_div(sh.oc, c.vecs) * sh.ic
+                     : ceil_div(sh.oc, c.vecs * lanes) * sh.ic * ceil_div(problem.s, c.cols));
+  c.order = tiles >= 8 * static_cast<int64_t>(ThreadPool::instance().size()) ? 0 : 1;
+  // Whole images per tile when an image is small; else blocks of rows that keep x and dy rows in L2.
+  const int64_t row_bytes = 4 * (problem.c * problem.w * problem.stride.h + problem.k * problem.q());
+  int64_t rb = 0;
+  if (row_bytes * problem.p() > half_l2()) {
+    rb = 1;
+    while (rb * 2 < sh.rows && rb * 2 * row_bytes <= half_l2() && rb < 32) rb *= 2;
+  }
+  if (c.layout == 1) {
+    // Per-tile copies: at least two tiles per image, so a tile's copy stays small beside L2 (fmnist1: 8 rows
+    // 1.37 ms, whole images 1.46; alex1: 16 rows 15.8 ms, 8 rows 16.2).
+    rb = 1;
+    while (rb * 4 <= sh.rows && rb * 2 * row_bytes <= half_l2() && rb < 32) rb *= 2;
+    // Threads split the reduction (each copying its own tiles) whenever each gets two tiles: splitting the output
+    // tiles shares one copy per tile and so waits at two barriers per tile. Two threads, in rounds, on stems with
+    // 3 input channels: alex1 8.7 -> 7.2 ms, ResNet's 7x7/2 at 8 images 11.6 -> 8.3 and at one 1.34 -> 1.15, a
+    // 5x5/2 on 64x64 1.29 -> 0.91; alex1's tuned entries on both Intel hosts have it too.
+    const int64_t reduction_tiles = problem.n * ceil_div(sh.rows, rb);
+    if (reduction_tiles >= 2 * static_cast<int64_t>(ThreadPool::instance().size())) c.order = 1;
+  }
+  c.row_block = rb;
+  return c;
+}
+
+// Backward-filter's direct default: the orientation, then dots over planes or tiles along rows.
+Choice filter_default(const ConvProblem& problem, const KernelTable& kt) {
+  if (detail::channel_dots(problem) && shape_of(problem).oc <= 32) return channel_dots_default(problem, kt);
   const Shape sh = shape_of(problem);
   const int64_t lanes = kt.lanes;
   const int regs = kt.registers;
-  Choice c;  // algo, orient, order, layout, ic_chunk and row_block 0 unless chosen below
-  // Winograd for 3x3 stride-1 layers with enough channels on both sides that the 36 GEMMs, not the transforms,
-  // dominate (AlexNet's layers 3-5: 192-384 channels).
-  if (winograd_applies(problem) && sh.ic >= 32 && sh.oc >= 32) {
-    c.algo = 1;
-    const int64_t tiles = problem.n * ceil_div(sh.rows, 4) * ceil_div(sh.row, 4);
-    const auto [nv, nj] = best_bcast_block(kt, sh.oc, is_filter(problem) ? std::min(sh.ic, lanes) : tiles);
-    c.vecs = nv, c.cols = nj;
-    if (!is_filter(problem)) {
-      // Fused blocks (forward, backward-data) where reading U once per block moves at most twice the bytes of the
-      // three phases' V and M, each written to memory and read back (the fused form's U reads hit L3 where the
-      // three phases' V and M go to memory). Blocks of the most tile rows (a power of two) whose V and one oc
-      // block's M fit about half of a core's L2. Two threads, wall, fused default against three phases
-      // (forward; backward-data alike): 16 x 56x56, 64 -> 64 channels (U 0.6 MB) 10.7 -> 6.4 ms; 8 x 112x112,
-      // 64 -> 64 25.4 -> 14.4; 4 x 40x40, 96 -> 96 2.15 -> 1.27; 8 x 28x28, 128 -> 128 (U 2.4 MB) 3.16 -> 2.20;
-      // 16 x 28x28 6.24 -> 4.73. Where U is 9-14 MB on 256-1568 tiles (AlexNet's alex3-5, 14x14 and 28x28 with
-      // 256 channels) fused blocks ran level to 29% slower, so three phases there.
-      const int64_t tiles_w = ceil_div(sh.row, 4), tile_rows = problem.n * ceil_div(sh.rows, 4);
-      const int64_t icp = ceil_div(sh.ic, lanes) * lanes, ocp = ceil_div(sh.oc, lanes) * lanes;
-      const auto block_bytes = [&](int64_t rb, int64_t block) { return rb * tiles_w * 36 * 4 * (icp + block); };
-      int64_t rb = 1;
-      while (rb * 2 < 2 * tile_rows && rb * 2 <= 32 && block_bytes(rb * 2, 3 * lanes) <= half_l2()) rb *= 2;
-      const double blocks = static_cast<double>(ceil_div(tile_rows, rb));
-      const double u_bytes = 4.0 * 36 * static_cast<double>(icp * ocp);
-      const double vm_bytes = 4.0 * 36 * static_cast<double>(tiles * (icp + ocp));
-      if (block_bytes(rb, 3 * lanes) <= half_l2() && u_bytes * blocks <= 2 * 2 * vm_bytes) {
-        const auto [fnv, fnj] = best_bcast_block(kt, sh.oc, std::min(rb, tile_rows) * tiles_w);
-        c.row_block = rb, c.vecs = fnv, c.cols = fnj;
-      }
-    }
-    return c;
+  Choice c;
+  // Vectors over input channels when they fill the vectors; else vectors over output channels when those do and
+  // copying dy channel-interleaved, a reduction tile at a time (LAYOUT 1), is cheap beside the work (AlexNet's
+  // first layer: 0.01 bytes of dy per FLOP; the Fashion-MNIST layer with one input channel: 0.16, where it ran
+  // 1.37 ms against the dots' 1.50, one thread); else dot products along rows (which pay a horizontal sum per
+  // block and partial vectors at row ends, but copy nothing of dy).
+  double eff_c = 0, eff_k = 0;
+  const auto by_c = best_bcast_block(kt, sh.ic, sh.oc, &eff_c);
+  const auto by_k = best_bcast_block(kt, sh.oc, problem.s, &eff_k);
+  const double dy_bytes_per_flop = 8.0 * static_cast<double>(problem.y_elements()) / problem.flops();
+  const double row_fill = static_cast<double>(sh.row) / static_cast<double>(ceil_div(sh.row, lanes) * lanes);
+  // Dots pay a horizontal sum per block, x copied once per filter column and short runs per call besides their
+  // lane fill, so channel vectors are taken down to half the dots' fill (one thread: 19 -> 29 channels on 37x23,
+  // 3x3, 0.41 ms with plane dots, 0.18 with vectors over input channels; 3 -> 32 channels stay with the dots,
+  // 0.16 ms against 1.0).
+  if (eff_c >= 0.75 || (eff_c >= eff_k && eff_c >= 0.5 * row_fill)) {
+    c.orient = 0, c.vecs = by_c.first, c.cols = by_c.second;
+  } else if (eff_k >= 0.75 && dy_bytes_per_flop < 0.2) {
+    // Copies per reduction tile: alex1 (one thread) 20.7 -> 15.8 ms against whole copies up front.
+    c.orient = 2, c.vecs = by_k.first, c.cols = by_k.second, c.layout = 1;
+  } else {
+    int64_t ni = std::min<int64_t>(sh.oc, regs >= 32 ? 4 : 2);
+    while (ni > 1 && std::find(kVecs.begin(), kVecs.end(), ni) == kVecs.end()) --ni;
+    int64_t nj = std::min<int64_t>(taps_per_class(problem), regs >= 32 ? 5 : 4);
+    while (nj > 1 && !dot_compiled(kt, ni, nj)) --nj;
+    c.orient = 1, c.vecs = ni, c.cols = nj;
   }
-  // 1x1 backward-filter into few output channels: dots of dy's and x's rows where they lie (detail::channel_dots).
-  // Vectors over input channels first copy all of x channel-interleaved, whose cost per FLOP grows as 1 / K. Two
-  // threads, 16 images: 144 -> 24 at 56x56 3.7-3.9 -> 1.7-1.8 ms, 192 -> 32 at 28x28 0.99 -> 0.68-0.76, 64 -> 16
-  // 1.6-1.7 -> 0.57-0.63; from 64 output channels on the dots lost (384 -> 64 at 14x14 0.73 -> 0.90-0.96, 960 ->
-  // 160 at 7x7 1.04 -> 2.0: each call sums its lanes, and the reduction is not blocked for the caches).
-  // (Also wherever the rules below would take dots or vectors over output channels, whose blocks have one
-  // column for a 1x1 filter.)
-  const auto channel_dots_default = [&] {
-    const auto [ni, nj] = best_plane_block(kt, sh.oc, std::min<int64_t>(sh.ic, detail::kMaxDotColumns));
-    c.orient = 1, c.vecs = ni, c.cols = nj, c.layout = 0, c.row_block = 0;
-    const int64_t tiles = problem.groups * ceil_div(sh.oc, ni) * ceil_div(sh.ic, nj);
-    c.order = tiles >= 8 * static_cast<int64_t>(ThreadPool::instance().size()) ? 0 : 1;
-    return c;
-  };
-  if (is_filter(problem) && detail::channel_dots(problem) && sh.oc <= 32) return channel_dots_default();
-  if (is_filter(problem)) {
-    // Vectors over input channels when they fill the vectors; else vectors over output channels when those do and
-    // copying dy channel-interleaved, a reduction tile at a time (LAYOUT 1), is cheap beside the work (AlexNet's
-    // first layer: 0.01 bytes of dy per FLOP; the Fashion-MNIST layer with one input channel: 0.16, where it ran
-    // 1.37 ms against the dots' 1.50, one thread); else dot products along rows (which pay a horizontal sum per
-    // block and partial vectors at row ends, but copy nothing of dy).
-    double eff_c = 0, eff_k = 0;
-    const auto by_c = best_bcast_block(kt, sh.ic, sh.oc, &eff_c);
-    const auto by_k = best_bcast_block(kt, sh.oc, problem.s, &eff_k);
-    const double dy_bytes_per_flop = 8.0 * static_cast<double>(problem.y_elements()) / problem.flops();
-    const double row_fill = static_cast<double>(sh.row) / static_cast<double>(ceil_div(sh.row, lanes) * lanes);
-    // Dots pay a horizontal sum per block, x copied once per filter column and short runs per call besides their
-    // lane fill, so channel vectors are taken down to half the dots' fill (one thread: 19 -> 29 channels on 37x23,
-    // 3x3, 0.41 ms with plane dots, 0.18 with vectors over input channels; 3 -> 32 channels stay with the dots,
-    // 0.16 ms against 1.0).
-    if (eff_c >= 0.75 || (eff_c >= eff_k && eff_c >= 0.5 * row_fill)) {
-      c.orient = 0, c.vecs = by_c.first, c.cols = by_c.second;
-    } else if (eff_k >= 0.75 && dy_bytes_per_flop < 0.2) {
-      // Copies per reduction tile: alex1 (one thread) 20.7 -> 15.8 ms against whole copies up front.
-      c.orient = 2, c.vecs = by_k.first, c.cols = by_k.second, c.layout = 1;
-    } else {
-      int64_t ni = std::min<int64_t>(sh.oc, regs >= 32 ? 4 : 2);
-      while (ni > 1 && std::find(kVecs.begin(), kVecs.end(), ni) == kVecs.end()) --ni;
-      int64_t nj = std::min<int64_t>(taps_per_class(problem), regs >= 32 ? 5 : 4);
-      while (nj > 1 && !dot_compiled(kt, ni, nj)) --nj;
-      c.orient = 1, c.vecs = ni, c.cols = nj;
-    }
-    if (detail::channel_dots(problem) && c.orient != 0) return channel_dots_default();
-    // Dots over whole output planes (stride_h 1) instead, where a block's dy planes and the x copies of a tile of
-    // a few rows fit about an L1: dy read in place, no interleave, runs along whole planes. fmnist1 (one thread):
-    // 1.37-1.40 ms with vectors over output channels and dy interleaved per tile, 1.04 with plane dots; a 3x3
-    // layer with 3 input channels (CIFAR's first) 4.2 -> 2.0 ms against the row dots. Not where dy is cheap beside
-    // the FMAs and vectors over output channels fill (3 input channels, 5x5 on 32x32: level; 64x64: 5.3 -> 7.5 ms).
-    const auto plane = best_plane_block(kt, sh.oc, problem.s);
-    // Four L1d (192 KiB on the developer hosts' 48 KiB). A group's channels, not the layer's: the layer's kept
-    // ResNeXt's 32 groups of 8 channels (56x56, 8 images) on row dots over a whole copy of x, 12.0 ms (1.7x oneDNN);
-    // with the group's, plane dots of 8 rows 9.8 ms, of 16 rows (125 KB, over twice an L1d) 8.1-8.5, of 32 8.8. At
-    // four L1d the default took more rows on two other grouped layers (4 and 8 channels a group: 2.85 -> 2.72 ms
-    // and 3.46 -> 3.38) and changed nothing else in the general, seed, AlexNet, ResNet-18 and cpu_shapes suites.
-    const int64_t plane_budget = 4 * l1d_bytes();
-    const auto plane_bytes = [&](int64_t rows) {
-      return 4 * (problem.c_per_group() * problem.s * (rows + (problem.r - 1) * problem.dilation.h) * problem.q() +
-                  plane.first * rows * problem.q());
-    };
-    // Not for a 1x1 filter whose input channels fill the vectors: one tap leaves each plane dot a single product
-    // per dy element (two threads: MobileNetV2's 24 -> 144 at 56x56, 16 images, 2.9 ms with plane dots, 1.6 with
-    // vectors over input channels).
-    const bool one_tap_filled = problem.r * problem.s == 1 && c.orient == 0;
-    if (problem.stride.h == 1 && !detail::channel_dots(problem) &&
-        (c.orient == 1 || (dy_bytes_per_flop >= 0.1 && !one_tap_filled)) &&
-        plane_bytes(1) <= plane_budget) {
-      c.orient = 1, c.layout = 1, c.vecs = plane.first, c.cols = plane.second;
-      // Whole images when one fits, else the most rows (a power of two) that do.
-      int64_t rb = 0;
-      if (plane_bytes(sh.rows) > plane_budget) {
-        rb = 1;
-        while (rb * 2 < sh.rows && plane_bytes(rb * 2) <= plane_budget && rb < 32) rb *= 2;
-      }
-      c.row_block = rb;
-      // Threads split the reduction (each its own tiles and copies, no barrier per tile) when every thread has
-      // two tiles or more.
-      const int64_t tiles = problem.n * (rb == 0 ? 1 : ceil_div(sh.rows, rb));
-      c.order = tiles >= 2 * static_cast<int64_t>(ThreadPool::instance().size()) ? 1 : 0;
-      return c;
-    }
-    // Threads split the output tiles when there are plenty; else the reduction.
-    const int64_t orient = c.orient;
-    const int64_t tiles =
-        problem.groups * problem.r *
-        (orient == 0   ? ceil_div(sh.ic, c.vecs * lanes) * ceil_div(sh.oc, c.cols) * problem.s
-         : orient == 1 ? ceil_div(sh.oc, c.vecs) * sh.ic
-                       : ceil_div(sh.oc, c.vecs * lanes) * sh.ic * ceil_div(problem.s, c.cols));
-    c.order = tiles >= 8 * static_cast<int64_t>(ThreadPool::instance().size()) ? 0 : 1;
-    // Whole images per tile when an image is small; else blocks of rows that keep x and dy rows in L2.
-    const int64_t row_bytes = 4 * (problem.c * problem.w * problem.stride.h + problem.k * problem.q());
-    int64_t rb = 0;
-    if (row_bytes * problem.p() > half_l2()) {
-      rb = 1;
-      while (rb * 2 < sh.rows && rb * 2 * row_bytes <= half_l2() && rb < 32) rb *= 2;
-    }
-    if (c.layout == 1) {
-      // Per-tile copies: at least two tiles per image, so a tile's copy stays small beside L2 (fmnist1: 8 rows
-      // 1.37 ms, whole images 1.46; alex1: 16 rows 15.8 ms, 8 rows 16.2).
-      rb = 1;
-      while (rb * 4 <= sh.rows && rb * 2 * row_bytes <= half_l2() && rb < 32) rb *= 2;
-      // Threads split the reduction (each copying its own tiles) whenever each gets two tiles: splitting the output
-      // tiles shares one copy per tile and so waits at two barriers per tile. Two threads, in rounds, on stems with
-      // 3 input channels: alex1 8.7 -> 7.2 ms, ResNet's 7x7/2 at 8 images 11.6 -> 8.3 and at one 1.34 -> 1.15, a
-      // 5x5/2 on 64x64 1.29 -> 0.91 (2026-12-04); alex1's tuned entries on both Intel hosts had it too.
-      const int64_t reduction_tiles = problem.n * ceil_div(sh.rows, rb);
-      if (reduction_tiles >= 2 * static_cast<int64_t>(ThreadPool::instance().size())) c.order = 1;
-    }
-    c.row_block = rb;
-    return c;
-  }
-  // Forward / backward-data: the orientation whose best block keeps the FMA units busier. Channel vectors also
-  // pay a transposed store per block, amortised over the reduction (input channels x taps steps): a gather per
-  // channel and a masked vector store (StoreBlock), about an eighth of a cycle per accumulator lane. At half a cycle
-  // (a scalar store per lane, before the gathers) the 1x1 layers of 24-64 input channels took pixel vectors and ran
-  // 2x slower than with channel vectors (two threads: ResNet-50's 64 -> 256 at 56x56, 8 images, 7.8 -> 3.9 ms;
-  // a stride-2 3x3 backward-data of 64 -> 32 channels on 208x208, 12.9 -> 7.3), while Fashion-MNIST's first layer
-  // (25 steps) keeps pixel vectors (0.57 ms; channel vectors 0.78).
+  if (detail::channel_dots(problem) && c.orient != 0) return channel_dots_default(problem, kt);
+  if (const std::optional<Choice> planes = plane_dots_default(problem, kt, c, dy_bytes_per_flop)) return *planes;
+  return filter_tiles(problem, kt, c);
+}
+
+// Forward / backward-data: the orientation whose best block keeps the FMA units busier (ORIENT, VECS and COLS);
+// `eff_rows` gets the pixel vectors' lane fill along rows. Channel vectors also pay a transposed store per block,
+// amortised over the reduction (input channels x taps steps): a gather per channel and a masked vector store
+// (StoreBlock), about an eighth of a cycle per accumulator lane. Costed at half a cycle (a scalar store per lane,
+// as without the gathers), the 1x1 layers of 24-64 input channels would take pixel vectors and run 2x slower than
+// with channel vectors (two threads: ResNet-50's 64 -> 256 at 56x56, 8 images, 7.8 -> 3.9 ms; a stride-2 3x3
+// backward-data of 64 -> 32 channels on 208x208, 12.9 -> 7.3), while Fashion-MNIST's first layer (25 steps) keeps pixel
+// vectors (0.57 ms; channel vectors 0.78).
+Choice oriented_block(const ConvProblem& problem, const KernelTable& kt, double* eff_rows) {
+  const Shape sh = shape_of(problem);
+  const int64_t lanes = kt.lanes;
+  Choice c;
   double eff_oc = 0, eff_px = 0;
   const auto by_oc = best_bcast_block(kt, sh.oc, sh.row, &eff_oc, /*whole_rows=*/true);
   const auto by_px = best_bcast_block(kt, sh.row, sh.oc, &eff_px, /*whole_rows=*/false, /*even_split=*/true);
@@ -623,24 +651,33 @@ Choice default_choice(const ConvProblem& problem, const KernelTable& kt) {
   // beyond about half an L2 it streams from L3 for every block (ucla5x5 forward, a 6.5 MB filter: 2.2x oneDNN's
   // time, against 1.0x with channel vectors, whose per-block filter slab stays in L2).
   const double filter_bytes = 4.0 * static_cast<double>(sh.ic * sh.taps * sh.oc);
-  const double eff_rows = eff_px;
+  *eff_rows = eff_px;
   if (filter_bytes > l2_scaled(1e6)) eff_px *= 0.5;
   if (!sh.unit_rows || eff_oc >= eff_px) {
     c.orient = 0, c.vecs = by_oc.first, c.cols = by_oc.second;
   } else {
     c.orient = 1, c.vecs = by_px.first, c.cols = by_px.second;
   }
+  return c;
+}
+
+// Pixel vectors along whole planes (ALGO 2) in place of the rows of `c`, or nothing where rows do as well.
+std::optional<Choice> plane_vectors_default(const ConvProblem& problem, const KernelTable& kt, const Choice& c,
+                                            double eff_rows) {
+  const Shape sh = shape_of(problem);
+  const int64_t lanes = kt.lanes;
   // Pixel vectors along whole planes over column-shifted input copies (ALGO 2) where the plane fills the lanes at
   // least 5% better than the rows, with 8 or more output channels a group: the copies write a float per input pixel
   // and filter column, beside a FMA lane per output channel and tap. Two threads, AMD EPYC Zen 4, in rounds with
   // oneDNN: Fashion-MNIST's first layer (rows of 28, planes of 784; 100 images) 0.83 ms as rows (VECS 1, COLS 16,
   // ROW_BLOCK 32: better than the tuner had found), 0.76 as planes (2 x 13), 0.73 with 1 x 16; oneDNN 0.78. Groups
-  // of 8 channels, the old default against this one (1 x 8; 2026-12-06): 32 -> 32 in 4 groups at 20x20, 64 images,
-  // 1.03 -> 0.92 ms; ResNeXt's 32 groups at 56x56, 4 images, 3.95 -> 3.21; 6 dilated groups at 31x29 0.163 -> 0.136.
-  // (8 groups at 97x61 keep their rows, which fill 61 of 64 lanes: 0.371 ms, 0.342 as planes. With channel vectors
-  // the rule stays off: Inception's 48 -> 64 5x5 at 35x35 ran 3.33 ms so, 3.75 as planes.) Not where the copies' runs (one per input row, channel and filter column, a dozen cycles each, whatever
-  // their length) come to more than 1 in 20 of the FMAs: the tiny 8 -> 8 3x3 on 8x8 (2 images, 0.1 of a run per FMA)
-  // took 4 us as planes, 3 as rows; the 20x20 layer above has 0.037.
+  // of 8 channels, rows against planes (1 x 8): 32 -> 32 in 4 groups at 20x20, 64 images, 1.03 -> 0.92 ms; ResNeXt's
+  // 32 groups at 56x56, 4 images, 3.95 -> 3.21; 6 dilated groups at 31x29 0.163 -> 0.136. (8 groups at 97x61 keep
+  // their rows, which fill 61 of 64 lanes: 0.371 ms, 0.342 as planes. With channel vectors the rule stays off:
+  // Inception's 48 -> 64 5x5 at 35x35 ran 3.33 ms so, 3.75 as planes.) Not where the copies' runs (one per input row,
+  // channel and filter column, a dozen cycles each, whatever their length) come to more than 1 in 20 of the FMAs: the
+  // tiny 8 -> 8 3x3 on 8x8 (2 images, 0.1 of a run per FMA) took 4 us as planes, 3 as rows; the 20x20 layer above has
+  // 0.037.
   const double runs_per_fma =
       static_cast<double>((problem.p() + (problem.r - 1) * problem.dilation.h) * lanes) /
       static_cast<double>(problem.p() * problem.q() * sh.oc * problem.r);
@@ -659,28 +696,49 @@ Choice default_choice(const ConvProblem& problem, const KernelTable& kt) {
       return plane;
     }
   }
+  return std::nullopt;
+}
+
+// The rows and columns of the plane a forward or backward-data pass reads: x's, or dy's.
+std::pair<int64_t, int64_t> read_plane(const ConvProblem& problem) {
+  const bool fwd = problem.direction == Direction::Forward;
+  return {fwd ? problem.h : problem.p(), fwd ? problem.w : problem.q()};
+}
+
+// LAYOUT for the blocks of `c`: planar, channel-blocked up front, or channel-blocked by the computing thread.
+int64_t input_layout(const ConvProblem& problem, const KernelTable& kt, const Choice& c) {
+  const Shape sh = shape_of(problem);
+  const int64_t lanes = kt.lanes;
+  int64_t layout = 0;
   // Channel-blocked input for channel vectors when the input channels fill whole blocks well (not AlexNet's 3).
   const double ic_fill = static_cast<double>(sh.ic) / static_cast<double>(ceil_div(sh.ic, lanes) * lanes);
   // Dilated rows too (a call per filter row there): DeepLab's rate-2 and rate-4 3x3 (256 and 512 channels), forward
-  // and backward-data, 10-15% faster than planar input (two threads, in rounds, 2026-12-04).
-  if (c.orient == 0 && ic_fill >= 0.75) c.layout = 1;
+  // and backward-data, 10-15% faster than planar input (two threads, in rounds).
+  if (c.orient == 0 && ic_fill >= 0.75) layout = 1;
   // Copied an image at a time by the thread computing on it (LAYOUT 2) when an image's copy is small beside L2 and
   // every thread has images of its own to copy: one thread, fmnist2 backward-data 12.8 -> 12.1 ms, forward 12.4 ->
   // 12.1, alex2 1-2%. Not ucla5x5 (one image of 53 MB: each thread would copy all of it).
-  const int64_t in_rows = problem.direction == Direction::Forward ? problem.h : problem.p();
-  const int64_t in_cols = problem.direction == Direction::Forward ? problem.w : problem.q();
+  const auto [in_rows, in_cols] = read_plane(problem);
   // The padded copy's own extent: forward pads x by `pad` on both sides, backward-data pads dy by the dilated
-  // filter's reach less `pad`. (The filter size in place of the padding overstated a plane of 196 pixels as one row
-  // (computed_problem) by half, and sent ResNet-50's 1024 -> 256 1x1 to a whole copy up front: 3.0 -> 3.4 ms.)
+  // filter's reach less `pad`. (The filter size in place of the padding would overstate a plane of 196 pixels as
+  // one row (computed_problem) by half, and send ResNet-50's 1024 -> 256 1x1 to a whole copy up front: 3.0 -> 3.4
+  // ms.)
   const bool fwd = problem.direction == Direction::Forward;
   const int64_t pad_rows = fwd ? problem.pad.h : problem.dilation.h * (problem.r - 1) - problem.pad.h;
   const int64_t pad_cols = fwd ? problem.pad.w : problem.dilation.w * (problem.s - 1) - problem.pad.w;
   const int64_t image_bytes = 4 * ceil_div(sh.ic, lanes) * lanes * (in_rows + 2 * std::max<int64_t>(pad_rows, 0)) *
                               (in_cols + 2 * std::max<int64_t>(pad_cols, 0));
-  if (c.layout == 1 && image_bytes <= image_copy_bytes() &&
+  if (layout == 1 && image_bytes <= image_copy_bytes() &&
       problem.n * problem.groups >= 2 * static_cast<int64_t>(ThreadPool::instance().size())) {
-    c.layout = 2;
+    layout = 2;
   }
+  return layout;
+}
+
+// IC_CHUNK for the blocks of `c`.
+int64_t input_chunk(const ConvProblem& problem, const KernelTable& kt, const Choice& c) {
+  const Shape sh = shape_of(problem);
+  const int64_t lanes = kt.lanes;
   // Input channels per pass: all unless a pass's filter slab and the input rows of one output row outgrow about
   // half an L2 (ucla5x5: 256 channels x 5 rows x 228 columns plus a 256 x 25 x 32 slab is 2 MB).
   const int64_t block = c.orient == 0 ? c.vecs * lanes : sh.oc;
@@ -698,12 +756,17 @@ Choice default_choice(const ConvProblem& problem, const KernelTable& kt) {
       if (candidate > 0 && candidate < sh.ic && pass_bytes(candidate) <= half_l2()) chunk = candidate;
     if (chunk == 0 && kChunks[1] < sh.ic) chunk = kChunks[1];  // the smallest pass there is
   }
-  // (Pixel vectors step through the input channels a plane apart. Passes of 32 channels once kept a pass's pages
-  // within the first-level TLB; since the broadcast kernel prefetches such strided runs a few steps ahead
-  // (microkernels.cpp), one pass is faster: alternated in one process, ResNet-50's 64 -> 256 1x1 at 56x56, 8
+  // (Pixel vectors step through the input channels a plane apart. Passes of 32 channels would keep a pass's pages
+  // within the first-level TLB, but the broadcast kernel prefetches such strided runs a few steps ahead
+  // (microkernels.cpp), and one pass is faster: alternated in one process, ResNet-50's 64 -> 256 1x1 at 56x56, 8
   // images, forward 7.06 -> 6.71 ms on one thread, 4.39 -> 3.86 on two; its backward-data 6.89 -> 5.99 and 4.24
   // -> 3.45; MobileNetV2's 24 <- 144 backward-data 3.78 -> 3.59 and 1.63 -> 1.35.)
-  c.ic_chunk = chunk;
+  return chunk;
+}
+
+// ROW_BLOCK and ORDER (and the per-thread copies of LAYOUT 2 where row blocks allow them) for `c`.
+Choice rows_and_order(const ConvProblem& problem, const KernelTable& kt, Choice c) {
+  const Shape sh = shape_of(problem);
   // Enough work items for the threads to balance, each a few rows.
   int64_t rb = 0;
   if (sh.rows > 16) rb = 8;
@@ -713,6 +776,7 @@ Choice default_choice(const ConvProblem& problem, const KernelTable& kt) {
   // (view_strategy.cpp; pixel vectors have one channel block, so the order does not matter there). alex1
   // forward, one thread: 17.4 ms with ORDER 0, 15.6 with ORDER 1 (8 rows; 16 rows 15.5-15.6).
   const bool one_phase = problem.direction == Direction::Forward || (problem.stride.h == 1 && problem.stride.w == 1);
+  const auto [in_rows, in_cols] = read_plane(problem);
   const double planar_bytes =
       4.0 * static_cast<double>(problem.n * problem.groups * sh.ic * (in_rows + problem.r) * (in_cols + problem.s));
   if (c.orient == 0 && c.layout == 0 && one_phase && rb > 0 && planar_bytes > l2_scaled(2e6)) c.order = 1;
@@ -725,6 +789,25 @@ Choice default_choice(const ConvProblem& problem, const KernelTable& kt) {
     if (detail::copies_row_blocks(problem, rows, kt)) c = rows;
   }
   return c;
+}
+
+// Forward's and backward-data's direct default.
+Choice data_default(const ConvProblem& problem, const KernelTable& kt) {
+  double eff_rows = 0;
+  Choice c = oriented_block(problem, kt, &eff_rows);
+  if (const std::optional<Choice> plane = plane_vectors_default(problem, kt, c, eff_rows)) return *plane;
+  c.layout = input_layout(problem, kt, c);
+  c.ic_chunk = input_chunk(problem, kt, c);
+  return rows_and_order(problem, kt, c);
+}
+
+// The default for the computed problem with the kernels of `kt` (WIDTH left 0).
+Choice default_choice(const ConvProblem& problem, const KernelTable& kt) {
+  const Shape sh = shape_of(problem);
+  // Winograd for 3x3 stride-1 layers with enough channels on both sides that the 36 GEMMs, not the transforms,
+  // dominate (AlexNet's layers 3-5: 192-384 channels).
+  if (winograd_applies(problem) && sh.ic >= 32 && sh.oc >= 32) return winograd_default(problem, kt);
+  return is_filter(problem) ? filter_default(problem, kt) : data_default(problem, kt);
 }
 
 // The share of the vector lanes a configuration's blocks fill with channels or pixels (the rest is padding).
@@ -750,11 +833,11 @@ Config default_config(const ConvProblem& asked) {
   Choice c = default_choice(problem, kernels(0));
   // Half-width vectors (WIDTH 1) where their default fills the lanes at least 1.25x better and an 8-lane FMA does
   // about as much a cycle as a 16-lane one (AMD Zen 4; on Intel's two 512-bit units it does half, so the full
-  // width stays). Zen 4, two threads, untuned, against oneDNN in the same rounds (docs/PERFORMANCE.md, thirty-
-  // fourth session): 8-channel groups at stride 2 (5x5, 12 groups) backward-filter 3.6 -> 1.6x oneDNN's time,
-  // forward 2.2 -> 1.5; 4 groups of 8 channels on 20x20 2.0-2.8 -> 1.2-1.7; a 1x7 layer's 24-channel side
-  // backward-data 1.34 -> 0.89 and backward-filter 1.18 -> 0.86. Where the full width's pixel vectors already
-  // filled 90% (rows of 29 and 61) the half width ran 7-35% slower, and the rule keeps the full width there.
+  // width stays). Zen 4, two threads, untuned, against oneDNN in the same rounds: 8-channel groups at stride 2
+  // (5x5, 12 groups) backward-filter 3.6 -> 1.6x oneDNN's time, forward 2.2 -> 1.5; 4 groups of 8 channels on 20x20
+  // 2.0-2.8 -> 1.2-1.7; a 1x7 layer's 24-channel side backward-data 1.34 -> 0.89 and backward-filter 1.18 -> 0.86.
+  // Where the full width's pixel vectors already filled 90% (rows of 29 and 61) the half width ran 7-35% slower, and
+  // the rule keeps the full width there.
   if (half_width_available()) {
     Choice half = default_choice(problem, kernels(1));
     half.width = 1;

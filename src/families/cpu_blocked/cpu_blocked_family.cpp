@@ -91,10 +91,6 @@ class CpuBlockedFamily final : public CpuFamily {
            "scalar) over packed, channel-blocked copies, Winograd F(4x4, 3x3) for 3x3 stride-1 layers, on the "
            "persistent thread pool";
   }
-  // Before cpu_direct (50) and cpu_reference (90), with no poor fit: untuned, it ran faster than cpu_direct on
-  // every layer measured, every direction, on one thread and two, tiny and depthwise layers included
-  // (docs/PERFORMANCE.md, "Which device and family an untuned plan takes on a CPU").
-  int untuned_rank() const override { return 40; }
   std::vector<Parameter> parameters(const Problem& problem) const override {
     return cpu_blocked::parameter_table(problem.conv()).parameters();
   }

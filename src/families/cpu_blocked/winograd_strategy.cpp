@@ -549,8 +549,8 @@ class WinogradStrategy final : public Strategy {
     // the transforms streamed them out) spread over this xi's calls, a few floats of them prefetched into L2 per
     // reduction step inside the kernel. With every xi's operands in L2 the GEMM ran at 91-92% of the FMA loop,
     // reading each xi's from memory 73-75% (stand-alone, alex3-5's shapes, one thread); the hardware prefetchers
-    // start each panel's stream too late, and prefetches in a burst beside each item stall on fill buffers (the
-    // fifth pass's attempts measured level). In the kernel: 82-88%.
+    // start each panel's stream too late, and prefetches in a burst beside each item stall on fill buffers
+    // (measured level). In the kernel: 82-88%.
     int64_t calls = 0;
     for (int64_t c = 0; c < std::min<int64_t>(ic_, lanes_); ++calls)
       c += fit(static_cast<int>(std::min<int64_t>(nj_, std::min<int64_t>(ic_, lanes_) - c)));

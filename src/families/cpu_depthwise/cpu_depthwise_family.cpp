@@ -492,8 +492,6 @@ class CpuDepthwiseFamily final : public CpuFamily {
            "and split into stride phases, SIMD row kernels (Highway: AVX-512, AVX2, scalar) summing, scattering or "
            "dotting whole rows per filter tap, on the persistent thread pool";
   }
-  // Before cpu_blocked (40): on depthwise layers its blocks tile the one channel of a group.
-  int untuned_rank() const override { return 35; }
 
   std::string unsupported_reason(const Problem& problem, const Epilogue& epilogue,
                                  const DeviceInfo& device) const override {

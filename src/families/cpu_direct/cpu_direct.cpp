@@ -143,7 +143,6 @@ class CpuDirectFamily final : public CpuFamily {
     return "direct FP32 convolution in C++ on the CPU backend, vectorised along rows (THREADS=1: seed 000's "
            "sequential baseline; 0: every core)";
   }
-  int untuned_rank() const override { return 50; }
   std::vector<Parameter> parameters(const Problem&) const override { return {threads_parameter()}; }
   std::vector<Constraint> constraints(const Problem&) const override { return {}; }
   Config default_config(const Problem&, const DeviceInfo&) const override { return {{"THREADS", 0}}; }

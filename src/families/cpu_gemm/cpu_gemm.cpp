@@ -52,7 +52,6 @@ class CpuGemmFamily final : public CpuFamily {
   std::string description() const override {
     return "batched FP32 GEMM in C++ on the CPU backend, rows of C over threads, vectorised along rows of B";
   }
-  int untuned_rank() const override { return 50; }
   std::vector<Parameter> parameters(const Problem&) const override { return {threads_parameter()}; }
   std::vector<Constraint> constraints(const Problem&) const override { return {}; }
   Config default_config(const Problem&, const DeviceInfo&) const override { return {{"THREADS", 0}}; }

@@ -29,7 +29,6 @@ class CpuReferenceFamily final : public CpuFamily {
   std::string description() const override {
     return "the float64 reference convolution (element-wise gather sums), the oracle every kernel is checked against";
   }
-  int untuned_rank() const override { return 90; }
   std::vector<Parameter> parameters(const Problem&) const override { return {}; }
   std::vector<Constraint> constraints(const Problem&) const override { return {}; }
   Config default_config(const Problem&, const DeviceInfo&) const override { return {}; }

@@ -21,13 +21,10 @@ class DepthwiseFamily final : public KernelFamily {
            "channel and chunk of N*P*Q, summed in a fixed order; fused bias/ReLU";
   }
   Problem::Kind problem_kind() const override { return Problem::Kind::Convolution; }
-  // Ahead of direct_tiled: the other families leave depthwise layers to this one untuned (leave_to_depthwise).
-  int untuned_rank() const override { return 15; }
   // One input channel (groups = C = 1): backward-filter is then K x R x S sums over N x P x Q, this family's
-  // per-channel reduction. Measured on the H200 against the untuned plan (docs/PERFORMANCE.md, "C=1
-  // backward-filter"): Fashion-MNIST's conv1 (N=10000, 32 filters 5x5) 1.20 ms against implicit_gemm's tuned 1.60
-  // and cuDNN's 1.39; three small C=1 layers 0.015-0.024 ms against 0.043-0.081. FP32 math only: in tf32
-  // implicit_gemm_tc took 0.54 ms on conv1.
+  // per-channel reduction. Measured on the H200 against the untuned plan: Fashion-MNIST's conv1 (N=10000, 32
+  // filters 5x5) 1.20 ms against implicit_gemm's tuned 1.60 and cuDNN's 1.39; three small C=1 layers 0.015-0.024 ms
+  // against 0.043-0.081. FP32 math only: in tf32 implicit_gemm_tc took 0.54 ms on conv1.
   std::string untuned_claim(const Problem& generic, const DeviceInfo&) const override {
     const ConvProblem& problem = generic.conv();
     if (problem.math != MathMode::FP32 && problem.math != MathMode::FP32Fast) return {};

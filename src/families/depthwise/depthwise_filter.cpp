@@ -75,10 +75,9 @@ class Filter final : public DepthwiseVariant {
     c.threads = device.is_gpu ? 256 : 64;
     c.tile_q = device.is_gpu ? 4 : 8;
     if (device.is_gpu) {
-      // Tuned on the H200 over seven MobileNet-style layers (docs/PERFORMANCE.md, "Depthwise"): about one
-      // work-item per 48 reduction elements of a channel (64 at 7x7, 128 at 14x14, 512 from 28x28 up, the split
-      // taking the rest), two output columns per step at stride 1 and one at stride 2; 256 and 4 ran 1.1-1.8x
-      // longer on the larger and strided layers.
+      // Tuned on the H200 over seven MobileNet-style layers: about one work-item per 48 reduction elements of a
+      // channel (64 at 7x7, 128 at 14x14, 512 from 28x28 up, the split taking the rest), two output columns per step
+      // at stride 1 and one at stride 2; 256 and 4 ran 1.1-1.8x longer on the larger and strided layers.
       const int64_t reduction = pb_.n * pb_.p() * pb_.q();
       c.threads = 64;
       while (c.threads < 512 && c.threads * 2 * 48 <= reduction) c.threads *= 2;
@@ -98,8 +97,8 @@ class Filter final : public DepthwiseVariant {
   }
 
   // The largest power-of-two split that keeps the work-groups within 4 per compute unit and the constraints allow.
-  // Tuned on the H200 (seven layers, docs/PERFORMANCE.md "Depthwise"), the best splits gave 240-1024 work-groups;
-  // the first rule here (the smallest split reaching 4 per unit) was twice the tuned split on four of them.
+  // Tuned on the H200 (seven layers), the best splits gave 240-1024 work-groups; the smallest split reaching 4 per
+  // unit is twice the tuned split on four of them.
   int64_t fitted_split(FilterParams p, const DeviceInfo& device) const {
     const int64_t target = 4 * std::max(1, device.compute_units);
     const auto parameter_list = parameters();

@@ -27,8 +27,8 @@ inline std::string leave_to_depthwise(const ConvProblem& problem) {
 }
 
 // Depthwise backward-data that direct_tiled's default computes faster than this family's on a GPU: stride 1, one
-// output channel per group, images at least 28 columns wide. Measured on the H200 (docs/PERFORMANCE.md, "untuned
-// misses"; sweeps in docs/measurements/*depthwise*): 28x28 at C=256 0.0267-0.0295 ms against the depthwise default's
+// output channel per group, images at least 28 columns wide. Measured on the H200
+// (scripts/gpu/sweeps/depthwise_backward_data.txt): 28x28 at C=256 0.0267-0.0295 ms against the depthwise default's
 // 0.0323-0.0337 (no depthwise shape tried under 0.0306), 56x56 at C=144 0.0851 against 0.0931, 112x112 at C=32
 // 0.0426 against 0.0458; on 14x14 and 7x7 images the depthwise family won by 1.3-4.4x, and with stride 2 it ran
 // within 3% of direct_tiled. On PoCL the depthwise family wins here too, so the rule is a GPU's alone.

@@ -107,11 +107,10 @@ class Spatial final : public DepthwiseVariant {
     c.threads_c = 1;
     c.use_local = device.is_gpu ? 1 : 0;
     if (device.is_gpu && forward_) {
-      // Tuned on the H200 over seven MobileNet-style layers (docs/PERFORMANCE.md, "Depthwise"): forward ran best
-      // with one output column per work-item, 32 along a row, no local staging and one output channel each
-      // (coalesced reads straight from the input; the caches serve the halo), two rows (stride 2) or four (stride
-      // 1) per work-item. The 4-column local-memory shape above, still backward-data's best, took 1.3-1.7x longer
-      // forward on the stride-2 layers.
+      // Tuned on the H200 over seven MobileNet-style layers: forward ran best with one output column per work-item,
+      // 32 along a row, no local staging and one output channel each (coalesced reads straight from the input; the
+      // caches serve the halo), two rows (stride 2) or four (stride 1) per work-item. The 4-column local-memory shape
+      // above, still backward-data's best, took 1.3-1.7x longer forward on the stride-2 layers.
       c.tile_m = 1, c.tile_w = 1, c.threads_w = 32, c.threads_h = 1, c.use_local = 0;
       c.tile_h = pb_.stride.h > 1 ? 2 : 4;
       // Wider filters at stride 1 reuse each loaded input across more outputs of a row: the 5x5 layer ran best with
@@ -124,7 +123,7 @@ class Spatial final : public DepthwiseVariant {
       c.tile_h = 4, c.threads_w = 32, c.threads_h = 2;
     } else if (device.is_gpu && cols_ > 8 && cols_ <= 16) {
       // Backward-data into 9-16 columns: 8 rows x 2 columns per work-item, 8 x 2 work-items on 2 channels (32).
-      // On the H200 (docs/PERFORMANCE.md, "untuned misses", two sweeps) 14x14 layers took 0.0191 ms (3x3, C=512)
+      // On the H200 (two sweeps) 14x14 layers took 0.0191 ms (3x3, C=512)
       // and 0.0161 (5x5, C=240) against 0.0231 and 0.0177 with the shape above and 0.0200-0.0211 and 0.0170-0.0190
       // with 2 x 2 outputs; on 28x28 and 112x112 the taller tile lost.
       c.tile_h = 8, c.tile_w = 2, c.threads_w = 8, c.threads_h = 2, c.threads_c = 2;

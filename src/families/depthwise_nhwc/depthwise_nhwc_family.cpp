@@ -60,8 +60,6 @@ class DepthwiseNhwcFamily final : public KernelFamily {
            "backward-filter in slices of the output rows summed in order";
   }
   Problem::Kind problem_kind() const override { return Problem::Kind::Convolution; }
-  // Ahead of depthwise (15): channels-last depthwise layers are this family's, which reads them in place.
-  int untuned_rank() const override { return 14; }
   bool computes_nhwc() const override { return true; }
 
   std::string unsupported_reason(const Problem& generic, const Epilogue& epilogue,

@@ -22,7 +22,6 @@ class DirectTiledFamily final : public KernelFamily {
   }
 
   Problem::Kind problem_kind() const override { return Problem::Kind::Convolution; }
-  int untuned_rank() const override { return 20; }
 
   std::string unsupported_reason(const Problem& generic, const Epilogue& epilogue,
                                  const DeviceInfo& device) const override {
@@ -58,18 +57,17 @@ class DirectTiledFamily final : public KernelFamily {
   }
 
   // Depthwise layers: its work-items tile C/groups or K/groups channels, one (or the multiplier) there.
-  // Strided backward-data on ungrouped layers: measured on the H200 (docs/PERFORMANCE.md, "Untuned family choice")
-  // against im2col_gemm's default, 0.130 vs 0.013 ms (7x5 stride 2), 0.228 vs 0.184 and 0.95 (tuned) vs 0.48
-  // (3x3 stride 2), 1.71 vs 0.51 (C=3 7x7 stride 2), 8.40 vs 0.94 (C=3 11x11 stride 4); it won only on two layers
-  // of under 0.02 ms, by less than 10%.
+  // Strided backward-data on ungrouped layers: measured on the H200 against im2col_gemm's default, 0.130 vs 0.013 ms
+  // (7x5 stride 2), 0.228 vs 0.184 and 0.95 (tuned) vs 0.48 (3x3 stride 2), 1.71 vs 0.51 (C=3 7x7 stride 2), 8.40 vs
+  // 0.94 (C=3 11x11 stride 4); it won only on two layers of under 0.02 ms, by less than 10%.
   std::string untuned_poor_fit(const Problem& generic, const DeviceInfo& device) const override {
     const ConvProblem& problem = generic.conv();
     if (depthwise::direct_tiled_backward_data(problem, device)) return {};  // the depthwise family gives way here
-    // Except 3x3 and smaller filters over at most 32 input channels, where it won on the layers never seen
-    // (docs/PERFORMANCE.md): C=3 at N=256 0.050 ms against im2col_gemm's 0.071, C=32 on a 208x208 image 0.335
-    // against 0.414 (C=64 lost, 0.228 against 0.184). Up to 15 taps over at most 8 channels too: a 3x5 stride-2
-    // layer of 5 channels (untuned check, H200) ran direct_tiled's default at 0.0104-0.0107 ms in two runs and
-    // im2col_gemm's at 0.0116-0.0121 in six; 35 taps over 16 channels lost 10x (0.130 against 0.013).
+    // Except 3x3 and smaller filters over at most 32 input channels, where it won on layers never tuned (H200):
+    // C=3 at N=256 0.050 ms against im2col_gemm's 0.071, C=32 on a 208x208 image 0.335 against 0.414 (C=64 lost,
+    // 0.228 against 0.184). Up to 15 taps over at most 8 channels too: a 3x5 stride-2 layer of 5 channels (untuned
+    // check, H200) ran direct_tiled's default at 0.0104-0.0107 ms in two runs and im2col_gemm's at 0.0116-0.0121 in
+    // six; 35 taps over 16 channels lost 10x (0.130 against 0.013).
     const bool small_filter_few_channels =
         (problem.r * problem.s <= 9 && problem.c <= 32) || (problem.r * problem.s <= 15 && problem.c <= 8);
     if (problem.direction == Direction::BackwardData && problem.groups == 1 && !small_filter_few_channels &&

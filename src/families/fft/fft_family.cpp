@@ -43,8 +43,6 @@ class FftFamily final : public KernelFamily {
            "GEMM of the complex products as real 2x2 blocks on the gemm kernel, inverse DFT; all directions";
   }
   Problem::Kind problem_kind() const override { return Problem::Kind::Convolution; }
-  // Before winograd, so that its claim (5x5 and larger filters on GPUs) goes first where both claim a layer.
-  int untuned_rank() const override { return 38; }
 
   std::string unsupported_reason(const Problem& generic, const Epilogue& epilogue,
                                  const DeviceInfo& device) const override {
@@ -59,10 +57,9 @@ class FftFamily final : public KernelFamily {
   }
 
   // Filters of 5x5 and more over at least 32 channels a group, on GPUs, in FP32 math. Measured on the H200 with the
-  // built-in defaults (docs/PERFORMANCE.md, "FFT tiling"): on alex2, u2, u8 and Fashion-MNIST's conv2 (5x5, 32 to 192
-  // channels) fft ran every direction 1.4-2.7x faster than winograd's F(2x2, 5x5), the only 5x5 Winograd tile
-  // within the FP32 tolerance. Not measured on 3x3 layers (winograd keeps them: fft was 1.1-1.4x slower there), on
-  // PoCL or for 1xN filters.
+  // built-in defaults: on alex2, u2, u8 and Fashion-MNIST's conv2 (5x5, 32 to 192 channels) fft ran every direction
+  // 1.4-2.7x faster than winograd's F(2x2, 5x5), the only 5x5 Winograd tile within the FP32 tolerance. Not measured
+  // on 3x3 layers (winograd keeps them: fft was 1.1-1.4x slower there), on PoCL or for 1xN filters.
   std::string untuned_claim(const Problem& generic, const DeviceInfo& device) const override {
     const ConvProblem& pb = generic.conv();
     if (!device.is_gpu || (pb.math != MathMode::FP32 && pb.math != MathMode::FP32Fast)) return {};
@@ -95,7 +92,7 @@ class FftFamily final : public KernelFamily {
     const ConvProblem& pb = generic.conv();
     Params p;
     p.size = default_size(pb);
-    // Gauss's product: measured on the H200 (docs/PERFORMANCE.md, "FFT tiling"), see the GPU run's table.
+    // Gauss's product (three real multiplies per complex one instead of four): the faster on the H200.
     p.gauss = 1;
     p.transform_tiles = default_transform_tiles(p.size, device);
     const uint64_t cap = workspace_limit(device);

@@ -115,11 +115,11 @@ std::string unsupported_shape_reason(const ConvProblem& pb, const Epilogue& epil
 
 std::string poor_fit(const ConvProblem& pb) {
   if (pb.r * pb.s == 1) return "a 1x1 filter: the frequency domain saves nothing";
-  // Measured on the H200 (docs/PERFORMANCE.md, "FFT tiling"): on 3x3 layers winograd's F(4x4, 3x3) ran forward and
-  // backward-data 1.05-1.4x faster than fft, and backward-filter was split (fft 0.76-0.87x of winograd's time on
-  // alex3, alex5 and a 256-channel 13x13 layer, 1.1-1.9x on seven others). Left as candidates, the shipped entries
-  // taught the untuned cost model to pick fft on 3x3 backward-filter layers it lost (a 512-channel 14x14 one at
-  // 0.75 of winograd's speed): tuning entries alone choose it there.
+  // Measured on the H200: on 3x3 layers winograd's F(4x4, 3x3) ran forward and backward-data 1.05-1.4x faster than
+  // fft, and backward-filter was split (fft 0.76-0.87x of winograd's time on alex3, alex5 and a 256-channel 13x13
+  // layer, 1.1-1.9x on seven others). Left as candidates, the shipped entries taught the untuned cost model to pick
+  // fft on 3x3 backward-filter layers it lost (a 512-channel 14x14 one at 0.75 of winograd's speed): tuning entries
+  // alone choose it there.
   if (pb.r * pb.s < 25)
     return fmt::format("a {}x{} filter: fewer than 25 taps, where Winograd's tiles do fewer operations", pb.r, pb.s);
   if (std::min(pb.c_per_group(), pb.k_per_group()) < 16)

@@ -54,8 +54,6 @@ class FftTcFamily final : public KernelFamily {
            "directions; NVIDIA sm_80+";
   }
   Problem::Kind problem_kind() const override { return Problem::Kind::Convolution; }
-  // Next to fft (38), before winograd and winograd_tc: where it claims a layer, its claim goes first.
-  int untuned_rank() const override { return 39; }
   bool uses_tensor_cores() const override { return true; }
 
   std::string unsupported_reason(const Problem& generic, const Epilogue& epilogue,
@@ -70,13 +68,13 @@ class FftTcFamily final : public KernelFamily {
   }
 
   // Filters of 5x5 and more over at least 32 channels a group, in tf32 and 3xtf32, where the default's chunk holds
-  // the whole batch. Measured on the H100 with the built-in defaults (docs/PERFORMANCE.md, "fft_tc"): where one chunk
-  // held the batch (alex2, u2: N=128) fft_tc ran 0.61-1.00x the time of the shipped plan in tf32, and in 3xtf32
-  // 0.76-0.91x on alex2 and 0.96-1.07x on u2; where the workspace limit cut the batch into chunks (at 256 MiB, the
-  // limit then: u8 in 4 of 32 images, fmnist2 in 40 of 256), each chunk's GEMMs reduce over few tiles or are too
-  // small to fill the tensor cores, and fft_tc ran forward 1.1-1.7x slower (u8 backward-filter 1.7x): tuning entries
-  // alone choose it there. Within 1 GiB u8 is one chunk, and tuned it ran 0.50-0.55 ms where the 256 MiB plan
-  // (implicit_gemm_wgmma, winograd_tc) took 0.76-1.04.
+  // the whole batch. Measured on the H100 with the built-in defaults: where one chunk held the batch (alex2, u2:
+  // N=128) fft_tc ran 0.61-1.00x the time of the shipped plan in tf32, and in 3xtf32 0.76-0.91x on alex2 and
+  // 0.96-1.07x on u2; where the workspace limit cut the batch into chunks (at a 256 MiB limit: u8 in 4 of 32
+  // images, fmnist2 in 40 of 256), each chunk's GEMMs reduce over few tiles or are too small to fill the tensor
+  // cores, and fft_tc ran forward 1.1-1.7x slower (u8 backward-filter 1.7x): tuning entries alone choose it there.
+  // Within 1 GiB u8 is one chunk, and tuned it ran 0.50-0.55 ms where the 256 MiB plan (implicit_gemm_wgmma,
+  // winograd_tc) took 0.76-1.04.
   std::string untuned_claim(const Problem& generic, const DeviceInfo& device) const override {
     const ConvProblem& pb = generic.conv();
     if (pb.math != MathMode::TF32 && pb.math != MathMode::TF32x3) return {};

@@ -72,17 +72,14 @@ class FftWgmmaFamily final : public KernelFamily {
            "shared memory); all directions; CUDA on compute capability 9.0";
   }
   Problem::Kind problem_kind() const override { return Problem::Kind::Convolution; }
-  // Before fft (38) and fft_tc (39): where it claims a layer (3xtf32, below), its claim goes first.
-  int untuned_rank() const override { return 37; }
   bool uses_tensor_cores() const override { return true; }
 
   // In 3xtf32, the layers fft_tc claims: filters of 5x5 and more over at least 32 channels a group whose batch fits
-  // the workspace in one chunk. Measured on the H200 with the built-in defaults (docs/PERFORMANCE.md, "fft_wgmma"),
-  // alex2 in 3xtf32: 0.394 / 0.342 / 0.382 ms forward / backward-data / backward-filter, where fft_tc took 0.442 /
-  // 0.384 / 0.447 and fft in FP32 0.48 / 0.43 / 0.56. In tf32 the two ran level (0.363 / 0.294 / 0.354 tuned against
-  // fft_tc's 0.361 / 0.301 / 0.361), so fft_tc keeps its claim there. On AlexNet's 3x3 layers fft_wgmma's defaults in
-  // 3xtf32 ran 0.84-0.94x winograd_tc's tuned time, but 3x3 layers of other sizes were not measured: tuning entries
-  // choose it there, winograd_tc keeps the claim.
+  // the workspace in one chunk. Measured on the H200 with the built-in defaults, alex2 in 3xtf32: 0.394 / 0.342 / 0.382
+  // ms forward / backward-data / backward-filter, where fft_tc took 0.442 / 0.384 / 0.447 and fft in FP32 0.48 / 0.43 /
+  // 0.56. In tf32 the two ran level (0.363 / 0.294 / 0.354 tuned against fft_tc's 0.361 / 0.301 / 0.361), so fft_tc
+  // keeps its claim there. On AlexNet's 3x3 layers fft_wgmma's defaults in 3xtf32 ran 0.84-0.94x winograd_tc's tuned
+  // time, but 3x3 layers of other sizes were not measured: tuning entries choose it there, winograd_tc keeps the claim.
   std::string untuned_claim(const Problem& generic, const DeviceInfo& device) const override {
     const ConvProblem& pb = generic.conv();
     if (pb.math != MathMode::TF32x3 || !large_filter_layer_in_one_chunk(pb, device)) return {};

@@ -50,7 +50,6 @@ class GemmFamily final : public KernelFamily {
            "split-K over separate work-groups for small outputs";
   }
   Problem::Kind problem_kind() const override { return Problem::Kind::Gemm; }
-  int untuned_rank() const override { return 10; }
 
   std::string unsupported_reason(const Problem& problem, const Epilogue& epilogue,
                                  const DeviceInfo& device) const override {

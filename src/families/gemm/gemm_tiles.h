@@ -136,7 +136,7 @@ std::vector<Constraint> tile_constraints(const ParameterTable<P>& t, int64_t max
 // threads (a small device), then 16x16 on 8x8 threads (tiny matrices on a device that wants 64 threads). On GPUs
 // a setup whose register tile allows it reads that tile as float4 runs (REGISTER_VECTOR 4, local rows padded by 4
 // to keep them aligned) and prefetches the next tiles: measured on an H200 in every one of winograd's 48 GEMM
-// setups with 64x64 tiles of the stride1 suite, 0.76-0.97x the time without (docs/PERFORMANCE.md). CPUs (PoCL)
+// setups with 64x64 tiles of the stride1 suite, 0.76-0.97x the time without. CPUs (PoCL)
 // keep scalar reads: their work-items are vectorised across, not within.
 inline std::vector<TileParams> preferred_tiles(bool gpu = false) {
   auto make = [gpu](int64_t tile, int64_t tile_k, int64_t threads) {

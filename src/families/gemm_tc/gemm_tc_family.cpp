@@ -46,7 +46,6 @@ class GemmTcFamily final : public KernelFamily {
            "and batch strides; split-K for small outputs; NVIDIA sm_80+";
   }
   Problem::Kind problem_kind() const override { return Problem::Kind::Gemm; }
-  int untuned_rank() const override { return 5; }
   bool uses_tensor_cores() const override { return true; }
 
   std::string unsupported_reason(const Problem& problem, const Epilogue& epilogue,

@@ -34,7 +34,6 @@ class GemmWgmmaFamily final : public KernelFamily {
            "FP32 accumulation, 128-byte-swizzled shared-memory stages filled by cp.async; A and B K-contiguous";
   }
   Problem::Kind problem_kind() const override { return Problem::Kind::Gemm; }
-  int untuned_rank() const override { return 4; }  // before gemm_tc where it applies
   bool uses_tensor_cores() const override { return true; }
 
   std::string unsupported_reason(const Problem& problem, const Epilogue& epilogue,

@@ -30,7 +30,7 @@ bool some_operand_vectorizes(const ConvProblem& pb, int64_t width) {
 
 // Backward-data's GEMM on a GPU: 128-row tiles over the C/groups*R*S rows of the column matrix where they pad the
 // rows no more than 8% beyond 64-row tiles and still make a full wave of 128x64 tiles. Measured on the H200
-// (docs/measurements/im2col_backward_data_sweep_h200.txt, 128x64 with col2im groups of 64 against the default):
+// (scripts/gpu/sweeps/im2col_backward_data.txt, 128x64 with col2im groups of 64 against the default):
 // 2304 rows 0.4715 against 0.5295 ms, 1152 rows 0.3388 against 0.3477, 800 rows 0.0410 against 0.0427, AlexNet's
 // conv1 (363 rows) 1.4161 against 1.4668; where the padding grew 11-100% (576, 560, 288 and 147 rows) 64x64 stayed
 // 1-40% faster. All twelve backward-data entries of the shipped H200 tuning have 128-row tiles.
@@ -50,7 +50,6 @@ class Im2colGemmFamily final : public KernelFamily {
            "local-memory GEMM (col2im gather for backward-data); groups and depthwise in all directions";
   }
   Problem::Kind problem_kind() const override { return Problem::Kind::Convolution; }
-  int untuned_rank() const override { return 30; }
 
   std::string unsupported_reason(const Problem& generic, const Epilogue& epilogue,
                                  const DeviceInfo& device) const override {
@@ -133,9 +132,9 @@ class Im2colGemmFamily final : public KernelFamily {
       im2col_gemm::Params candidate;
       static_cast<gemm::TileParams&>(candidate) = tiles;
       candidate.unroll_threads = tiles.tile_m == 64 ? 256 : 64;
-      // col2im of a backward-data with few input channels: work-groups of 64. On the H200 (docs/PERFORMANCE.md,
-      // "untuned misses") five layers of 3-16 channels ran 2-24% faster so (AlexNet's conv1 1.467 against 1.503 ms,
-      // a 7x5 stride-2 layer 0.0127 against 0.0158); five of 32-256 channels ran 1-18% slower.
+      // col2im of a backward-data with few input channels: work-groups of 64. On the H200 five layers of 3-16
+      // channels ran 2-24% faster so (AlexNet's conv1 1.467 against 1.503 ms, a 7x5 stride-2 layer 0.0127 against
+      // 0.0158); five of 32-256 channels ran 1-18% slower.
       if (pb.direction == Direction::BackwardData && pb.c_per_group() <= 16) candidate.unroll_threads = 64;
       candidate.batch_chunk = chunk;
       candidate.vector_width = some_operand_vectorizes(pb, 4) ? 4 : some_operand_vectorizes(pb, 2) ? 2 : 1;

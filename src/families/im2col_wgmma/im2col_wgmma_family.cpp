@@ -94,7 +94,6 @@ class Im2colWgmmaFamily final : public KernelFamily {
            "chunks within the workspace limit, split-K for backward-filter";
   }
   Problem::Kind problem_kind() const override { return Problem::Kind::Convolution; }
-  int untuned_rank() const override { return 4; }  // before the mma.sync tensor-core families where it applies
   bool uses_tensor_cores() const override { return true; }
 
   std::string unsupported_reason(const Problem& generic, const Epilogue& epilogue,

@@ -169,13 +169,12 @@ Params make_params(int64_t tm, int64_t tn, int64_t tk, int64_t async, int64_t ma
 
 // Backward-filter's split of its N*P*Q reduction: doubled while each slice keeps at least 512 elements and the
 // work-groups stay within about 24 waves of `resident` (multiprocessors x work-groups each holds), at most 512.
-// On the H200 this split was the best or within 1.5% of it on all eight benchmark layers (docs/PERFORMANCE.md);
-// the former cap of 64 left fmnist1 at 12.6 ms where 512 slices take 1.61, alex1 at 0.93 where 128 take 0.68.
+// On the H200 this split is the best or within 1.5% of it on all eight benchmark layers; a cap of 64 would leave
+// fmnist1 at 12.6 ms where 512 slices take 1.61, alex1 at 0.93 where 128 take 0.68.
 // Larger splits would leave the last slice empty on fmnist1 (980,000 tiles do not divide evenly), so 512 stays.
 //
 // Where 512-element slices of a reduction of at least 8,192 still leave under two waves, slices go down to 256
-// elements: on the H200 (docs/
-// PERFORMANCE.md, "untuned misses") three 3x3 stride-2 and grouped layers with reductions of 25,088 ran 1.2-1.4x
+// elements: on the H200 three 3x3 stride-2 and grouped layers with reductions of 25,088 ran 1.2-1.4x
 // faster at 64 slices than at the 16-32 the 512 floor allowed (s2a 0.138 against 0.194 ms, with the tile below).
 int64_t backward_filter_split(int64_t reduction, int64_t tiles, int64_t resident) {
   int64_t split = 1;
@@ -190,10 +189,10 @@ int64_t backward_filter_split(int64_t reduction, int64_t tiles, int64_t resident
 // Forward and backward-data's split where the tiles fill less than a wave: the largest of `max_split` slices that
 // keeps the work-groups within about one wave and each slice at least 80 reduction elements (ten steps of 8; a
 // bound not measured at its edge: a ResNet stem at N=1, 147 long, stays unsplit), else 1. 1x1 filters
-// keep 1: there every split measured slower. Measured on the H200 (docs/PERFORMANCE.md, "untuned misses"): a small
-// 7x5 stride-2 forward (5 tiles, reduction 560) 0.025 ms at 4 slices against 0.059 unsplit; backward-data of
-// Inception's 1x7 and 7x1 (145 tiles of 128x64) 0.102 and 0.140 at 3 against 0.118 and 0.178, a prime-sized layer
-// 0.020 against 0.034; the 1x1 layers (N=1 at 104 tiles, 196 tiles) 1-5% slower at 2 or 3, up to 22%.
+// keep 1: there every split measured slower. Measured on the H200: a small 7x5 stride-2 forward (5 tiles, reduction
+// 560) 0.025 ms at 4 slices against 0.059 unsplit; backward-data of Inception's 1x7 and 7x1 (145 tiles of 128x64)
+// 0.102 and 0.140 at 3 against 0.118 and 0.178, a prime-sized layer 0.020 against 0.034; the 1x1 layers (N=1 at 104
+// tiles, 196 tiles) 1-5% slower at 2 or 3, up to 22%.
 int64_t short_wave_split(const ConvProblem& problem, int64_t reduction, int64_t tiles, int64_t resident,
                          int64_t max_split) {
   if (problem.r * problem.s == 1) return 1;
@@ -203,7 +202,7 @@ int64_t short_wave_split(const ConvProblem& problem, int64_t reduction, int64_t 
   return 1;
 }
 
-// GPU default, from the H200 measurements through CUDA and NVIDIA OpenCL (docs/PERFORMANCE.md):
+// GPU default, from H200 measurements through CUDA and NVIDIA OpenCL:
 // - GEMM rows filling 128-row tiles: 128x128x16 tiles on 256 work-items (8x8 register tiles) with asynchronous
 //   copies, the fastest forward choice on both backends; backward-data prefers 128x64 on 128 work-items, and so
 //   does everything without asynchronous copies: capped at 168 registers (three work-groups a multiprocessor),
@@ -221,9 +220,9 @@ std::optional<Params> gpu_default(const ConvProblem& problem, const DeviceInfo& 
   const int64_t sms = std::max(1, device.compute_units);
   // Fewer tiles than half the multiprocessors leave most idle: halve the longer side (down to 64) until they cover
   // half (a 0.76 wave of 128x128 tiles on a batch-16 VGG layer keeps them: not measured worse). Backward-filter's
-  // split fills the device instead, unless the reduction is too short to split (under 1,024: two slices of 512). Measured on the H200 (docs/PERFORMANCE.md, "layers never seen"): N=1 1x1 layers
-  // (1024 x 784 x 512) ran implicit_gemm's 128x128 default at 0.089-0.10 ms in every direction, im2col_gemm's 64x64
-  // at 0.055-0.069; a 1x1 layer of 512 x 1568 x 2048 0.30 ms against 0.20.
+  // split fills the device instead, unless the reduction is too short to split (under 1,024: two slices of 512).
+  // Measured on the H200: N=1 1x1 layers (1024 x 784 x 512) ran implicit_gemm's 128x128 default at 0.089-0.10 ms in
+  // every direction, im2col_gemm's 64x64 at 0.055-0.069; a 1x1 layer of 512 x 1568 x 2048 0.30 ms against 0.20.
   if (dir != Direction::BackwardFilter || gemm.reduction < 1024) {
     while ((tm > 64 || tn > 64) && 2 * ceil_div(gemm.m, tm) * ceil_div(gemm.n, tn) * problem.groups < sms) {
       (tm >= tn ? tm : tn) /= 2;
@@ -232,9 +231,9 @@ std::optional<Params> gpu_default(const ConvProblem& problem, const DeviceInfo& 
   Params c;
   int64_t per_sm = 1;  // work-groups a multiprocessor holds, as measured (registers decide)
   // Backward-filter whose split 128x128 tiles make under four work-groups a multiprocessor (one fits): 128x64 tiles,
-  // three a multiprocessor. On the H200 (docs/PERFORMANCE.md, "untuned misses") two 3x3 stride-2 layers of 5 and 9
-  // such tiles (160 and 288 work-groups) ran 1.15-1.24x faster so at the same 32 slices (0.157 against 0.194 ms,
-  // 0.257 against 0.295), 1.40x and 1.23x at 64; AlexNet's (54 tiles, 1,728 work-groups) keep 128x128.
+  // three a multiprocessor. On the H200 two 3x3 stride-2 layers of 5 and 9 such tiles (160 and 288 work-groups) ran
+  // 1.15-1.24x faster so at the same 32 slices (0.157 against 0.194 ms, 0.257 against 0.295), 1.40x and 1.23x at 64;
+  // AlexNet's (54 tiles, 1,728 work-groups) keep 128x128.
   const int64_t square_tiles = ceil_div(gemm.m, 128) * ceil_div(gemm.n, 128) * problem.groups;
   const bool few_filter_tiles = dir == Direction::BackwardFilter && tm == 128 && tn == 128 &&
                                 square_tiles * backward_filter_split(gemm.reduction, square_tiles, sms) < 4 * sms;
@@ -291,7 +290,6 @@ class ImplicitGemmFamily final : public KernelFamily {
            "double-buffered local tiles, register tiles; all three directions, split-K for backward-filter";
   }
   Problem::Kind problem_kind() const override { return Problem::Kind::Convolution; }
-  int untuned_rank() const override { return 10; }
 
   std::string unsupported_reason(const Problem& generic, const Epilogue& epilogue,
                                  const DeviceInfo& device) const override {
@@ -331,7 +329,7 @@ class ImplicitGemmFamily final : public KernelFamily {
     return table.write(c);
   }
 
-  // Measured on the H200 (docs/PERFORMANCE.md, "Untuned family choice"), each rule against the family a tune found:
+  // Measured on the H200, each rule against the family a tune found:
   // - backward-data's GEMM has C/groups rows: with fewer than 8 most of every tile idles. C=3 at 111 ms for alex1,
   //   where im2col_gemm takes 1.36 ms and direct_tiled 1.70; the same 60-90x on a second C=3 layer;
   // - strided backward-data gathers through the zero-inserted gradient, so most of each tile's loads are masked:
@@ -384,18 +382,17 @@ class ImplicitGemmFamily final : public KernelFamily {
 
   // Backward-filter's split-K gives a long N*P*Q reduction over few output tiles its parallelism, and its best
   // value follows the new shape's reduction length and tile count, not the tuned shape's: it is recomputed with
-  // the built-in default's rule on the carried tiles. Measured on the H200 over eight layers never tuned
-  // (docs/PERFORMANCE.md, split-K carry-over), the split this rule gives (fitted) ran within 3% of the best split
-  // on all eight; keeping the tuned split cost 15% on one (0.590 vs 0.514 ms), and scaling it to keep the tuned
-  // work-group count 38% on another (0.929 vs 0.672 ms). The other directions' splits of 2-4 even out a last
-  // wave; they are kept as tuned.
+  // the built-in default's rule on the carried tiles. Measured on the H200 over eight layers never tuned, the split
+  // this rule gives (fitted) ran within 3% of the best split on all eight; keeping the tuned split cost 15% on one
+  // (0.590 vs 0.514 ms), and scaling it to keep the tuned work-group count 38% on another (0.929 vs 0.672 ms). The
+  // other directions' splits of 2-4 even out a last wave; they are kept as tuned.
   Config carry_config(const Config& tuned, const Problem& tuned_problem, const Problem& generic,
                       const DeviceInfo& device) const override {
     const ConvProblem& problem = generic.conv();
     if (tuned_problem == generic) return tuned;
     // A tile larger than this problem's default takes (the default fits its tiles to the GEMM and to the
-    // multiprocessors) leaves most of it idle: the default serves instead. Measured on the H200 (docs/PERFORMANCE.md,
-    // "layers never seen"): a 128x128 backward-filter tile carried to a 64-channel 5x5 layer ran 0.44 ms where the
+    // multiprocessors) leaves most of it idle: the default serves instead. Measured on the H200: a 128x128
+    // backward-filter tile carried to a 64-channel 5x5 layer ran 0.44 ms where the
     // default (64 rows) took 0.22.
     if (device.is_gpu) {
       const Config fresh = default_config(generic, device);

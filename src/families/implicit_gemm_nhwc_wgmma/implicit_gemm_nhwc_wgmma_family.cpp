@@ -71,10 +71,6 @@ class ImplicitGemmNhwcWgmmaFamily final : public KernelFamily {
            "forward (bias, residual and ReLU or ReLU6 fused) and backward-data";
   }
   Problem::Kind problem_kind() const override { return Problem::Kind::Convolution; }
-  // Before implicit_gemm_wgmma, which keeps thin first layers (backward-filter and strided backward-data are
-  // implicit_gemm_shifted_wgmma's and col2im_wgmma's, also rank 2): on the H100 this family's default took 0.43-0.75 of implicit_gemm_wgmma's tuned time on every other AlexNet, seed and
-  // unseen_shapes.txt row where that family ran in bf16 (docs/PERFORMANCE.md, seventeenth session).
-  int untuned_rank() const override { return 2; }
   bool uses_tensor_cores() const override { return true; }
   bool computes_nhwc() const override { return true; }
   bool fuses_residual() const override { return true; }

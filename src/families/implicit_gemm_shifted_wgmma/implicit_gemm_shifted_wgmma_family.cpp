@@ -66,8 +66,6 @@ class ImplicitGemmShiftedWgmmaFamily final : public KernelFamily {
            "FP32 in tf32 math, split-K";
   }
   Problem::Kind problem_kind() const override { return Problem::Kind::Convolution; }
-  // Before implicit_gemm_wgmma (3), which keeps forward and backward-data's strided and thin layers.
-  int untuned_rank() const override { return 2; }
   bool uses_tensor_cores() const override { return true; }
   bool computes_nhwc() const override { return true; }
 
@@ -100,7 +98,7 @@ class ImplicitGemmShiftedWgmmaFamily final : public KernelFamily {
     const Shape s = shape(pb, 1);
     // Every padded column is a multiply by zero: past half of them (Q=3 padded to 8) the copies and MMAs cost more
     // than twice the layer. Thin first layers are not a poor fit: on the H100 Fashion-MNIST's C=1 (25 filter rows)
-    // took 2.0 ms against widened_fft_tc's 4.0 and cuDNN's 3.3 (docs/PERFORMANCE.md, eighteenth session).
+    // took 2.0 ms against widened_fft_tc's 4.0 and cuDNN's 3.3.
     if (2 * pb.q() < s.qp)
       return fmt::format("output rows of {} padded to {}: most of the MMAs would multiply zeros", pb.q(), s.qp);
     return {};

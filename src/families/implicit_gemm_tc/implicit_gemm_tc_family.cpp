@@ -52,7 +52,6 @@ class ImplicitGemmTcFamily final : public KernelFamily {
            "three directions, split-K, bias and ReLU fused; NVIDIA sm_80+";
   }
   Problem::Kind problem_kind() const override { return Problem::Kind::Convolution; }
-  int untuned_rank() const override { return 5; }
   bool uses_tensor_cores() const override { return true; }
 
   std::string unsupported_reason(const Problem& generic, const Epilogue& epilogue,
@@ -90,8 +89,8 @@ class ImplicitGemmTcFamily final : public KernelFamily {
   // tf32 backward-filter of fewer than 128 filter rows (C/groups*R*S): the wgmma families ranked before this one have
   // a single 64- or 128-row tile of them and at most a few hundred blocks of split-K, where this family's smaller tiles
   // and deeper split fill the GPU. On the H100 its default ran r50_exp (64 rows) and mb2_exp (24) at 0.53-0.67 of
-  // cuDNN tf32's time, implicit_gemm_shifted_wgmma at 1.30-1.77 and implicit_gemm_wgmma at 1.42-1.76
-  // (docs/PERFORMANCE.md, eighteenth session). In bf16 the shifted family ran them at 0.26-0.53: no claim there.
+  // cuDNN tf32's time, implicit_gemm_shifted_wgmma at 1.30-1.77 and implicit_gemm_wgmma at 1.42-1.76. In bf16 the
+  // shifted family ran them at 0.26-0.53: no claim there.
   std::string untuned_claim(const Problem& generic, const DeviceInfo&) const override {
     if (!generic.is_conv()) return {};
     const ConvProblem& pb = generic.conv();

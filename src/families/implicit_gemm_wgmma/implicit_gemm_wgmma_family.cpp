@@ -113,7 +113,6 @@ class ImplicitGemmWgmmaFamily final : public KernelFamily {
            "in tf32 or 3xtf32 math, all three directions, bias and ReLU fused forward, split-K for backward-filter";
   }
   Problem::Kind problem_kind() const override { return Problem::Kind::Convolution; }
-  int untuned_rank() const override { return 3; }
   bool uses_tensor_cores() const override { return true; }
 
   std::string unsupported_reason(const Problem& generic, const Epilogue& epilogue,

@@ -39,7 +39,6 @@ class WinogradFamily final : public FamilyBase {
            "transforms, the gemm kernel batched over groups and transform positions, inverse transform; all "
            "directions (backward-filter with the dy tiles as filters)";
   }
-  int untuned_rank() const override { return 40; }
 
   std::string unsupported_reason(const Problem& generic, const Epilogue& epilogue,
                                  const DeviceInfo& device) const override {
@@ -108,18 +107,17 @@ class WinogradFamily final : public FamilyBase {
     // 4096^3 product was 10% faster.
     if (device.is_gpu && l.gemm_m >= 128 && l.gemm_n >= 128 * 16) candidates.insert(candidates.begin(), gemm::large_gpu_tiles());
     // Forward and backward-data on a GPU: 64x128 tiles on 16x8 work-items (4x16 register tiles), no local padding
-    // or prefetch, transforms in work-groups of 256. A 15-minute AlexNet tune found it for alex2 forward; on the H200
-    // (docs/PERFORMANCE.md, "winograd's default tile") it was the fastest of five shapes on all ten forward and
-    // backward-data rows of alex2-alex5 and u3 (3x3 and 5x5, GEMM rows 64-384), 1-25% faster than the setup above
-    // (alex3 backward-data 0.420 against 0.525 ms, alex2 forward 1.042 against 1.195); the same tile with padding
-    // and prefetch lost to it by 8-14%. Backward-filter's GEMMs (K x C per tile position) were not measured: they
-    // keep the setup above.
+    // or prefetch, transforms in work-groups of 256: a 15-minute AlexNet tune finds it for alex2 forward, and on the
+    // H200 it was the fastest of five shapes on all ten forward and backward-data rows of alex2-alex5 and u3 (3x3 and
+    // 5x5, GEMM rows 64-384), 1-25% faster than the setup above (alex3 backward-data 0.420 against 0.525 ms, alex2
+    // forward 1.042 against 1.195); the same tile with padding and prefetch lost to it by 8-14%. Backward-filter's
+    // GEMMs (K x C per tile position) were not measured: they keep the setup above.
     const bool wide = device.is_gpu && pb.direction != Direction::BackwardFilter && l.gemm_m >= 64 &&
                       l.gemm_n >= 128 * 16 && device.max_work_group_size >= 256;
     if (wide) candidates.insert(candidates.begin(), wide_gpu_tiles());
     // Backward-data over at most 40 input channels a group on a GPU: 32x64 tiles on 8x16 work-items (4x4 register
-    // tiles) instead of 64-row tiles half idle. On the H200 (scripts/gpu/sweeps/winograd_narrow_backward_data.txt,
-    // docs/PERFORMANCE.md) it was the fastest of six setups or within 6% of it on six layers of 24-40 channels (3x3
+    // tiles) instead of 64-row tiles half idle. On the H200 (scripts/gpu/sweeps/winograd_narrow_backward_data.txt)
+    // it was the fastest of six setups or within 6% of it on six layers of 24-40 channels (3x3
     // and 5x5, N=32 to 10,000), 1.02-1.47x faster than the 64x64 setup: Fashion-MNIST's conv2 5.57 against 7.85 ms,
     // a 32->64 5x5 layer 0.285 against 0.399, a 24->96 3x3 layer 0.073 against 0.097. Forward (rows: K) was not
     // measured.

@@ -104,15 +104,15 @@ std::string unsupported_shape_reason(const ConvProblem& pb, const Epilogue& epil
   return {};
 }
 
-// Measured on the H200 with no tuning data (docs/PERFORMANCE.md, "layers never seen"): on 3x3 layers with at
-// least 32 channels a group, winograd's default ran 1.3-3.7x faster than the best other family's in every direction
-// (N=1 to 32, 7x7 to 128x128 images); on 5x5 layers with at least 48, 1.1-1.7x, but backward-filter only where C x K
-// per group reaches 4,096 (48 x 64 ran 0.31 ms against implicit_gemm's 0.22). Below 32 channels (19, 8) it lost.
-// On a GPU, 5x5 forward and backward-data from 32 channels (scripts/gpu/sweeps/winograd_5x5_narrow.txt and
-// winograd_narrow_backward_data.txt, four layers of 32-40 channels, N=32 to 10,000): forward fastest on three
-// (1.04-1.40x ahead of the next family's default), 2% behind implicit_gemm on Fashion-MNIST's conv2; backward-data,
-// with its 32-row tiles, fastest on all four (1.13-1.42x ahead: conv2 5.57 against direct_tiled's 6.96 ms).
-// Backward-filter lost to implicit_gemm there by 1.29-1.45x. Not measured on PoCL or for winograd_tc: they keep 48.
+// Measured on the H200 with no tuning data: on 3x3 layers with at least 32 channels a group, winograd's default ran
+// 1.3-3.7x faster than the best other family's in every direction (N=1 to 32, 7x7 to 128x128 images); on 5x5 layers
+// with at least 48, 1.1-1.7x, but backward-filter only where C x K per group reaches 4,096 (48 x 64 ran 0.31 ms
+// against implicit_gemm's 0.22). Below 32 channels (19, 8) it lost. On a GPU, 5x5 forward and backward-data from 32
+// channels (scripts/gpu/sweeps/winograd_5x5_narrow.txt and winograd_narrow_backward_data.txt, four layers of 32-40
+// channels, N=32 to 10,000): forward fastest on three (1.04-1.40x ahead of the next family's default), 2% behind
+// implicit_gemm on Fashion-MNIST's conv2; backward-data, with its 32-row tiles, fastest on all four (1.13-1.42x
+// ahead: conv2 5.57 against direct_tiled's 6.96 ms). Backward-filter lost to implicit_gemm there by 1.29-1.45x. Not
+// measured on PoCL or for winograd_tc: they keep 48.
 std::string wide_layer_claim(const ConvProblem& pb, bool narrow_5x5) {
   const int64_t channels = std::min(pb.c_per_group(), pb.k_per_group());
   const bool wide_3x3 = pb.r == 3 && pb.s == 3 && channels >= 32;

@@ -139,14 +139,13 @@ class FamilyBase : public KernelFamily {
     Config carried = tuned;
     const Config fresh = default_config(problem, device);
     // A GEMM tile larger than this problem's default takes (the default sizes its tile to the GEMM) leaves most of
-    // it idle: the default serves instead. Measured on the H200 (docs/PERFORMANCE.md, "layers never seen"): 128x128
-    // tiles carried from larger layers ran 0.225 ms on a 64-channel U-Net layer, 0.21 on a 48-channel 5x5 layer and
-    // 0.086 on a batch-1 layer, where the defaults took 0.150, 0.163 and 0.070.
-    // A tile of smaller area was fitted to the other problem's GEMM and leaves this one's reuse unused: alex3's
-    // backward-data entry (32x64) ran 0.631 ms on the same layer with 256 channels, where the default's 128x128 took
-    // 0.547; 64x64 tiles carried from N=32-64 layers (whose GEMMs are too short for the default's 64x128) ran alex3-5
-    // and a 384->256 layer at N=64 forward and backward-data 12-17% slower than the default (alex4 backward-data
-    // 0.615 against 0.526 ms; H200, docs/PERFORMANCE.md, "the untuned choice on AlexNet and the seeds").
+    // it idle: the default serves instead. Measured on the H200: 128x128 tiles carried from larger layers ran 0.225
+    // ms on a 64-channel U-Net layer, 0.21 on a 48-channel 5x5 layer and 0.086 on a batch-1 layer, where the defaults
+    // took 0.150, 0.163 and 0.070. A tile of smaller area was fitted to the other problem's GEMM and leaves this
+    // one's reuse unused: alex3's backward-data entry (32x64) ran 0.631 ms on the same layer with 256 channels, where
+    // the default's 128x128 took 0.547; 64x64 tiles carried from N=32-64 layers (whose GEMMs are too short for the
+    // default's 64x128) ran alex3-5 and a 384->256 layer at N=64 forward and backward-data 12-17% slower than the
+    // default (alex4 backward-data 0.615 against 0.526 ms; H200).
     int64_t tuned_area = 1, fresh_area = 1;
     for (const char* name : {"TILE_M", "TILE_N"}) {
       const auto t = tuned.find(name), f = fresh.find(name);

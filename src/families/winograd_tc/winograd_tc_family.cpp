@@ -58,12 +58,11 @@ class WinogradTcFamily final : public FamilyBase {
   }
   // Poor fit, error bounds and carried entries are winograd's (FamilyBase): fewer than 16 channels per group also
   // leave the 16-row MMA tiles mostly empty.
-  // Right after winograd (40); ahead of the rank order (and of a cost model that cannot predict it) on the wide
-  // 3x3/5x5 layers winograd claims, in the modes it computes: on AlexNet's stride-1 layers, tuned 90 s, it ran
-  // 1.5-2.9x faster than winograd in tf32 and 1.02-1.4x in 3xtf32, and at about half implicit_gemm_tc's tuned time
-  // on alex2 (0.50 vs 0.98 ms in tf32; docs/PERFORMANCE.md, "winograd_tc").
-  int untuned_rank() const override { return 41; }
   bool uses_tensor_cores() const override { return true; }
+  // Ahead of the untuned order (and of a cost model that cannot predict it) on the wide 3x3/5x5 layers winograd
+  // claims, in the modes it computes: on AlexNet's stride-1 layers, tuned 90 s, it ran 1.5-2.9x faster than winograd
+  // in tf32 and 1.02-1.4x in 3xtf32, and at about half implicit_gemm_tc's tuned time on alex2 (0.50 vs 0.98 ms in
+  // tf32).
   std::string untuned_claim(const Problem& generic, const DeviceInfo&) const override {
     const ConvProblem& pb = generic.conv();
     if (pb.math != MathMode::TF32 && pb.math != MathMode::TF32x3) return {};
