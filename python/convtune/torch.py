@@ -20,6 +20,7 @@ Speed: eager calls go through a ``torch.autograd.Function`` with the compiled pl
 keep the convolutions in the graph. ``patch()`` also compiles, on a model's first call with new input shapes, every
 plan that call and its backward will need, in parallel on all cores (``prepare()`` does it on request).
 """
+import functools
 import os
 import sys
 import threading
@@ -85,7 +86,7 @@ def _cudnn_allows_tf32() -> bool:
 
 def fp32_math(device: Union[str, torch.device] = "cuda") -> str:
     """The math mode float32 convolutions on `device` run in now (see set_fp32_math)."""
-    if torch.device(device).type != "cuda":
+    if (device.type if isinstance(device, torch.device) else torch.device(device).type) != "cuda":
         return "fp32"
     if _fp32_math_override is not None:
         return _fp32_math_override
@@ -416,15 +417,19 @@ if uses_custom_ops:
     _conv2d_op.register_autograd(_autograd_backward, setup_context=_setup_context)
 
 
+_is_compiling = getattr(getattr(torch, "compiler", None), "is_compiling", None)
+
+
 def _compiling() -> bool:
-    compiler = getattr(torch, "compiler", None)
-    return bool(compiler is not None and hasattr(compiler, "is_compiling") and compiler.is_compiling())
+    return bool(_is_compiling is not None and _is_compiling())
 
 
 def _apply(x: torch.Tensor, w: torch.Tensor, stride: Tuple[int, int], padding: Tuple[int, int],
            dilation: Tuple[int, int], groups: int) -> torch.Tensor:
     if uses_custom_ops and _compiling():
         return _conv2d_op(x, w, list(stride), list(padding), list(dilation), groups)
+    if not (x.requires_grad or w.requires_grad) or not torch.is_grad_enabled():
+        return _forward(x, w, stride, padding, dilation, groups)  # no gradient to record: no autograd node either
     return _ConvFunction.apply(x, w, stride, padding, dilation, groups)
 
 
@@ -442,21 +447,31 @@ def _same_padding(w_shape: Sequence[int], stride: Sequence[int], dilation: Seque
     return padding
 
 
-def conv2d(input: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor] = None, stride: IntPair = 1,
-           padding: Union[IntPair, str] = 0, dilation: IntPair = 1, groups: int = 1) -> torch.Tensor:
-    """torch.nn.functional.conv2d computed by convtune, with autograd: CPU or CUDA tensors, NCHW or channels-last
-    (other strides are copied); float32 (TF32 math on CUDA where PyTorch allows it, see set_fp32_math), or bfloat16 /
-    float16; under autocast, autocast's dtype where convtune computes it for this convolution, else float32."""
+@functools.lru_cache(maxsize=1024)
+def _arguments(stride: Any, padding: Any, dilation: Any, w_shape: Tuple[int, ...]) -> Tuple[Tuple[int, int], ...]:
+    """conv2d's stride, padding and dilation as pairs (padding 'valid' and 'same' resolved), once per distinct value."""
     stride_, dilation_ = _pair(stride), _pair(dilation)
     if isinstance(padding, str):
         if padding == "valid":
             padding_ = (0, 0)
         elif padding == "same":
-            padding_ = tuple(_same_padding(weight.shape, stride_, dilation_))
+            padding_ = tuple(_same_padding(w_shape, stride_, dilation_))
         else:
             raise ValueError(f"padding={padding!r} is invalid: expected an int, a pair, 'valid' or 'same'")
     else:
         padding_ = _pair(padding)
+    return stride_, padding_, dilation_  # type: ignore[return-value]
+
+
+def conv2d(input: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor] = None, stride: IntPair = 1,
+           padding: Union[IntPair, str] = 0, dilation: IntPair = 1, groups: int = 1) -> torch.Tensor:
+    """torch.nn.functional.conv2d computed by convtune, with autograd: CPU or CUDA tensors, NCHW or channels-last
+    (other strides are copied); float32 (TF32 math on CUDA where PyTorch allows it, see set_fp32_math), or bfloat16 /
+    float16; under autocast, autocast's dtype where convtune computes it for this convolution, else float32."""
+    try:
+        stride_, padding_, dilation_ = _arguments(stride, padding, dilation, tuple(weight.shape))
+    except TypeError:  # an unhashable argument (a list): not cached
+        stride_, padding_, dilation_ = _arguments.__wrapped__(stride, padding, dilation, tuple(weight.shape))
     unbatched = input.dim() == 3
     if unbatched:
         input = input.unsqueeze(0)
@@ -475,10 +490,19 @@ def conv2d(input: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tenso
     return y.squeeze(0) if unbatched else y
 
 
-def _autocast_enabled(device_type: str) -> bool:
+def _autocast_enabled_per_device() -> bool:
     try:
-        return bool(torch.is_autocast_enabled(device_type))  # PyTorch 2.4+: per device type
+        torch.is_autocast_enabled("cpu")  # PyTorch 2.4+: per device type
+        return True
     except TypeError:
+        return False
+
+
+if _autocast_enabled_per_device():
+    def _autocast_enabled(device_type: str) -> bool:
+        return bool(torch.is_autocast_enabled(device_type))
+else:
+    def _autocast_enabled(device_type: str) -> bool:
         return bool(torch.is_autocast_cpu_enabled() if device_type == "cpu" else torch.is_autocast_enabled())
 
 
