@@ -130,7 +130,7 @@ class FusedConvBatchNorm2d(torch.nn.BatchNorm2d):
         epilogue = self._epilogue()
         fused = _ct._conv(x.shape, weight.shape, stride, padding, dilation, groups, x.device, dtype, layout,
                           epilogue)
-        if fused.refusal("fwd"):
+        if not fused.in_place or fused.refusal("fwd"):  # host tensors through another device: not fused
             return None
         if _ct._recording is not None:
             _ct._recording[_ct._key_of(fused)] = (False, False)
