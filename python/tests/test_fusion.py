@@ -14,8 +14,12 @@ DEVICES = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
 
 @pytest.fixture(autouse=True)
 def fp32_math():
+    """FP32 on both sides: convtune's plans and the stock model's cuDNN (which takes TF32 by default on a GPU)."""
     ct.set_fp32_math("fp32")
+    allowed = torch.backends.cudnn.allow_tf32
+    torch.backends.cudnn.allow_tf32 = False
     yield
+    torch.backends.cudnn.allow_tf32 = allowed
     ct.set_fp32_math(None)
 
 

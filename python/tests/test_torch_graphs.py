@@ -96,5 +96,6 @@ def test_torch_compile_traces_a_patched_model_without_graph_breaks(channels_last
     compiled_y = compiled(x)
     compiled_y.sum().backward()
     assert _relative(compiled_y, eager_y) < 1e-3  # TF32 by default on both
-    for p, want in zip(model.parameters(), eager_grads):
-        assert _relative(p.grad, want) < 1e-3
+    # As one vector: the first convolution's bias, before a batch norm, has a zero gradient but for rounding.
+    got = torch.cat([p.grad.flatten() for p in model.parameters()])
+    assert _relative(got, torch.cat([g.flatten() for g in eager_grads])) < 1e-3
