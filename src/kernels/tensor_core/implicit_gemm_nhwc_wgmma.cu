@@ -40,6 +40,12 @@
 #define CN_GCP (GROUPS * CP)   // one pixel's channels in the channels-last copy
 #define CN_RED (R * S * CP)    // the reduction: taps x padded channels (a multiple of WG_CHUNK)
 #define CN_OUTSIDE (-(1 << 30))  // a row past M: every tap's check fails
+// 16-bit channels-last output whose rows (and group offsets) are an even number of elements: paired stores.
+#if LAYOUT_NHWC && ELEM != 2 && (DIRECTION == 0 ? (K % 2 == 0 && K_PER_GROUP % 2 == 0) : (C % 2 == 0 && C_PER_GROUP % 2 == 0))
+#define CN_PAIRED 1
+#else
+#define CN_PAIRED 0
+#endif
 
 #ifndef HAS_RESIDUAL
 #define HAS_RESIDUAL 0
@@ -76,6 +82,19 @@
 // threads read a row's 128 contiguous bytes when the tile's channels are one tap's).
 #define CN_A_ITEMS (WG_BLOCK_M * 8 / WG_THREADS)
 #define CN_A_ROW(i) ((tid >> 3) + (i) * (WG_THREADS / 8))
+
+#if CN_PAIRED
+// Two FP32 values rounded to the 16-bit type and packed, the first in the low half (the lower address).
+DEVICE_FN unsigned cn_pack2(float lo, float hi) {
+  unsigned packed;
+#if ELEM == 1
+  asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(packed) : "f"(hi), "f"(lo));
+#else
+  asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(packed) : "f"(hi), "f"(lo));
+#endif
+  return packed;
+}
+#endif
 
 KERNEL __launch_bounds__(WG_THREADS, 1) void implicit_gemm_nhwc_wgmma(CN_ARGS) {
   const int tid = LOCAL_ID(0);
@@ -161,6 +180,45 @@ KERNEL __launch_bounds__(WG_THREADS, 1) void implicit_gemm_nhwc_wgmma(CN_ARGS) {
 
   // ---- epilogue: rows are output pixels, columns channels (NCHW: a warp's stores run along pixels; NHWC: along
   // channels) ----
+#if CN_PAIRED
+  // Channels-last with an even row pitch: a thread's two neighbouring columns (r and r + 1 of WG_ACC_COL) go out as
+  // one 4-byte store, and the residual comes in as one 4-byte load, so a warp's accesses fill whole 32-byte sectors.
+  PRAGMA_UNROLL
+  for (int h = 0; h < 2; ++h) {
+    const int mm = m0 + WG_ACC_ROW(2 * h);
+    if (mm >= CN_ROWS_M) continue;
+#if DIRECTION == 0
+    wg_elem* out_row = y + (long)mm * K + g * K_PER_GROUP;
+#else
+    wg_elem* out_row = dx + (long)mm * C + g * C_PER_GROUP;
+#endif
+    PRAGMA_UNROLL
+    for (int j = 0; j < BLOCK_N / 8; ++j) {
+      const int n = n0 + WG_ACC_COL(j, 0);  // even, and CN_COLS is even: n + 1 is a column too
+      if (n >= CN_COLS) continue;
+      float v0 = acc[4 * j + 2 * h], v1 = acc[4 * j + 2 * h + 1];
+#if DIRECTION == 0 && HAS_BIAS
+      v0 += bias[g * K_PER_GROUP + n];
+      v1 += bias[g * K_PER_GROUP + n + 1];
+#endif
+#if DIRECTION == 0 && HAS_RESIDUAL
+      const unsigned both = *(const unsigned*)(residual + (out_row - y) + n);
+      v0 += wg_to_float((unsigned short)(both & 0xFFFFu));
+      v1 += wg_to_float((unsigned short)(both >> 16));
+#endif
+#if DIRECTION == 0 && HAS_RELU
+      v0 = v0 > 0.0f ? v0 : 0.0f;
+      v1 = v1 > 0.0f ? v1 : 0.0f;
+#if HAS_RELU_MAX
+      v0 = v0 < RELU_MAX ? v0 : RELU_MAX;
+      v1 = v1 < RELU_MAX ? v1 : RELU_MAX;
+#endif
+#endif
+      *(unsigned*)(out_row + n) = cn_pack2(v0, v1);
+    }
+  }
+}
+#else
   PRAGMA_UNROLL
   for (int r = 0; r < 4; ++r) {
     const int mm = m0 + WG_ACC_ROW(r);
@@ -201,6 +259,7 @@ KERNEL __launch_bounds__(WG_THREADS, 1) void implicit_gemm_nhwc_wgmma(CN_ARGS) {
     }
   }
 }
+#endif
 
 #if LAYOUT_NHWC
 // The gathered tensor, channels-last ([n][pixel][group * CN_GATHERED + c]), into the workspace as [n][pixel][group][CP]
