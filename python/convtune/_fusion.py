@@ -149,7 +149,8 @@ def _activation_of(node: torch.fx.Node, modules: Dict[str, torch.nn.Module]) -> 
     if node.op == "call_module":
         return _ACTIVATION_MODULES.get(type(modules.get(node.target)), "")  # type: ignore[arg-type]
     if node.op == "call_function" and node.target in _ACTIVATION_FUNCTIONS:
-        extra = [a for a in node.args[1:] if a is not False] + [v for k, v in node.kwargs.items() if k != "inplace"]
+        # Only the input and `inplace` (by position or name) may be given: other arguments change the function.
+        extra = [a for a in node.args[1:] if not isinstance(a, bool)] + [k for k in node.kwargs if k != "inplace"]
         return "" if extra else _ACTIVATION_FUNCTIONS[node.target]
     if node.op == "call_method" and node.target in _ACTIVATION_METHODS and len(node.args) == 1 and not node.kwargs:
         return _ACTIVATION_METHODS[node.target]  # type: ignore[index]

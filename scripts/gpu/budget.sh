@@ -1,6 +1,13 @@
 # Sourced by the GPU drivers: say (to stdout and $SUMMARY), left (seconds of $BUDGET left since $START) and
 # run SECONDS LOG command... (at most SECONDS, less when the budget is running out; SIGINT first, so pytest and the
-# examples still print what they have; the exit status and duration go to the log and the summary).
+# examples still print what they have; the exit status and duration go to the log and the summary). Also the
+# drivers' common start: $OUT made, $SUMMARY emptied, $START set, and $PY PyTorch's Python where it is installed.
+mkdir -p "$OUT"
+SUMMARY=$OUT/summary.txt
+: >"$SUMMARY"
+START=$(date +%s)
+PY=python3
+[ -x /opt/torch/.venv/bin/python ] && PY=/opt/torch/.venv/bin/python
 say() { echo "$*" | tee -a "$SUMMARY"; }
 left() { echo $((${BUDGET:-520} - ($(date +%s) - START))); }
 run() {

@@ -15,19 +15,12 @@ cd "$(dirname "$0")/../.."
 PART=${PART:-single}
 OUT=${OUT:-/tmp/convtune-python-out}
 CARRY=$PWD/.carry/py
-mkdir -p "$OUT"
-SUMMARY=$OUT/summary.txt
-: >"$SUMMARY"
-START=$(date +%s)
-PY=python3
-[ -x /opt/torch/.venv/bin/python ] && PY=/opt/torch/.venv/bin/python
+source scripts/gpu/budget.sh  # $SUMMARY, $START, $PY; say, left, run
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 export CONVTUNE_DATA=$CARRY/data CONVTUNE_CACHE_DIR=/tmp/convtune-py-cache
 export PYTHONPATH=$CARRY/site${PYTHONPATH:+:$PYTHONPATH}
 export LD_LIBRARY_PATH=$CARRY/site/convtune/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 CLI=$CARRY/bin/convtune
-
-source scripts/gpu/budget.sh
 
 [ -d "$CARRY/site/convtune" ] || { echo "python_check: $CARRY is missing: run scripts/gpu/pack_python.sh first" >&2; exit 2; }
 nvidia-smi --query-gpu=index,name,driver_version --format=csv,noheader | tee -a "$SUMMARY"

@@ -29,12 +29,7 @@ BUDGET=${BUDGET:-560}
 PYTESTS=${PYTESTS:-"python/tests/test_torch.py python/tests/test_torch_graphs.py python/tests/test_threads.py \
 python/tests/test_fusion.py"}
 SIDES=${SIDES:-stock,convtune}
-mkdir -p "$OUT"
-SUMMARY=$OUT/summary.txt
-: >"$SUMMARY"
-START=$(date +%s)
-PY=python3
-[ -x /opt/torch/.venv/bin/python ] && PY=/opt/torch/.venv/bin/python
+source scripts/gpu/budget.sh  # $SUMMARY, $START, $PY; say, left, run
 CARRY=$PWD/.carry/py
 export PYTHONPATH=$CARRY/site${PYTHONPATH:+:$PYTHONPATH} PYTHONUNBUFFERED=1
 export LD_LIBRARY_PATH=$CARRY/site/convtune/lib:$PWD/.carry/bin${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
@@ -42,7 +37,6 @@ export CONVTUNE_CACHE_DIR=${CONVTUNE_CACHE_DIR:-/tmp/convtune-cache}
 export CONVTUNE_SUITE_DIR=$PWD/bench/suites CONVTUNE_SHIPPED_TUNING_DIR=$PWD/tuning
 export CONVTUNE_TUNING_DB=/tmp/convtune-user-tuning.json  # the shipped tuning alone, no stray user entries
 
-source scripts/gpu/budget.sh
 has() { [[ " $STAGES " == *" $1 "* ]]; }
 
 [ -d "$CARRY/site/convtune" ] || { echo "torch_models: $CARRY is missing: run scripts/gpu/pack_python.sh" >&2; exit 2; }
