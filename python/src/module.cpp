@@ -348,12 +348,8 @@ Plan make_plan(const std::string& device_spec, const Problem& problem, const std
 using namespace convtune;
 using namespace convtune::python;
 
-NB_MODULE(_convtune, m) {
-  m.doc() = "convtune's C++ library for Python: devices, problems, plans, the tuner and the tuning database";
-  // The package keeps compiled plans in module-level caches for the life of the process, and PyTorch holds on to
-  // its operators' closures: objects still alive at interpreter exit are expected, not reference-count bugs.
-  nb::set_leak_warnings(false);
-  register_error_translator();
+// What the library is and how its errors reach Python: version, backends built, environment check, error classes.
+static void bind_library(nb::module_& m) {
   m.def("_set_error_types", &set_error_types, "error"_a, "invalid_argument"_a, "unsupported"_a, "backend_error"_a,
         "tuning_database_error"_a, "The exception classes convtune's errors become (convtune/_errors.py).");
 
@@ -362,7 +358,10 @@ NB_MODULE(_convtune, m) {
         "Raises InvalidArgument naming the first CONVTUNE_* variable whose value is unusable.");
   m.def("built_backends", [] { return std::string(convtune::built_backends()); },
         "The backends this build has, e.g. 'cpu opencl cuda'.");
+}
 
+// What this machine and build offer: devices, backends and kernel families.
+static void bind_devices(nb::module_& m) {
   nb::class_<DeviceInfo>(m, "DeviceInfo", "A device convtune can run on (convtune.devices() lists them).")
       .def_ro("id", &DeviceInfo::id, "What device= takes: 'cpu', 'opencl:0', 'cuda:1'.")
       .def_ro("name", &DeviceInfo::name)
@@ -401,7 +400,10 @@ NB_MODULE(_convtune, m) {
       out.emplace_back(f->name(), f->problem_kind() == Problem::Kind::Gemm ? "gemm" : "convolution", f->description());
     return out;
   }, "Every kernel family: (name, 'convolution' or 'gemm', description).");
+}
 
+// Problems: the Problem class and the functions that make one from text or sizes.
+static void bind_problems(nb::module_& m) {
   nb::class_<Problem>(m, "Problem", "A convolution in one direction, or a matrix product.")
       .def_prop_ro("text", &Problem::to_string, "The text form convtune's command line reads.")
       .def_prop_ro("kind", [](const Problem& p) { return p.is_conv() ? "convolution" : "gemm"; })
@@ -470,7 +472,10 @@ NB_MODULE(_convtune, m) {
         "m"_a, "n"_a, "k"_a, "trans_a"_a, "trans_b"_a, "batch"_a, "accumulate"_a,
         "A validated packed row-major matrix product C = op(A) op(B) (+C), float32 (Problem.with_precision makes it "
         "16-bit).");
+}
 
+// The tuning database, each use guarded against other threads' (DatabaseUse).
+static void bind_tuning_database(nb::module_& m) {
   nb::class_<TuningDatabase>(m, "TuningDatabase",
                              "The tuning database: a user file plus the defaults shipped with convtune.")
       .def("__init__",
@@ -545,7 +550,10 @@ NB_MODULE(_convtune, m) {
              db.save();
            },
            "Writes the user file atomically (merging what others saved meanwhile).");
+}
 
+// Compiled plans: making one, running it on arrays or addresses, and asking why a problem has none.
+static void bind_plans(nb::module_& m) {
   nb::class_<Plan>(m, "CompiledPlan", "A problem compiled for one device, ready to run on any operands of its sizes.")
       .def_prop_ro("problem", &Plan::problem)
       .def_prop_ro("device", [](const Plan& p) { return p.device().info(); })
@@ -599,11 +607,28 @@ NB_MODULE(_convtune, m) {
         "device"_a, "problem"_a,
         "'' when a kernel family computes `problem` on `device`, else the library's reason (Unsupported's message); "
         "describes a plan without compiling it.");
+}
 
+// The tuner, one device or several alike ones, with a progress callback.
+static void bind_tuner(nb::module_& m) {
   m.def("tune", &run_tune, "devices"_a, "problems"_a, "database"_a, "family"_a = "all", "budget_seconds"_a = 60.0,
         "strategy"_a = "annealing", "max_fraction"_a = 0.0, "max_candidates"_a = 0, "warmup"_a = 1, "repeats"_a = 5,
         "abort_factor"_a = 1.5, "seed"_a = 1, "jobs"_a = 0, "only"_a = std::map<std::string, std::vector<int64_t>>(),
         "skip_tuned"_a = false, "save"_a = true, "progress"_a = nb::none(), "workspace_limit"_a = nb::none(),
         "Tunes every (name, problem) x kernel family on one device or several alike ones; returns (results, "
         "skipped).");
+}
+
+NB_MODULE(_convtune, m) {
+  m.doc() = "convtune's C++ library for Python: devices, problems, plans, the tuner and the tuning database";
+  // The package keeps compiled plans in module-level caches for the life of the process, and PyTorch holds on to
+  // its operators' closures: objects still alive at interpreter exit are expected, not reference-count bugs.
+  nb::set_leak_warnings(false);
+  register_error_translator();
+  bind_library(m);
+  bind_devices(m);
+  bind_problems(m);
+  bind_tuning_database(m);
+  bind_plans(m);
+  bind_tuner(m);
 }

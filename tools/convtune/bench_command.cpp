@@ -246,6 +246,332 @@ std::vector<std::string> timing_cells(const nlohmann::ordered_json& record, bool
   return cells;
 }
 
+// Rows wait for the table until every row has run: their % peak divides by the ceiling as measured by then.
+struct BenchPendingRow {
+  std::vector<std::string> cells;
+  nlohmann::ordered_json record;
+  double performed_gflops = 0;  // rows that ran, with a peak to divide by
+  double own_peak = 0;          // the best ceiling reading of the row's own rounds (CPU ceilings), else 0
+};
+
+// What every row of one bench run reads and adds to: the device, the reference libraries, the FP32 ceiling as
+// read so far, and the rows and failures gathered for the table and the exit status.
+struct BenchRun {
+  BenchRun(const BenchOptions& options, Device& chosen, Against* libraries)
+      : opt(options), device(chosen), against(libraries) {}
+  const BenchOptions& opt;
+  Device& device;
+  Against* against;  // null without --against
+  double peak = 0;
+  std::string peak_why;
+  bool cpu_peak = false;  // the ceiling is the CPU's, re-read after every row (see run_bench)
+  std::vector<BenchPendingRow> pending;
+  std::vector<std::string> failures;
+  size_t ran = 0;
+};
+
+// The cells and JSON fields every row of a layer, direction and target starts with, and the names its failures
+// are reported under.
+struct BenchRowHead {
+  std::string layer;
+  std::string dir;
+  std::vector<std::string> cells;
+  nlohmann::ordered_json record;
+};
+
+// A row's timed runs, and with --against the libraries' side of them.
+struct BenchTiming {
+  std::vector<double> samples;              // convtune's times (ms)
+  std::optional<Against::Outcome> outcome;  // with --against, unless comparing threw
+  std::string against_failure;              // why comparing threw
+};
+
+// The rows: each convolution in every asked direction, each GEMM once.
+std::vector<std::pair<const Layer*, Problem>> bench_rows(const std::vector<Layer>& layers,
+                                                         const std::vector<Direction>& directions, double batch_scale) {
+  std::vector<std::pair<const Layer*, Problem>> rows;
+  for (const Layer& layer : layers) {
+    const Problem scaled = scale_batch(layer.problem, batch_scale);
+    if (scaled.is_gemm()) {
+      rows.emplace_back(&layer, scaled);
+    } else {
+      for (Direction dir : directions) rows.emplace_back(&layer, scaled.conv().with_direction(dir));
+    }
+  }
+  return rows;
+}
+
+// The table's columns, with --against's % peak and the libraries' own.
+std::vector<TableColumn> bench_columns(const Against* against) {
+  // Priorities: what a narrow terminal loses first (the CSV and JSON keep everything).
+  std::vector<TableColumn> columns = {{"layer", 0}, {"dir", 0},     {"N", 3},      {"shape", 2},
+                                      {"ms", 0},    {"GFLOP/s", 0}, {"GB/s", 3}};
+  if (against) columns.push_back({"% peak", 1});
+  columns.insert(columns.end(), {{"device", 4}, {"algorithm", 1}, {"check", 3}});
+  if (against) {
+    for (const std::string& column : against->columns()) columns.push_back({column, 1});
+  }
+  return columns;
+}
+
+// What the plan of a row is asked for: the target's family and parameters within --workspace-limit.
+PlanRequest bench_plan_request(const BenchOptions& opt, const Device& device, const Target& target,
+                               const Problem& pb) {
+  PlanRequest request;
+  request.family = target.family;
+  request.config = target.config;
+  request.workspace_limit = workspace_limit_bytes(opt.workspace_limit);
+  const DeviceInfo limited = with_workspace_limit(device.info(), request.workspace_limit);
+  if (request.config && kernel_family(target.family).unsupported_reason(pb, {}, limited).empty()) {
+    // Parameters --config leaves out keep the family's default for this layer.
+    Config full = kernel_family(target.family).default_config(pb, limited);
+    for (const auto& [name, value] : *request.config) full[name] = value;
+    request.config = full;
+  }
+  return request;
+}
+
+// A row that did not run: dashes for its numbers and the reason in its check cell.
+void bench_skip_row(BenchRun& run, const BenchRowHead& head, const std::string& algorithm, const std::string& why) {
+  std::cerr << why << "\n";
+  auto cells = head.cells;
+  cells.insert(cells.end(), {"-", "-", "-"});
+  if (run.against) cells.push_back("-");
+  cells.insert(cells.end(), {run.device.info().id, algorithm, why});
+  if (run.against) {
+    const auto none = run.against->empty_cells();
+    cells.insert(cells.end(), none.begin(), none.end());
+  }
+  nlohmann::ordered_json record = head.record;
+  record.update({{"device", run.device.info().id}, {"algorithm", algorithm}, {"skipped", why}});
+  run.pending.push_back({cells, record});
+}
+
+// A row whose check or timing threw: a failure for the exit status, and a FAILED row in the table.
+void bench_fail_row(BenchRun& run, const BenchRowHead& head, const std::string& algorithm, const Error& e) {
+  run.failures.push_back(fmt::format("{} {} {}: {}", head.layer, head.dir, algorithm, e.what()));
+  bench_skip_row(run, head, algorithm, fmt::format("FAILED: {}", e.what()));
+}
+
+// The row's workload with the plan prepared on it and, unless --no-verify, checked at batch 1 against the
+// reference (`check`: the relative L2 error); null after a failure, which is recorded as a FAILED row.
+std::unique_ptr<harness::Workload> bench_prepare_checked(BenchRun& run, const BenchRowHead& head, const Problem& pb,
+                                                         harness::PlanImplementation& impl,
+                                                         nlohmann::ordered_json& check) {
+  std::unique_ptr<harness::Workload> workload;
+  try {
+    workload = std::make_unique<harness::Workload>(run.device, pb, 1);
+    impl.prepare(*workload);
+    if (!run.opt.no_verify) {
+      const harness::Check result = harness::check_once(impl, *workload, 512);
+      if (!result.passed) {
+        throw Error(fmt::format("{} computes {} wrongly: {}", impl.algorithm(), pb.to_string(), result.message));
+      }
+      check = result.rel_l2_error;
+    }
+  } catch (const Error& e) {
+    bench_fail_row(run, head, impl.algorithm(), e);
+    return nullptr;
+  }
+  return workload;
+}
+
+// With --against, convtune is timed in rounds with the libraries (Against::compare), on its output of one more
+// run; else, or where that threw, alone. Throws where timing convtune alone fails.
+BenchTiming bench_time_row(BenchRun& run, harness::PlanImplementation& impl, harness::Workload& workload) {
+  BenchTiming timing;
+  if (run.against) {
+    try {
+      workload.poison();
+      impl.run();
+      workload.queue().finish();
+      const std::vector<float> mine = workload.output();
+      timing.outcome = run.against->compare(workload, impl, mine, run.opt.warmup, run.opt.repeats,
+                                            run.cpu_peak ? std::function<double()>(cpu_fp32_peak_once) : nullptr);
+      timing.samples = timing.outcome->convtune_samples;
+    } catch (const Error& e) {
+      timing.against_failure = e.what();
+    }
+  }
+  if (timing.samples.empty()) timing.samples = time_each_run(impl, workload, run.opt.warmup, run.opt.repeats);
+  return timing;
+}
+
+// A row that ran: its numbers in the table's cells and the JSON record, and the libraries' beside them. The CPU's
+// ceiling is read again here; % peak waits for every row (bench_table_rows).
+void bench_add_timed_row(BenchRun& run, const BenchRowHead& head, const Problem& pb,
+                         const harness::PlanImplementation& impl, const BenchTiming& timing,
+                         const nlohmann::ordered_json& check) {
+  const std::vector<double>& samples = timing.samples;
+  const std::optional<Against::Outcome>& outcome = timing.outcome;
+  ++run.ran;
+  const double median_ms = median_of(samples);
+  const double gflops = pb.flops() / (median_ms * 1e6);
+  // % peak divides what the algorithm performed, so Winograd's effective GFLOP/s, and those of kernels that skip
+  // padding taps, cannot read above 100%.
+  const double performed_gflops = impl.performed_flops(pb) / (median_ms * 1e6);
+  if (run.cpu_peak) run.peak = std::max(run.peak, cpu_fp32_peak_again());
+  double own_peak = 0;
+  if (outcome && !outcome->ceiling_gflops.empty()) {
+    own_peak = *std::max_element(outcome->ceiling_gflops.begin(), outcome->ceiling_gflops.end());
+    run.peak = std::max(run.peak, own_peak);
+  }
+  nlohmann::ordered_json record = head.record;
+  record.update({{"ms", median_ms},
+                 {"min_ms", *std::min_element(samples.begin(), samples.end())},
+                 {"max_ms", *std::max_element(samples.begin(), samples.end())},
+                 {"gflops", gflops},
+                 {"gbytes_per_s", pb.bytes() / (median_ms * 1e6)},
+                 {"device", run.device.info().id},
+                 {"algorithm", impl.algorithm()},
+                 {"check_rel_l2", check}});
+  // Filled in (and the table's cell with it) once every row has run.
+  if (run.against) record["percent_of_fp32_peak"] = nullptr;
+  if (run.opt.samples) record["samples_ms"] = samples;
+  std::cerr << fmt::format("{:.3f} ms, {:.4g} GFLOP/s\n", median_ms, gflops);
+  // Why this plan: the tuning tier, and what a workspace limit or math mode left out.
+  if (global_flags().verbose) std::cerr << "  plan: " << impl.plan().explanation() << "\n";
+  auto cells = head.cells;
+  const auto numbers = timing_cells(record, run.against != nullptr);
+  cells.insert(cells.end(), numbers.begin(), numbers.end());
+  cells.insert(cells.end(), {run.device.info().id, impl.algorithm(),
+                             check.is_number() ? fmt::format("{:.1e}", check.get<double>()) : "skipped"});
+  if (run.against) {
+    if (outcome) {
+      cells.insert(cells.end(), outcome->cells.begin(), outcome->cells.end());
+      record["against"] = nlohmann::ordered_json::parse(outcome->values.dump());
+      for (auto& f : outcome->failures) run.failures.push_back(fmt::format("{} {}: {}", head.layer, head.dir, f));
+    } else {
+      const auto none = run.against->empty_cells();
+      cells.insert(cells.end(), none.begin(), none.end());
+      run.failures.push_back(
+          fmt::format("{} {}: beside the libraries: {}", head.layer, head.dir, timing.against_failure));
+    }
+  }
+  // Tensor-core rows have no measured ceiling of their own: the FP32 FMA peak would read them at 150%.
+  const bool fma_row = !impl.plan().uses_tensor_cores();
+  if (run.against && !fma_row) record["percent_of_fp32_peak_skipped"] = "tensor cores: no FP32 FMA rate";
+  if (own_peak > 0) record["fp32_peak_in_rounds_gflops"] = outcome->ceiling_gflops;
+  run.pending.push_back({cells, record, run.against && run.peak > 0 && fma_row ? performed_gflops : 0, own_peak});
+}
+
+// One row with one target: planned, checked and timed, then held in run.pending (or skipped, saying why).
+void bench_row(BenchRun& run, const BenchRowHead& head, const Problem& pb, const Target& target) {
+  harness::PlanImplementation impl(bench_plan_request(run.opt, run.device, target, pb));
+  if (const std::string why = impl.unsupported_reason(pb, run.device.info()); !why.empty()) {
+    bench_skip_row(run, head, target.label(), "unsupported: " + why);
+    return;
+  }
+  nlohmann::ordered_json check = nullptr;  // the relative L2 error, or null with --no-verify
+  const std::unique_ptr<harness::Workload> workload = bench_prepare_checked(run, head, pb, impl, check);
+  if (!workload) return;
+  BenchTiming timing;
+  try {
+    timing = bench_time_row(run, impl, *workload);
+  } catch (const Error& e) {
+    bench_fail_row(run, head, impl.algorithm(), e);
+    return;
+  }
+  bench_add_timed_row(run, head, pb, impl, timing, check);
+}
+
+// Every row with every target, each with a progress line on stderr that says how long the rest will take.
+void bench_all_rows(BenchRun& run, const std::vector<std::pair<const Layer*, Problem>>& rows,
+                    const std::vector<Target>& targets, std::chrono::steady_clock::time_point start) {
+  const bool cpu = run.device.info().backend == BackendKind::Cpu;
+  size_t done = 0;
+  const size_t steps = rows.size() * targets.size();
+  const size_t line_width = terminal_columns(STDERR_FILENO);
+  for (const auto& [layer, pb] : rows) {
+    const std::string dir(pb.operation());
+    const int64_t batch = pb.is_conv() ? pb.conv().n : pb.gemm().m;
+    for (const Target& generic_target : targets) {
+      Target target = generic_target;
+      if (cpu && target.family.empty()) target = cpu_algorithm_target(run.opt.algorithm, pb.kind());
+      ++done;
+      // "all" lists every family: a row only meets those of its kind.
+      if (!target.family.empty() && kernel_family(target.family).problem_kind() != pb.kind()) continue;
+      // Each row's line says how long the rest will take, from the rows so far.
+      const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      const std::string eta =
+          done > 1 ? fmt::format(", ETA {}", format_duration(elapsed / double(done - 1) * double(steps - done + 1)))
+                   : "";
+      std::cerr << fit_width(fmt::format("[{}/{}{}] {} {} {}", done, steps, eta, layer->name, dir, target.label()),
+                             line_width > 30 ? line_width - 30 : 0)
+                << " ... " << std::flush;
+      const BenchRowHead head = {layer->name,
+                                 dir,
+                                 {layer->name, dir, std::to_string(batch), shape_text(pb)},
+                                 {{"layer", layer->name},
+                                  {"direction", dir},
+                                  {"problem", pb.to_string()},
+                                  {"N", batch},
+                                  {"shape", shape_text(pb)},
+                                  {"math", std::string(to_string(pb.math()))}}};
+      bench_row(run, head, pb, target);
+    }
+  }
+}
+
+// The rows into the table, now that the best ceiling reading is known: each % peak divides by it.
+void bench_table_rows(BenchRun& run, ReportTable& table) {
+  // % peak: the cell after ms, GFLOP/s and GB/s.
+  const size_t peak_cell = 4 + 3;
+  for (BenchPendingRow& row : run.pending) {
+    if (row.performed_gflops > 0) {
+      const double percent = 100 * row.performed_gflops / (row.own_peak > 0 ? row.own_peak : run.peak);
+      row.record["percent_of_fp32_peak"] = percent;
+      if (row.own_peak > 0) row.record["percent_of_fp32_peak_run_best"] = 100 * row.performed_gflops / run.peak;
+      row.cells.at(peak_cell) = fmt::format("{:.1f}", percent);
+    }
+    table.add_row(std::move(row.cells), std::move(row.record));
+  }
+}
+
+// What the --out files record besides the rows: versions, device, options and the command line.
+nlohmann::json bench_metadata(const BenchRun& run) {
+  const BenchOptions& opt = run.opt;
+  const DeviceInfo& info = run.device.info();
+  nlohmann::json metadata = {{"convtune", version_text()},
+                             {"device", info.name},
+                             {"device_id", info.id},
+                             {"driver", info.driver_version},
+                             // What `db import-bench` records its entries under.
+                             {"device_info",
+                              {{"fingerprint", info.fingerprint()},
+                               {"backend", std::string(to_string(info.backend))},
+                               {"name", info.name},
+                               {"vendor", info.vendor},
+                               {"architecture", info.architecture},
+                               {"driver", info.driver_version}}},
+                             // Each row's own mode is its "math" field; this is what --math asked for.
+                             {"math_option", opt.math.empty() ? "none: each problem's own" : opt.math},
+                             {"date", utc_now()},
+                             {"batch_scale", opt.batch_scale},
+                             {"warmup", opt.warmup},
+                             {"repeats", opt.repeats},
+                             {"command", command_line()}};
+  if (run.against) {
+    metadata["fp32_peak_gflops"] = run.peak > 0 ? nlohmann::json(run.peak) : nlohmann::json(run.peak_why);
+    for (const auto& [name, line] : run.against->describe()) metadata["libraries"][name] = line;
+  }
+  return metadata;
+}
+
+// The table on stdout, and with --against the libraries and the peak it was read against.
+void bench_print(const BenchRun& run, const ReportTable& table) {
+  std::cout << fmt::format("device: {} ({}), median of {} after {} warm-up\n", run.device.info().id,
+                           run.device.info().name, run.opt.repeats, run.opt.warmup);
+  table.print(std::cout, table_width());
+  if (run.against) {
+    for (const auto& [name, line] : run.against->describe()) std::cout << fmt::format("{}: {}\n", name, line);
+    std::cout << (run.peak > 0 ? fmt::format("measured FP32 peak: {:.0f} GFLOP/s\n", run.peak)
+                               : fmt::format("measured FP32 peak: none ({})\n", run.peak_why));
+    std::cout << "convtune/X: convtune's time over X's; above 1 convtune is slower\n";
+  }
+}
+
+// `convtune bench`: the rows checked and timed on the device, then the table printed and the files written.
 void run_bench(const BenchOptions& opt, bool algorithm_given) {
   std::vector<Layer> layers = select_layers(opt.suite, opt.layers, opt.gemms);
   // --math sets every row's mode (convtune then runs the families of that mode); without it rows keep their own.
@@ -261,50 +587,23 @@ void run_bench(const BenchOptions& opt, bool algorithm_given) {
   if (!opt.markdown.empty()) prepare_output(opt.markdown, false, "--markdown");
 
   Device& device = choose_device(opt.device, "bench");
-  const bool cpu = device.info().backend == BackendKind::Cpu;
   const std::vector<Target> targets = make_targets(device, opt, algorithm_given);
   std::unique_ptr<Against> against;
   if (!opt.against.empty())
     against = std::make_unique<Against>(opt.against, opt.against_precision(), device);
   else if (!opt.markdown.empty())
     throw InvalidArgument("--markdown writes the side-by-side table: give --against LIST too");
-  double peak = 0;
-  std::string peak_why;
+  BenchRun run(opt, device, against.get());
   if (against) {
     std::cerr << fmt::format("bench: measuring {}'s FP32 FMA ceiling for the % peak column\n", device.info().id);
-    peak = measured_fp32_peak(device, peak_why);
+    run.peak = measured_fp32_peak(device, run.peak_why);
     for (const auto& [name, line] : against->describe()) std::cerr << fmt::format("bench: {}: {}\n", name, line);
   }
-  // The rows: each convolution in every asked direction, each GEMM once.
-  std::vector<std::pair<const Layer*, Problem>> rows;
-  for (const Layer& layer : layers) {
-    const Problem scaled = scale_batch(layer.problem, opt.batch_scale);
-    if (scaled.is_gemm()) {
-      rows.emplace_back(&layer, scaled);
-    } else {
-      for (Direction dir : directions) rows.emplace_back(&layer, scaled.conv().with_direction(dir));
-    }
-  }
+  const std::vector<std::pair<const Layer*, Problem>> rows = bench_rows(layers, directions, opt.batch_scale);
   std::cerr << fmt::format("bench: {} row(s) (layer x direction) x {} algorithm(s) on {} ({})\n", rows.size(),
                            targets.size(), device.info().id, device.info().name);
 
-  // Priorities: what a narrow terminal loses first (the CSV and JSON keep everything).
-  std::vector<TableColumn> columns = {{"layer", 0}, {"dir", 0},     {"N", 3},      {"shape", 2},
-                                      {"ms", 0},    {"GFLOP/s", 0}, {"GB/s", 3}};
-  if (against) columns.push_back({"% peak", 1});
-  columns.insert(columns.end(), {{"device", 4}, {"algorithm", 1}, {"check", 3}});
-  if (against) {
-    for (const std::string& column : against->columns()) columns.push_back({column, 1});
-  }
-  ReportTable table(columns);
-  // Rows wait for the table until every row has run: their % peak divides by the ceiling as measured by then.
-  struct PendingRow {
-    std::vector<std::string> cells;
-    nlohmann::ordered_json record;
-    double performed_gflops = 0;  // rows that ran, with a peak to divide by
-    double own_peak = 0;          // the best ceiling reading of the row's own rounds (CPU ceilings), else 0
-  };
-  std::vector<PendingRow> pending;
+  ReportTable table(bench_columns(against.get()));
   // The CPU's ceiling is re-measured after every row and the best reading kept: on a shared virtual machine
   // the cores' clock moves with the host's load, and a ceiling taken once at the start (best of 5 FMA runs) read
   // 176.0 GFLOP/s while alex2's backward-filter then ran at 176.4 (one thread), a % peak of 100.3. A re-reading
@@ -312,219 +611,31 @@ void run_bench(const BenchOptions& opt, bool algorithm_given) {
   // on the 2-core host (the host's other tenants move the clock for minutes at a time), so a row timed in a slow
   // spell read far below the run's best: with --against each row's rounds also take a reading each (Against::
   // compare's ceiling probe), and its % peak divides by the best of its own readings.
-  const bool cpu_peak = peak > 0 && (device.info().backend == BackendKind::Cpu ||
-                                     (device.info().can_run_kernels && !device.info().is_gpu));
-  std::vector<std::string> failures;
-  size_t done = 0, ran = 0;
-  const size_t steps = rows.size() * targets.size();
+  run.cpu_peak = run.peak > 0 && (device.info().backend == BackendKind::Cpu ||
+                                  (device.info().can_run_kernels && !device.info().is_gpu));
   const auto start = std::chrono::steady_clock::now();
-  const size_t line_width = terminal_columns(STDERR_FILENO);
-  for (const auto& [layer, pb] : rows) {
-    const std::string dir(pb.operation());
-    const int64_t batch = pb.is_conv() ? pb.conv().n : pb.gemm().m;
-    for (const Target& generic_target : targets) {
-      Target target = generic_target;
-      if (cpu && target.family.empty()) target = cpu_algorithm_target(opt.algorithm, pb.kind());
-      ++done;
-      // "all" lists every family: a row only meets those of its kind.
-      if (!target.family.empty() && kernel_family(target.family).problem_kind() != pb.kind()) continue;
-      // Each row's line says how long the rest will take, from the rows so far.
-      const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-      const std::string eta =
-          done > 1 ? fmt::format(", ETA {}", format_duration(elapsed / double(done - 1) * double(steps - done + 1)))
-                   : "";
-      std::cerr << fit_width(fmt::format("[{}/{}{}] {} {} {}", done, steps, eta, layer->name, dir, target.label()),
-                             line_width > 30 ? line_width - 30 : 0)
-                << " ... " << std::flush;
-      const std::vector<std::string> head = {layer->name, dir, std::to_string(batch), shape_text(pb)};
-      const nlohmann::ordered_json record_head = {{"layer", layer->name}, {"direction", dir},  {"problem", pb.to_string()},
-                                          {"N", batch},           {"shape", shape_text(pb)},
-                                          {"math", std::string(to_string(pb.math()))}};
-      PlanRequest request;
-      request.family = target.family;
-      request.config = target.config;
-      request.workspace_limit = workspace_limit_bytes(opt.workspace_limit);
-      const DeviceInfo limited = with_workspace_limit(device.info(), request.workspace_limit);
-      if (request.config && kernel_family(target.family).unsupported_reason(pb, {}, limited).empty()) {
-        // Parameters --config leaves out keep the family's default for this layer.
-        Config full = kernel_family(target.family).default_config(pb, limited);
-        for (const auto& [name, value] : *request.config) full[name] = value;
-        request.config = full;
-      }
-      harness::PlanImplementation impl(request);
-      auto skip_row = [&](const std::string& algorithm, const std::string& why) {
-        std::cerr << why << "\n";
-        auto cells = head;
-        cells.insert(cells.end(), {"-", "-", "-"});
-        if (against) cells.push_back("-");
-        cells.insert(cells.end(), {device.info().id, algorithm, why});
-        if (against) {
-          const auto none = against->empty_cells();
-          cells.insert(cells.end(), none.begin(), none.end());
-        }
-        nlohmann::ordered_json record = record_head;
-        record.update({{"device", device.info().id}, {"algorithm", algorithm}, {"skipped", why}});
-        pending.push_back({cells, record});
-      };
-      if (const std::string why = impl.unsupported_reason(pb, device.info()); !why.empty()) {
-        skip_row(target.label(), "unsupported: " + why);
-        continue;
-      }
-      std::unique_ptr<harness::Workload> workload;
-      nlohmann::ordered_json check = nullptr;  // the relative L2 error, or null with --no-verify
-      try {
-        workload = std::make_unique<harness::Workload>(device, pb, 1);
-        impl.prepare(*workload);
-        if (!opt.no_verify) {
-          const harness::Check result = harness::check_once(impl, *workload, 512);
-          if (!result.passed) {
-            throw Error(fmt::format("{} computes {} wrongly: {}", impl.algorithm(), pb.to_string(), result.message));
-          }
-          check = result.rel_l2_error;
-        }
-      } catch (const Error& e) {
-        failures.push_back(fmt::format("{} {} {}: {}", layer->name, dir, impl.algorithm(), e.what()));
-        skip_row(impl.algorithm(), fmt::format("FAILED: {}", e.what()));
-        continue;
-      }
-      // With --against, convtune is timed in rounds with the libraries (Against::compare), on its output of one
-      // more run; else alone.
-      std::vector<double> samples;
-      std::optional<Against::Outcome> outcome;
-      std::string against_failure;
-      if (against) {
-        try {
-          workload->poison();
-          impl.run();
-          workload->queue().finish();
-          const std::vector<float> mine = workload->output();
-          outcome = against->compare(*workload, impl, mine, opt.warmup, opt.repeats,
-                                     cpu_peak ? std::function<double()>(cpu_fp32_peak_once) : nullptr);
-          samples = outcome->convtune_samples;
-        } catch (const Error& e) {
-          against_failure = e.what();
-        }
-      }
-      if (samples.empty()) {
-        try {
-          samples = time_each_run(impl, *workload, opt.warmup, opt.repeats);
-        } catch (const Error& e) {
-          failures.push_back(fmt::format("{} {} {}: {}", layer->name, dir, impl.algorithm(), e.what()));
-          skip_row(impl.algorithm(), fmt::format("FAILED: {}", e.what()));
-          continue;
-        }
-      }
-      ++ran;
-      const double median_ms = median_of(samples);
-      const double gflops = pb.flops() / (median_ms * 1e6);
-      // % peak divides what the algorithm performed, so Winograd's effective GFLOP/s, and those of kernels that skip
-      // padding taps, cannot read above 100%.
-      const double performed_gflops = impl.performed_flops(pb) / (median_ms * 1e6);
-      if (cpu_peak) peak = std::max(peak, cpu_fp32_peak_again());
-      double own_peak = 0;
-      if (outcome && !outcome->ceiling_gflops.empty()) {
-        own_peak = *std::max_element(outcome->ceiling_gflops.begin(), outcome->ceiling_gflops.end());
-        peak = std::max(peak, own_peak);
-      }
-      nlohmann::ordered_json record = record_head;
-      record.update({{"ms", median_ms},
-                     {"min_ms", *std::min_element(samples.begin(), samples.end())},
-                     {"max_ms", *std::max_element(samples.begin(), samples.end())},
-                     {"gflops", gflops},
-                     {"gbytes_per_s", pb.bytes() / (median_ms * 1e6)},
-                     {"device", device.info().id},
-                     {"algorithm", impl.algorithm()},
-                     {"check_rel_l2", check}});
-      // Filled in (and the table's cell with it) once every row has run.
-      if (against) record["percent_of_fp32_peak"] = nullptr;
-      if (opt.samples) record["samples_ms"] = samples;
-      std::cerr << fmt::format("{:.3f} ms, {:.4g} GFLOP/s\n", median_ms, gflops);
-      // Why this plan: the tuning tier, and what a workspace limit or math mode left out.
-      if (global_flags().verbose) std::cerr << "  plan: " << impl.plan().explanation() << "\n";
-      auto cells = head;
-      const auto numbers = timing_cells(record, against != nullptr);
-      cells.insert(cells.end(), numbers.begin(), numbers.end());
-      cells.insert(cells.end(), {device.info().id, impl.algorithm(),
-                                 check.is_number() ? fmt::format("{:.1e}", check.get<double>()) : "skipped"});
-      if (against) {
-        if (outcome) {
-          cells.insert(cells.end(), outcome->cells.begin(), outcome->cells.end());
-          record["against"] = nlohmann::ordered_json::parse(outcome->values.dump());
-          for (auto& f : outcome->failures) failures.push_back(fmt::format("{} {}: {}", layer->name, dir, f));
-        } else {
-          const auto none = against->empty_cells();
-          cells.insert(cells.end(), none.begin(), none.end());
-          failures.push_back(fmt::format("{} {}: beside the libraries: {}", layer->name, dir, against_failure));
-        }
-      }
-      // Tensor-core rows have no measured ceiling of their own: the FP32 FMA peak would read them at 150%.
-      const bool fma_row = !impl.plan().uses_tensor_cores();
-      if (against && !fma_row) record["percent_of_fp32_peak_skipped"] = "tensor cores: no FP32 FMA rate";
-      if (own_peak > 0) record["fp32_peak_in_rounds_gflops"] = outcome->ceiling_gflops;
-      pending.push_back({cells, record, against && peak > 0 && fma_row ? performed_gflops : 0, own_peak});
-    }
-  }
-  // % peak: the cell after ms, GFLOP/s and GB/s.
-  const size_t peak_cell = 4 + 3;
-  for (PendingRow& row : pending) {
-    if (row.performed_gflops > 0) {
-      const double percent = 100 * row.performed_gflops / (row.own_peak > 0 ? row.own_peak : peak);
-      row.record["percent_of_fp32_peak"] = percent;
-      if (row.own_peak > 0) row.record["percent_of_fp32_peak_run_best"] = 100 * row.performed_gflops / peak;
-      row.cells.at(peak_cell) = fmt::format("{:.1f}", percent);
-    }
-    table.add_row(std::move(row.cells), std::move(row.record));
-  }
+  bench_all_rows(run, rows, targets, start);
+  bench_table_rows(run, table);
   std::cerr << fmt::format("bench: done in {}\n",
                            format_duration(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count()));
-  std::cout << fmt::format("device: {} ({}), median of {} after {} warm-up\n", device.info().id, device.info().name,
-                           opt.repeats, opt.warmup);
-  table.print(std::cout, table_width());
-  if (against) {
-    for (const auto& [name, line] : against->describe()) std::cout << fmt::format("{}: {}\n", name, line);
-    std::cout << (peak > 0 ? fmt::format("measured FP32 peak: {:.0f} GFLOP/s\n", peak)
-                           : fmt::format("measured FP32 peak: none ({})\n", peak_why));
-    std::cout << "convtune/X: convtune's time over X's; above 1 convtune is slower\n";
-  }
-  nlohmann::json metadata = {{"convtune", version_text()},
-                             {"device", device.info().name},
-                             {"device_id", device.info().id},
-                             {"driver", device.info().driver_version},
-                             // What `db import-bench` records its entries under.
-                             {"device_info",
-                              {{"fingerprint", device.info().fingerprint()},
-                               {"backend", std::string(to_string(device.info().backend))},
-                               {"name", device.info().name},
-                               {"vendor", device.info().vendor},
-                               {"architecture", device.info().architecture},
-                               {"driver", device.info().driver_version}}},
-                             // Each row's own mode is its "math" field; this is what --math asked for.
-                             {"math_option", opt.math.empty() ? "none: each problem's own" : opt.math},
-                             {"date", utc_now()},
-                             {"batch_scale", opt.batch_scale},
-                             {"warmup", opt.warmup},
-                             {"repeats", opt.repeats},
-                             {"command", command_line()}};
-  if (against) {
-    metadata["fp32_peak_gflops"] = peak > 0 ? nlohmann::json(peak) : nlohmann::json(peak_why);
-    for (const auto& [name, line] : against->describe()) metadata["libraries"][name] = line;
-  }
+  bench_print(run, table);
+  const nlohmann::json metadata = bench_metadata(run);
   for (const std::string& out : opt.out) {
     table.write(out, metadata);
     std::cout << fmt::format("wrote {}\n", out);
   }
   if (!opt.markdown.empty()) {
-    write_markdown(opt.markdown, device, opt, *against, peak, peak_why, table);
+    write_markdown(opt.markdown, device, opt, *against, run.peak, run.peak_why, table);
     std::cout << fmt::format("wrote {}\n", opt.markdown);
   }
-  if (!failures.empty()) {
+  if (!run.failures.empty()) {
     std::string text;
-    for (const auto& f : failures) text += "\n  " + f;
-    throw Error(fmt::format("{} check(s) failed:{}", failures.size(), text));
+    for (const auto& f : run.failures) text += "\n  " + f;
+    throw Error(fmt::format("{} check(s) failed:{}", run.failures.size(), text));
   }
   // A request nothing could run (an element type or math mode no family implements, say) is a failure, not a
   // table of "unsupported" rows with exit status 0.
-  if (ran == 0) throw Unsupported("nothing ran: no implementation computes any of the requested rows (see the table)");
+  if (run.ran == 0) throw Unsupported("nothing ran: no implementation computes any of the requested rows (see the table)");
 }
 
 }  // namespace

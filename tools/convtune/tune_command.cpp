@@ -120,11 +120,9 @@ std::string utc_now_compact() {
   return text;
 }
 
-// The command line over the library's tune(): options, the log, progress lines and the closing table.
-void run_tune(const TuneCommandOptions& opt) {
-  const auto command_start = std::chrono::steady_clock::now();
+// The library's tune() options from the command's; the checks that need no device or file come first.
+TuneOptions tune_library_options(const TuneCommandOptions& opt, double budget_s) {
   TuneOptions options;
-  const double budget_s = parse_duration_seconds(opt.budget);
   options.budget_seconds = budget_s;
   options.strategy = opt.strategy;
   options.max_fraction = opt.max_fraction;
@@ -146,6 +144,11 @@ void run_tune(const TuneCommandOptions& opt) {
                           "(every family that supports the layer) or one family");
   }
   make_searcher(opt.strategy, {});  // an unknown strategy fails now, listing the known ones
+  return options;
+}
+
+// The problems to tune, each named by its layer: every convolution in each asked direction, each GEMM once.
+std::vector<std::pair<std::string, Problem>> tune_problems(const TuneCommandOptions& opt) {
   std::vector<Layer> layers = select_layers(opt.suite, opt.layers, opt.gemms);
   for (const std::string& note : unscalable_layers(layers, opt.batch_scale)) std::cerr << "tune: " << note << "\n";
   if (!opt.math.empty())
@@ -166,21 +169,174 @@ void run_tune(const TuneCommandOptions& opt) {
       for (Direction dir : directions) problems.emplace_back(layer.name, scaled.conv().with_direction(dir));
     }
   }
+  return problems;
+}
 
-  // --device cuda:0,cuda:1: the tasks are spread over several alike devices (tune_devices), one database.
+// --device cuda:0,cuda:1: the tasks are spread over several alike devices (tune_devices), one database.
+// `device_ids` gets their ids, comma-separated.
+std::vector<Device*> tune_choose_devices(const std::string& spec_list, std::string& device_ids) {
   std::vector<Device*> devices;
-  std::string device_ids;
-  for (size_t pos = 0; pos <= opt.device.size();) {
-    const size_t comma = std::min(opt.device.find(',', pos), opt.device.size());
-    const std::string spec = opt.device.substr(pos, comma - pos);
+  for (size_t pos = 0; pos <= spec_list.size();) {
+    const size_t comma = std::min(spec_list.find(',', pos), spec_list.size());
+    const std::string spec = spec_list.substr(pos, comma - pos);
     if (spec.empty()) {
       throw InvalidArgument(fmt::format("--device '{}': empty device name: expected a device or a comma-separated "
-                                        "list such as cuda:0,cuda:1", opt.device));
+                                        "list such as cuda:0,cuda:1", spec_list));
     }
     devices.push_back(&choose_device(spec, "tune"));
     device_ids += (device_ids.empty() ? "" : ",") + devices.back()->info().id;
     pos = comma + 1;
   }
+  return devices;
+}
+
+// Where the results go is checked now, not after the tuning: a mistyped folder, a read-only or full disk.
+// Only convtune's default locations are created.
+// The database's stale temporaries are removed by its save(), under the lock no live writer can be without.
+void tune_prepare_outputs(const TuneCommandOptions& opt, const std::filesystem::path& db_path,
+                          const std::filesystem::path& log_path) {
+  // Messages name where the path came from: the option given, the variable set, or the default.
+  const char* const db_from = !opt.db.empty() ? "--db"
+                              : std::getenv("CONVTUNE_TUNING_DB") && *std::getenv("CONVTUNE_TUNING_DB")
+                                  ? "CONVTUNE_TUNING_DB"
+                                  : "the default tuning database";
+  if (!opt.no_save) prepare_output(db_path, opt.db.empty(), db_from, database_write_bytes(db_path), false);
+  prepare_output(log_path, opt.log.empty(), opt.log.empty() ? "the tune log (beside the database; --log to choose)"
+                                                            : "--log", 1 << 20);
+}
+
+// With --skip-tuned: how many tasks already have a current exact entry in the database, each named on stderr.
+size_t tune_count_already_tuned(const std::vector<TuneTask>& tasks, const TuningDatabase& database,
+                                const DeviceInfo& info) {
+  size_t already_tuned = 0;
+  for (const TuneTask& t : tasks) {
+    const LookupResult found = database.lookup(t.problem, info, {{t.family->name(), t.family->kernel_version()}});
+    if (found.tier == LookupTier::Exact) {
+      ++already_tuned;
+      std::cerr << fmt::format("  skipped (already tuned) {} {} {}: {:.3f} ms\n", t.name, t.problem.operation(),
+                               t.family->name(), found.entry->time_ms);
+    }
+  }
+  return already_tuned;
+}
+
+// The device's FP32 peak and copy bandwidth into the log's metadata for the report, and the peak into `options`.
+void tune_measure_peak(Device& device, TuneLog& log, TuneOptions& options) {
+  std::cerr << fmt::format("tune: measuring {}'s FP32 peak for the report ...\n", device.info().id);
+  CeilingOptions ceiling_options;
+  ceiling_options.buffer_bytes = 64u << 20;
+  ceiling_options.repeats = 3;
+  const Ceilings ceilings = measure_ceilings(device, ceiling_options);
+  log.metadata["peak_gflops"] = ceilings.fma_gflops;
+  options.peak_gflops = ceilings.fma_gflops;
+  log.metadata["copy_gbs"] = ceilings.copy_gbs;
+}
+
+// The closing table's columns, one row per task.
+std::vector<TableColumn> tune_columns() {
+  return {{"layer", 0},
+          {"dir", 0},
+          {"family", 0},
+          {"space", 3},
+          {"tried", 2},
+          {"failed", 3},
+          {"default ms", 2},
+          {"best ms", 0},
+          {"GFLOP/s", 1},
+          {"speedup", 1},
+          {"best parameters", 4},
+          {"note", 5}};
+}
+
+// A finished task's line of the tune log.
+TaskSummary tune_task_summary(const TuneTaskResult& r) {
+  TaskSummary summary{r.task.name, r.task.problem, r.task.family->name(), r.space};
+  summary.tried = r.tried;
+  summary.failed = r.failed;
+  summary.default_ms = r.default_ms;
+  summary.stop_reason = r.stop_reason;
+  if (r.best_config) summary.best_ms = r.best_ms, summary.best_config = *r.best_config;
+  return summary;
+}
+
+// A finished task's row of the closing table, with its record for the table's data.
+void tune_add_task_row(ReportTable& table, const TuneTaskResult& r) {
+  const double gflops = r.best_config ? r.task.problem.flops() / (r.best_ms * 1e6) : 0;
+  nlohmann::ordered_json record = {{"layer", r.task.name},
+                           {"direction", std::string(r.task.problem.operation())},
+                           {"problem", r.task.problem.to_string()},
+                           {"family", r.task.family->name()},
+                           {"space", r.space},
+                           {"space_partial", r.space_partial},
+                           {"tried", r.tried},
+                           {"failed", r.failed},
+                           {"default_ms", r.default_ms > 0 ? nlohmann::ordered_json(r.default_ms) : nlohmann::ordered_json()},
+                           {"best_ms", r.best_config ? nlohmann::ordered_json(r.best_ms) : nlohmann::ordered_json()},
+                           {"best_gflops", r.best_config ? nlohmann::ordered_json(gflops) : nlohmann::ordered_json()},
+                           {"best_config", r.best_config ? to_string(*r.best_config) : ""},
+                           {"stop_reason", r.stop_reason}};
+  table.add_row({r.task.name, std::string(r.task.problem.operation()), r.task.family->name(),
+                 // ">= N": the budget ran out while the space was being enumerated; "-": its search never started.
+                 !r.space_enumerated ? std::string("-") : (r.space_partial ? ">=" : "") + std::to_string(r.space), std::to_string(r.tried),
+                 std::to_string(r.failed),
+                 r.default_ms > 0 ? fmt::format("{:.3f}", r.default_ms) : "-",
+                 r.best_config ? fmt::format("{:.3f}", r.best_ms) : "-",
+                 r.best_config ? fmt::format("{:.4g}", gflops) : "-",
+                 r.best_config && r.default_ms > 0 ? fmt::format("{:.2f}x", r.default_ms / r.best_ms) : "-",
+                 r.best_config ? to_string(*r.best_config) : "-", r.stop_reason},
+                record);
+}
+
+// One progress line for the whole run, against the budget: the run's phases interleave the tasks.
+struct TuneProgressLine {
+  TuneProgressLine(std::chrono::steady_clock::time_point start, double budget)
+      : command_start(start), budget_s(budget) {}
+  void redraw() {
+    const double fraction = std::chrono::duration<double>(std::chrono::steady_clock::now() - command_start).count() /
+                            budget_s;
+    progress.update(static_cast<int64_t>(std::clamp(fraction, 0.0, 1.0) * 1000),
+                    fmt::format("{} candidates, {} failed; {}", candidates, failures, doing));
+  }
+  std::chrono::steady_clock::time_point command_start;
+  double budget_s;
+  Progress progress{"tune", 1000};
+  std::string doing = "starting";
+  size_t candidates = 0, failures = 0;
+};
+
+// The tuner's callbacks: every trial and task into the log, every task into the table and `stored`, and the
+// progress line redrawn as the tuner's status and trials come.
+TuneCallbacks tune_callbacks(TuneProgressLine& line, TuneLog& log, ReportTable& table, size_t& stored) {
+  TuneCallbacks callbacks;
+  callbacks.status = [&line](const std::string& text) {
+    line.doing = text;
+    line.redraw();
+  };
+  callbacks.trial_done = [&line, &log](const TuneTaskResult& so_far, const TuneTrial& trial, double) {
+    TaskSummary summary{so_far.task.name, so_far.task.problem, so_far.task.family->name(), so_far.space};
+    log.add_trial(summary, trial);
+    ++line.candidates;
+    line.failures += !trial.ms;
+    line.redraw();
+  };
+  callbacks.task_done = [&log, &table, &stored](const TuneTaskResult& r) {
+    stored += r.stored && *r.stored != InsertOutcome::KeptExisting;
+    stored += r.plan_kept && *r.plan_kept != InsertOutcome::KeptExisting;  // today's plan, faster than the tuned ones
+    log.add_task(tune_task_summary(r));
+    tune_add_task_row(table, r);
+  };
+  return callbacks;
+}
+
+// The command line over the library's tune(): options, the log, progress lines and the closing table.
+void run_tune(const TuneCommandOptions& opt) {
+  const auto command_start = std::chrono::steady_clock::now();
+  const double budget_s = parse_duration_seconds(opt.budget);
+  TuneOptions options = tune_library_options(opt, budget_s);
+  const std::vector<std::pair<std::string, Problem>> problems = tune_problems(opt);
+
+  std::string device_ids;
+  const std::vector<Device*> devices = tune_choose_devices(opt.device, device_ids);
   Device& device = *devices.front();
   const DeviceInfo& info = device.info();
 
@@ -198,39 +354,18 @@ void run_tune(const TuneCommandOptions& opt) {
   const std::filesystem::path log_path =
       !opt.log.empty() ? std::filesystem::path(opt.log)
                        : db_path.parent_path() / "logs" / fmt::format("tune-{}.json", utc_now_compact());
-  // Where the results go is checked now, not after the tuning: a mistyped folder, a read-only or full disk.
-  // Only convtune's default locations are created.
-  // The database's stale temporaries are removed by its save(), under the lock no live writer can be without.
-  // Messages name where the path came from: the option given, the variable set, or the default.
-  const char* const db_from = !opt.db.empty() ? "--db"
-                              : std::getenv("CONVTUNE_TUNING_DB") && *std::getenv("CONVTUNE_TUNING_DB")
-                                  ? "CONVTUNE_TUNING_DB"
-                                  : "the default tuning database";
-  if (!opt.no_save) prepare_output(db_path, opt.db.empty(), db_from, database_write_bytes(db_path), false);
-  prepare_output(log_path, opt.log.empty(), opt.log.empty() ? "the tune log (beside the database; --log to choose)"
-                                                            : "--log", 1 << 20);
+  tune_prepare_outputs(opt, db_path, log_path);
 
   std::vector<std::string> skipped;
   // Families and configurations over the workspace limit are left out of the tasks and the searches alike.
   const std::vector<TuneTask> tasks =
       make_tune_tasks(with_workspace_limit(info, options.workspace_limit), problems, opt.family, &skipped);
   if (tasks.empty()) throw Unsupported("no kernel family supports any of the requested layers on " + info.id);
-  size_t already_tuned = 0;
-  if (opt.skip_tuned) {
-    for (const TuneTask& t : tasks) {
-      const LookupResult found =
-          database.lookup(t.problem, info, {{t.family->name(), t.family->kernel_version()}});
-      if (found.tier == LookupTier::Exact) {
-        ++already_tuned;
-        std::cerr << fmt::format("  skipped (already tuned) {} {} {}: {:.3f} ms\n", t.name, t.problem.operation(),
-                                 t.family->name(), found.entry->time_ms);
-      }
-    }
-    if (already_tuned == tasks.size()) {
-      std::cout << fmt::format("nothing to tune: all {} task(s) already have a current entry in {} (--skip-tuned)\n",
-                               already_tuned, db_path.string());
-      return;
-    }
+  const size_t already_tuned = opt.skip_tuned ? tune_count_already_tuned(tasks, database, info) : 0;
+  if (opt.skip_tuned && already_tuned == tasks.size()) {
+    std::cout << fmt::format("nothing to tune: all {} task(s) already have a current entry in {} (--skip-tuned)\n",
+                             already_tuned, db_path.string());
+    return;
   }
 
   TuneLog log(log_path);
@@ -238,16 +373,7 @@ void run_tune(const TuneCommandOptions& opt) {
                   {"fingerprint", info.fingerprint()}, {"strategy", opt.strategy}, {"budget_s", budget_s},
                   {"batch_scale", opt.batch_scale},    {"repeats", opt.repeats},   {"command", opt.command_line},
                   {"date", utc_date_now()},            {"convtune", version_text()}};
-  if (!opt.no_peak && info.can_run_kernels) {
-    std::cerr << fmt::format("tune: measuring {}'s FP32 peak for the report ...\n", info.id);
-    CeilingOptions ceiling_options;
-    ceiling_options.buffer_bytes = 64u << 20;
-    ceiling_options.repeats = 3;
-    const Ceilings ceilings = measure_ceilings(device, ceiling_options);
-    log.metadata["peak_gflops"] = ceilings.fma_gflops;
-    options.peak_gflops = ceilings.fma_gflops;
-    log.metadata["copy_gbs"] = ceilings.copy_gbs;
-  }
+  if (!opt.no_peak && info.can_run_kernels) tune_measure_peak(device, log, options);
   // Two lines rather than one of 150 characters or more: the paths are long.
   std::cerr << fmt::format("tune: {} task(s) (layer x direction x family) on {} ({}), strategy {}, budget {} in all\n"
                            "tune: database {}; log {}\n",
@@ -255,82 +381,16 @@ void run_tune(const TuneCommandOptions& opt) {
                            format_duration(budget_s), db_path.string(), log_path.string());
   for (const auto& s : skipped) std::cerr << "  skipped (unsupported) " << s << "\n";
 
-  ReportTable table(std::vector<TableColumn>{{"layer", 0},
-                                             {"dir", 0},
-                                             {"family", 0},
-                                             {"space", 3},
-                                             {"tried", 2},
-                                             {"failed", 3},
-                                             {"default ms", 2},
-                                             {"best ms", 0},
-                                             {"GFLOP/s", 1},
-                                             {"speedup", 1},
-                                             {"best parameters", 4},
-                                             {"note", 5}});
+  ReportTable table(tune_columns());
   size_t stored = 0;
-  // One progress line for the whole run, against the budget: the run's phases interleave the tasks.
-  Progress progress("tune", 1000);
-  std::string doing = "starting";
-  size_t candidates = 0, failures = 0;
-  auto redraw = [&] {
-    const double fraction = std::chrono::duration<double>(std::chrono::steady_clock::now() - command_start).count() /
-                            budget_s;
-    progress.update(static_cast<int64_t>(std::clamp(fraction, 0.0, 1.0) * 1000),
-                    fmt::format("{} candidates, {} failed; {}", candidates, failures, doing));
-  };
-  TuneCallbacks callbacks;
-  callbacks.status = [&](const std::string& text) {
-    doing = text;
-    redraw();
-  };
-  callbacks.trial_done = [&](const TuneTaskResult& so_far, const TuneTrial& trial, double) {
-    TaskSummary summary{so_far.task.name, so_far.task.problem, so_far.task.family->name(), so_far.space};
-    log.add_trial(summary, trial);
-    ++candidates;
-    failures += !trial.ms;
-    redraw();
-  };
-  callbacks.task_done = [&](const TuneTaskResult& r) {
-    TaskSummary summary{r.task.name, r.task.problem, r.task.family->name(), r.space};
-    summary.tried = r.tried;
-    summary.failed = r.failed;
-    summary.default_ms = r.default_ms;
-    summary.stop_reason = r.stop_reason;
-    if (r.best_config) summary.best_ms = r.best_ms, summary.best_config = *r.best_config;
-    stored += r.stored && *r.stored != InsertOutcome::KeptExisting;
-    stored += r.plan_kept && *r.plan_kept != InsertOutcome::KeptExisting;  // today's plan, faster than the tuned ones
-    log.add_task(summary);
-    const double gflops = r.best_config ? r.task.problem.flops() / (r.best_ms * 1e6) : 0;
-    nlohmann::ordered_json record = {{"layer", r.task.name},
-                             {"direction", std::string(r.task.problem.operation())},
-                             {"problem", r.task.problem.to_string()},
-                             {"family", r.task.family->name()},
-                             {"space", r.space},
-                             {"space_partial", r.space_partial},
-                             {"tried", r.tried},
-                             {"failed", r.failed},
-                             {"default_ms", r.default_ms > 0 ? nlohmann::ordered_json(r.default_ms) : nlohmann::ordered_json()},
-                             {"best_ms", r.best_config ? nlohmann::ordered_json(r.best_ms) : nlohmann::ordered_json()},
-                             {"best_gflops", r.best_config ? nlohmann::ordered_json(gflops) : nlohmann::ordered_json()},
-                             {"best_config", r.best_config ? to_string(*r.best_config) : ""},
-                             {"stop_reason", r.stop_reason}};
-    table.add_row({r.task.name, std::string(r.task.problem.operation()), r.task.family->name(),
-                   // ">= N": the budget ran out while the space was being enumerated; "-": its search never started.
-                   !r.space_enumerated ? std::string("-") : (r.space_partial ? ">=" : "") + std::to_string(r.space), std::to_string(r.tried),
-                   std::to_string(r.failed),
-                   r.default_ms > 0 ? fmt::format("{:.3f}", r.default_ms) : "-",
-                   r.best_config ? fmt::format("{:.3f}", r.best_ms) : "-",
-                   r.best_config ? fmt::format("{:.4g}", gflops) : "-",
-                   r.best_config && r.default_ms > 0 ? fmt::format("{:.2f}x", r.default_ms / r.best_ms) : "-",
-                   r.best_config ? to_string(*r.best_config) : "-", r.stop_reason},
-                  record);
-  };
+  TuneProgressLine line(command_start, budget_s);
+  const TuneCallbacks callbacks = tune_callbacks(line, log, table, stored);
   // The budget is for the whole command: what went before (the peak, loading) is taken from it.
   options.budget_seconds = budget_s - std::chrono::duration<double>(std::chrono::steady_clock::now() - command_start).count();
   if (options.budget_seconds <= 0) throw Error(fmt::format("the budget of {} was spent before tuning started (measuring the peak): "
                                                            "give a larger --budget or --no-peak", format_duration(budget_s)));
   tune_devices(devices, tasks, database, options, callbacks);
-  progress.finish(fmt::format("{} candidates, {} failed", candidates, failures));
+  line.progress.finish(fmt::format("{} candidates, {} failed", line.candidates, line.failures));
   log.save();
   std::cout << fmt::format("device: {} ({}), strategy {}, {} in all\n", device_ids, info.name, opt.strategy,
                            format_duration(std::chrono::duration<double>(std::chrono::steady_clock::now() - command_start).count()));
