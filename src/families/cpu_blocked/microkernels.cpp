@@ -11,6 +11,7 @@
 #include <algorithm>
 
 #include "src/backend/cpu/store_first-inl.h"
+#include "src/backend/cpu/transpose-inl.h"
 #include "src/families/cpu_blocked/microkernels.h"
 
 HWY_BEFORE_NAMESPACE();
@@ -570,54 +571,8 @@ void Gather(const float* HWY_RESTRICT src, int64_t stride, int64_t count, float*
   for (; i < count; ++i) dst[i] = src[i * stride];
 }
 
-#if HWY_ARCH_X86 && (HWY_TARGET <= HWY_AVX3 || HWY_TARGET == HWY_AVX2)
-// Transposes r[0..lanes) (row i: lanes floats) in place: afterwards r[j] holds element j of every row. The
-// unpack / shuffle network of 32-bit, 64-bit and 128-bit steps (AVX2 8 x 8, AVX-512 16 x 16).
-HWY_INLINE void TransposeSquare(V* r) {
-#if HWY_TARGET <= HWY_AVX3
-  __m512 u[16];
-#pragma GCC unroll 4
-  for (int g = 0; g < 4; ++g) {
-    const __m512 a = r[4 * g].raw, b = r[4 * g + 1].raw, c = r[4 * g + 2].raw, e = r[4 * g + 3].raw;
-    const __m512d t0 = _mm512_castps_pd(_mm512_unpacklo_ps(a, b)), t1 = _mm512_castps_pd(_mm512_unpackhi_ps(a, b));
-    const __m512d t2 = _mm512_castps_pd(_mm512_unpacklo_ps(c, e)), t3 = _mm512_castps_pd(_mm512_unpackhi_ps(c, e));
-    // Lane L of u[4g + k]: rows 4g..4g+3 at column 4L + k.
-    u[4 * g] = _mm512_castpd_ps(_mm512_unpacklo_pd(t0, t2));
-    u[4 * g + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(t0, t2));
-    u[4 * g + 2] = _mm512_castpd_ps(_mm512_unpacklo_pd(t1, t3));
-    u[4 * g + 3] = _mm512_castpd_ps(_mm512_unpackhi_pd(t1, t3));
-  }
-#pragma GCC unroll 4
-  for (int k = 0; k < 4; ++k) {
-    const __m512 wa = _mm512_shuffle_f32x4(u[k], u[4 + k], 0x88), wb = _mm512_shuffle_f32x4(u[k], u[4 + k], 0xdd);
-    const __m512 xa = _mm512_shuffle_f32x4(u[8 + k], u[12 + k], 0x88),
-                 xb = _mm512_shuffle_f32x4(u[8 + k], u[12 + k], 0xdd);
-    r[k].raw = _mm512_shuffle_f32x4(wa, xa, 0x88);       // column k
-    r[4 + k].raw = _mm512_shuffle_f32x4(wb, xb, 0x88);   // column 4 + k
-    r[8 + k].raw = _mm512_shuffle_f32x4(wa, xa, 0xdd);   // column 8 + k
-    r[12 + k].raw = _mm512_shuffle_f32x4(wb, xb, 0xdd);  // column 12 + k
-  }
-#else
-  __m256 u[8];
-#pragma GCC unroll 2
-  for (int g = 0; g < 2; ++g) {
-    const __m256 a = r[4 * g].raw, b = r[4 * g + 1].raw, c = r[4 * g + 2].raw, e = r[4 * g + 3].raw;
-    const __m256 t0 = _mm256_unpacklo_ps(a, b), t1 = _mm256_unpackhi_ps(a, b);
-    const __m256 t2 = _mm256_unpacklo_ps(c, e), t3 = _mm256_unpackhi_ps(c, e);
-    // Lane L of u[4g + k]: rows 4g..4g+3 at column 4L + k.
-    u[4 * g] = _mm256_shuffle_ps(t0, t2, 0x44);
-    u[4 * g + 1] = _mm256_shuffle_ps(t0, t2, 0xee);
-    u[4 * g + 2] = _mm256_shuffle_ps(t1, t3, 0x44);
-    u[4 * g + 3] = _mm256_shuffle_ps(t1, t3, 0xee);
-  }
-#pragma GCC unroll 4
-  for (int k = 0; k < 4; ++k) {
-    r[k].raw = _mm256_permute2f128_ps(u[k], u[4 + k], 0x20);
-    r[4 + k].raw = _mm256_permute2f128_ps(u[k], u[4 + k], 0x31);
-  }
-#endif
-}
-#define CONVTUNE_HAVE_TRANSPOSE 1
+#ifdef CONVTUNE_HAVE_TRANSPOSE
+using cpu::HWY_NAMESPACE::TransposeSquare;  // src/backend/cpu/transpose-inl.h
 #endif
 
 // See InterleaveFn. With a transpose: tiles of lanes channels x lanes pixels (missing channels read as zero,
@@ -659,7 +614,6 @@ void Interleave(const float* HWY_RESTRICT src, int64_t plane, int64_t channels, 
   for (int64_t p = 0; p < pixels; ++p)
     for (int64_t c = 0; c < block; ++c) dst[p * block + c] = c < channels ? src[c * plane + p] : 0.0f;
 }
-#undef CONVTUNE_HAVE_TRANSPOSE
 
 void FillTable(KernelTable& t) {
   t.gather = &Gather;
