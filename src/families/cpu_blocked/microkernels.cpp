@@ -21,6 +21,9 @@ namespace hn = hwy::HWY_NAMESPACE;
 
 using D = hn::ScalableTag<float>;
 using V = hn::Vec<D>;
+#ifdef CONVTUNE_HAVE_TRANSPOSE
+using cpu::HWY_NAMESPACE::TransposeSquare;  // src/backend/cpu/transpose-inl.h
+#endif
 
 // Keeps a loaded vector in a register. GCC otherwise folds the load into every FMA that uses it (measured on the
 // dot kernel: each A or B vector loaded once per use, so a 4x3 block ran load-bound at 27% of the FMA peak).
@@ -57,22 +60,28 @@ HWY_NOINLINE void StoreBlock(const float* HWY_RESTRICT tile, int nv, int nj, con
   // u[k] holding channel 4 b + k at those four pixels, each stored as one 128-bit run (a gather and a masked store
   // per channel ran StoreBlock at 12% of alex2's forward on a Zen 3, where both are microcoded).
 #if HWY_TARGET <= HWY_AVX3
-  // AVX-512 keeps a gather per channel and one masked store of its nj pixels (a scalar store per element instead
-  // was 4.5% of alex3's forward on an Intel host): the transposed path has not run with AVX-512. The tile has a
-  // vector's worth of rows of slack for the gathers.
+  // AVX-512: up to 16 pixels' channel vectors transposed in registers (TransposeSquare), then one masked store of
+  // each channel's pixels. A gather per channel (16 loads each) before made StoreBlock 40% of a 3-channel stem's
+  // forward (3x3 stride 2, 32 output channels: 27 reduction steps a block; one thread, 512x512, Intel Xeon); a
+  // scalar store per element before that was 4.5% of alex3's forward.
   if (p.o_lane != 1 && p.o_j == 1 && nj >= 4) {
-    const hn::RebindToSigned<D> di;
-    const auto rows = hn::Mul(hn::Iota(di, 0), hn::Set(di, static_cast<int32_t>(lanes)));
+    constexpr int64_t kLanes = static_cast<int64_t>(hn::MaxLanes(D()));
     for (int v = 0; v < nv; ++v) {
       const int64_t valid = std::min<int64_t>(p.valid - v * lanes, lanes);
-      for (int64_t l = 0; l < valid; ++l) {
-        const float* column = tile + v * nj * lanes + l;
-        float* out = p.out + v * p.o_v + l * p.o_lane;
-        for (int64_t j0 = 0; j0 < nj; j0 += lanes) {
-          const auto m = hn::FirstN(d, static_cast<size_t>(std::min<int64_t>(lanes, nj - j0)));
-          V x = hn::GatherIndex(d, column + j0 * lanes, rows);
-          if (p.accumulate) x = hn::Add(x, hn::MaskedLoad(m, d, out + j0));
-          hn::BlendedStore(x, m, d, out + j0);
+      if (valid <= 0) return;
+      const float* rows = tile + v * nj * lanes;
+      float* out = p.out + v * p.o_v;
+      for (int64_t j0 = 0; j0 < nj; j0 += kLanes) {
+        const int64_t n = std::min<int64_t>(kLanes, nj - j0);
+        V r[kLanes];
+        for (int64_t j = 0; j < kLanes; ++j) r[j] = j < n ? hn::Load(d, rows + (j0 + j) * lanes) : hn::Zero(d);
+        TransposeSquare(r);
+        const auto m = hn::FirstN(d, static_cast<size_t>(n));
+        for (int64_t l = 0; l < valid; ++l) {
+          float* o = out + l * p.o_lane + j0;
+          V x = r[l];
+          if (p.accumulate) x = hn::Add(x, hn::MaskedLoad(m, d, o));
+          hn::BlendedStore(x, m, d, o);
         }
       }
     }
@@ -155,9 +164,40 @@ HWY_INLINE const float* Column(const char* b, int j, int64_t s1, int64_t s3, int
 // The reduction of the broadcast kernel. kB: the column stride b_j when known at compile time (1: adjacent pixels
 // or packed channels; the vector width: channel-blocked pixels), so broadcasts address constant offsets; 0: a
 // runtime stride.
+// One reduction step: NV vectors of A times NJ broadcasts of B into acc.
+template <int NV, int NJ, int kB>
+HWY_INLINE void BcastStep(const float* a, const float* b, int64_t s1, int64_t s3, int64_t s5, int64_t s7,
+                          V (&acc)[NV][NJ]) {
+  const D d;
+  const int64_t lanes = static_cast<int64_t>(hn::Lanes(d));
+  V av[NV];
+#pragma GCC unroll 32
+  for (int v = 0; v < NV; ++v) av[v] = hn::LoadU(d, a + v * lanes);
+#pragma GCC unroll 32
+  for (int j = 0; j < NJ; ++j) {
+    const float* column = kB > 0 ? b + j * kB : Column(reinterpret_cast<const char*>(b), j, s1, s3, s5, s7);
+    const V bv = hn::Set(d, *column);
+#pragma GCC unroll 32
+    for (int v = 0; v < NV; ++v) acc[v][j] = hn::MulAdd(av[v], bv, acc[v][j]);
+  }
+}
+
 template <int NV, int NJ, int kB, bool kPrefetch = false>
 HWY_INLINE void BcastReduce(const BcastArgs& p, V (&acc)[NV][NJ]) {
   const D d;
+  // Blocks of 6 accumulators or fewer alternate steps between two sets, added at the end: with one set each
+  // accumulator's chain of multiply-adds (4 cycles each, 2 a cycle) left the FMA units a quarter idle or more. The
+  // 2 x 3 block of backward-filter's vectors over 32 output channels (stems of 3 input channels, 3x3 stride 2):
+  // one thread, a 512x512 image, 1.95 -> 1.6 ms.
+  constexpr bool kSplit = NV * NJ <= 6 && HWY_TARGET != HWY_SCALAR && HWY_TARGET != HWY_EMU128;
+  V acc2[kSplit ? NV : 1][kSplit ? NJ : 1];
+  if constexpr (kSplit) {
+#pragma GCC unroll 32
+    for (int v = 0; v < NV; ++v) {
+#pragma GCC unroll 32
+      for (int j = 0; j < NJ; ++j) acc2[v][j] = hn::Zero(d);
+    }
+  }
   const int64_t lanes = static_cast<int64_t>(hn::Lanes(d));
   const int64_t s1 = static_cast<int64_t>(sizeof(float)) * (kB > 0 ? kB : p.b_j);
   const int64_t s3 = 3 * s1, s5 = 5 * s1, s7 = 7 * s1;
@@ -204,17 +244,22 @@ HWY_INLINE void BcastReduce(const BcastArgs& p, V (&acc)[NV][NJ]) {
           __builtin_prefetch(ahead, 0, 2);
           ahead += p.prefetch_step;
         }
-        V av[NV];
-#pragma GCC unroll 32
-        for (int v = 0; v < NV; ++v) av[v] = hn::LoadU(d, a + v * lanes);
-#pragma GCC unroll 32
-        for (int j = 0; j < NJ; ++j) {
-          const float* column = kB > 0 ? b + j * kB : Column(reinterpret_cast<const char*>(b), j, s1, s3, s5, s7);
-          const V bv = hn::Set(d, *column);
-#pragma GCC unroll 32
-          for (int v = 0; v < NV; ++v) acc[v][j] = hn::MulAdd(av[v], bv, acc[v][j]);
+        if constexpr (kSplit) {
+          // Odd steps into the second set.
+          if (i2 & 1) {
+            BcastStep<NV, NJ, kB>(a, b, s1, s3, s5, s7, acc2);
+            continue;
+          }
         }
+        BcastStep<NV, NJ, kB>(a, b, s1, s3, s5, s7, acc);
       }
+    }
+  }
+  if constexpr (kSplit) {
+#pragma GCC unroll 32
+    for (int v = 0; v < NV; ++v) {
+#pragma GCC unroll 32
+      for (int j = 0; j < NJ; ++j) acc[v][j] = hn::Add(acc[v][j], acc2[v][j]);
     }
   }
 }
@@ -571,9 +616,6 @@ void Gather(const float* HWY_RESTRICT src, int64_t stride, int64_t count, float*
   for (; i < count; ++i) dst[i] = src[i * stride];
 }
 
-#ifdef CONVTUNE_HAVE_TRANSPOSE
-using cpu::HWY_NAMESPACE::TransposeSquare;  // src/backend/cpu/transpose-inl.h
-#endif
 
 // See InterleaveFn. With a transpose: tiles of lanes channels x lanes pixels (missing channels read as zero,
 // missing pixels masked), else element by element.
