@@ -92,8 +92,8 @@ TEST(CpuDepthwise, UntunedPlansTakeItForDepthwiseLayersOnly) {
   EXPECT_EQ(family_of("N=8,C=32,H=28,K=64,R=3,pad=1,groups=32"), "cpu_depthwise");  // multiplier 2
   EXPECT_EQ(family_of("N=8,C=1,H=28,K=32,R=5,pad=2"), "cpu_blocked");               // one group
   EXPECT_EQ(family_of("N=8,C=256,H=28,K=256,R=3,pad=1,groups=32"), "cpu_blocked");  // 8 channels a group
-  // The form the untuned plan runs: channel-blocked for ConvNeXt's 7x7 and EfficientNet's 5x5 stride 2 (forward
-  // and backward-data), planes for MobileNetV2's 56x56 3x3 and for every backward-filter.
+  // The form the untuned plan runs: channel-blocked for ConvNeXt's 7x7 and EfficientNet's 5x5 stride 2 (every
+  // direction), planes for MobileNetV2's 56x56 3x3; channel multipliers have planes only.
   const auto form_of = [](const char* text, Direction d) {
     PlanRequest request{Problem(parse_problem(text).with_direction(d))};
     request.use_tuning = false;
@@ -104,7 +104,9 @@ TEST(CpuDepthwise, UntunedPlansTakeItForDepthwiseLayersOnly) {
   EXPECT_EQ(form_of("N=1,C=384,H=14,K=384,R=7,pad=3,groups=384", Direction::BackwardData), 1);
   EXPECT_EQ(form_of("N=1,C=240,H=28,K=240,R=5,stride=2,pad=2,groups=240", Direction::Forward), 1);
   EXPECT_EQ(form_of("N=8,C=144,H=56,K=144,R=3,pad=1,groups=144", Direction::Forward), 0);
-  EXPECT_EQ(form_of("N=1,C=384,H=14,K=384,R=7,pad=3,groups=384", Direction::BackwardFilter), -1);
+  EXPECT_EQ(form_of("N=1,C=384,H=14,K=384,R=7,pad=3,groups=384", Direction::BackwardFilter), 1);
+  EXPECT_EQ(form_of("N=8,C=144,H=56,K=144,R=3,pad=1,groups=144", Direction::BackwardFilter), 0);
+  EXPECT_EQ(form_of("N=8,C=32,H=14,K=64,R=7,pad=3,groups=32", Direction::Forward), -1);
   const std::string why = kernel_family("cpu_depthwise")
                               .unsupported_reason(Problem(parse_problem("N=1,C=16,H=8,K=16,R=3,groups=2")), {},
                                                   cpu_device().info());

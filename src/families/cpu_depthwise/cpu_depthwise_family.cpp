@@ -4,7 +4,9 @@
 // multiplier) here, so it idles or re-reads its input per tap; this family works a plane at a time instead: the
 // input plane (or, backward-data, dy's plane) is copied padded and split into stride_w phases, so that every filter
 // tap reads one contiguous run along an output row, vectors along that row. Unit-stride 3x3 and 5x5 layers read
-// their planes in place instead (forward, and backward-data with one output per channel), borders masked.
+// their planes in place instead (forward, and backward-data with one output per channel), borders masked. Layers
+// without a channel multiplier also have the channel-blocked form (FORM 1, channel_form.h: vectors across channels),
+// the untuned choice unless the plane form reads in place along rows of two vectors or more.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -552,7 +554,8 @@ class CpuDepthwiseFamily final : public CpuFamily {
   // read their planes in place with every lane busy, and the channel form's interleaving moves cost more than they
   // save there (MobileNetV2's 56x56 depthwise: level or slower). On rows of 7 or 14, stride 2 and 7x7 filters the
   // channel form took 0.2-0.55x the plane form's time (one thread, Intel Xeon: ConvNeXt's 7x7 at 7x7 planes 1.95
-  // -> 0.46 ms forward; EfficientNet's 5x5 stride 2 backward-data 0.22 -> 0.07).
+  // -> 0.46 ms forward; EfficientNet's 5x5 stride 2 backward-data 0.22 -> 0.07; backward-filter 8.5 -> 0.67 ms on
+  // the 7x7 planes, 0.17 -> 0.03 on MobileNetV2's 3x3 stride 2 at batch 1).
   static int64_t default_form(const ConvProblem& pb) {
     const bool in_place = pb.stride.h == 1 && pb.stride.w == 1 && pb.r == pb.s && (pb.r == 3 || pb.r == 5);
     const int64_t lanes = cpu_depthwise::row_kernels(cpu::active_isa()).lanes;

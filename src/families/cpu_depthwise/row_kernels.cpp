@@ -378,6 +378,58 @@ void ChannelSumRow(const float* in, const int64_t* in_offsets, const float* weig
 }
 static_assert(kChannelBlock == 14, "ChannelSumRow's switch names every block size up to kChannelBlock");
 
+// Up to kDotTaps taps at a time, each an accumulator across channels: per output pixel one dy vector, then a
+// multiply-add per tap reading x where it lies.
+constexpr int64_t kDotTaps = 12;
+template <int T>
+HWY_INLINE void ChannelDotTaps(const float* in, const int64_t* row_offsets, int64_t rows, int64_t count,
+                               int64_t in_step, const int64_t* tap_offsets, const float* dy, double* sums) {
+  const D d;
+  const int64_t lanes = static_cast<int64_t>(hn::Lanes(d));
+  V acc[T];
+  int64_t off[T];
+#pragma GCC unroll 16
+  for (int t = 0; t < T; ++t) acc[t] = hn::Zero(d), off[t] = tap_offsets[t];
+  for (int64_t i = 0; i < rows; ++i) {
+    const float* row = in + row_offsets[i];
+    const float* b = dy + i * count * lanes;
+    for (int64_t x = 0; x < count; ++x, row += in_step, b += lanes) {
+      const V g = hn::LoadU(d, b);
+#pragma GCC unroll 16
+      for (int t = 0; t < T; ++t) acc[t] = hn::MulAdd(hn::LoadU(d, row + off[t]), g, acc[t]);
+    }
+  }
+  HWY_ALIGN float lane[hn::MaxLanes(D())];
+#pragma GCC unroll 16
+  for (int t = 0; t < T; ++t) {
+    hn::Store(acc[t], d, lane);
+    for (int64_t l = 0; l < lanes; ++l) sums[t * lanes + l] += static_cast<double>(lane[l]);
+  }
+}
+
+void ChannelDotRows(const float* in, const int64_t* row_offsets, int64_t rows, int64_t count, int64_t in_step,
+                    const int64_t* tap_offsets, int64_t taps, const float* dy, double* sums) {
+  const int64_t lanes = static_cast<int64_t>(hn::Lanes(D()));
+  // Groups of equal size (25 taps: 9 + 8 + 8, not 12 + 12 + 1).
+  const int64_t groups = (taps + kDotTaps - 1) / kDotTaps;
+  for (int64_t g = 0, t = 0; g < groups; ++g) {
+    const int64_t end = taps * (g + 1) / groups;
+    switch (end - t) {
+#define CONVTUNE_DOT_TAPS(n)                                                                                   \
+  case n:                                                                                                      \
+    ChannelDotTaps<n>(in, row_offsets, rows, count, in_step, tap_offsets + t, dy, sums + t * lanes); \
+    break;
+      CONVTUNE_DOT_TAPS(1) CONVTUNE_DOT_TAPS(2) CONVTUNE_DOT_TAPS(3) CONVTUNE_DOT_TAPS(4) CONVTUNE_DOT_TAPS(5)
+      CONVTUNE_DOT_TAPS(6) CONVTUNE_DOT_TAPS(7) CONVTUNE_DOT_TAPS(8) CONVTUNE_DOT_TAPS(9) CONVTUNE_DOT_TAPS(10)
+      CONVTUNE_DOT_TAPS(11) CONVTUNE_DOT_TAPS(12)
+#undef CONVTUNE_DOT_TAPS
+      default: break;
+    }
+    t = end;
+  }
+}
+static_assert(kDotTaps == 12, "ChannelDotRows' switch names every group size up to kDotTaps");
+
 // See ToChannels: tiles of lanes channels x lanes pixels of the run transposed in registers where the target has
 // it, each pixel stored at its row and column of the destination.
 void ToChannelsPlane(const float* HWY_RESTRICT src, int64_t plane, int64_t channels, int64_t rows, int64_t cols,
@@ -463,6 +515,7 @@ void FillTable(RowKernels& k) {
   k.plane_direct[0] = &PlaneDirectR<3>, k.plane_direct[1] = &PlaneDirectR<5>;
   k.plane_dot_direct[0] = &PlaneDotDirectR<3>, k.plane_dot_direct[1] = &PlaneDotDirectR<5>;
   k.channel_sum = &ChannelSumRow;
+  k.channel_dot = &ChannelDotRows;
   k.to_channels = &ToChannelsPlane;
   k.from_channels = &FromChannelsRow;
 }

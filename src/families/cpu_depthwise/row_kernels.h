@@ -49,6 +49,11 @@ using ToChannels = void (*)(const float* src, int64_t plane, int64_t channels, i
 // The reverse over one run: dst[l * plane + x] = src[x * lanes + l] for l < channels and x < count (dst's other
 // floats untouched).
 using FromChannels = void (*)(const float* src, int64_t count, int64_t channels, float* dst, int64_t plane);
+// Backward-filter's dots across channels: sums[t * lanes + l] += sum over rows i < rows and x < count of
+// in[row_offsets[i] + tap_offsets[t] + x * in_step + l] * dy[(i * count + x) * lanes + l], for t < taps (float
+// vectors over the call, added to `sums` once).
+using ChannelDot = void (*)(const float* in, const int64_t* row_offsets, int64_t rows, int64_t count,
+                            int64_t in_step, const int64_t* tap_offsets, int64_t taps, const float* dy, double* sums);
 inline constexpr int kChannelBlock = 14;
 
 struct RowKernels {
@@ -71,6 +76,7 @@ struct RowKernels {
   PlaneDotDirect plane_dot_direct[2] = {nullptr, nullptr};
   // The channel-blocked form's sum and its layout moves.
   ChannelSum channel_sum = nullptr;
+  ChannelDot channel_dot = nullptr;
   ToChannels to_channels = nullptr;
   FromChannels from_channels = nullptr;
 };
