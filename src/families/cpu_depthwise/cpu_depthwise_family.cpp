@@ -183,15 +183,17 @@ class Depthwise {
     return PhasePlane::make(pb.p(), top, top + (pb.h - 1 + pb.pad.h) / sh + 2, pb.q(), left,
                             left + std::max(pb.q(), q_end), 1);
   }
-  // Floats of one thread's scratch (Scratch) at most, from the geometry alone: what the plan counts as host memory.
-  static int64_t scratch_floats(const ConvProblem& pb) {
+  // Floats of one thread's scratch at most for the form (FORM), from the geometry alone: what the plan counts as
+  // host memory.
+  static int64_t scratch_floats(const ConvProblem& pb, int64_t form) {
+    if (form == 1) {
+      // The channel form's copy, output plane and weights (its backward-filter sums are allocated per run).
+      const int lanes = cpu_depthwise::row_kernels(cpu::active_isa()).lanes;
+      return cpu_depthwise::ChannelForm(pb, lanes).scratch_floats();
+    }
     const int64_t planes = std::max(x_plane_of(pb).floats(), pb.k_per_group() * dy_plane_of(pb).floats());
     const int64_t taps = pb.k_per_group() * pb.r * pb.s;
-    const int64_t plane_form = planes + 16 + (pb.stride.w > 1 ? pb.h * pb.w : 0) + 5 * taps;  // two pointers and a weight per tap
-    if (!cpu_depthwise::channel_form_applies(pb)) return plane_form;
-    // The channel form's copy and output plane (its packed weights are allocated per run, once).
-    const int lanes = cpu_depthwise::row_kernels(cpu::active_isa()).lanes;
-    return std::max(plane_form, cpu_depthwise::ChannelForm(pb, lanes).scratch_floats());
+    return planes + 16 + (pb.stride.w > 1 ? pb.h * pb.w : 0) + 5 * taps;  // two pointers and a weight per tap
   }
 
   // The problem's operands x, w and y (dy); the direction says which one is written.
@@ -541,7 +543,7 @@ class CpuDepthwiseFamily final : public CpuFamily {
   }
   KernelRecipe recipe(const Problem& problem, const Epilogue&, const Config& config, const DeviceInfo&) const override {
     KernelRecipe recipe = cpu_recipe(kProgram, "convolve", problem, config);
-    recipe.host_bytes = scratch_bytes(problem.conv());
+    recipe.host_bytes = scratch_bytes(problem.conv(), config.count("FORM") ? config.at("FORM") : 0);
     return recipe;
   }
   std::string untuned_poor_fit(const Problem& problem, const DeviceInfo& device) const override {
@@ -561,11 +563,12 @@ class CpuDepthwiseFamily final : public CpuFamily {
     const int64_t lanes = cpu_depthwise::row_kernels(cpu::active_isa()).lanes;
     return in_place && pb.w >= 2 * lanes ? 0 : 1;
   }
-  // The per-thread scratch a run keeps (thread_local, kept after the run): the larger of x's padded plane in stride
-  // phases and dy's planes of one channel's outputs, one output row, every pool thread's. Planes in stride phases
-  // grow with the stride where it passes the padded width: part of what the workspace limit bounds.
-  static size_t scratch_bytes(const ConvProblem& pb) {
-    return static_cast<size_t>(Depthwise::scratch_floats(pb)) * sizeof(float) * hardware_threads();
+  // The per-thread scratch a run keeps (thread_local, kept after the run), every pool thread's. The plane form's:
+  // the larger of x's padded plane in stride phases and dy's planes of one channel's outputs, and one output row;
+  // planes in stride phases grow with the stride where it passes the padded width, part of what the workspace limit
+  // bounds. The channel form's: a block's padded interleaved copy and output plane (channel_form.h).
+  static size_t scratch_bytes(const ConvProblem& pb, int64_t form) {
+    return static_cast<size_t>(Depthwise::scratch_floats(pb, form)) * sizeof(float) * hardware_threads();
   }
 };
 
