@@ -614,8 +614,12 @@ Choice filter_default(const ConvProblem& problem, const KernelTable& kt) {
   // 0.16 ms against 1.0).
   if (eff_c >= 0.75 || (eff_c >= eff_k && eff_c >= 0.5 * row_fill)) {
     c.orient = 0, c.vecs = by_c.first, c.cols = by_c.second;
-  } else if (eff_k >= 0.75 && dy_bytes_per_flop < 0.2) {
-    // Copies per reduction tile: alex1 (one thread) 20.7 -> 15.8 ms against whole copies up front.
+  } else if ((eff_k >= 0.75 || (eff_k >= 0.5 && problem.stride.w > 1)) && dy_bytes_per_flop < 0.2) {
+    // Copies per reduction tile: alex1 (one thread) 20.7 -> 15.8 ms against whole copies up front. At stride 2
+    // down to half the FMA rate by the model (2 x 3 blocks: 32 output channels, 3 filter columns), where the row
+    // dots read x split into stride phases: stems of 3-4 input channels, 3x3 stride 2, 32 output channels (one
+    // thread, Intel Xeon, in rounds with oneDNN): one 512x512 image 2.49 -> 1.76 ms (oneDNN 1.33), 8 x 224x224
+    // 5.13 -> 2.70 (2.30), RGBA 2 x 256x256 1.60 -> 1.04 (2.05).
     c.orient = 2, c.vecs = by_k.first, c.cols = by_k.second, c.layout = 1;
   } else {
     int64_t ni = std::min<int64_t>(sh.oc, regs >= 32 ? 4 : 2);
@@ -806,7 +810,12 @@ Choice default_choice(const ConvProblem& problem, const KernelTable& kt) {
   const Shape sh = shape_of(problem);
   // Winograd for 3x3 stride-1 layers with enough channels on both sides that the 36 GEMMs, not the transforms,
   // dominate (AlexNet's layers 3-5: 192-384 channels).
-  if (winograd_applies(problem) && sh.ic >= 32 && sh.oc >= 32) return winograd_default(problem, kt);
+  // Not backward-filter over fewer than 16 tiles: its 36 GEMMs then reduce over a handful of tiles each, and
+  // transforming dU back costs more than the direct sums (one 7x7 image, 512 -> 512: 4 tiles, 5.9 ms against the
+  // direct form's 3.0, oneDNN 2.2; one thread, Intel Xeon). ResNet-50's last stage at 8 images (32 tiles) keeps it.
+  const int64_t winograd_tiles = problem.n * ceil_div(sh.rows, 4) * ceil_div(sh.row, 4);
+  if (winograd_applies(problem) && sh.ic >= 32 && sh.oc >= 32 && (!is_filter(problem) || winograd_tiles >= 16))
+    return winograd_default(problem, kt);
   return is_filter(problem) ? filter_default(problem, kt) : data_default(problem, kt);
 }
 

@@ -91,6 +91,8 @@ class CpuBlockedFamily final : public CpuFamily {
            "scalar) over packed, channel-blocked copies, Winograd F(4x4, 3x3) for 3x3 stride-1 layers, on the "
            "persistent thread pool";
   }
+  // 2: broadcast blocks of 6 accumulators or fewer sum in two sets (other rounding), AVX-512's transposed stores.
+  int kernel_version() const override { return 2; }
   std::vector<Parameter> parameters(const Problem& problem) const override {
     return cpu_blocked::parameter_table(problem.conv()).parameters();
   }

@@ -759,19 +759,28 @@ class FilterStrategy final : public Strategy {
     parallel_items(pb_.groups * chunks, threads_, [&](int64_t item, unsigned) {
       const int64_t g = item / chunks;
       const int64_t o0 = item % chunks * kChunk, o1 = std::min(others, o0 + kChunk);
+      // Each lane's taps are one run of dW (rs floats): written front to back, the lanes' places worked out once
+      // per run. With the place of every element worked out in the innermost loop, the conversion took 70% of a
+      // batch-1 512 -> 512 3x3 on 7x7 (2.4 M weights from 49 pixels; one thread, Intel Xeon: 8.4 ms in all).
       for (int64_t vb = 0; vb < blocks_; ++vb) {
         const int64_t valid = std::min(block_, vecs - vb * block_);
-        for (int64_t other = o0; other < o1; ++other)
-          for (int64_t t = 0; t < rs; ++t) {
-            const float* src = results + (((g * blocks_ + vb) * others + other) * rs + t) * block_;
-            for (int64_t l = 0; l < valid; ++l) {
+        for (int64_t other = o0; other < o1; ++other) {
+          const float* src = results + ((g * blocks_ + vb) * others + other) * rs * block_;
+          for (int64_t l = 0; l < valid; ++l) {
+            const int64_t v = vb * block_ + l;
+            const int64_t k = g * kg_ + (channel_vectors ? other : v), c = channel_vectors ? v : other;
+            float* dst = w + (k * cg_ + c) * rs;
+            if (copies == 1) {
+              for (int64_t t = 0; t < rs; ++t) dst[t] = src[t * block_ + l];
+              continue;
+            }
+            for (int64_t t = 0; t < rs; ++t) {
               float sum = 0;
-              for (unsigned copy = 0; copy < copies; ++copy) sum += src[copy * per_copy + l];
-              const int64_t v = vb * block_ + l;
-              const int64_t k = g * kg_ + (channel_vectors ? other : v), c = channel_vectors ? v : other;
-              w[(k * cg_ + c) * rs + t] = sum;
+              for (unsigned copy = 0; copy < copies; ++copy) sum += src[copy * per_copy + t * block_ + l];
+              dst[t] = sum;
             }
           }
+        }
       }
     });
   }

@@ -11,6 +11,7 @@
 #include <algorithm>
 
 #include "src/backend/cpu/store_first-inl.h"
+#include "src/backend/cpu/transpose-inl.h"
 #include "src/families/cpu_blocked/microkernels.h"
 
 HWY_BEFORE_NAMESPACE();
@@ -20,6 +21,9 @@ namespace hn = hwy::HWY_NAMESPACE;
 
 using D = hn::ScalableTag<float>;
 using V = hn::Vec<D>;
+#ifdef CONVTUNE_HAVE_TRANSPOSE
+using cpu::HWY_NAMESPACE::TransposeSquare;  // src/backend/cpu/transpose-inl.h
+#endif
 
 // Keeps a loaded vector in a register. GCC otherwise folds the load into every FMA that uses it (measured on the
 // dot kernel: each A or B vector loaded once per use, so a 4x3 block ran load-bound at 27% of the FMA peak).
@@ -56,23 +60,51 @@ HWY_NOINLINE void StoreBlock(const float* HWY_RESTRICT tile, int nv, int nj, con
   // u[k] holding channel 4 b + k at those four pixels, each stored as one 128-bit run (a gather and a masked store
   // per channel ran StoreBlock at 12% of alex2's forward on a Zen 3, where both are microcoded).
 #if HWY_TARGET <= HWY_AVX3
-  // AVX-512 keeps a gather per channel and one masked store of its nj pixels (a scalar store per element instead
-  // was 4.5% of alex3's forward on an Intel host): the transposed path has not run with AVX-512. The tile has a
-  // vector's worth of rows of slack for the gathers.
+  // AVX-512: up to 16 pixels' channel vectors transposed in registers (TransposeSquare), then one masked store of
+  // each channel's pixels. A gather per channel (16 loads each) before made StoreBlock 40% of a 3-channel stem's
+  // forward (3x3 stride 2, 32 output channels: 27 reduction steps a block; one thread, 512x512, Intel Xeon); a
+  // scalar store per element before that was 4.5% of alex3's forward.
   if (p.o_lane != 1 && p.o_j == 1 && nj >= 4) {
-    const hn::RebindToSigned<D> di;
-    const auto rows = hn::Mul(hn::Iota(di, 0), hn::Set(di, static_cast<int32_t>(lanes)));
+    constexpr int64_t kLanes = static_cast<int64_t>(hn::MaxLanes(D()));
     for (int v = 0; v < nv; ++v) {
       const int64_t valid = std::min<int64_t>(p.valid - v * lanes, lanes);
-      for (int64_t l = 0; l < valid; ++l) {
-        const float* column = tile + v * nj * lanes + l;
-        float* out = p.out + v * p.o_v + l * p.o_lane;
-        for (int64_t j0 = 0; j0 < nj; j0 += lanes) {
-          const auto m = hn::FirstN(d, static_cast<size_t>(std::min<int64_t>(lanes, nj - j0)));
-          V x = hn::GatherIndex(d, column + j0 * lanes, rows);
-          if (p.accumulate) x = hn::Add(x, hn::MaskedLoad(m, d, out + j0));
-          hn::BlendedStore(x, m, d, out + j0);
+      if (valid <= 0) return;
+      const float* rows = tile + v * nj * lanes;
+      float* out = p.out + v * p.o_v;
+      for (int64_t j0 = 0; j0 < nj; j0 += kLanes) {
+        const int64_t n = std::min<int64_t>(kLanes, nj - j0);
+        V r[kLanes];
+        for (int64_t j = 0; j < kLanes; ++j) r[j] = j < n ? hn::Load(d, rows + (j0 + j) * lanes) : hn::Zero(d);
+        TransposeSquare(r);
+        const auto m = hn::FirstN(d, static_cast<size_t>(n));
+        // Unrolled, so that r[l] is a register (a runtime index compiled to a chain of compares).
+#pragma GCC unroll 16
+        for (int64_t l = 0; l < kLanes; ++l) {
+          if (l >= valid) break;
+          float* o = out + l * p.o_lane + j0;
+          V x = r[l];
+          if (p.accumulate) x = hn::Add(x, hn::MaskedLoad(m, d, o));
+          hn::BlendedStore(x, m, d, o);
         }
+      }
+    }
+    return;
+  }
+  // Pixel vectors whose lanes lie o_lane apart (backward-data's stride phases: every other column): one scatter
+  // per vector instead of a scalar store per lane (a 16-channel-group stride-2 backward-data spent a quarter of its
+  // time storing lane by lane).
+  if (p.o_lane > 1 && p.o_lane * lanes < (int64_t{1} << 31)) {
+    const __m512i idx = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+                                           _mm512_set1_epi32(static_cast<int32_t>(p.o_lane)));
+    for (int v = 0; v < nv; ++v) {
+      const int64_t valid = std::min<int64_t>(p.valid - v * lanes, lanes);
+      if (valid <= 0) return;
+      const __mmask16 m = static_cast<__mmask16>((uint32_t{1} << valid) - 1);
+      for (int j = 0; j < nj; ++j) {
+        float* out = p.out + v * p.o_v + j * p.o_j;
+        __m512 x = _mm512_load_ps(tile + (v * nj + j) * lanes);
+        if (p.accumulate) x = _mm512_add_ps(x, _mm512_mask_i32gather_ps(_mm512_setzero_ps(), m, idx, out, 4));
+        _mm512_mask_i32scatter_ps(out, m, idx, x, 4);
       }
     }
     return;
@@ -154,9 +186,40 @@ HWY_INLINE const float* Column(const char* b, int j, int64_t s1, int64_t s3, int
 // The reduction of the broadcast kernel. kB: the column stride b_j when known at compile time (1: adjacent pixels
 // or packed channels; the vector width: channel-blocked pixels), so broadcasts address constant offsets; 0: a
 // runtime stride.
+// One reduction step: NV vectors of A times NJ broadcasts of B into acc.
+template <int NV, int NJ, int kB>
+HWY_INLINE void BcastStep(const float* a, const float* b, int64_t s1, int64_t s3, int64_t s5, int64_t s7,
+                          V (&acc)[NV][NJ]) {
+  const D d;
+  const int64_t lanes = static_cast<int64_t>(hn::Lanes(d));
+  V av[NV];
+#pragma GCC unroll 32
+  for (int v = 0; v < NV; ++v) av[v] = hn::LoadU(d, a + v * lanes);
+#pragma GCC unroll 32
+  for (int j = 0; j < NJ; ++j) {
+    const float* column = kB > 0 ? b + j * kB : Column(reinterpret_cast<const char*>(b), j, s1, s3, s5, s7);
+    const V bv = hn::Set(d, *column);
+#pragma GCC unroll 32
+    for (int v = 0; v < NV; ++v) acc[v][j] = hn::MulAdd(av[v], bv, acc[v][j]);
+  }
+}
+
 template <int NV, int NJ, int kB, bool kPrefetch = false>
 HWY_INLINE void BcastReduce(const BcastArgs& p, V (&acc)[NV][NJ]) {
   const D d;
+  // Blocks of 6 accumulators or fewer alternate steps between two sets, added at the end: with one set each
+  // accumulator's chain of multiply-adds (4 cycles each, 2 a cycle) left the FMA units a quarter idle or more. The
+  // 2 x 3 block of backward-filter's vectors over 32 output channels (stems of 3 input channels, 3x3 stride 2):
+  // one thread, a 512x512 image, 1.95 -> 1.6 ms.
+  constexpr bool kSplit = NV * NJ <= 6 && HWY_TARGET != HWY_SCALAR && HWY_TARGET != HWY_EMU128;
+  V acc2[kSplit ? NV : 1][kSplit ? NJ : 1];
+  if constexpr (kSplit) {
+#pragma GCC unroll 32
+    for (int v = 0; v < NV; ++v) {
+#pragma GCC unroll 32
+      for (int j = 0; j < NJ; ++j) acc2[v][j] = hn::Zero(d);
+    }
+  }
   const int64_t lanes = static_cast<int64_t>(hn::Lanes(d));
   const int64_t s1 = static_cast<int64_t>(sizeof(float)) * (kB > 0 ? kB : p.b_j);
   const int64_t s3 = 3 * s1, s5 = 5 * s1, s7 = 7 * s1;
@@ -203,24 +266,32 @@ HWY_INLINE void BcastReduce(const BcastArgs& p, V (&acc)[NV][NJ]) {
           __builtin_prefetch(ahead, 0, 2);
           ahead += p.prefetch_step;
         }
-        V av[NV];
-#pragma GCC unroll 32
-        for (int v = 0; v < NV; ++v) av[v] = hn::LoadU(d, a + v * lanes);
-#pragma GCC unroll 32
-        for (int j = 0; j < NJ; ++j) {
-          const float* column = kB > 0 ? b + j * kB : Column(reinterpret_cast<const char*>(b), j, s1, s3, s5, s7);
-          const V bv = hn::Set(d, *column);
-#pragma GCC unroll 32
-          for (int v = 0; v < NV; ++v) acc[v][j] = hn::MulAdd(av[v], bv, acc[v][j]);
+        if constexpr (kSplit) {
+          // Odd steps into the second set.
+          if (i2 & 1) {
+            BcastStep<NV, NJ, kB>(a, b, s1, s3, s5, s7, acc2);
+            continue;
+          }
         }
+        BcastStep<NV, NJ, kB>(a, b, s1, s3, s5, s7, acc);
       }
+    }
+  }
+  if constexpr (kSplit) {
+#pragma GCC unroll 32
+    for (int v = 0; v < NV; ++v) {
+#pragma GCC unroll 32
+      for (int j = 0; j < NJ; ++j) acc[v][j] = hn::Add(acc[v][j], acc2[v][j]);
     }
   }
 }
 
 // acc[v][j] += A[v] * broadcast(B[j]) over three reduction levels; see BcastArgs. Column strides of 1 and of the
 // vector width (the common cases: adjacent pixels or packed channels, channel-blocked pixels) get their own copy of
-// the loop with constant offsets.
+// the loop with constant offsets, and so do stride 2's (planar and channel-blocked pixels two apart): with a
+// runtime stride each broadcast took an address add besides its multiply-add (a 1x1 stride-2 layer, 256 -> 512
+// channels at 28x28, forward on channel-blocked input: 69% of its time in the 2 x 14 block, at 3/4 of the rate of
+// the same block at stride 1).
 template <int NV, int NJ>
 void Bcast(const BcastArgs& p) {
   const D d;
@@ -240,6 +311,10 @@ void Bcast(const BcastArgs& p) {
     BcastReduce<NV, NJ, kLanes, true>(p, acc);
   } else if (kLanes > 1 && p.b_j == kLanes) {
     BcastReduce<NV, NJ, kLanes>(p, acc);
+  } else if (kLanes > 1 && p.b_j == 2 * kLanes) {
+    BcastReduce<NV, NJ, 2 * kLanes>(p, acc);
+  } else if (kLanes > 1 && p.b_j == 2) {
+    BcastReduce<NV, NJ, 2>(p, acc);
   } else {
     BcastReduce<NV, NJ, 0>(p, acc);
   }
@@ -570,55 +645,6 @@ void Gather(const float* HWY_RESTRICT src, int64_t stride, int64_t count, float*
   for (; i < count; ++i) dst[i] = src[i * stride];
 }
 
-#if HWY_ARCH_X86 && (HWY_TARGET <= HWY_AVX3 || HWY_TARGET == HWY_AVX2)
-// Transposes r[0..lanes) (row i: lanes floats) in place: afterwards r[j] holds element j of every row. The
-// unpack / shuffle network of 32-bit, 64-bit and 128-bit steps (AVX2 8 x 8, AVX-512 16 x 16).
-HWY_INLINE void TransposeSquare(V* r) {
-#if HWY_TARGET <= HWY_AVX3
-  __m512 u[16];
-#pragma GCC unroll 4
-  for (int g = 0; g < 4; ++g) {
-    const __m512 a = r[4 * g].raw, b = r[4 * g + 1].raw, c = r[4 * g + 2].raw, e = r[4 * g + 3].raw;
-    const __m512d t0 = _mm512_castps_pd(_mm512_unpacklo_ps(a, b)), t1 = _mm512_castps_pd(_mm512_unpackhi_ps(a, b));
-    const __m512d t2 = _mm512_castps_pd(_mm512_unpacklo_ps(c, e)), t3 = _mm512_castps_pd(_mm512_unpackhi_ps(c, e));
-    // Lane L of u[4g + k]: rows 4g..4g+3 at column 4L + k.
-    u[4 * g] = _mm512_castpd_ps(_mm512_unpacklo_pd(t0, t2));
-    u[4 * g + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(t0, t2));
-    u[4 * g + 2] = _mm512_castpd_ps(_mm512_unpacklo_pd(t1, t3));
-    u[4 * g + 3] = _mm512_castpd_ps(_mm512_unpackhi_pd(t1, t3));
-  }
-#pragma GCC unroll 4
-  for (int k = 0; k < 4; ++k) {
-    const __m512 wa = _mm512_shuffle_f32x4(u[k], u[4 + k], 0x88), wb = _mm512_shuffle_f32x4(u[k], u[4 + k], 0xdd);
-    const __m512 xa = _mm512_shuffle_f32x4(u[8 + k], u[12 + k], 0x88),
-                 xb = _mm512_shuffle_f32x4(u[8 + k], u[12 + k], 0xdd);
-    r[k].raw = _mm512_shuffle_f32x4(wa, xa, 0x88);       // column k
-    r[4 + k].raw = _mm512_shuffle_f32x4(wb, xb, 0x88);   // column 4 + k
-    r[8 + k].raw = _mm512_shuffle_f32x4(wa, xa, 0xdd);   // column 8 + k
-    r[12 + k].raw = _mm512_shuffle_f32x4(wb, xb, 0xdd);  // column 12 + k
-  }
-#else
-  __m256 u[8];
-#pragma GCC unroll 2
-  for (int g = 0; g < 2; ++g) {
-    const __m256 a = r[4 * g].raw, b = r[4 * g + 1].raw, c = r[4 * g + 2].raw, e = r[4 * g + 3].raw;
-    const __m256 t0 = _mm256_unpacklo_ps(a, b), t1 = _mm256_unpackhi_ps(a, b);
-    const __m256 t2 = _mm256_unpacklo_ps(c, e), t3 = _mm256_unpackhi_ps(c, e);
-    // Lane L of u[4g + k]: rows 4g..4g+3 at column 4L + k.
-    u[4 * g] = _mm256_shuffle_ps(t0, t2, 0x44);
-    u[4 * g + 1] = _mm256_shuffle_ps(t0, t2, 0xee);
-    u[4 * g + 2] = _mm256_shuffle_ps(t1, t3, 0x44);
-    u[4 * g + 3] = _mm256_shuffle_ps(t1, t3, 0xee);
-  }
-#pragma GCC unroll 4
-  for (int k = 0; k < 4; ++k) {
-    r[k].raw = _mm256_permute2f128_ps(u[k], u[4 + k], 0x20);
-    r[4 + k].raw = _mm256_permute2f128_ps(u[k], u[4 + k], 0x31);
-  }
-#endif
-}
-#define CONVTUNE_HAVE_TRANSPOSE 1
-#endif
 
 // See InterleaveFn. With a transpose: tiles of lanes channels x lanes pixels (missing channels read as zero,
 // missing pixels masked), else element by element.
@@ -659,7 +685,6 @@ void Interleave(const float* HWY_RESTRICT src, int64_t plane, int64_t channels, 
   for (int64_t p = 0; p < pixels; ++p)
     for (int64_t c = 0; c < block; ++c) dst[p * block + c] = c < channels ? src[c * plane + p] : 0.0f;
 }
-#undef CONVTUNE_HAVE_TRANSPOSE
 
 void FillTable(KernelTable& t) {
   t.gather = &Gather;

@@ -4,16 +4,20 @@
 // multiplier) here, so it idles or re-reads its input per tap; this family works a plane at a time instead: the
 // input plane (or, backward-data, dy's plane) is copied padded and split into stride_w phases, so that every filter
 // tap reads one contiguous run along an output row, vectors along that row. Unit-stride 3x3 and 5x5 layers read
-// their planes in place instead (forward, and backward-data with one output per channel), borders masked.
+// their planes in place instead (forward, and backward-data with one output per channel), borders masked. Layers
+// without a channel multiplier also have the channel-blocked form (FORM 1, channel_form.h: vectors across channels),
+// the untuned choice unless the plane form reads in place along rows of two vectors or more.
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <atomic>
 #include <cstring>
+#include <memory>
 #include <vector>
 
 #include "src/backend/cpu/host_program.h"
 #include "src/core/parallel_for.h"
+#include "src/families/cpu_depthwise/channel_form.h"
 #include "src/families/cpu_depthwise/row_kernels.h"
 #include "src/families/cpu_family.h"
 #include "src/families/depthwise/depthwise_layer.h"
@@ -113,7 +117,9 @@ Scratch& scratch(size_t plane_floats, size_t row_floats, size_t pointers) {
 
 class Depthwise {
  public:
-  Depthwise(const ConvProblem& pb, int64_t vecs) : pb_(pb), vecs_(vecs), id_(next_id()) {
+  Depthwise(const ConvProblem& pb, int64_t vecs, int64_t form) : pb_(pb), vecs_(vecs), form_(form), id_(next_id()) {
+    if (form_ == 1)
+      channel_ = std::make_unique<cpu_depthwise::ChannelForm>(pb, cpu_depthwise::row_kernels(cpu::active_isa()).lanes);
     const int64_t sw = pb.stride.w, dw = pb.dilation.w;
     x_plane_ = x_plane_of(pb);
     dy_left_ = (pb.s - 1) * dw / sw;
@@ -177,8 +183,14 @@ class Depthwise {
     return PhasePlane::make(pb.p(), top, top + (pb.h - 1 + pb.pad.h) / sh + 2, pb.q(), left,
                             left + std::max(pb.q(), q_end), 1);
   }
-  // Floats of one thread's scratch (Scratch) at most, from the geometry alone: what the plan counts as host memory.
-  static int64_t scratch_floats(const ConvProblem& pb) {
+  // Floats of one thread's scratch at most for the form (FORM), from the geometry alone: what the plan counts as
+  // host memory.
+  static int64_t scratch_floats(const ConvProblem& pb, int64_t form) {
+    if (form == 1) {
+      // The channel form's copy, output plane and weights (its backward-filter sums are allocated per run).
+      const int lanes = cpu_depthwise::row_kernels(cpu::active_isa()).lanes;
+      return cpu_depthwise::ChannelForm(pb, lanes).scratch_floats();
+    }
     const int64_t planes = std::max(x_plane_of(pb).floats(), pb.k_per_group() * dy_plane_of(pb).floats());
     const int64_t taps = pb.k_per_group() * pb.r * pb.s;
     return planes + 16 + (pb.stride.w > 1 ? pb.h * pb.w : 0) + 5 * taps;  // two pointers and a weight per tap
@@ -186,6 +198,7 @@ class Depthwise {
 
   // The problem's operands x, w and y (dy); the direction says which one is written.
   void run(float* x, float* w, float* y) const {
+    if (channel_) return channel_->run(cpu_depthwise::row_kernels(cpu::active_isa()), x, w, y);
     const cpu_depthwise::RowKernels& k = cpu_depthwise::row_kernels(cpu::active_isa());
     const int index = vecs_ == 4 ? 2 : vecs_ == 2 ? 1 : 0;
     const cpu_depthwise::PlaneDirect direct = direct_kernel(k);
@@ -456,6 +469,8 @@ class Depthwise {
 
   ConvProblem pb_;
   int64_t vecs_;
+  int64_t form_;  // FORM: 0 planes, 1 channel-blocked (channel_form.h)
+  std::unique_ptr<cpu_depthwise::ChannelForm> channel_;
   uint64_t id_;
   PhasePlane x_plane_, dy_plane_;
   int64_t dy_left_ = 0;
@@ -478,7 +493,8 @@ class CpuDepthwiseFamily final : public CpuFamily {
   CpuDepthwiseFamily() : CpuFamily(Problem::Kind::Convolution) {
     cpu::register_host_program(kProgram, [](const ProgramSource& source) {
       const ConvProblem pb = parse_problem(source.defines.at("PROBLEM"));
-      auto conv = std::make_shared<Depthwise>(pb, cpu::define_int(source, "VECS"));
+      const int64_t form = source.defines.count("FORM") ? cpu::define_int(source, "FORM") : 0;
+      auto conv = std::make_shared<Depthwise>(pb, cpu::define_int(source, "VECS"), form);
       return std::map<std::string, cpu::HostKernel>{{"convolve", [conv](const std::vector<KernelArg>& args) {
                                                        conv->run(cpu::host_floats(args.at(0), "x"),
                                                                  cpu::host_floats(args.at(1), "w"),
@@ -492,6 +508,7 @@ class CpuDepthwiseFamily final : public CpuFamily {
            "and split into stride phases, SIMD row kernels (Highway: AVX-512, AVX2, scalar) summing, scattering or "
            "dotting whole rows per filter tap, on the persistent thread pool";
   }
+  int kernel_version() const override { return 2; }  // 2: the channel-blocked form (FORM)
 
   std::string unsupported_reason(const Problem& problem, const Epilogue& epilogue,
                                  const DeviceInfo& device) const override {
@@ -504,14 +521,29 @@ class CpuDepthwiseFamily final : public CpuFamily {
   // A single group (one input channel, many outputs: Fashion-MNIST's first layer) is a plain convolution that
   // cpu_blocked's kernels fill.
 
-  std::vector<Parameter> parameters(const Problem&) const override {
-    return {{"VECS", {4, 2, 1}, "vectors along an output row per register block (one broadcast weight per tap)"}};
+  std::vector<Parameter> parameters(const Problem& problem) const override {
+    std::vector<Parameter> list = {
+        {"VECS", {4, 2, 1}, "vectors along an output row per register block (one broadcast weight per tap; FORM 0)"}};
+    if (cpu_depthwise::channel_form_applies(problem.conv()))
+      list.push_back({"FORM", {0, 1},
+                      "0 = planes (vectors along rows), 1 = channel-blocked (vectors across channels, interleaved "
+                      "per pixel in a padded copy)"});
+    return list;
   }
-  std::vector<Constraint> constraints(const Problem&) const override { return {}; }
-  Config default_config(const Problem&, const DeviceInfo&) const override { return {{"VECS", 4}}; }
+  // VECS blocks the plane form's rows only: the channel form takes one value of it, so a search times it once.
+  std::vector<Constraint> constraints(const Problem& problem) const override {
+    if (!cpu_depthwise::channel_form_applies(problem.conv())) return {};
+    return {{"the channel-blocked form (FORM 1) with VECS 4 (VECS blocks the plane form's rows)", {"FORM", "VECS"},
+             [](const ConstraintContext& c) { return c.config.at("FORM") == 0 || c.config.at("VECS") == 4; }}};
+  }
+  Config default_config(const Problem& problem, const DeviceInfo&) const override {
+    Config config = {{"VECS", 4}};
+    if (cpu_depthwise::channel_form_applies(problem.conv())) config["FORM"] = default_form(problem.conv());
+    return config;
+  }
   KernelRecipe recipe(const Problem& problem, const Epilogue&, const Config& config, const DeviceInfo&) const override {
     KernelRecipe recipe = cpu_recipe(kProgram, "convolve", problem, config);
-    recipe.host_bytes = scratch_bytes(problem.conv());
+    recipe.host_bytes = scratch_bytes(problem.conv(), config.count("FORM") ? config.at("FORM") : 0);
     return recipe;
   }
   std::string untuned_poor_fit(const Problem& problem, const DeviceInfo& device) const override {
@@ -520,11 +552,23 @@ class CpuDepthwiseFamily final : public CpuFamily {
   }
 
  private:
-  // The per-thread scratch a run keeps (thread_local, kept after the run): the larger of x's padded plane in stride
-  // phases and dy's planes of one channel's outputs, one output row, every pool thread's. Planes in stride phases
-  // grow with the stride where it passes the padded width: part of what the workspace limit bounds.
-  static size_t scratch_bytes(const ConvProblem& pb) {
-    return static_cast<size_t>(Depthwise::scratch_floats(pb)) * sizeof(float) * hardware_threads();
+  // The channel-blocked form, but for unit-stride 3x3 and 5x5 layers whose rows fill two vectors or more: those
+  // read their planes in place with every lane busy, and the channel form's interleaving moves cost more than they
+  // save there (MobileNetV2's 56x56 depthwise: level or slower). On rows of 7 or 14, stride 2 and 7x7 filters the
+  // channel form took 0.2-0.55x the plane form's time (one thread, Intel Xeon: ConvNeXt's 7x7 at 7x7 planes 1.95
+  // -> 0.46 ms forward; EfficientNet's 5x5 stride 2 backward-data 0.22 -> 0.07; backward-filter 8.5 -> 0.67 ms on
+  // the 7x7 planes, 0.17 -> 0.03 on MobileNetV2's 3x3 stride 2 at batch 1).
+  static int64_t default_form(const ConvProblem& pb) {
+    const bool in_place = pb.stride.h == 1 && pb.stride.w == 1 && pb.r == pb.s && (pb.r == 3 || pb.r == 5);
+    const int64_t lanes = cpu_depthwise::row_kernels(cpu::active_isa()).lanes;
+    return in_place && pb.w >= 2 * lanes ? 0 : 1;
+  }
+  // The per-thread scratch a run keeps (thread_local, kept after the run), every pool thread's. The plane form's:
+  // the larger of x's padded plane in stride phases and dy's planes of one channel's outputs, and one output row;
+  // planes in stride phases grow with the stride where it passes the padded width, part of what the workspace limit
+  // bounds. The channel form's: a block's padded interleaved copy and output plane (channel_form.h).
+  static size_t scratch_bytes(const ConvProblem& pb, int64_t form) {
+    return static_cast<size_t>(Depthwise::scratch_floats(pb, form)) * sizeof(float) * hardware_threads();
   }
 };
 

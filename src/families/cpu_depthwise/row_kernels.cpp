@@ -10,6 +10,8 @@
 
 #include <algorithm>
 
+#include "src/backend/cpu/store_first-inl.h"
+#include "src/backend/cpu/transpose-inl.h"
 #include "src/families/cpu_depthwise/row_kernels.h"
 
 HWY_BEFORE_NAMESPACE();
@@ -19,6 +21,9 @@ namespace hn = hwy::HWY_NAMESPACE;
 
 using D = hn::ScalableTag<float>;
 using V = hn::Vec<D>;
+#ifdef CONVTUNE_HAVE_TRANSPOSE
+using cpu::HWY_NAMESPACE::TransposeSquare;  // src/backend/cpu/transpose-inl.h
+#endif
 
 // Lanes [lo, hi) from p, zero elsewhere (`m` is that range as a mask). x86's masked loads never touch the other
 // lanes, so p may point before a buffer or its vector run past the end; Highway's emulated and scalar targets load
@@ -314,6 +319,194 @@ void PlaneDotDirectR(const float* in, const DirectGeometry& g, const float* b, d
   for (int t = 0; t < R * R; ++t) sums[t] += static_cast<double>(hn::GetLane(hn::SumOfLanes(d, acc[t])));
 }
 
+// B outputs of the channel-blocked sum, each an accumulator across lanes channels: per tap one weight vector, then
+// B multiply-adds reading the input where it lies. STEP: the outputs' input step in vectors when known at compile
+// time (1, 2), else 0 and `in_step` (a constant step lets each load carry its displacement instead of an add a load:
+// 7x7 taps over rows of 7 outputs were issue-bound on those adds).
+template <int B, int STEP>
+HWY_INLINE void ChannelBlockSum(const float* in, const int64_t* in_offsets, const float* weights,
+                                const int64_t* w_offsets, int64_t taps, int64_t in_step, float* out,
+                                int64_t out_step) {
+  const D d;
+  const int64_t step = STEP > 0 ? STEP * static_cast<int64_t>(hn::Lanes(d)) : in_step;
+  V acc[B];
+#pragma GCC unroll 16
+  for (int b = 0; b < B; ++b) acc[b] = hn::Zero(d);
+  for (int64_t t = 0; t < taps; ++t) {
+    const V w = hn::LoadU(d, weights + w_offsets[t]);
+    const float* row = in + in_offsets[t];
+#pragma GCC unroll 16
+    for (int b = 0; b < B; ++b) acc[b] = hn::MulAdd(w, hn::LoadU(d, row + b * step), acc[b]);
+  }
+#pragma GCC unroll 16
+  for (int b = 0; b < B; ++b) hn::StoreU(acc[b], d, out + b * out_step);
+}
+
+template <int STEP>
+void ChannelSumSteps(const float* in, const int64_t* in_offsets, const float* weights, const int64_t* w_offsets,
+                     int64_t taps, int64_t count, int64_t in_step, float* out, int64_t out_step) {
+  const int64_t blocks = (count + kChannelBlock - 1) / kChannelBlock;
+  for (int64_t i = 0, j = 0; i < blocks; ++i) {
+    const int64_t end = count * (i + 1) / blocks;
+    const float* at = in + j * in_step;
+    float* o = out + j * out_step;
+    switch (end - j) {
+#define CONVTUNE_CHANNEL_BLOCK(n) \
+  case n: ChannelBlockSum<n, STEP>(at, in_offsets, weights, w_offsets, taps, in_step, o, out_step); break;
+      CONVTUNE_CHANNEL_BLOCK(1) CONVTUNE_CHANNEL_BLOCK(2) CONVTUNE_CHANNEL_BLOCK(3) CONVTUNE_CHANNEL_BLOCK(4)
+      CONVTUNE_CHANNEL_BLOCK(5) CONVTUNE_CHANNEL_BLOCK(6) CONVTUNE_CHANNEL_BLOCK(7) CONVTUNE_CHANNEL_BLOCK(8)
+      CONVTUNE_CHANNEL_BLOCK(9) CONVTUNE_CHANNEL_BLOCK(10) CONVTUNE_CHANNEL_BLOCK(11) CONVTUNE_CHANNEL_BLOCK(12)
+      CONVTUNE_CHANNEL_BLOCK(13) CONVTUNE_CHANNEL_BLOCK(14)
+#undef CONVTUNE_CHANNEL_BLOCK
+      default: break;
+    }
+    j = end;
+  }
+}
+
+// `count` outputs in blocks of equal size (a row of 28 is two blocks of 14, not 14 + 14 + 0; one of 16 is two of
+// 8, not 14 + 2, whose block of 2 would leave the FMA units waiting on each accumulator's chain).
+void ChannelSumRow(const float* in, const int64_t* in_offsets, const float* weights, const int64_t* w_offsets,
+                   int64_t taps, int64_t count, int64_t in_step, float* out, int64_t out_step) {
+  const int64_t lanes = static_cast<int64_t>(hn::Lanes(D()));
+  if (in_step == lanes)
+    ChannelSumSteps<1>(in, in_offsets, weights, w_offsets, taps, count, in_step, out, out_step);
+  else if (in_step == 2 * lanes)
+    ChannelSumSteps<2>(in, in_offsets, weights, w_offsets, taps, count, in_step, out, out_step);
+  else
+    ChannelSumSteps<0>(in, in_offsets, weights, w_offsets, taps, count, in_step, out, out_step);
+}
+static_assert(kChannelBlock == 14, "ChannelSumRow's switch names every block size up to kChannelBlock");
+
+// Up to kDotTaps taps at a time, each an accumulator across channels: per output pixel one dy vector, then a
+// multiply-add per tap reading x where it lies.
+constexpr int64_t kDotTaps = 12;
+template <int T>
+HWY_INLINE void ChannelDotTaps(const float* in, const int64_t* row_offsets, int64_t rows, int64_t count,
+                               int64_t in_step, const int64_t* tap_offsets, const float* dy, double* sums) {
+  const D d;
+  const int64_t lanes = static_cast<int64_t>(hn::Lanes(d));
+  V acc[T];
+  int64_t off[T];
+#pragma GCC unroll 16
+  for (int t = 0; t < T; ++t) acc[t] = hn::Zero(d), off[t] = tap_offsets[t];
+  for (int64_t i = 0; i < rows; ++i) {
+    const float* row = in + row_offsets[i];
+    const float* b = dy + i * count * lanes;
+    for (int64_t x = 0; x < count; ++x, row += in_step, b += lanes) {
+      const V g = hn::LoadU(d, b);
+#pragma GCC unroll 16
+      for (int t = 0; t < T; ++t) acc[t] = hn::MulAdd(hn::LoadU(d, row + off[t]), g, acc[t]);
+    }
+  }
+  HWY_ALIGN float lane[hn::MaxLanes(D())];
+#pragma GCC unroll 16
+  for (int t = 0; t < T; ++t) {
+    hn::Store(acc[t], d, lane);
+    for (int64_t l = 0; l < lanes; ++l) sums[t * lanes + l] += static_cast<double>(lane[l]);
+  }
+}
+
+void ChannelDotRows(const float* in, const int64_t* row_offsets, int64_t rows, int64_t count, int64_t in_step,
+                    const int64_t* tap_offsets, int64_t taps, const float* dy, double* sums) {
+  const int64_t lanes = static_cast<int64_t>(hn::Lanes(D()));
+  // Groups of equal size (25 taps: 9 + 8 + 8, not 12 + 12 + 1).
+  const int64_t groups = (taps + kDotTaps - 1) / kDotTaps;
+  for (int64_t g = 0, t = 0; g < groups; ++g) {
+    const int64_t end = taps * (g + 1) / groups;
+    switch (end - t) {
+#define CONVTUNE_DOT_TAPS(n)                                                                                   \
+  case n:                                                                                                      \
+    ChannelDotTaps<n>(in, row_offsets, rows, count, in_step, tap_offsets + t, dy, sums + t * lanes); \
+    break;
+      CONVTUNE_DOT_TAPS(1) CONVTUNE_DOT_TAPS(2) CONVTUNE_DOT_TAPS(3) CONVTUNE_DOT_TAPS(4) CONVTUNE_DOT_TAPS(5)
+      CONVTUNE_DOT_TAPS(6) CONVTUNE_DOT_TAPS(7) CONVTUNE_DOT_TAPS(8) CONVTUNE_DOT_TAPS(9) CONVTUNE_DOT_TAPS(10)
+      CONVTUNE_DOT_TAPS(11) CONVTUNE_DOT_TAPS(12)
+#undef CONVTUNE_DOT_TAPS
+      default: break;
+    }
+    t = end;
+  }
+}
+static_assert(kDotTaps == 12, "ChannelDotRows' switch names every group size up to kDotTaps");
+
+// See ToChannels: tiles of lanes channels x lanes pixels of the run transposed in registers where the target has
+// it, each pixel stored at its row and column of the destination.
+void ToChannelsPlane(const float* HWY_RESTRICT src, int64_t plane, int64_t channels, int64_t rows, int64_t cols,
+                     float* HWY_RESTRICT dst, int64_t dst_row) {
+  const D d;
+  const int64_t lanes = static_cast<int64_t>(hn::Lanes(d));
+  const int64_t count = rows * cols;
+#ifdef CONVTUNE_HAVE_TRANSPOSE
+  constexpr int64_t kLanes = static_cast<int64_t>(hn::MaxLanes(D()));
+  int64_t i = 0, x = 0;  // the destination row and column of the next pixel
+  for (int64_t x0 = 0; x0 < count; x0 += kLanes) {
+    const int64_t n = std::min(kLanes, count - x0);
+    V r[kLanes];
+    if (n == kLanes && channels == kLanes) {
+#pragma GCC unroll 16
+      for (int64_t l = 0; l < kLanes; ++l) r[l] = hn::LoadU(d, src + l * plane + x0);
+    } else {
+      const auto m = hn::FirstN(d, static_cast<size_t>(n));
+      for (int64_t l = 0; l < kLanes; ++l)
+        r[l] = l < channels ? LoadRange(d, src + l * plane + x0, m, 0, n) : hn::Zero(d);
+    }
+    TransposeSquare(r);
+    if (n == kLanes) {
+#pragma GCC unroll 16
+      for (int64_t p = 0; p < kLanes; ++p) {
+        hn::StoreU(r[p], d, dst + i * dst_row + x * kLanes);
+        if (++x == cols) x = 0, ++i;
+      }
+      continue;
+    }
+    for (int64_t p = 0; p < n; ++p) {
+      hn::StoreU(r[p], d, dst + i * dst_row + x * kLanes);
+      if (++x == cols) x = 0, ++i;
+    }
+  }
+#else
+  for (int64_t at = 0; at < count; ++at)
+    for (int64_t l = 0; l < lanes; ++l)
+      dst[(at / cols) * dst_row + (at % cols) * lanes + l] = l < channels ? src[l * plane + at] : 0.0f;
+#endif
+  (void)lanes;
+}
+
+// See FromChannels.
+void FromChannelsRow(const float* HWY_RESTRICT src, int64_t count, int64_t channels, float* HWY_RESTRICT dst,
+                     int64_t plane) {
+  const D d;
+  const int64_t lanes = static_cast<int64_t>(hn::Lanes(d));
+#ifdef CONVTUNE_HAVE_TRANSPOSE
+  constexpr int64_t kLanes = static_cast<int64_t>(hn::MaxLanes(D()));
+  for (int64_t x0 = 0; x0 < count; x0 += kLanes) {
+    const int64_t n = std::min(kLanes, count - x0);
+    V r[kLanes];
+    if (n == kLanes) {
+#pragma GCC unroll 16
+      for (int64_t x = 0; x < kLanes; ++x) r[x] = hn::LoadU(d, src + (x0 + x) * kLanes);
+    } else {
+      for (int64_t x = 0; x < kLanes; ++x) r[x] = x < n ? hn::LoadU(d, src + (x0 + x) * kLanes) : hn::Zero(d);
+    }
+    TransposeSquare(r);
+    if (n == kLanes && channels == kLanes) {
+#pragma GCC unroll 16
+      for (int64_t l = 0; l < kLanes; ++l) hn::StoreU(r[l], d, dst + l * plane + x0);
+    } else if (n == kLanes) {
+      for (int64_t l = 0; l < channels; ++l) hn::StoreU(r[l], d, dst + l * plane + x0);
+    } else {
+      for (int64_t l = 0; l < channels; ++l) cpu::HWY_NAMESPACE::StoreFirst(r[l], d, static_cast<size_t>(n),
+                                                                    dst + l * plane + x0);
+    }
+  }
+#else
+  for (int64_t x = 0; x < count; ++x)
+    for (int64_t l = 0; l < channels; ++l) dst[l * plane + x] = src[x * lanes + l];
+#endif
+  (void)lanes;
+}
+
 void FillTable(RowKernels& k) {
   k.lanes = static_cast<int>(hn::Lanes(D()));
   k.plane_sum[0] = &PlaneSumRows<1>, k.plane_sum[1] = &PlaneSumRows<2>, k.plane_sum[2] = &PlaneSumRows<4>;
@@ -321,6 +514,10 @@ void FillTable(RowKernels& k) {
   k.deinterleave2 = &Deinterleave2;
   k.plane_direct[0] = &PlaneDirectR<3>, k.plane_direct[1] = &PlaneDirectR<5>;
   k.plane_dot_direct[0] = &PlaneDotDirectR<3>, k.plane_dot_direct[1] = &PlaneDotDirectR<5>;
+  k.channel_sum = &ChannelSumRow;
+  k.channel_dot = &ChannelDotRows;
+  k.to_channels = &ToChannelsPlane;
+  k.from_channels = &FromChannelsRow;
 }
 
 }  // namespace HWY_NAMESPACE

@@ -2,6 +2,8 @@
 // scalar): weighted sums of rows over a plane (an offset and a weight per filter tap) and dot products of rows.
 // The family's plane loops (cpu_depthwise_family.cpp) turn every direction, stride, padding and dilation into such
 // rows by copying planes padded and split into stride phases, so that each tap reads one contiguous run per row.
+// And the channel-blocked form's kernels: sums with vectors across channels, and the moves between planes and
+// pixels of interleaved channels.
 #pragma once
 
 #include <cstdint>
@@ -32,6 +34,28 @@ using PlaneDirect = void (*)(const float* in, const DirectGeometry& g, const flo
 // in[(p + r dil_h - pad_h) * in_w + q + s dil_w - pad_w] (zero outside the in_h x in_w plane).
 using PlaneDotDirect = void (*)(const float* in, const DirectGeometry& g, const float* b, double* sums);
 
+// The channel-blocked form (lanes channels interleaved per pixel, vectors across channels: no lane idles on a
+// short row, and each tap's weights are one vector loaded once per block of outputs).
+// out[j * out_step + l] = sum over t < taps of weights[w_offsets[t] + l] * in[in_offsets[t] + j * in_step + l] for
+// j < count and l < lanes (zero for no taps): register blocks of up to kChannelBlock outputs.
+using ChannelSum = void (*)(const float* in, const int64_t* in_offsets, const float* weights,
+                            const int64_t* w_offsets, int64_t taps, int64_t count, int64_t in_step, float* out,
+                            int64_t out_step);
+// `channels` (<= lanes) planes of rows x cols floats (contiguous, `plane` apart) interleaved into pixels of lanes
+// channels: pixel (i, x) to dst + i * dst_row + x * lanes, zero lanes for l >= channels. The planes are read as
+// one run of rows x cols pixels, so small planes (7x7) fill whole transposed tiles.
+using ToChannels = void (*)(const float* src, int64_t plane, int64_t channels, int64_t rows, int64_t cols,
+                            float* dst, int64_t dst_row);
+// The reverse over one run: dst[l * plane + x] = src[x * lanes + l] for l < channels and x < count (dst's other
+// floats untouched).
+using FromChannels = void (*)(const float* src, int64_t count, int64_t channels, float* dst, int64_t plane);
+// Backward-filter's dots across channels: sums[t * lanes + l] += sum over rows i < rows and x < count of
+// in[row_offsets[i] + tap_offsets[t] + x * in_step + l] * dy[(i * count + x) * lanes + l], for t < taps (float
+// vectors over the call, added to `sums` once).
+using ChannelDot = void (*)(const float* in, const int64_t* row_offsets, int64_t rows, int64_t count,
+                            int64_t in_step, const int64_t* tap_offsets, int64_t taps, const float* dy, double* sums);
+inline constexpr int kChannelBlock = 14;
+
 struct RowKernels {
   int lanes = 1;
   // even[i] = in[2 i] and odd[i] = in[2 i + 1] for 2 i (+ 1) < count: a row split into stride 2's phases.
@@ -50,6 +74,11 @@ struct RowKernels {
   PlaneDirect plane_direct[2] = {nullptr, nullptr};
   // And backward-filter's dots read in place, for the same filters.
   PlaneDotDirect plane_dot_direct[2] = {nullptr, nullptr};
+  // The channel-blocked form's sum and its layout moves.
+  ChannelSum channel_sum = nullptr;
+  ChannelDot channel_dot = nullptr;
+  ToChannels to_channels = nullptr;
+  FromChannels from_channels = nullptr;
 };
 
 // The kernels of one ISA (the CPU backend's active one by default: cpu::active_isa()).
