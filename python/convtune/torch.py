@@ -728,32 +728,85 @@ def prepare(model: torch.nn.Module, *example_inputs: Any, jobs: Optional[int] = 
 
 def tune_model(model: torch.nn.Module, *example_inputs: Any, budget: float = 60.0,
                database: Optional[TuningDatabase] = None, devices: Optional[Sequence[str]] = None,
-               progress: Any = None, **options: Any) -> List[TuneResult]:
+               progress: Any = None, distributed: bool = False, **options: Any) -> List[TuneResult]:
     """Tunes the convolutions convtune runs in `model` (patch() it first) in all three directions, and makes
     them use the results (set_tuning). The model is run once on `example_inputs` in eval mode without gradients,
     convtune's convolutions returning zeros, to see their shapes; its training mode is restored after.
 
     ``database``: where results go (default: the user's database file); ``devices``: a list of alike devices to
     share the tuning (default: the device each convolution ran on); ``budget`` is in seconds for the whole run;
-    ``progress`` and the other options are those of convtune.tune()."""
+    ``progress`` and the other options are those of convtune.tune().
+
+    ``distributed=True`` (every rank of torch.distributed's default process group calls it, as in a torchrun job on
+    any number of hosts, over NCCL or Gloo): rank r tunes every world-th convolution, from the r-th on, on the device
+    its own convolutions ran on, with that share of ``budget``, so the run takes about budget / world seconds; then the
+    ranks exchange their entries (torch.distributed.all_gather_object) and each merges all of them into its
+    ``database`` and saves it, so every host's file holds every result. Results lists this rank's tasks only."""
     with torch.no_grad():
         found = _record(model, example_inputs, {})
     if not found:
         raise _errors.InvalidArgument("tune_model: the model ran no convolution through convtune: patch(model) "
                                       "first, and pass inputs its forward takes")
+    keys = list(found)
+    if distributed:
+        rank, world = _process_group("tune_model(distributed=True)")
+        keys = keys[rank::world]
     by_device: Dict[str, List[Any]] = {}
-    for key in found:
+    for key in keys:
         conv = _convs[key]
         by_device.setdefault(conv.plan_device, []).append(conv.problem("fwd"))
     if database is None:
         database = TuningDatabase()
+    target = database
+    if distributed:
+        import tempfile
+        scratch = tempfile.TemporaryDirectory(prefix="convtune-tune-rank-")
+        database = TuningDatabase(os.path.join(scratch.name, "entries.json"), shipped=False)
     results: List[TuneResult] = []
     for device, problems in by_device.items():
         share = budget * len(problems) / len(found)
         results += tune(problems, device=list(devices) if devices else device, directions="all", budget=share,
                         database=database, progress=progress, **options)
-    set_tuning(database)
+    if distributed:
+        with scratch:
+            database.save()
+            _merge_every_rank(database.path, target)
+    set_tuning(target)
     return results
+
+
+def _process_group(what: str) -> Tuple[int, int]:
+    """(rank, world size) of torch.distributed's default process group; InvalidArgument when there is none."""
+    import torch.distributed as dist
+    if not dist.is_available() or not dist.is_initialized():
+        raise _errors.InvalidArgument(f"{what}: torch.distributed has no default process group: call "
+                                      "torch.distributed.init_process_group() first (torchrun sets up its environment)")
+    return dist.get_rank(), dist.get_world_size()
+
+
+def _merge_every_rank(own_file: str, database: TuningDatabase) -> None:
+    """Every rank's database file (its text, gathered from all ranks) merged into `database`, which is saved: save()
+    merges what other processes on this host saved meanwhile, so ranks sharing a file lose nothing."""
+    import tempfile
+    import torch.distributed as dist
+    text = b""
+    if os.path.exists(own_file):
+        with open(own_file, "rb") as f:
+            text = f.read()
+    gathered: List[Any] = [None] * dist.get_world_size()
+    dist.all_gather_object(gathered, text)
+    with tempfile.TemporaryDirectory(prefix="convtune-tune-merge-") as folder:
+        for index, other in enumerate(gathered):
+            if not other:
+                continue
+            path = os.path.join(folder, f"rank{index}.json")
+            with open(path, "wb") as f:
+                f.write(other)
+            counts = database.merge_file(path)
+            if counts["damaged"]:
+                raise _errors.TuningDatabaseError(f"tune_model: rank {index}'s entries could not be merged: "
+                                                  f"{counts['damaged']}")
+    database.save()
 
 
 # ---- fused blocks: optimize() ----
