@@ -101,20 +101,43 @@ class ResNet18(nn.Module):
         return self.fc(torch.flatten(F.adaptive_avg_pool2d(x, 1), 1))
 
 
-MODELS = {"lenet": (LeNet, 28), "resnet18": (ResNet18, 32)}
+def torchvision_resnet50(width=64):
+    """torchvision's ResNet-50 (10 classes), for the synthetic ImageNet-sized data (--data synthetic)."""
+    import torchvision
+    return torchvision.models.resnet50(num_classes=10, width_per_group=width)
 
 
-def build(name, width, conv, device, seed):
-    """The model with PyTorch's convolutions ('torch': cuDNN on a GPU) or convtune's ('convtune', via patch())."""
+# name -> (class, image size); resnet50 runs on synthetic RGB images of --image-size.
+MODELS = {"lenet": (LeNet, 28), "resnet18": (ResNet18, 32), "resnet50": (torchvision_resnet50, 224)}
+
+
+def build(name, width, conv, device, seed, fuse=False, channels_last=False):
+    """The model with PyTorch's convolutions ('torch': cuDNN on a GPU) or convtune's ('convtune', via patch(), or
+    optimize() with `fuse`: Conv + BatchNorm (+ shortcut) + ReLU blocks fused where convtune fuses them)."""
     torch.manual_seed(seed)
     cls, _ = MODELS[name]
     model = cls(width).to(device)
+    if channels_last:
+        model = model.to(memory_format=torch.channels_last)
     if conv == "convtune":
         import convtune.torch
-        report = convtune.torch.patch(model)
+        if fuse:  # a GraphModule sharing the model's parameters
+            model = convtune.torch.optimize(model)
+            report = model._convtune_optimize_report.patch
+        else:
+            report = convtune.torch.patch(model)
         if report.left:
             print(report)
     return model
+
+
+def synthetic(count, size, device, seed, classes=10):
+    """`count` random RGB images of size x size with random labels (fixed by `seed`): a stand-in for ImageNet where
+    only the speed and the agreement of two runs matter; the loss falls as the network memorises them."""
+    generator = torch.Generator().manual_seed(seed)
+    images = torch.randn(count, 3, size, size, generator=generator)
+    labels = torch.randint(0, classes, (count,), generator=generator)
+    return images.to(device), labels.to(device)
 
 
 def relative_error(a, b):
@@ -139,6 +162,31 @@ def gradient_check(reference, model, images, labels):
     reference.zero_grad()
     model.zero_grad()
     return worst, where
+
+
+def gradient_check_f64(reference, model, images, labels):
+    """For deep networks, where two FP32 runs differ by more than their own error (batch norms over few values amplify
+    rounding): both models' loss and gradients against a float64 copy of `reference`. Returns the worst relative L2
+    error of each (`model`'s, `reference`'s) and where `model`'s is worst."""
+    import copy
+    model.load_state_dict(reference.state_dict())
+    exact = copy.deepcopy(reference).double().to(memory_format=torch.contiguous_format)
+    runs = []
+    for net, x in ((exact, images.double()), (reference, images), (model, images)):
+        net.zero_grad()
+        loss = F.cross_entropy(net(x), labels)
+        loss.backward()
+        runs.append((loss.detach(), {n: p.grad.detach().clone() for n, p in net.named_parameters()}))
+        net.zero_grad()
+    worst = []
+    for loss, grads in runs[1:]:
+        w, where = relative_error(loss, runs[0][0]), "loss"
+        for name, g in runs[0][1].items():
+            e = relative_error(grads[name], g)
+            if e > w:
+                w, where = e, name
+        worst.append((w, where))
+    return worst[1][0], worst[0][0], worst[1][1]
 
 
 def distributed(device_type):

@@ -6,11 +6,15 @@ Under torchrun (one process per GPU) it trains data-parallel with DistributedDat
   python train.py --model resnet18 --conv both --steps 300                # one GPU: cuDNN, then convtune
   torchrun --nproc_per_node 2 train.py --model resnet18 --conv convtune --steps 300
   python train.py --model lenet --conv both --epochs 2 --tune 60          # tune the layers for 60 s first
+  torchrun --nproc_per_node 2 train.py --model resnet50 --data synthetic --amp bf16 --channels-last --fuse \
+      --conv both --steps 300 --batch 64                                   # ResNet-50 as people train it
 
-The data are Fashion-MNIST's IDX files (--data, default $CONVTUNE_DATA or Debian's dataset-fashion-mnist).
+The data are Fashion-MNIST's IDX files (--data, default $CONVTUNE_DATA or Debian's dataset-fashion-mnist), or with
+--data synthetic (ResNet-50's) random RGB images of --image-size and random labels.
 cuDNN computes in FP32 (TF32 off) unless --tf32, so both sides do the same arithmetic; convtune is FP32 either way.
 """
 import argparse
+import contextlib
 import statistics
 import sys
 import time
@@ -39,10 +43,19 @@ def parse_args(argv):
                    help="tune the model's convolutions (all directions) for this long before training")
     p.add_argument("--tune-family", default="all", help="tune only this kernel family (default: every one)")
     p.add_argument("--tf32", action="store_true", help="let cuDNN use TF32 tensor cores (PyTorch's default)")
+    p.add_argument("--amp", choices=["off", "bf16", "fp16"], default="off",
+                   help="autocast forward and loss to this 16-bit type (both runs)")
+    p.add_argument("--channels-last", action="store_true", help="model and images in torch.channels_last")
+    p.add_argument("--fuse", action="store_true",
+                   help="convtune.torch.optimize() instead of patch(): Conv + BatchNorm (+ shortcut) + ReLU fused")
+    p.add_argument("--image-size", type=int, default=None, help="synthetic images' size (default: the model's)")
     p.add_argument("--warmup", type=int, default=5, help="steps left out of the timing (compiles, allocations)")
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--log-every", type=int, default=50)
     return p.parse_args(argv)
+
+
+AMP_TYPES = {"bf16": torch.bfloat16, "fp16": torch.float16}
 
 
 def synchronize(device):
@@ -66,7 +79,7 @@ def train(args, conv, model, data, test, rank, world, device, say):
     if world > 1:
         model = torch.nn.parallel.DistributedDataParallel(
             model, device_ids=[device.index] if device.type == "cuda" else None)
-    if args.model == "resnet18":
+    if args.model in ("resnet18", "resnet50"):
         optimizer = torch.optim.SGD(model.parameters(), lr=args.lr or 0.05, momentum=0.9, weight_decay=5e-4)
     else:
         optimizer = torch.optim.Adam(model.parameters(), lr=args.lr or 1e-3)
@@ -83,7 +96,12 @@ def train(args, conv, model, data, test, rank, world, device, say):
         synchronize(device)
         t0 = time.perf_counter()
         optimizer.zero_grad(set_to_none=True)
-        loss = F.cross_entropy(model(images[index]), labels[index])
+        batch = images[index]
+        if args.channels_last:
+            batch = batch.contiguous(memory_format=torch.channels_last)
+        with (torch.autocast(device.type, dtype=AMP_TYPES[args.amp]) if args.amp != "off" else
+              contextlib.nullcontext()):
+            loss = F.cross_entropy(model(batch), labels[index])
         loss.backward()
         optimizer.step()
         synchronize(device)
@@ -114,15 +132,23 @@ def main(argv=None):
         torch.backends.cuda.matmul.allow_tf32 = args.tf32
         torch.backends.cudnn.benchmark = True
     _, size = common.MODELS[args.model]
-    width = args.width or (64 if args.model == "resnet18" else 32)
-    data = common.load(args.data, "train", args.limit, size, device)
-    test = common.load(args.data, "t10k", args.test_limit, size, device)
+    width = args.width or (32 if args.model == "lenet" else 64)
+    if args.data == "synthetic":
+        size = args.image_size or size
+        data = common.synthetic(args.limit or 2048, size, device, args.seed)
+        test = common.synthetic(args.test_limit or 256, size, device, args.seed + 1)
+    elif args.model == "resnet50":
+        raise SystemExit("train.py: --model resnet50 takes RGB images: add --data synthetic")
+    else:
+        data = common.load(args.data, "train", args.limit, size, device)
+        test = common.load(args.data, "t10k", args.test_limit, size, device)
     say(f"{args.model} (width {width}) on {world} x {device.type}"
         f"{' ' + torch.cuda.get_device_name(device) if device.type == 'cuda' else ''}, {len(data[0])} training "
         f"images, batch {args.batch} per process, PyTorch {torch.__version__}, cuDNN TF32 "
         f"{'on' if args.tf32 else 'off'}")
     convs = ["torch", "convtune"] if args.conv == "both" else [args.conv]
-    models = {conv: common.build(args.model, width, conv, device, args.seed) for conv in convs}
+    models = {conv: common.build(args.model, width, conv, device, args.seed, args.fuse, args.channels_last)
+              for conv in convs}
     if "convtune" in models and args.tune > 0:
         import convtune.torch
         example = data[0][:args.batch]
@@ -130,7 +156,12 @@ def main(argv=None):
         results = convtune.torch.tune_model(models["convtune"], example, budget=args.tune, family=args.tune_family)
         faster = sum(1 for r in results if r.speedup and r.speedup > 1.01)
         say(f"tuned {len(results)} tasks in {time.perf_counter() - start:.1f} s ({faster} beat the built-in default)")
-    if len(models) == 2 and world == 1:
+    if len(models) == 2 and world == 1 and args.model == "resnet50":
+        ours, theirs, where = common.gradient_check_f64(models["torch"], models["convtune"], data[0][:args.batch],
+                                                        data[1][:args.batch])
+        say(f"first-step gradients against float64: convtune's worst relative L2 error {ours:.2e} ({where}), "
+            f"PyTorch's {theirs:.2e} {'ok' if ours <= 2 * theirs + 1e-5 else 'MISMATCH'}")
+    elif len(models) == 2 and world == 1:
         worst, where = common.gradient_check(models["torch"], models["convtune"], data[0][:args.batch],
                                              data[1][:args.batch])
         say(f"first-step gradients, convtune vs {'cuDNN' if device.type == 'cuda' else 'PyTorch'}: worst relative "
@@ -138,6 +169,7 @@ def main(argv=None):
     summaries = [train(args, conv, models[conv], data, test, rank, world, device, say) for conv in convs]
     for s in summaries:
         say(f"summary: conv={s['conv']} model={args.model} processes={world} batch={args.batch} steps={s['steps']} "
+            f"amp={args.amp} channels_last={int(args.channels_last)} fuse={int(args.fuse)} "
             f"ms_per_step={s['ms_per_step']:.3f} images_per_s={s['images_per_s']:.1f} "
             f"final_loss={s['final_loss']:.4f} test_accuracy={s['test_accuracy']:.4f}")
     if world > 1:

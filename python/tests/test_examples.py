@@ -45,3 +45,16 @@ def test_train_example_data_parallel_on_two_cpu_processes():
     assert [p.returncode for p in ranks] == [0, 0], outputs
     assert "summary: conv=convtune model=lenet processes=2" in outputs[0]
     assert "summary:" not in outputs[1]  # rank 0 reports
+
+
+def test_train_example_resnet50_as_people_train_it(capsys):
+    """torchvision's ResNet-50 on synthetic images, BF16 autocast, channels-last, optimize()'s fused blocks: both runs
+    train, and their first-step gradients are as close to float64 as each other."""
+    pytest.importorskip("torchvision")
+    train.main(["--model", "resnet50", "--data", "synthetic", "--image-size", "64", "--limit", "8", "--test-limit",
+                "4", "--width", "8", "--amp", "bf16", "--channels-last", "--fuse", "--conv", "both", "--device", "cpu",
+                "--steps", "1", "--batch", "8", "--warmup", "0", "--log-every", "0"])
+    out = capsys.readouterr().out
+    check = [line for line in out.splitlines() if line.startswith("first-step gradients against float64")]
+    assert check and check[0].endswith(" ok"), out
+    assert "summary: conv=convtune model=resnet50" in out and "amp=bf16 channels_last=1 fuse=1" in out
