@@ -8,8 +8,12 @@
 #   PART=multi (two GPUs): `convtune tune --suite resnet18` on cuda:0, then on cuda:0,cuda:1 (fresh program caches
 #     both times), wall times and agreement of the results; ResNet-18 trained with convtune (and with cuDNN) on 1
 #     GPU and data-parallel on 2 (torchrun, NCCL): throughput and scaling.
+#   PART=resnet50 (every GPU of the host, 2 or more): torchvision ResNet-50 on synthetic 224x224 images, BF16
+#     autocast, channels-last, optimize()'s fused blocks, batch 64 per GPU, $STEPS steps (default 300): stock
+#     PyTorch and convtune on one GPU and data-parallel on all (torchrun, NCCL): images/s, scaling, loss curves;
+#     then tune_model(distributed=True) of its convolutions over all GPUs against one GPU: wall time, entries.
 # Logs go to $OUT (at most 6 files); the end of stdout is a summary (also $OUT/summary.txt).
-#   PART=single|multi OUT=/somewhere scripts/gpu/python_check.sh
+#   PART=single|multi|resnet50 OUT=/somewhere scripts/gpu/python_check.sh
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 PART=${PART:-single}
@@ -69,6 +73,43 @@ if [ "$PART" = single ]; then
     $PY examples/python/train.py --model lenet --conv both --epochs 2 --batch 64 --log-every 0
   grep -E "epoch" "$OUT/lenet.log" | tee -a "$SUMMARY"
   summaries "$OUT/lenet.log"
+elif [ "$PART" = resnet50 ]; then
+  gpus=$(nvidia-smi -L | wc -l)
+  STEPS=${STEPS:-300}
+  ARGS="--model resnet50 --data synthetic --amp bf16 --channels-last --fuse --batch 64 --steps $STEPS --log-every 50"
+  say "== ResNet-50, BF16 autocast, channels-last, fused blocks: 1 GPU vs $gpus (torchrun, NCCL), $STEPS steps"
+  for conv in torch convtune; do
+    run 150 "$OUT/ddp.log" $PY examples/python/train.py $ARGS --conv $conv
+    run 200 "$OUT/ddp.log" $PY -m torch.distributed.run --standalone --nproc_per_node "$gpus" \
+      examples/python/train.py $ARGS --conv $conv
+  done
+  summaries "$OUT/ddp.log"
+  grep -E "step +[0-9]+/" "$OUT/ddp.log" | tee -a "$SUMMARY"  # the loss curves, every 50 steps
+  say "== tune_model of ResNet-50's convolutions (batch 64, bf16 channels-last): one GPU, then distributed over $gpus"
+  cat >/tmp/tune_resnet50.py <<'PY'
+import os, sys, time, torch, torchvision, convtune, convtune.torch as ct
+distributed = "RANK" in os.environ
+if distributed:
+    torch.distributed.init_process_group("nccl")
+    torch.cuda.set_device(int(os.environ["LOCAL_RANK"]))
+model = torchvision.models.resnet50().cuda().to(memory_format=torch.channels_last)
+ct.patch(model)
+x = torch.randn(64, 3, 224, 224, device="cuda").contiguous(memory_format=torch.channels_last)
+db = convtune.TuningDatabase(sys.argv[1] + ("" if not distributed else f".rank{os.environ['RANK']}"), shipped=False)
+t0 = time.perf_counter()
+with torch.autocast("cuda", dtype=torch.bfloat16):
+    results = ct.tune_model(model, x, budget=float(sys.argv[2]), database=db, distributed=distributed,
+                            max_candidates=8)
+if not distributed or os.environ["RANK"] == "0":
+    print(f"tune_model distributed={distributed}: {time.perf_counter() - t0:.1f} s wall, {len(results)} tasks here, "
+          f"{len(db.entries())} entries in the database")
+PY
+  rm -rf /tmp/convtune-py-cache
+  run 200 "$OUT/tune.log" $PY /tmp/tune_resnet50.py /tmp/tune-one.json 120
+  rm -rf /tmp/convtune-py-cache
+  run 200 "$OUT/tune.log" $PY -m torch.distributed.run --standalone --nproc_per_node "$gpus" /tmp/tune_resnet50.py \
+    /tmp/tune-all.json 120
+  grep -E "^tune_model" "$OUT/tune.log" | tee -a "$SUMMARY"
 else
   gpus=$(nvidia-smi -L | wc -l)
   ((gpus >= 2)) || say "PART=multi expects two GPUs; this machine has $gpus"
