@@ -7,7 +7,8 @@
 #   epilogue     every family's fused epilogues (bias, residual, ReLU, ReLU6) on the epilogue cases, on cuda:0
 #   pytest       $PYTESTS on CUDA (default python/tests/test_torch.py test_torch_graphs.py test_threads.py: layouts,
 #                precision settings, streams, custom operators, CUDA graphs, torch.compile, threads)
-#   models       examples/python/bench_models.py $MODELS in $MODES (batch $BATCH): $SIDES (default stock,convtune), the check
+#   models       examples/python/bench_models.py $MODELS in $MODES (batch $BATCH, $STEPS timed steps a side, default
+#                20): $SIDES (default stock,convtune), the check
 #                against float64, and with PROFILE=N the N costliest kernels of each side
 #   first        the first training step of a fresh process per side (empty program cache), $FIRST_MODELS in
 #                $FIRST_MODES
@@ -69,7 +70,7 @@ fi
 
 if has models; then
   run 420 "$OUT/models.log" $PY examples/python/bench_models.py $MODELS --modes "$MODES" --batch "$BATCH" \
-    --new-batch $((BATCH * 3 / 4)) --profile "$PROFILE" --sides "$SIDES" --out "$OUT/models.json" \
+    --steps "${STEPS:-20}" --new-batch $((BATCH * 3 / 4)) --profile "$PROFILE" --sides "$SIDES" --out "$OUT/models.json" \
     --markdown "$OUT/models.md"
   grep -E "^\||^profile|^  " "$OUT/models.log" | tail -120 | tee -a "$SUMMARY"
 fi
