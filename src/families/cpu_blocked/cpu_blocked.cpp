@@ -810,11 +810,12 @@ Choice default_choice(const ConvProblem& problem, const KernelTable& kt) {
   const Shape sh = shape_of(problem);
   // Winograd for 3x3 stride-1 layers with enough channels on both sides that the 36 GEMMs, not the transforms,
   // dominate (AlexNet's layers 3-5: 192-384 channels).
-  // Not backward-filter over fewer than 16 tiles: its 36 GEMMs then reduce over a handful of tiles each, and
-  // transforming dU back costs more than the direct sums (one 7x7 image, 512 -> 512: 4 tiles, 5.9 ms against the
-  // direct form's 3.0, oneDNN 2.2; one thread, Intel Xeon). ResNet-50's last stage at 8 images (32 tiles) keeps it.
+  // Not over fewer than 16 tiles, in any direction: the transformed filters (36 per channel pair, 4x the filters'
+  // bytes) then cost more to write and stream than the few tiles' GEMMs save over the direct sums (one 7x7 image,
+  // 512 -> 512: 4 tiles, backward-filter 5.9 ms against the direct form's 3.0, oneDNN 2.2; one thread, Intel Xeon).
+  // ResNet-50's last stage at 8 images (32 tiles) keeps it.
   const int64_t winograd_tiles = problem.n * ceil_div(sh.rows, 4) * ceil_div(sh.row, 4);
-  if (winograd_applies(problem) && sh.ic >= 32 && sh.oc >= 32 && (!is_filter(problem) || winograd_tiles >= 16))
+  if (winograd_applies(problem) && sh.ic >= 32 && sh.oc >= 32 && winograd_tiles >= 16)
     return winograd_default(problem, kt);
   return is_filter(problem) ? filter_default(problem, kt) : data_default(problem, kt);
 }
