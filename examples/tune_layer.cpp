@@ -17,8 +17,8 @@ int main(int argc, char** argv) try {
   options.max_candidates = 4;
   convtune::TuneCallbacks callbacks;
   callbacks.task_done = [](const convtune::TuneTaskResult& r) {
-    std::printf("%s %s: %zu tried, best %.4f ms (default %.4f ms)\n", r.task.name.c_str(), r.task.family->name().c_str(),
-                r.tried, r.best_ms, r.default_ms);
+    std::printf("%s %s: %zu tried, best %.4f ms (default %.4f ms)\n", r.task.name.c_str(),
+                convtune::family_name(*r.task.family).c_str(), r.tried, r.best_ms, r.default_ms);
   };
   const auto results = convtune::tune(device, tasks, database, options, callbacks);  // saves after every task
 

@@ -10,7 +10,7 @@
 
 #include "convtune/conv_problem.h"
 #include "convtune/error.h"
-#include "convtune/kernel_family.h"
+#include "convtune/extension/kernel_family.h"
 #include "convtune/plan.h"
 #include "convtune/problem.h"
 #include "tests/support/hopper_device.h"

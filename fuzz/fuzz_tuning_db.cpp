@@ -8,7 +8,7 @@
 #include <string>
 #include <string_view>
 
-#include "convtune/kernel_family.h"
+#include "convtune/extension/kernel_family.h"
 #include "convtune/plan.h"
 #include "fuzz/fuzz_support.h"
 #include "src/tuning_db/tuning_database.h"

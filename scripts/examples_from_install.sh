@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Installs the built convtune into a fresh prefix, builds examples/ against it as a separate CMake project
-# (find_package(convtune), C++17) and runs all three examples; also checks the pkg-config file and that the
-# installed command line finds its library and shipped data. Used by ctest (test examples_from_install).
+# (find_package(convtune), C++17) and runs all three examples, with the user API alone (the installed headers less
+# include/convtune/extension/, the API for writing families, which is installed too); also checks the pkg-config
+# file and that the installed command line finds its library and shipped data. Used by ctest (test
+# examples_from_install).
 #   scripts/examples_from_install.sh BUILD_DIR WORK_DIR
 set -euo pipefail
 build=$(cd "$1" && pwd)
@@ -18,7 +20,14 @@ listing=$(cd / && "$prefix/bin/convtune" db --db "$work/empty.json" list)
   { echo "the installed convtune does not find its shipped tuning data: $listing" >&2; exit 1; }
 # pkg-config knows it.
 PKG_CONFIG_PATH=$(dirname "$(find "$prefix" -name convtune.pc)") pkg-config --cflags --libs convtune
-cmake -S "$root/examples" -B "$work/build" -G Ninja -DCMAKE_PREFIX_PATH="$prefix" -DCMAKE_BUILD_TYPE=Release \
+# Both header groups are installed; the examples build against a copy of the prefix without the extension group,
+# so an example that reached into it would fail here.
+[[ -f "$prefix/include/convtune/convtune.h" && -f "$prefix/include/convtune/extension/kernel_family.h" ]] ||
+  { echo "$prefix lacks the user API (convtune/convtune.h) or the extension API (convtune/extension/)" >&2; exit 1; }
+user_prefix=$work/user-prefix
+cp -a "$prefix" "$user_prefix"
+rm -r "$user_prefix/include/convtune/extension"
+cmake -S "$root/examples" -B "$work/build" -G Ninja -DCMAKE_PREFIX_PATH="$user_prefix" -DCMAKE_BUILD_TYPE=Release \
   >"$work/configure.log"
 cmake --build "$work/build" >"$work/build.log"
 export CONVTUNE_TUNING_DB=$work/user_tuning.json  # the examples' plans read (and example 2 writes) this one
@@ -33,6 +42,7 @@ echo "== train_step"
 deb=$(ls "$work"/deb/*.deb)
 contents=$(dpkg-deb -c "$deb")
 for want in ./usr/bin/convtune ./usr/lib/libconvtune.so.0 ./usr/include/convtune/convtune.h \
+            ./usr/include/convtune/extension/kernel_family.h \
             ./usr/lib/cmake/convtune/convtuneConfig.cmake ./usr/share/convtune/tuning/; do
   [[ "$contents" == *" $want"* ]] || { echo "$deb lacks $want" >&2; exit 1; }
 done

@@ -13,12 +13,20 @@
 #include <vector>
 
 #include "convtune/backend.h"
-#include "convtune/kernel_family.h"
+#include "convtune/config.h"
+#include "convtune/epilogue.h"
 #include "convtune/problem.h"
 
 namespace convtune {
 
 class TuningDatabase;
+// Declared in convtune/extension/kernel_family.h, the API for writing families: a plan's user names families by
+// their name and needs neither type's definition.
+class KernelFamily;
+struct KernelRecipe;
+// A family's name (KernelFamily::name), for code that holds one through the user API (PlanDescriptor::family,
+// TuneTask::family) without its definition.
+std::string family_name(const KernelFamily& family);
 
 // The buffers an operation reads and writes, in Problem::operand order: a convolution's x, w, y (named after the
 // forward pass; the direction says which is written) and, with an epilogue, its bias (K floats) and its residual
@@ -77,10 +85,10 @@ class PlanDescriptor {
   // In words: "given", "built-in default (...)", or the tuning database's explanation ("exact tuned entry ...",
   // "nearest tuned shape ... (distance 1.6)").
   const std::string& explanation() const { return explanation_; }
-  size_t workspace_bytes() const { return recipe_.workspace_bytes; }
+  size_t workspace_bytes() const;
   // Workspace and staging buffers together (KernelRecipe::memory_bytes): what the workspace limit bounds.
-  size_t memory_bytes() const { return recipe_.memory_bytes(); }
-  const KernelRecipe& recipe() const { return recipe_; }
+  size_t memory_bytes() const;
+  const KernelRecipe& recipe() const;
   std::string describe() const;  // "implicit_gemm[TILE_K=8,...]"
   // Bytes each operand (Problem::operand order, then the bias and the residual) must hold: y after the epilogue's
   // pooling; 0 for an operand the plan does not use.
@@ -95,7 +103,9 @@ class PlanDescriptor {
   Config config_;
   ConfigTier tier_ = ConfigTier::BuiltInDefault;
   std::string explanation_;
-  KernelRecipe recipe_;
+  // Shared, never changed once made: copies of a descriptor are cheap, and the recipe's type stays out of this
+  // header. Null only in a default-constructed descriptor (recipe() then answers an empty one).
+  std::shared_ptr<const KernelRecipe> recipe_;
 };
 
 class Plan {
@@ -140,10 +150,10 @@ class Plan {
   std::string describe() const { return descriptor_.describe(); }
   Device& device() const { return *device_; }
   // The family's error factor for this configuration (KernelFamily::error_factor).
-  double error_factor() const { return descriptor_.family().error_factor(problem(), config()); }
+  double error_factor() const;
   // What one run computes, in floating-point operations (KernelFamily::performed_flops).
-  double performed_flops() const { return descriptor_.family().performed_flops(problem(), config()); }
-  bool uses_tensor_cores() const { return descriptor_.family().uses_tensor_cores(); }
+  double performed_flops() const;
+  bool uses_tensor_cores() const;
 
  private:
   Device* device_;
@@ -158,37 +168,22 @@ class Plan {
   std::shared_ptr<Runs> runs_;
 };
 
+// A kernel family as a plan's user sees it: PlanRequest::family takes its name.
+struct FamilySummary {
+  std::string name;  // "implicit_gemm", "direct_tiled", "gemm", "cpu_direct"...
+  std::string description;
+  Problem::Kind problem_kind = Problem::Kind::Convolution;  // convolutions or GEMMs
+  bool runs_on_cpu_backend = false;
+};
+// Every family built into convtune, in the untuned order (the family objects themselves: kernel_families() in
+// convtune/extension/kernel_family.h).
+std::vector<FamilySummary> family_summaries();
+
 // The process's tuning database: the user's file (TuningDatabase::default_user_file) plus the defaults shipped
 // with convtune (shipped_tuning_dir()). Loaded once, on first use.
 const TuningDatabase& default_tuning_database();
 // The shipped defaults' folder: $CONVTUNE_SHIPPED_TUNING_DIR, else share/convtune/tuning beside the installed (or
 // built) library; empty when neither exists.
 std::filesystem::path shipped_tuning_dir();
-
-// Checks a configuration against a family's parameters and constraints; empty when valid, else the reason
-// naming the parameter or the constraint.
-std::string config_problem(const KernelFamily& family, const Config& config, const Problem& problem,
-                           const DeviceInfo& device);
-
-// The valid configuration for `problem` closest to `config`: itself when it is valid; else the one with a
-// single parameter moved to another candidate value, the smallest move in octaves; else two parameters, the
-// smallest total move. nullopt when neither fits, or when `config` names other parameters than the family's.
-// A nearest tuned shape's parameters go through this: a split-K or tile that divided the tuned shape's extents
-// may leave the asked one's last slice empty, and one change keeps the rest of what tuning found.
-std::optional<FittedConfig> fit_config(const KernelFamily& family, const Config& config, const Problem& problem,
-                                       const DeviceInfo& device);
-// A configuration tuned for `tuned_problem` made ready for `problem`: the family's carry_config (which may
-// recompute a split for the new shape), then fit_config. `changes` lists every parameter that differs
-// from `tuned`. This is how a nearest tuned shape's entry becomes a plan's configuration. Where the family's
-// carry_refusal objects, the family's default_config for `problem`, `changes` saying why.
-std::optional<FittedConfig> carry_config(const KernelFamily& family, const Config& tuned, const Problem& tuned_problem,
-                                         const Problem& problem, const DeviceInfo& device);
-// The first of the size parameters `sizes` whose tuned value its shape imposed rather than tuning chose, where
-// `problem` frees it: no larger candidate value was valid for `tuned_problem` (the rest of `tuned` unchanged), a
-// larger one is valid for `problem`. "VECS 1: the largest tuned_problem allowed; problem allows up to 4". Empty
-// when there is none. A register block clamped to a small layer's one vector of channels says nothing of a wider
-// layer's best block. Sizes only: a larger value of a choice (an orientation) is not a larger block.
-std::string clamped_by_shape(const KernelFamily& family, const Config& tuned, const Problem& tuned_problem,
-                             const Problem& problem, const DeviceInfo& device, const std::vector<std::string>& sizes);
 
 }  // namespace convtune

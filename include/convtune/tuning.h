@@ -15,7 +15,7 @@
 
 #include "convtune/backend.h"
 #include "convtune/error.h"
-#include "convtune/kernel_family.h"
+#include "convtune/config.h"
 #include "convtune/plan.h"
 #include "convtune/problem.h"
 

@@ -117,7 +117,7 @@ void describe_task(nb::dict& d, const TuneTask& task) {
   d["name"] = task.name;
   d["operation"] = std::string(task.problem.operation());
   d["problem"] = task.problem.to_string();
-  d["family"] = task.family->name();
+  d["family"] = family_name(*task.family);
 }
 
 nb::dict result_dict(const TuneTaskResult& r, bool with_trials) {
@@ -396,8 +396,8 @@ static void bind_devices(nb::module_& m) {
         "The id of the fastest kind of device present (CUDA GPU, OpenCL GPU, any OpenCL device, the CPU).");
   m.def("families", [] {
     std::vector<std::tuple<std::string, std::string, std::string>> out;
-    for (const auto& f : kernel_families())
-      out.emplace_back(f->name(), f->problem_kind() == Problem::Kind::Gemm ? "gemm" : "convolution", f->description());
+    for (const FamilySummary& f : family_summaries())
+      out.emplace_back(f.name, f.problem_kind == Problem::Kind::Gemm ? "gemm" : "convolution", f.description);
     return out;
   }, "Every kernel family: (name, 'convolution' or 'gemm', description).");
 }

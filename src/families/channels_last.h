@@ -7,7 +7,7 @@
 #include <memory>
 #include <vector>
 
-#include "convtune/kernel_family.h"
+#include "convtune/extension/kernel_family.h"
 
 namespace convtune::families {
 

@@ -8,7 +8,7 @@
 #include <cstdint>
 #include <string>
 
-#include "convtune/kernel_family.h"
+#include "convtune/extension/kernel_family.h"
 #include "src/core/parallel_for.h"
 
 namespace convtune {

@@ -5,7 +5,7 @@
 #include <algorithm>
 
 #include "convtune/error.h"
-#include "convtune/kernel_family.h"
+#include "convtune/extension/kernel_family.h"
 #include "src/families/channels_last.h"
 #include "src/families/families.h"
 #include "src/families/fused_epilogue.h"

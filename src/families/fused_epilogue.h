@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "convtune/kernel_family.h"
+#include "convtune/extension/kernel_family.h"
 
 namespace convtune::families {
 

@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "convtune/error.h"
-#include "convtune/kernel_family.h"
+#include "convtune/extension/kernel_family.h"
 
 namespace convtune {
 

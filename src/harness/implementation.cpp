@@ -7,6 +7,7 @@
 #include <chrono>
 
 #include "convtune/error.h"
+#include "convtune/extension/kernel_family.h"
 
 namespace convtune::harness {
 

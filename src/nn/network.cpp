@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include "convtune/error.h"
+#include "convtune/extension/kernel_family.h"
 #include "convtune/nn/layers.h"
 
 namespace convtune::nn {

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <limits>
 
+#include "convtune/extension/kernel_family.h"
 #include "convtune/plan.h"
 #include "src/tuning_db/shape_distance.h"
 

@@ -1,5 +1,5 @@
 // Config text form, epilogue helpers and the shape defines every family's kernels see.
-#include "convtune/kernel_family.h"
+#include "convtune/extension/kernel_family.h"
 
 #include <fmt/format.h>
 
@@ -9,6 +9,7 @@
 #include <cstdlib>
 
 #include "convtune/error.h"
+#include "convtune/plan.h"
 
 namespace convtune {
 
@@ -89,6 +90,15 @@ std::string fp32_only_reason(std::string_view family, const Problem& problem) {
   // so FP32 math serves every mode, as cuDNN's TF32 mode also runs FMA algorithms where they are faster.
   if (problem.type() == ElementType::F32) return {};
   return fmt::format("{} computes fp32 tensors (in fp32 math), not {} tensors", family, to_string(problem.type()));
+}
+
+std::string family_name(const KernelFamily& family) { return family.name(); }
+
+std::vector<FamilySummary> family_summaries() {
+  std::vector<FamilySummary> out;
+  for (const auto& f : kernel_families())
+    out.push_back({f->name(), f->description(), f->problem_kind(), f->runs_on_cpu_backend()});
+  return out;
 }
 
 int64_t pooled_extent(int64_t extent, const Epilogue& e) { return e.pool > 1 ? extent / e.pool : extent; }

@@ -12,6 +12,7 @@
 #include <set>
 
 #include "convtune/error.h"
+#include "convtune/extension/kernel_family.h"
 #include "convtune/interop.h"
 #include "src/core/install_paths.h"
 #include "src/tuning_db/cost_model.h"
@@ -316,19 +317,30 @@ PlanDescriptor PlanDescriptor::create_impl(const DeviceInfo& device, const PlanR
   if (const std::string why = config_problem(*d.family_, d.config_, request.problem, info); !why.empty()) {
     throw InvalidArgument(fmt::format("{} on {}", why, request.problem.to_string()));
   }
-  d.recipe_ = d.family_->recipe(request.problem, request.epilogue, d.config_, info);
+  d.recipe_ = std::make_shared<const KernelRecipe>(d.family_->recipe(request.problem, request.epilogue, d.config_, info));
   // Families whose constraints bound their workspace never get here over the limit; this holds the others to it,
   // before anything is allocated.
-  if (d.recipe_.limited_bytes() > limit) {
+  if (d.recipe_->limited_bytes() > limit) {
     throw InvalidArgument(fmt::format("{} on {} needs {} bytes of workspace{}, over the workspace limit of {} bytes",
-                                      d.describe(), request.problem.to_string(), d.recipe_.limited_bytes(),
-                                      d.recipe_.host_bytes ? fmt::format(" and host memory ({} of them host memory)",
-                                                                         d.recipe_.host_bytes)
+                                      d.describe(), request.problem.to_string(), d.recipe_->limited_bytes(),
+                                      d.recipe_->host_bytes ? fmt::format(" and host memory ({} of them host memory)",
+                                                                         d.recipe_->host_bytes)
                                                            : std::string(),
                                       limit));
   }
   return d;
 }
+
+const KernelRecipe& PlanDescriptor::recipe() const {
+  static const KernelRecipe none;
+  return recipe_ ? *recipe_ : none;
+}
+size_t PlanDescriptor::workspace_bytes() const { return recipe().workspace_bytes; }
+size_t PlanDescriptor::memory_bytes() const { return recipe().memory_bytes(); }
+
+double Plan::error_factor() const { return descriptor_.family().error_factor(problem(), config()); }
+double Plan::performed_flops() const { return descriptor_.family().performed_flops(problem(), config()); }
+bool Plan::uses_tensor_cores() const { return descriptor_.family().uses_tensor_cores(); }
 
 std::string PlanDescriptor::describe() const {
   std::string text = fmt::format("{}[{}]", family_->name(), to_string(config_));

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "convtune/backend.h"
-#include "convtune/kernel_family.h"
+#include "convtune/extension/kernel_family.h"
 #include "src/harness/workload.h"
 #include "src/tuner/tune_loop.h"
 

@@ -8,7 +8,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "convtune/kernel_family.h"
+#include "convtune/extension/kernel_family.h"
 
 namespace convtune {
 

@@ -11,7 +11,7 @@
 #include <string_view>
 #include <vector>
 
-#include "convtune/kernel_family.h"
+#include "convtune/extension/kernel_family.h"
 
 namespace convtune {
 

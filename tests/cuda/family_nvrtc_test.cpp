@@ -6,7 +6,7 @@
 
 #include <regex>
 
-#include "convtune/kernel_family.h"
+#include "convtune/extension/kernel_family.h"
 #include "src/backend/cuda/nvrtc_compiler.h"
 #include "tests/support/hopper_device.h"
 #include "src/backend/kernel_sources.h"

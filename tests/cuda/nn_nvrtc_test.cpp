@@ -3,7 +3,7 @@
 // inference epilogue) as the default configurations on an H100/H200.
 #include <gtest/gtest.h>
 
-#include "convtune/kernel_family.h"
+#include "convtune/extension/kernel_family.h"
 #include "src/backend/cuda/nvrtc_compiler.h"
 #include "tests/support/hopper_device.h"
 #include "src/backend/kernel_sources.h"

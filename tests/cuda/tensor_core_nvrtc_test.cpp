@@ -8,7 +8,7 @@
 #include <iostream>
 #include <regex>
 
-#include "convtune/kernel_family.h"
+#include "convtune/extension/kernel_family.h"
 #include "convtune/plan.h"
 #include "src/backend/cuda/nvrtc_compiler.h"
 #include "src/backend/kernel_sources.h"

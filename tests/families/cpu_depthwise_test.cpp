@@ -7,6 +7,7 @@
 // (bit-identical reruns); other layers are refused by name.
 #include <gtest/gtest.h>
 
+#include "convtune/extension/kernel_family.h"
 #include "convtune/plan.h"
 #include "src/backend/cpu/isa.h"
 #include "src/families/cpu_depthwise/channel_form.h"

@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "convtune/error.h"
+#include "convtune/extension/kernel_family.h"
 #include "convtune/plan.h"
 #include "src/backend/cpu/reference.h"
 #include "src/conformance/conformance.h"

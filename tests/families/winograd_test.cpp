@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "convtune/error.h"
+#include "convtune/extension/kernel_family.h"
 #include "convtune/plan.h"
 #include "convtune/tuning.h"
 #include "src/families/winograd/winograd_transforms.h"

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "convtune/conv_problem.h"
+#include "convtune/extension/kernel_family.h"
 #include "convtune/plan.h"
 #include "convtune/tuning.h"
 #include "src/backend/cpu/reference.h"

@@ -2,6 +2,7 @@
 // least that does not, checked against implicit_gemm's real constraints on a described Hopper GPU.
 #include <gtest/gtest.h>
 
+#include "convtune/extension/kernel_family.h"
 #include "convtune/plan.h"
 #include "tests/support/hopper_device.h"
 

@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <random>
 
+#include "convtune/extension/kernel_family.h"
 #include "convtune/plan.h"
 #include "src/families/untuned_order.h"
 #include "src/tuning_db/cost_model.h"

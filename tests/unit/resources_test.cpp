@@ -5,7 +5,7 @@
 #include <fstream>
 
 #include "convtune/error.h"
-#include "convtune/kernel_family.h"
+#include "convtune/extension/kernel_family.h"
 #include "convtune/tensor.h"
 #include "src/core/resources.h"
 #include "tests/support/hopper_device.h"

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "convtune/conv_problem.h"
+#include "convtune/extension/kernel_family.h"
 #include "convtune/plan.h"
 #include "tests/support/hopper_device.h"
 

@@ -4,7 +4,7 @@
 #include <map>
 #include <string>
 
-#include "convtune/kernel_family.h"
+#include "convtune/extension/kernel_family.h"
 #include "src/families/untuned_order.h"
 
 namespace convtune {

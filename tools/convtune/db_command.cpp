@@ -7,7 +7,7 @@
 
 #include "convtune/backend.h"
 #include "convtune/error.h"
-#include "convtune/kernel_family.h"
+#include "convtune/extension/kernel_family.h"
 #include "convtune/plan.h"
 #include "src/core/atomic_file.h"
 #include "src/tuning_db/tuning_database.h"

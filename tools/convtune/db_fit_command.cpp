@@ -5,7 +5,7 @@
 #include <iostream>
 #include <map>
 
-#include "convtune/kernel_family.h"
+#include "convtune/extension/kernel_family.h"
 #include "convtune/plan.h"
 #include "src/families/untuned_order.h"
 #include "src/tuning_db/cost_model.h"

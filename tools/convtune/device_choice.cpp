@@ -5,7 +5,7 @@
 
 #include <iostream>
 
-#include "convtune/kernel_family.h"
+#include "convtune/extension/kernel_family.h"
 
 namespace convtune::cli {
 

@@ -12,7 +12,7 @@
 #include <fmt/format.h>
 
 #include "convtune/error.h"
-#include "convtune/kernel_family.h"
+#include "convtune/extension/kernel_family.h"
 #include "tools/convtune/progress.h"
 
 namespace convtune::cli {

@@ -12,7 +12,7 @@
 
 #include "convtune/backend.h"
 #include "convtune/error.h"
-#include "convtune/kernel_family.h"
+#include "convtune/extension/kernel_family.h"
 #include "src/core/atomic_file.h"
 #include "src/measure/device_ceilings.h"
 #include "convtune/tuning.h"

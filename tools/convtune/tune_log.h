@@ -10,7 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "convtune/kernel_family.h"
+#include "convtune/extension/kernel_family.h"
 #include "convtune/problem.h"
 #include "convtune/tuning.h"
 

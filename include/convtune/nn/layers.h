@@ -6,7 +6,7 @@
 #include <optional>
 #include <string>
 
-#include "convtune/kernel_family.h"
+#include "convtune/epilogue.h"
 #include "convtune/nn/layer.h"
 #include "convtune/plan.h"
 

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "convtune/conv_problem.h"
-#include "convtune/kernel_family.h"
+#include "convtune/extension/kernel_family.h"
 #include "src/backend/cpu/isa.h"
 #include "src/families/parameter_table.h"
 

@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "convtune/conv_problem.h"
-#include "convtune/kernel_family.h"
+#include "convtune/extension/kernel_family.h"
 #include "src/backend/cpu/caches.h"
 #include "src/families/cpu_blocked/cpu_blocked.h"
 #include "src/families/cpu_blocked/microkernels.h"

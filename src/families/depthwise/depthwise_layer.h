@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "convtune/conv_problem.h"
-#include "convtune/kernel_family.h"
+#include "convtune/extension/kernel_family.h"
 #include "src/families/direction_variant.h"
 
 namespace convtune::depthwise {

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "convtune/kernel_family.h"
+#include "convtune/extension/kernel_family.h"
 #include "src/families/direction_variant.h"
 #include "src/families/parameter_table.h"
 

@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "convtune/kernel_family.h"
+#include "convtune/extension/kernel_family.h"
 #include "src/families/parameter_table.h"
 
 namespace convtune::gemm {

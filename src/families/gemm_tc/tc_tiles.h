@@ -10,7 +10,7 @@
 #include <string_view>
 #include <vector>
 
-#include "convtune/kernel_family.h"
+#include "convtune/extension/kernel_family.h"
 #include "src/families/parameter_table.h"
 
 namespace convtune::tensor_core {

@@ -4,7 +4,7 @@
 
 #include <cstdint>
 
-#include "convtune/kernel_family.h"
+#include "convtune/extension/kernel_family.h"
 #include "src/families/gemm/gemm_tiles.h"
 
 namespace convtune::im2col_gemm {

@@ -4,7 +4,7 @@
 
 #include <cstdint>
 
-#include "convtune/kernel_family.h"
+#include "convtune/extension/kernel_family.h"
 #include "src/families/parameter_table.h"
 
 namespace convtune::implicit_gemm {

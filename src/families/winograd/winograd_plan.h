@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "convtune/kernel_family.h"
+#include "convtune/extension/kernel_family.h"
 #include "src/families/batch_chunks.h"
 #include "src/families/parameter_table.h"
 

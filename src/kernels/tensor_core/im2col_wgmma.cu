@@ -10,7 +10,7 @@
 // filter accumulates FP32 partials [slice][g][(c,r,s)][k] over the chunks (the first writes), which wg_filter_reduce
 // sums over the split-K slices and stores as dw. Forward fuses bias and ReLU. Workspace regions start at the byte
 // offsets WS_COL, WS_W (the transformed weights or dyt) and WS_PARTIAL.
-// Shapes and parameters are defines (convtune/kernel_family.h's problem_defines plus the family's); the file does not
+// Shapes and parameters are defines (convtune/extension/kernel_family.h's problem_defines plus the family's); the file does not
 // compile alone.
 #include "tensor_core/wgmma.h"
 

@@ -1,3 +1,5 @@
+// Extension API, for writing families (user code needs none of it: plans, configurations and epilogues are in the
+// user headers convtune/convtune.h includes).
 // KernelFamily: the one description of a way to compute problems that the library, the tuner and the tests share
 // (DESIGN.md convention 2): tunable parameters and their candidate values, named constraints, which problems and
 // devices it supports, and how it turns a problem + parameters into launches. Device kernels (OpenCL/CUDA) and
@@ -8,28 +10,17 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "convtune/backend.h"
+#include "convtune/config.h"
+#include "convtune/epilogue.h"
 #include "convtune/problem.h"
 
 namespace convtune {
-
-// One parameter assignment: name -> value. Sorted, so it prints and hashes the same everywhere. This is the form
-// configurations take at the edges (tuning database, --config, logs); families read it into their own typed
-// parameter struct once (see src/families/parameter_table.h).
-using Config = std::map<std::string, int64_t>;
-std::string to_string(const Config& config);  // "TILE_K=8,THREADS_M=16"
-Config parse_config(std::string_view text);    // the inverse; throws InvalidArgument
-
-// A configuration made to fit a problem other than the one it was tuned for, and what was changed
-// ("SPLIT_K 32 -> 16"; empty when it fit as it was). See fit_config in convtune/plan.h.
-struct FittedConfig {
-  Config config;
-  std::string changes;
-};
 
 struct Parameter {
   std::string name;             // TILE_M, THREADS_N, VECTOR_WIDTH...
@@ -53,31 +44,6 @@ struct Constraint {
   std::function<bool(const ConstraintContext&)> holds;
 };
 
-// Fused work after a forward convolution, in this order on each output element: + bias[k], + the residual's
-// element (a tensor of y's shape, layout and type: a ResNet block's shortcut), ReLU (clamped at relu_max when that
-// is positive: ReLU6), and pool 2, a 2x2 max-pool with stride 2 after ReLU, so the pre-pool tensor never reaches
-// global memory (seed 000's layer). Arithmetic in FP32, y rounded once at the end.
-struct Epilogue {
-  bool bias = false;
-  bool relu = false;
-  int pool = 1;  // 1: none, 2: 2x2 max-pool
-  bool residual = false;
-  float relu_max = 0;  // > 0 (with relu): the ReLU's upper clamp
-  bool any() const { return bias || relu || pool > 1 || residual; }
-  friend bool operator==(const Epilogue& a, const Epilogue& b) {
-    return a.bias == b.bias && a.relu == b.relu && a.pool == b.pool && a.residual == b.residual &&
-           a.relu_max == b.relu_max;
-  }
-  friend bool operator!=(const Epilogue& a, const Epilogue& b) { return !(a == b); }
-};
-// "none", or the parts joined by '+': "bias+residual+relu", "relu6" (relu_max 6), "relu-max=2.5", "maxpool2".
-std::string to_string(const Epilogue& e);
-// The same text back; throws InvalidArgument naming the part it does not know.
-Epilogue parse_epilogue(std::string_view text);
-
-// Shape of y after the epilogue (pooling shrinks P and Q).
-int64_t pooled_extent(int64_t extent, const Epilogue& e);
-
 // Where a launch argument comes from. Names are resolved once, when a plan is made, never per launch:
 // an operand of the problem (0, 1, 2 in Problem::operand order; 3 the epilogue's bias, 4 its residual), the plan's workspace, one of
 // the plan's staging buffers (KernelRecipe::staging_bytes), or a value fixed by the recipe.
@@ -91,8 +57,6 @@ struct ArgSource {
   static ArgSource staging(int index) { return {Kind::Staging, index, {}}; }
   static ArgSource fixed(KernelArg v) { return {Kind::Value, 0, std::move(v)}; }
 };
-inline constexpr int kBiasOperand = 3;
-inline constexpr int kResidualOperand = 4;  // the epilogue's residual, y's shape
 
 // One kernel launch of a plan.
 struct LaunchStep {
@@ -171,14 +135,14 @@ class KernelFamily {
   virtual std::string untuned_claim(const Problem& /*problem*/, const DeviceInfo& /*device*/) const { return {}; }
   // A configuration tuned for `tuned_problem`, carried to `problem` (a nearest tuned shape's): parameters that
   // decompose the problem rather than shape the kernel may be recomputed for the new shape. Validity is not this
-  // function's concern (fit_config in convtune/plan.h repairs that). Default: unchanged.
+  // function's concern (fit_config below repairs that). Default: unchanged.
   virtual Config carry_config(const Config& tuned, const Problem& /*tuned_problem*/, const Problem& /*problem*/,
                               const DeviceInfo& /*device*/) const {
     return tuned;
   }
   // Why a configuration tuned for `tuned_problem` is not to be carried to `problem`, another shape (empty when it
   // may be): the tuned shape put the family in another regime than this one, so its choice is no guide here. The
-  // entry then serves with the family's built-in default (carry_config in convtune/plan.h): its time still says
+  // entry then serves with the family's built-in default (carry_config below): its time still says
   // how fast the family is near this shape. Default: always carried.
   virtual std::string carry_refusal(const Config& /*tuned*/, const Problem& /*tuned_problem*/,
                                     const Problem& /*problem*/, const DeviceInfo& /*device*/) const {
@@ -227,5 +191,31 @@ std::map<std::string, std::string> problem_defines(const ConvProblem& problem);
 // fp32 tensors (in fp32 math), not bf16 tensors"); empty for FP32 tensors in any math mode: FP32 math is at least
 // as accurate as tf32 and 3xtf32 ask, so these families compete with the tensor-core ones there.
 std::string fp32_only_reason(std::string_view family, const Problem& problem);
+
+// Checks a configuration against a family's parameters and constraints; empty when valid, else the reason
+// naming the parameter or the constraint.
+std::string config_problem(const KernelFamily& family, const Config& config, const Problem& problem,
+                           const DeviceInfo& device);
+
+// The valid configuration for `problem` closest to `config`: itself when it is valid; else the one with a
+// single parameter moved to another candidate value, the smallest move in octaves; else two parameters, the
+// smallest total move. nullopt when neither fits, or when `config` names other parameters than the family's.
+// A nearest tuned shape's parameters go through this: a split-K or tile that divided the tuned shape's extents
+// may leave the asked one's last slice empty, and one change keeps the rest of what tuning found.
+std::optional<FittedConfig> fit_config(const KernelFamily& family, const Config& config, const Problem& problem,
+                                       const DeviceInfo& device);
+// A configuration tuned for `tuned_problem` made ready for `problem`: the family's carry_config (which may
+// recompute a split for the new shape), then fit_config. `changes` lists every parameter that differs
+// from `tuned`. This is how a nearest tuned shape's entry becomes a plan's configuration. Where the family's
+// carry_refusal objects, the family's default_config for `problem`, `changes` saying why.
+std::optional<FittedConfig> carry_config(const KernelFamily& family, const Config& tuned, const Problem& tuned_problem,
+                                         const Problem& problem, const DeviceInfo& device);
+// The first of the size parameters `sizes` whose tuned value its shape imposed rather than tuning chose, where
+// `problem` frees it: no larger candidate value was valid for `tuned_problem` (the rest of `tuned` unchanged), a
+// larger one is valid for `problem`. "VECS 1: the largest tuned_problem allowed; problem allows up to 4". Empty
+// when there is none. A register block clamped to a small layer's one vector of channels says nothing of a wider
+// layer's best block. Sizes only: a larger value of a choice (an orientation) is not a larger block.
+std::string clamped_by_shape(const KernelFamily& family, const Config& tuned, const Problem& tuned_problem,
+                             const Problem& problem, const DeviceInfo& device, const std::vector<std::string>& sizes);
 
 }  // namespace convtune
