@@ -1,6 +1,6 @@
 // convtune's public API in one include (C++17): devices and buffers, problems (convolutions in three directions,
-// GEMMs), plans (descriptor, then compiled plan), interop with existing OpenCL/CUDA objects, the tuning database and
-// the tuner, and one-call helpers for the common case. docs/LIBRARY.md walks through it; examples/ uses it.
+// GEMMs), plans (descriptor, then compiled plan), batch norm in training, interop with existing OpenCL/CUDA objects,
+// the tuning database and the tuner, and one-call helpers for the common case. docs/LIBRARY.md walks through it; examples/ uses it.
 // The API for writing kernel families (convtune/extension/) is left out on purpose: programs that run plans build
 // against these headers alone, so family internals can change without touching them.
 #pragma once
@@ -9,6 +9,7 @@
 #include <string_view>
 
 #include "convtune/backend.h"
+#include "convtune/batch_norm.h"
 #include "convtune/config.h"
 #include "convtune/conv_problem.h"
 #include "convtune/epilogue.h"

@@ -1,7 +1,10 @@
-"""convtune.torch.optimize(): Conv2d -> BatchNorm2d [-> + shortcut] [-> ReLU / ReLU6] blocks of a model run as one
-convtune convolution with a fused epilogue in inference, found in the model's traced graph (torch.fx)."""
+"""convtune.torch.optimize(): Conv2d -> BatchNorm2d [-> + shortcut] [-> ReLU / ReLU6] blocks of a model, found in its
+traced graph (torch.fx), run fused: in inference one convtune convolution with the batch norm folded in and a fused
+epilogue; in training the convolution, then one pass for the statistics and one that normalises, adds the shortcut
+and applies the ReLU (convtune's BatchNormPlan), and the backward pass likewise."""
 import operator
 import sys
+import threading
 from typing import Any, Dict, Optional, Tuple
 
 import torch
@@ -43,8 +46,10 @@ class FusedConvBatchNorm2d(torch.nn.BatchNorm2d):
     """A BatchNorm2d that computes the convolution before it (and the shortcut and activation after it) too: the same
     parameters, buffers and state_dict keys as the BatchNorm2d it replaces. In eval mode without gradients, one
     convtune convolution with the batch norm folded into its weights and bias, and the shortcut and ReLU in its
-    epilogue; otherwise (training, or gradients wanted) the convolution, batch norm, shortcut and activation one after
-    another, exactly as the unfused model."""
+    epilogue. In training (the batch's statistics), convtune's convolution and then its batch norm passes
+    (_TrainingBlock), updating running_mean, running_var and num_batches_tracked as BatchNorm2d does. In eval mode with
+    gradients wanted, and wherever convtune does not run the block (a convolution bias, a device or type it does not
+    compute), the convolution, batch norm, shortcut and activation one after another, as the unfused model."""
 
     def _convtune_setup(self, conv: torch.nn.Conv2d, residual: bool, activation: str) -> None:
         object.__setattr__(self, "_convtune_conv", conv)  # not a child module: its parameters stay where they are
@@ -58,7 +63,10 @@ class FusedConvBatchNorm2d(torch.nn.BatchNorm2d):
         # While prepare() records the model's convolutions it runs every module in eval mode: the mode of the call
         # it prepares decides which convolution this block will run.
         training = self.training if _ct._recording_modes is None else _ct._recording_modes.get(id(self), self.training)
-        if training or not self.track_running_stats or (torch.is_grad_enabled() and (
+        if training or not self.track_running_stats:  # the batch's statistics: the training block
+            y = self._fused_training(x, residual, training)
+            return y if y is not None else self._unfused(x, residual)
+        if (torch.is_grad_enabled() and (
                 x.requires_grad or conv.weight.requires_grad or (residual is not None and residual.requires_grad)
                 or (self.weight is not None and self.weight.requires_grad))):
             return self._unfused(x, residual)
@@ -103,8 +111,9 @@ class FusedConvBatchNorm2d(torch.nn.BatchNorm2d):
         self._convtune_folded[key] = (versions, weight, bias)
         return weight, bias
 
-    def _fused(self, x: torch.Tensor, residual: Optional[torch.Tensor]) -> Optional[torch.Tensor]:
-        """The fused computation, or None where convtune refuses it (the caller then runs the unfused one)."""
+    def _conv_setup(self, x: torch.Tensor) -> Optional[Tuple[torch.dtype, Any, Any, Any, int]]:
+        """The dtype the convolution runs in (autocast's where it applies) and its stride, padding, dilation and
+        groups; None where convtune does not run it (the unfused path then does)."""
         conv = self._convtune_conv
         if x.dim() != 4 or x.device != conv.weight.device:
             return None
@@ -124,6 +133,66 @@ class FusedConvBatchNorm2d(torch.nn.BatchNorm2d):
             dtype = _ct._autocast_dtype(x, conv.weight, stride, padding, dilation, groups)  # type: ignore[arg-type]
         if dtype is None:
             return None
+        return dtype, stride, padding, dilation, groups
+
+    def _fused_training(self, x: torch.Tensor, residual: Optional[torch.Tensor],
+                        training: bool) -> Optional[torch.Tensor]:
+        """The block with the batch's statistics, fused (_TrainingBlock), updating the running statistics as
+        BatchNorm2d does in training; None where convtune does not run it (the caller then runs the unfused one)."""
+        conv = self._convtune_conv
+        setup = self._conv_setup(x)
+        if setup is None or conv.bias is not None:  # a bias before a batch norm: left to the plain path
+            return None
+        dtype, stride, padding, dilation, groups = setup
+        plan_device = _ct._plan_device(x.device)
+        if plan_device != "cpu" and not plan_device.startswith("cuda"):
+            return None  # host tensors through another device (tests' PoCL): not fused
+        x, weight = x.to(dtype), conv.weight.to(dtype)
+        layout = _ct._layout(x, weight)
+        block = _ct._conv(x.shape, weight.shape, stride, padding, dilation, groups, x.device, dtype, layout)
+        n, c, h, w = block.y_shape
+        if n * h * w <= 1 or (residual is not None and (residual.dtype != dtype or tuple(residual.shape) !=
+                                                        tuple(block.y_shape))):
+            return None  # one value a channel (PyTorch's error), or a shortcut add that would promote the type
+        needs = [block.refusal("fwd")]
+        needs += [block.refusal("bwd-data")] if x.requires_grad else []
+        needs += [block.refusal("bwd-filter")] if conv.weight.requires_grad else []
+        if any(needs):
+            return None
+        relu_max = 6.0 if self._convtune_activation == "relu6" else 0.0
+        bn = _batch_norm_plan(plan_device, dtype, layout, block.y_shape, residual is not None,
+                              bool(self._convtune_activation), relu_max)
+        if _ct._recording is not None:
+            _ct._recording[_ct._key_of(block)] = (x.requires_grad, conv.weight.requires_grad)
+            return torch.empty(block.y_shape, dtype=dtype, device=x.device,
+                               memory_format=_ct._MEMORY_FORMATS[layout]).zero_()
+        factor = 0.0
+        update = training and self.track_running_stats and self.running_mean is not None
+        if training and self.track_running_stats and self.num_batches_tracked is not None:
+            self.num_batches_tracked.add_(1)
+            factor = 1.0 / float(self.num_batches_tracked) if self.momentum is None else self.momentum
+        elif self.momentum is not None:
+            factor = self.momentum
+        ones = self.weight is None
+        gamma = torch.ones(c, device=x.device) if ones else self.weight
+        beta = torch.zeros(c, device=x.device) if self.bias is None else self.bias
+        if residual is not None:
+            residual = _ct._dense(residual, layout)
+        a, stats = _TrainingBlock.apply(x, weight, gamma, beta, residual, block, bn, float(self.eps))
+        if update:
+            with torch.no_grad():
+                count = n * h * w
+                self.running_mean.mul_(1 - factor).add_(stats[:c], alpha=factor)
+                self.running_var.mul_(1 - factor).add_(stats[c:] * (count / (count - 1)), alpha=factor)
+        return a
+
+    def _fused(self, x: torch.Tensor, residual: Optional[torch.Tensor]) -> Optional[torch.Tensor]:
+        """The fused computation, or None where convtune refuses it (the caller then runs the unfused one)."""
+        setup = self._conv_setup(x)
+        if setup is None:
+            return None
+        conv = self._convtune_conv
+        dtype, stride, padding, dilation, groups = setup
         x = x.to(dtype)
         layout = _ct._layout(x, conv.weight)
         weight, bias = self._fold(dtype, layout)
@@ -142,6 +211,82 @@ class FusedConvBatchNorm2d(torch.nn.BatchNorm2d):
             if tuple(res.shape) != tuple(fused.y_shape):
                 return None
         return fused.run("fwd", _ct._dense(x, layout), weight, fused.y_shape, bias=bias, residual=res)
+
+
+_bn_plans: Dict[Tuple[Any, ...], Any] = {}
+_bn_plans_lock = threading.Lock()
+
+
+def _batch_norm_plan(device: str, dtype: torch.dtype, layout: str, shape: Tuple[int, ...], residual: bool,
+                     relu: bool, relu_max: float) -> Any:
+    """The library's BatchNormPlan for this block and shape, compiled once."""
+    key = (device, dtype, layout, tuple(shape), residual, relu, relu_max)
+    found = _bn_plans.get(key)
+    if found is None:
+        with _bn_plans_lock:
+            found = _bn_plans.get(key)
+            if found is None:
+                n, c, h, w = shape
+                found = _ct._convtune.BatchNormPlan(device, _ct._TYPES[dtype], layout, n, c, h, w, residual, relu,
+                                                  relu_max)
+                _bn_plans[key] = found
+    return found
+
+
+def _on_stream(device: torch.device, call: Any) -> None:
+    """call(stream): on PyTorch's current stream of a CUDA device (that device current meanwhile), 0 on the CPU."""
+    if device.type != "cuda":
+        call(0)
+        return
+    index = device.index if device.index is not None else torch.cuda.current_device()
+    stream = _ct._current_stream(index)
+    if torch.cuda.current_device() == index:
+        call(stream)
+    else:
+        with torch.cuda.device(index):
+            call(stream)
+
+
+class _TrainingBlock(torch.autograd.Function):
+    """Convolution -> batch norm with the batch's statistics [-> + shortcut] [-> ReLU / ReLU6] under autograd: the
+    convolution by its plan, the rest by a BatchNormPlan in two passes (statistics; normalise, add and activate);
+    the backward pass the batch norm's two passes (their sums; dy and the shortcut's gradient) and the convolution's
+    two directions. Returns the block's output and the statistics (mean, biased variance; no gradient)."""
+
+    @staticmethod
+    def forward(ctx: Any, x: torch.Tensor, w: torch.Tensor, gamma: torch.Tensor,  # type: ignore[override]
+                beta: torch.Tensor, residual: Optional[torch.Tensor], conv: Any, bn: Any,
+                eps: float) -> Tuple[torch.Tensor, torch.Tensor]:
+        layout = conv.layout
+        y = conv.run("fwd", _ct._dense(x, layout), _ct._dense(w, layout), conv.y_shape)
+        params = torch.cat([gamma.detach().float(), beta.detach().float()])
+        stats = torch.empty_like(params)
+        a = torch.empty_like(y)
+        workspace = torch.empty(bn.workspace_bytes, dtype=torch.uint8, device=y.device)
+        pointers = (y.data_ptr(), params.data_ptr(), residual.data_ptr() if residual is not None else 0,
+                    stats.data_ptr(), a.data_ptr())
+        _on_stream(y.device, lambda stream: bn.forward_pointers(pointers, eps, workspace.data_ptr(), stream))
+        ctx.save_for_backward(x, w, y, a, stats, params)
+        ctx.conv, ctx.bn, ctx.eps, ctx.residual = conv, bn, eps, residual is not None
+        ctx.mark_non_differentiable(stats)
+        return a, stats
+
+    @staticmethod
+    def backward(ctx: Any, da: torch.Tensor, _: Any) -> Tuple[Optional[torch.Tensor], ...]:  # type: ignore
+        x, w, y, a, stats, params = ctx.saved_tensors
+        conv, bn = ctx.conv, ctx.bn
+        da = _ct._dense(da.to(y.dtype), conv.layout)
+        dy, dparams = torch.empty_like(y), torch.empty_like(params)
+        dresidual = torch.empty_like(y) if ctx.residual else None
+        workspace = torch.empty(bn.workspace_bytes, dtype=torch.uint8, device=y.device)
+        pointers = (da.data_ptr(), a.data_ptr(), y.data_ptr(), stats.data_ptr(), params.data_ptr(), dy.data_ptr(),
+                    dparams.data_ptr(), dresidual.data_ptr() if dresidual is not None else 0)
+        _on_stream(y.device, lambda stream: bn.backward_pointers(pointers, ctx.eps, workspace.data_ptr(), stream))
+        needs = ctx.needs_input_grad
+        dx, dw = _ct._gradients(x, w, dy, needs[:2], conv.stride, conv.padding, conv.dilation, conv.groups)
+        c = params.numel() // 2
+        return (dx, dw, dparams[:c] if needs[2] else None, dparams[c:] if needs[3] else None, dresidual, None, None,
+                None)
 
 
 def _activation_of(node: torch.fx.Node, modules: Dict[str, torch.nn.Module]) -> str:
@@ -184,7 +329,7 @@ def _fuse_blocks(gm: torch.fx.GraphModule, report: OptimizeReport) -> None:
         if bn_node is None or bn_node.op != "call_module" or bn_node.args != (conv_node,) or bn_node.kwargs:
             continue
         bn = modules.get(bn_node.target)
-        if type(bn) is not torch.nn.BatchNorm2d or calls[bn_node.target] != 1 or not bn.track_running_stats \
+        if type(bn) is not torch.nn.BatchNorm2d or calls[bn_node.target] != 1 \
                 or bn.num_features != conv.out_channels or len(conv_node.args) != 1 or conv_node.kwargs:
             continue
         chain = [conv_node, bn_node]  # the nodes the fused one replaces, in order
@@ -221,8 +366,9 @@ def optimize(model: torch.nn.Module, verbose: bool = False) -> torch.nn.Module:
 
     In eval mode without gradients (torch.no_grad() or torch.inference_mode()), a fused block is one convtune
     convolution: the batch norm folded into its weights and bias, the shortcut and ReLU in its epilogue. In training,
-    or where gradients are wanted, a block computes as the unfused model does. A model that cannot be traced is
-    patched only (the report says why)."""
+    the convolution, then convtune's batch norm passes: one for the statistics, one that normalises, adds the shortcut
+    and applies the ReLU; backward likewise (FusedConvBatchNorm2d). In eval mode with gradients wanted a block computes
+    as the unfused model does. A model that cannot be traced is patched only (the report says why)."""
     report = OptimizeReport()
     try:
         gm = torch.fx.symbolic_trace(model)

@@ -318,4 +318,65 @@ void run_on_pointers(const Plan& plan, const std::array<uintptr_t, 5>& pointers,
            workspace_buffer.get());
 }
 
+namespace {
+
+// The batch norm's operands wrapped in place: tensors of its problem's bytes, vectors of 2C floats; null for 0.
+struct BatchNormBuffers {
+  std::vector<std::unique_ptr<Buffer>> owned;
+  const Buffer* wrap(Device& device, uintptr_t address, size_t bytes, const char* name, bool optional = false) {
+    if (address == 0) {
+      if (optional) return nullptr;
+      throw InvalidArgument(std::string(name) + ": the address is null");
+    }
+    owned.push_back(wrap_in_place(device, reinterpret_cast<std::byte*>(address), bytes));
+    return owned.back().get();
+  }
+};
+
+Queue& queue_for(Device& device, intptr_t cuda_stream) {
+  const BackendKind backend = device.info().backend;
+  if (backend != BackendKind::Cpu && backend != BackendKind::Cuda)
+    throw InvalidArgument("running on raw addresses needs the CPU device or a CUDA device, not " + device.info().id);
+  return backend == BackendKind::Cuda ? cuda_queue(device, cuda_stream) : device.queue();
+}
+
+size_t tensor_bytes(const BatchNormPlan& plan) {
+  return static_cast<size_t>(plan.problem().elements()) * static_cast<size_t>(bytes_per_element(plan.problem().type));
+}
+
+}  // namespace
+
+void batch_norm_forward_on_pointers(const BatchNormPlan& plan, Device& device, const std::array<uintptr_t, 5>& p,
+                                    float eps, uintptr_t workspace, intptr_t cuda_stream) {
+  Queue& queue = queue_for(device, cuda_stream);
+  nb::gil_scoped_release released;
+  BatchNormBuffers b;
+  const size_t t = tensor_bytes(plan), v = static_cast<size_t>(plan.problem().c) * 2 * sizeof(float);
+  const Buffer* y = b.wrap(device, p[0], t, "y");
+  const Buffer* params = b.wrap(device, p[1], v, "params");
+  const Buffer* residual = b.wrap(device, p[2], t, "residual", true);
+  const Buffer* stats = b.wrap(device, p[3], v, "stats");
+  const Buffer* a = b.wrap(device, p[4], t, "a");
+  const Buffer* ws = b.wrap(device, workspace, plan.workspace_bytes(), "workspace");
+  plan.forward(queue, *y, *params, residual, *stats, *a, eps, *ws);
+}
+
+void batch_norm_backward_on_pointers(const BatchNormPlan& plan, Device& device, const std::array<uintptr_t, 8>& p,
+                                     float eps, uintptr_t workspace, intptr_t cuda_stream) {
+  Queue& queue = queue_for(device, cuda_stream);
+  nb::gil_scoped_release released;
+  BatchNormBuffers b;
+  const size_t t = tensor_bytes(plan), v = static_cast<size_t>(plan.problem().c) * 2 * sizeof(float);
+  const Buffer* da = b.wrap(device, p[0], t, "da");
+  const Buffer* a = b.wrap(device, p[1], t, "a");
+  const Buffer* y = b.wrap(device, p[2], t, "y");
+  const Buffer* stats = b.wrap(device, p[3], v, "stats");
+  const Buffer* params = b.wrap(device, p[4], v, "params");
+  const Buffer* dy = b.wrap(device, p[5], t, "dy");
+  const Buffer* dparams = b.wrap(device, p[6], v, "dparams");
+  const Buffer* dresidual = b.wrap(device, p[7], t, "dresidual", true);
+  const Buffer* ws = b.wrap(device, workspace, plan.workspace_bytes(), "workspace");
+  plan.backward(queue, *da, *a, *y, *stats, *params, eps, *dy, *dparams, dresidual, *ws);
+}
+
 }  // namespace convtune::python

@@ -2,6 +2,7 @@
 // DLPack arrays or raw addresses, the tuner (one device or several) with a progress callback, the tuning database,
 // and convtune's errors as Python exceptions. The package's Python modules build the friendly API on top of it.
 #include <nanobind/nanobind.h>
+#include <nanobind/stl/array.h>
 #include <nanobind/stl/map.h>
 #include <nanobind/stl/optional.h>
 #include <nanobind/stl/pair.h>
@@ -609,6 +610,48 @@ static void bind_plans(nb::module_& m) {
         "describes a plan without compiling it.");
 }
 
+// Batch norm in training (convtune/batch_norm.h) on raw addresses, for the PyTorch integration's fused blocks.
+struct BatchNormOnDevice {
+  Device* device;
+  BatchNormPlan plan;
+};
+
+static void bind_batch_norm(nb::module_& m) {
+  nb::class_<BatchNormOnDevice>(m, "BatchNormPlan",
+                                "A batch norm in training with its residual add and ReLU, compiled for one device.")
+      .def("__init__",
+           [](BatchNormOnDevice* self, const std::string& device_spec, const std::string& type,
+              const std::string& layout, int64_t n, int64_t c, int64_t h, int64_t w, bool residual, bool relu,
+              float relu_max) {
+             Device& device = convtune::device(device_spec);
+             BatchNormProblem p;
+             p.type = parse_element_type(type);
+             p.layout = parse_layout(layout);
+             p.n = n, p.c = c, p.h = h, p.w = w;
+             p.residual = residual, p.relu = relu, p.relu_max = relu_max;
+             new (self) BatchNormOnDevice{&device, BatchNormPlan(device, p)};
+           },
+           "device"_a, "type"_a, "layout"_a, "n"_a, "c"_a, "h"_a, "w"_a, "residual"_a = false, "relu"_a = false,
+           "relu_max"_a = 0.0f)
+      .def_prop_ro("workspace_bytes", [](const BatchNormOnDevice& b) { return b.plan.workspace_bytes(); })
+      .def_prop_ro("problem", [](const BatchNormOnDevice& b) { return b.plan.problem().to_string(); })
+      .def("forward_pointers",
+           [](const BatchNormOnDevice& b, std::array<uintptr_t, 5> pointers, float eps, uintptr_t workspace,
+              intptr_t stream) {
+             batch_norm_forward_on_pointers(b.plan, *b.device, pointers, eps, workspace, stream);
+           },
+           "pointers"_a, "eps"_a, "workspace"_a, "stream"_a = 0,
+           "Forward on raw addresses (y, params, residual or 0, stats, a): stats = mean and biased variance, a = "
+           "act(batch_norm(y) + residual).")
+      .def("backward_pointers",
+           [](const BatchNormOnDevice& b, std::array<uintptr_t, 8> pointers, float eps, uintptr_t workspace,
+              intptr_t stream) {
+             batch_norm_backward_on_pointers(b.plan, *b.device, pointers, eps, workspace, stream);
+           },
+           "pointers"_a, "eps"_a, "workspace"_a, "stream"_a = 0,
+           "Backward on raw addresses (da, a, y, stats, params, dy, dparams, dresidual or 0).");
+}
+
 // The tuner, one device or several alike ones, with a progress callback.
 static void bind_tuner(nb::module_& m) {
   m.def("tune", &run_tune, "devices"_a, "problems"_a, "database"_a, "family"_a = "all", "budget_seconds"_a = 60.0,
@@ -630,5 +673,6 @@ NB_MODULE(_convtune, m) {
   bind_problems(m);
   bind_tuning_database(m);
   bind_plans(m);
+  bind_batch_norm(m);
   bind_tuner(m);
 }

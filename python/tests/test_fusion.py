@@ -111,24 +111,93 @@ def test_inference_fuses_every_block_and_matches_float64(device, channels_last):
     assert {"bias+relu", "bias+residual+relu", "bias+relu6", "bias+residual", "bias"} <= epilogues
 
 
-@pytest.mark.parametrize("device", DEVICES)
-def test_training_runs_unfused_with_pytorchs_statistics_and_gradients(device):
-    stock, ours = _net(device), _net(device)
-    model = ct.optimize(ours)
-    x = torch.randn(4, 3, 16, 16, device=device)
-    for _ in range(2):  # the second step sees the running statistics the first updated
+def _fused_training_blocks(device: str, layout: str) -> int:
+    """How many training blocks (batch norm plans) convtune has made for `device` and `layout`."""
+    from convtune import _fusion
+    return sum(1 for key in _fusion._bn_plans if key[0].startswith(device) and key[2] == layout)
+
+
+def _train_side_by_side(stock, model, x, steps=2):
+    """`steps` forward and backward passes on both models; the outputs of each."""
+    outputs = []
+    for _ in range(steps):  # the second step sees the running statistics the first updated
         y_stock, y_ours = stock(x), model(x)
-        assert _relative(y_ours, y_stock) < 1e-5
+        outputs.append((y_ours.detach(), y_stock.detach()))
         y_stock.square().sum().backward()
         y_ours.square().sum().backward()
+    return outputs
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("channels_last", [False, True])
+def test_training_fuses_blocks_with_pytorchs_statistics_and_gradients(device, channels_last):
+    fmt = torch.channels_last if channels_last else torch.contiguous_format
+    stock, ours = _net(device).to(memory_format=fmt), _net(device).to(memory_format=fmt)
+    reference = _net(device).double()
+    model = ct.optimize(ours)
+    layout = "nhwc" if channels_last else "nchw"
+    made = _fused_training_blocks(device, layout)
+    x = torch.randn(4, 3, 16, 16, device=device).contiguous(memory_format=fmt)
+    outputs = _train_side_by_side(stock, model, x)
+    # Every block but the stem (a convolution bias before its batch norm stays on the plain path) ran fused.
+    layout = "nhwc" if channels_last else "nchw"
+    assert _fused_training_blocks(device, layout) - made == 6  # the bottleneck's four, the depthwise, the projection
+    want = reference(x.double())
+    assert _relative(outputs[0][0], want) < 1e-5  # against float64
+    for got, stock_y in outputs:
+        assert _relative(got, stock_y) < 1e-5
     # As one vector: a convolution's bias before a batch norm has a zero gradient but for rounding.
     ours_p, stock_p = dict(model.named_parameters()), dict(stock.named_parameters())
+    for name, p in stock_p.items():
+        assert ours_p[name].grad is not None, name  # a gradient for every parameter
+        # (the stem's bias before its batch norm: zero but for rounding)
+        assert _relative(ours_p[name].grad, p.grad) < 1e-4 or p.grad.norm() < 1e-5, name
     assert _relative(torch.cat([ours_p[n].grad.flatten() for n in stock_p]),
                      torch.cat([p.grad.flatten() for p in stock_p.values()])) < 1e-5
     ours_b = dict(model.named_buffers())
     for name, b in stock.named_buffers():
         assert torch.allclose(ours_b[name].double(), b.double(), rtol=1e-5, atol=1e-6), name
     # Back in eval: the fold uses the statistics training left.
+    stock.eval()
+    model.eval()
+    with torch.no_grad():
+        assert _relative(model(x), stock(x)) < 1e-5
+
+
+class Block(torch.nn.Module):
+    """Conv -> BatchNorm (the given options) -> + shortcut -> ReLU."""
+
+    def __init__(self, **bn) -> None:
+        super().__init__()
+        self.conv = torch.nn.Conv2d(6, 6, 3, 1, 1, bias=False)
+        self.bn = torch.nn.BatchNorm2d(6, **bn)
+
+    def forward(self, x):
+        return F.relu(self.bn(self.conv(x)) + x)
+
+
+@pytest.mark.parametrize("options", [dict(momentum=None), dict(affine=False), dict(track_running_stats=False),
+                                     dict(momentum=0.3, eps=1e-3)])
+def test_training_block_follows_batchnorm_options(options):
+    torch.manual_seed(1)
+    stock = Block(**options)
+    ours = Block(**options)
+    ours.load_state_dict(stock.state_dict())
+    model = ct.optimize(ours)
+    assert "bn" in model._convtune_optimize_report.fused
+    x = torch.randn(3, 6, 9, 7)
+    for step in range(3):
+        x_s, x_o = x.clone().requires_grad_(), x.clone().requires_grad_()
+        y_s, y_o = stock(x_s), model(x_o)
+        assert _relative(y_o, y_s) < 1e-5, step
+        (y_s * torch.arange(y_s.numel()).view_as(y_s).sin()).sum().backward()
+        (y_o * torch.arange(y_o.numel()).view_as(y_o).sin()).sum().backward()
+        assert _relative(x_o.grad, x_s.grad) < 1e-5, step  # through the shortcut and the convolution
+    for (name, b_s), b_o in zip(stock.state_dict().items(), model.state_dict().values()):
+        assert torch.allclose(b_o.double(), b_s.double(), rtol=1e-5, atol=1e-6), name
+    for (name, p_s), p_o in zip(stock.named_parameters(), model.parameters()):
+        assert _relative(p_o.grad, p_s.grad) < 1e-5, name
+    # Evaluation without running statistics uses the batch's: still the training block.
     stock.eval()
     model.eval()
     with torch.no_grad():
@@ -174,3 +243,29 @@ def test_a_model_that_cannot_be_traced_is_patched_with_the_reason():
     assert not report.fused and "could not be traced" in str(report) and report.patch.replaced == ["conv"]
     with torch.no_grad():
         assert model(torch.randn(1, 3, 8, 8)).shape == (1, 4, 6, 6)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("channels_last", [False, True])
+def test_bf16_training_block_is_as_close_to_float64_as_stock(device, channels_last):
+    fmt = torch.channels_last if channels_last else torch.contiguous_format
+    torch.manual_seed(2)
+    reference = Block().double().to(device)
+    stock = Block().to(device)
+    stock.load_state_dict(reference.state_dict())
+    ours = Block().to(device)
+    ours.load_state_dict(reference.state_dict())
+    stock, ours = stock.to(torch.bfloat16, memory_format=fmt), ours.to(torch.bfloat16, memory_format=fmt)
+    model = ct.optimize(ours)
+    x = torch.randn(8, 6, 12, 10, device=device).to(torch.bfloat16).contiguous(memory_format=fmt)
+    sides = {}
+    for name, net, inp in [("f64", reference, x.double()), ("stock", stock, x), ("ours", model, x)]:
+        inp = inp.clone().requires_grad_()
+        y = net(inp)
+        (y.double() * torch.linspace(-1, 1, y.numel(), device=device, dtype=torch.float64).view_as(y)).sum().backward()
+        sides[name] = [y.detach()] + [inp.grad] + [p.grad for p in net.parameters()]
+    for i, what in enumerate(["output", "input's gradient", "weight's gradient", "gamma's gradient",
+                              "beta's gradient"]):
+        ours_error, stock_error = _relative(sides["ours"][i], sides["f64"][i]), _relative(sides["stock"][i],
+                                                                                         sides["f64"][i])
+        assert ours_error < max(2 * stock_error, 2 ** -8), (what, ours_error, stock_error)

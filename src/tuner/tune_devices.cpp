@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "convtune/error.h"
+#include "convtune/extension/kernel_family.h"
 #include "convtune/tuning.h"
 #include "src/tuner/skip_tuned.h"
 #include "src/tuner/task_spread.h"

@@ -135,3 +135,21 @@ TEST(FamilyNvrtc, DepthwiseNhwcCompilesForSm90WithoutSpills) {
   }
   std::cout << fmt::format("nvrtc: compiled {} depthwise_nhwc programs for sm_90\n", compiled);
 }
+
+TEST(FamilyNvrtc, BatchNormKernelsCompileForSm90) {
+  const DeviceInfo device = hopper();
+  const std::string text = load_kernel_source("common/batch_norm.cl");
+  for (const char* elem : {"0", "1", "2"}) {
+    for (const char* nhwc : {"0", "1"}) {
+      for (const auto& [residual, relu, relu_max] : {std::tuple{"0", "0", "0"}, {"1", "1", "0"}, {"0", "1", "1"}}) {
+        const std::map<std::string, std::string> defines{
+            {"ELEM", elem},           {"LAYOUT_NHWC", nhwc}, {"HAS_RESIDUAL", residual},
+            {"HAS_RELU", relu},       {"HAS_RELU_MAX", relu_max}, {"RELU_MAX", "6.00000000f"}};
+        const auto options = cuda::cuda_program_options(device.architecture, defines, {});
+        std::string log;
+        EXPECT_NO_THROW(cuda::compile_cuda_to_cubin(text, options, "common/batch_norm.cl", &log))
+            << "ELEM=" << elem << " LAYOUT_NHWC=" << nhwc << " HAS_RESIDUAL=" << residual << "\n" << log;
+      }
+    }
+  }
+}

@@ -1,0 +1,202 @@
+// BatchNormPlan (convtune/batch_norm.h): kernels/common/batch_norm.cl compiled once per type, layout and block, its
+// six kernels launched in three steps per direction with the sizes as arguments.
+#include "convtune/batch_norm.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <climits>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "convtune/error.h"
+#include "src/plan/batch_norm_host.h"
+
+namespace convtune {
+
+namespace {
+
+constexpr const char* kBatchNormProgram = "common/batch_norm.cl";
+constexpr size_t kLocal = 256;     // BN_LOCAL
+constexpr int64_t kChannels = 64;  // BN_CHANNELS
+constexpr int64_t kMaxChunks = 512;
+
+void set_args(Kernel& kernel, const std::vector<KernelArg>& args) {
+  for (size_t i = 0; i < args.size(); ++i) kernel.set_arg(static_cast<int>(i), args[i]);
+}
+
+std::string checked(const BatchNormProblem& p) {
+  for (const auto& [name, value] : {std::pair<const char*, int64_t>{"n", p.n}, {"c", p.c}, {"h", p.h}, {"w", p.w}}) {
+    if (value <= 0) return fmt::format("{}: expected a positive size, got {}", name, value);
+  }
+  if (p.n * p.h * p.w > INT32_MAX || p.c > INT32_MAX || p.elements() / p.c > INT32_MAX)
+    return fmt::format("n x h x w: {} rows, more than the kernels index (at most {})", p.n * p.h * p.w, INT32_MAX);
+  if (p.relu_max < 0 || (p.relu_max > 0 && !p.relu))
+    return fmt::format("relu_max: expected 0, or a positive clamp with relu, got {}{}", p.relu_max,
+                       p.relu ? "" : " without relu");
+  return {};
+}
+
+ProgramSource program_source(const BatchNormProblem& p, bool host) {
+  ProgramSource source{host ? kBatchNormHostProgram : kBatchNormProgram, {}, {}, false};
+  auto& d = source.defines;
+  d["ELEM"] = p.type == ElementType::F32 ? "0" : p.type == ElementType::BF16 ? "1" : "2";
+  d["LAYOUT_NHWC"] = p.layout == Layout::NHWC ? "1" : "0";
+  d["HAS_RESIDUAL"] = p.residual ? "1" : "0";
+  d["HAS_RELU"] = p.relu ? "1" : "0";
+  d["HAS_RELU_MAX"] = p.relu && p.relu_max > 0 ? "1" : "0";
+  d["RELU_MAX"] = fmt::format("{:#.9g}f", p.relu && p.relu_max > 0 ? p.relu_max : 0.0f);
+  return source;
+}
+
+}  // namespace
+
+std::string BatchNormProblem::to_string() const {
+  std::string text = fmt::format("bn {} {} {}x{}x{}x{}", convtune::to_string(type), convtune::to_string(layout), n,
+                                 c, h, w);
+  if (residual) text += " +residual";
+  if (relu) text += relu_max > 0 ? fmt::format(" +relu-max={:g}", relu_max) : std::string(" +relu");
+  return text;
+}
+
+struct BatchNormPlan::Impl {
+  Device* device;
+  BatchNormProblem problem;
+  int32_t chunks = 1;
+  std::shared_ptr<Program> program;
+  std::mutex lock;  // the kernels' arguments are set and launched under it
+  std::unique_ptr<Kernel> forward_partial, forward_finalize, forward_apply;
+  std::unique_ptr<Kernel> backward_partial, backward_finalize, backward_apply;
+
+  int32_t rows() const { return static_cast<int32_t>(problem.n * problem.h * problem.w); }
+  int32_t n() const { return static_cast<int32_t>(problem.n); }
+  int32_t c() const { return static_cast<int32_t>(problem.c); }
+  int32_t hw() const { return static_cast<int32_t>(problem.h * problem.w); }
+  size_t partial_floats() const { return static_cast<size_t>(chunks) * 2 * static_cast<size_t>(problem.c); }
+  size_t tensor_bytes() const {
+    return static_cast<size_t>(problem.elements()) * static_cast<size_t>(bytes_per_element(problem.type));
+  }
+
+  // Partial-sum kernels: group axis 0 the channels (NHWC blocks of kChannels, NCHW one each), axis 1 the chunks.
+  LaunchGeometry partial_geometry() const {
+    LaunchGeometry g;
+    g.dims = 2;
+    const int64_t groups = problem.layout == Layout::NHWC ? (problem.c + kChannels - 1) / kChannels : problem.c;
+    g.global = {static_cast<size_t>(groups) * kLocal, static_cast<size_t>(chunks), 1};
+    g.local = {kLocal, 1, 1};
+    return g;
+  }
+  LaunchGeometry channel_geometry() const {  // one work-item per channel
+    LaunchGeometry g;
+    g.global = {(static_cast<size_t>(problem.c) + kLocal - 1) / kLocal * kLocal, 1, 1};
+    g.local = {kLocal, 1, 1};
+    return g;
+  }
+  LaunchGeometry elementwise_geometry() const {  // a grid-stride loop, four elements a work-item on the first pass
+    LaunchGeometry g;
+    const int64_t groups = std::clamp<int64_t>((problem.elements() + 4 * kLocal - 1) / (4 * kLocal), 1, 16384);
+    g.global = {static_cast<size_t>(groups) * kLocal, 1, 1};
+    g.local = {kLocal, 1, 1};
+    return g;
+  }
+
+  void check(const Buffer* buffer, const char* name, size_t bytes) const {
+    if (buffer == nullptr) throw InvalidArgument(fmt::format("{}: {} needs this buffer", problem.to_string(), name));
+    if (buffer->bytes() < bytes)
+      throw InvalidArgument(fmt::format("{}: {} holds {} bytes, expected at least {}", problem.to_string(), name,
+                                        buffer->bytes(), bytes));
+  }
+  void check_common(const Buffer& y, const Buffer& stats, const Buffer& params, const Buffer& workspace) const {
+    const size_t vector = static_cast<size_t>(problem.c) * 2 * sizeof(float);
+    check(&y, "y", tensor_bytes());
+    check(&stats, "stats", vector);
+    check(&params, "params", vector);
+    check(&workspace, "workspace", workspace_bytes());
+  }
+  void check_eps(float eps) const {
+    if (!(eps > 0))
+      throw InvalidArgument(fmt::format("{}: eps: expected a positive number, got {}", problem.to_string(), eps));
+  }
+  size_t workspace_bytes() const {
+    return (partial_floats() + 3 * static_cast<size_t>(problem.c)) * sizeof(float);
+  }
+};
+
+BatchNormPlan::BatchNormPlan(Device& device, const BatchNormProblem& problem) : impl_(std::make_unique<Impl>()) {
+  const std::string why = checked(problem);
+  if (!why.empty()) throw InvalidArgument("batch norm " + why);
+  Impl& m = *impl_;
+  m.device = &device;
+  m.problem = problem;
+  const DeviceInfo& info = device.info();
+  const bool host = info.backend == BackendKind::Cpu;
+  if (host) register_batch_norm_host_program();
+  // Enough work-groups for the device (eight per compute unit), each chunk at least a few rows per work-item, and
+  // few enough chunks that one work-item per channel sums them quickly.
+  const int64_t channel_groups = problem.layout == Layout::NHWC ? (problem.c + kChannels - 1) / kChannels : problem.c;
+  const int64_t wanted = std::max<int64_t>(1, 8 * std::max(info.compute_units, 1) / channel_groups);
+  const int64_t rows_per_item = problem.layout == Layout::NHWC ? 4 * (kLocal / kChannels) : 4 * kLocal;
+  const int64_t most = std::max<int64_t>(1, m.rows() / rows_per_item);
+  m.chunks = static_cast<int32_t>(std::clamp<int64_t>(wanted, 1, std::min(most, kMaxChunks)));
+  m.program = device.build(program_source(problem, host));
+  m.forward_partial = m.program->kernel("bn_forward_partial");
+  m.forward_finalize = m.program->kernel("bn_forward_finalize");
+  m.forward_apply = m.program->kernel("bn_forward_apply");
+  m.backward_partial = m.program->kernel("bn_backward_partial");
+  m.backward_finalize = m.program->kernel("bn_backward_finalize");
+  m.backward_apply = m.program->kernel("bn_backward_apply");
+}
+
+BatchNormPlan::~BatchNormPlan() = default;
+BatchNormPlan::BatchNormPlan(BatchNormPlan&&) noexcept = default;
+BatchNormPlan& BatchNormPlan::operator=(BatchNormPlan&&) noexcept = default;
+
+const BatchNormProblem& BatchNormPlan::problem() const { return impl_->problem; }
+size_t BatchNormPlan::workspace_bytes() const { return impl_->workspace_bytes(); }
+
+void BatchNormPlan::forward(Queue& queue, const Buffer& y, const Buffer& params, const Buffer* residual,
+                            const Buffer& stats, const Buffer& a, float eps, const Buffer& workspace) const {
+  Impl& m = *impl_;
+  m.check_common(y, stats, params, workspace);
+  m.check(&a, "a", m.tensor_bytes());
+  if (m.problem.residual) m.check(residual, "residual", m.tensor_bytes());
+  m.check_eps(eps);
+  const int32_t n = m.n(), c = m.c(), hw = m.hw();
+  std::lock_guard<std::mutex> held(m.lock);
+  set_args(*m.forward_partial, {&y, &workspace, n, c, hw, m.chunks});
+  queue.launch(*m.forward_partial, m.partial_geometry());
+  set_args(*m.forward_finalize, {&y, &params, &stats, &workspace, n, c, hw, m.chunks, eps});
+  queue.launch(*m.forward_finalize, m.channel_geometry());
+  std::vector<KernelArg> args{&y, &workspace};
+  if (m.problem.residual) args.emplace_back(residual);
+  args.insert(args.end(), {&a, static_cast<int64_t>(m.problem.elements()), c, hw, m.chunks});
+  set_args(*m.forward_apply, args);
+  queue.launch(*m.forward_apply, m.elementwise_geometry());
+}
+
+void BatchNormPlan::backward(Queue& queue, const Buffer& da, const Buffer& a, const Buffer& y, const Buffer& stats,
+                             const Buffer& params, float eps, const Buffer& dy, const Buffer& dparams,
+                             const Buffer* dresidual, const Buffer& workspace) const {
+  Impl& m = *impl_;
+  m.check_common(y, stats, params, workspace);
+  m.check(&da, "da", m.tensor_bytes());
+  m.check(&a, "a", m.tensor_bytes());
+  m.check(&dy, "dy", m.tensor_bytes());
+  m.check(&dparams, "dparams", static_cast<size_t>(m.problem.c) * 2 * sizeof(float));
+  if (m.problem.residual) m.check(dresidual, "dresidual", m.tensor_bytes());
+  m.check_eps(eps);
+  const int32_t n = m.n(), c = m.c(), hw = m.hw();
+  std::lock_guard<std::mutex> held(m.lock);
+  set_args(*m.backward_partial, {&da, &a, &y, &stats, &workspace, n, c, hw, m.chunks});
+  queue.launch(*m.backward_partial, m.partial_geometry());
+  set_args(*m.backward_finalize, {&stats, &params, &dparams, &workspace, n, c, hw, m.chunks, eps});
+  queue.launch(*m.backward_finalize, m.channel_geometry());
+  std::vector<KernelArg> args{&da, &a, &y, &stats, &workspace, &dy};
+  if (m.problem.residual) args.emplace_back(dresidual);
+  args.insert(args.end(), {static_cast<int64_t>(m.problem.elements()), c, hw, m.chunks});
+  set_args(*m.backward_apply, args);
+  queue.launch(*m.backward_apply, m.elementwise_geometry());
+}
+
+}  // namespace convtune
