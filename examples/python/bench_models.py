@@ -11,11 +11,11 @@ tf32-cl. Per model and mode it prints, for stock and convtune: the median traini
 entropy, random images and labels at --image size), images/s, inference at --batch and at batch 1, and with
 --first-step the first training step of a fresh process (convtune with an empty program cache, stock with cuDNN's
 benchmark search), and with --new-batch the first step at another batch size after warm steps. --sides stock,
-convtune,fused adds convtune.torch.optimize() (Conv + BatchNorm + ReLU blocks fused in inference). The check runs one
-forward and backward of both on the same weights and images and compares logits and every parameter's gradient with
-a float64 run of the model (all gradients as one vector): convtune's error must be within 2x stock's (or the mode's
-floor). Both sides use
-cudnn.benchmark = True. Results as JSON with --out, as Markdown with --markdown.
+convtune,fused adds convtune.torch.optimize() (Conv + BatchNorm [+ shortcut] + ReLU blocks fused: in inference one
+convolution, in training convtune's batch norm passes). The check runs one training-mode forward and backward of
+every side on the same weights and images and compares logits and every parameter's gradient with a float64 run of
+the model (all gradients as one vector): each side's error must be within 2x stock's (or the mode's floor); the fused
+side's eval-mode logits are checked too. Every side uses cudnn.benchmark = True. Results as JSON with --out, as Markdown with --markdown.
 """
 import argparse
 import copy
@@ -54,7 +54,7 @@ def parse_args(argv):
     p.add_argument("--new-batch", type=int, default=0, help="after warm steps, time one step at this batch size")
     p.add_argument("--sides", default="stock,convtune",
                    help="comma-separated, the first the baseline: stock (PyTorch), convtune (patch()), fused "
-                        "(optimize(): Conv+BatchNorm+ReLU blocks fused in inference)")
+                        "(optimize(): Conv+BatchNorm+ReLU blocks fused in training and inference)")
     p.add_argument("--profile", type=int, default=0, metavar="N",
                    help="also profile 3 training steps of each side (torch.profiler) and print its N costliest GPU "
                         "kernels and the host time per step")
@@ -194,13 +194,14 @@ def relative_error(got, want):
     return ((got - want).norm() / want.norm().clamp_min(1e-30)).item()
 
 
-def check(name, mode, args, device):
-    """Logits and gradients of stock and convtune against a float64 run of the same model and images."""
+def check(name, mode, args, device, sides):
+    """Training-mode logits and gradients of each side (the fused one through its fused training blocks) against a
+    float64 run of the same model and images; each side within twice stock's error (or the mode's floor)."""
     set_precision(mode)
     x, y = images(args.batch, args.image, mode, device, seed=7)
     results = {}
-    for side in ("float64", "stock", "convtune"):
-        model = build(name, mode, "convtune" if side == "convtune" else "stock", device)
+    for side in ["float64"] + sides:
+        model = build(name, mode, "stock" if side == "float64" else side, device)
         model.train()
         if side == "float64":
             model = model.double()
@@ -216,7 +217,7 @@ def check(name, mode, args, device):
     names = sorted(ref_grads)
     reference = torch.cat([ref_grads[n].flatten() for n in names])
     out = {}
-    for side in ("stock", "convtune"):
+    for side in sides:
         logits, grads = results[side]
         # All gradients as one vector: a parameter whose float64 gradient is (nearly) zero, as a bias before a
         # BatchNorm's, has no meaningful error of its own. The worst single parameter is reported beside it.
@@ -226,8 +227,8 @@ def check(name, mode, args, device):
                      "worst_parameter": worst,
                      "worst_parameter_error": relative_error(grads[worst], ref_grads[worst])}
     floor = FLOORS[mode.split("-")[0]]
-    ok = all(out["convtune"][k] <= max(2 * out["stock"][k], floor) for k in ("logits", "gradient"))
-    out["passed"] = ok
+    out["passed"] = all(out[side][k] <= max(2 * out[sides[0]][k], floor) for side in sides[1:]
+                        for k in ("logits", "gradient"))
     return out
 
 
@@ -352,9 +353,9 @@ def table(rows, sides):
         checks = []
         if "check" in r:
             c = r["check"]
-            checks.append(f"train {'ok' if c['passed'] else 'FAILED'}: logits {c['stock']['logits']:.1e} / "
-                          f"{c['convtune']['logits']:.1e}, grads {c['stock']['gradient']:.1e} / "
-                          f"{c['convtune']['gradient']:.1e}")
+            checks.append(f"train {'ok' if c['passed'] else 'FAILED'}: logits " +
+                          " / ".join(f"{c[s]['logits']:.1e}" for s in sides) + ", grads " +
+                          " / ".join(f"{c[s]['gradient']:.1e}" for s in sides))
         if "check_inference" in r:
             c = r["check_inference"]
             checks.append(f"eval {'ok' if c['passed'] else 'FAILED'}: logits " +
@@ -382,8 +383,8 @@ def main(argv):
             print(f"bench_models: {name} {mode} ...", file=sys.stderr, flush=True)
             row = measure(name, mode, args, device, sides)
             if not args.no_check:
-                if "convtune" in sides:
-                    row["check"] = check(name, mode, args, device)
+                if len(sides) > 1:
+                    row["check"] = check(name, mode, args, device, sides)
                 if "fused" in sides:
                     row["check_inference"] = check_inference(name, mode, args, device, sides)
             if args.first_step:

@@ -1,10 +1,14 @@
 // The CPU backend's batch norm (host program "host/batch_norm"): kernels/common/batch_norm.cl's six kernels with
-// the same arguments and arithmetic, computed on the host's threads.
+// the same arguments and arithmetic (multiply-adds unfused: the library is built for baseline x86-64, where fmaf is a
+// call), computed on the host's threads in loops the compiler vectorises (one channel's pixels in NCHW, one pixel's
+// channels in NHWC).
 #include "src/plan/batch_norm_host.h"
 
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
+#include <limits>
 #include <map>
 #include <mutex>
 #include <string>
@@ -18,103 +22,174 @@ namespace convtune {
 
 namespace {
 
-// What the program's defines say, once per build.
-struct BnShape {
-  int elem = 0;  // 0 FP32, 1 BF16, 2 FP16
-  bool nhwc = false, residual = false, relu = false;
-  float relu_max = 0;
+// Element access by type: 0 FP32, 1 BF16 (widened and rounded inline, so loops over them vectorise), 2 FP16.
+template <int E>
+struct BnElem {
+  using T = uint16_t;
+  static float load(const T* p, int64_t i) { return fp16_to_fp32(p[i]); }
+  static void store(T* p, int64_t i, float v) { p[i] = fp32_to_fp16(v); }
+};
+template <>
+struct BnElem<0> {
+  using T = float;
+  static float load(const T* p, int64_t i) { return p[i]; }
+  static void store(T* p, int64_t i, float v) { p[i] = v; }
+};
+template <>
+struct BnElem<1> {
+  using T = uint16_t;
+  static float load(const T* p, int64_t i) {
+    const uint32_t bits = static_cast<uint32_t>(p[i]) << 16;
+    float v;
+    std::memcpy(&v, &bits, 4);
+    return v;
+  }
+  static void store(T* p, int64_t i, float v) {  // round to nearest even; a NaN stays a quiet NaN
+    uint32_t u;
+    std::memcpy(&u, &v, 4);
+    const bool nan = (u & 0x7FFFFFFFu) > 0x7F800000u;
+    p[i] = static_cast<uint16_t>(nan ? (u >> 16) | 0x40u : (u + 0x7FFFu + ((u >> 16) & 1u)) >> 16);
+  }
 };
 
-float bn_load(const BnShape& s, const void* p, int64_t i) {
-  if (s.elem == 0) return static_cast<const float*>(p)[i];
-  const uint16_t bits = static_cast<const uint16_t*>(p)[i];
-  return s.elem == 1 ? bf16_to_fp32(bits) : fp16_to_fp32(bits);
-}
+// What the program's defines say, once per build.
+struct BnBlock {
+  int elem = 0;
+  bool nhwc = false, residual = false, relu = false;
+  float relu_max = 0;
+  // The activation as a clamp to [lo, hi] (no ReLU: the whole line), and the gradient's mask: open strictly inside.
+  float lo() const { return relu ? 0.0f : -std::numeric_limits<float>::infinity(); }
+  float hi() const { return relu && relu_max > 0 ? relu_max : std::numeric_limits<float>::infinity(); }
+};
 
-void bn_store(const BnShape& s, void* p, int64_t i, float v) {
-  if (s.elem == 0) {
-    static_cast<float*>(p)[i] = v;
-  } else {
-    static_cast<uint16_t*>(p)[i] = s.elem == 1 ? fp32_to_bf16(v) : fp32_to_fp16(v);
-  }
-}
-
-float bn_through_relu(const BnShape& s, float da, float a) {
-  if (!s.relu) return da;
-  return a > 0.0f && (s.relu_max <= 0 || a < s.relu_max) ? da : 0.0f;
-}
+struct BnSizes {
+  int64_t n, c, hw, chunks;
+  int64_t rows() const { return n * hw; }
+};
 
 int64_t bn_int(const KernelArg& arg) {
   if (const auto* v = std::get_if<int32_t>(&arg)) return *v;
   return std::get<int64_t>(arg);
 }
 
-// Element j of channel k (bn_index in the kernel).
-int64_t bn_index(const BnShape& s, int64_t j, int64_t k, int64_t c, int64_t hw) {
-  if (s.nhwc) return j * c + k;
-  const int64_t image = j / hw;
-  return (image * c + k) * hw + (j - image * hw);
+template <class T>
+T* bn_buffer(const KernelArg& arg, const char* what) {
+  return reinterpret_cast<T*>(cpu::host_floats(arg, what));
 }
 
-// Partial sums of two functions of element i of channel k, per chunk of rows: partial[chunk][0..1][k]. `value`
-// returns both for one element; each chunk accumulates in double and stores float, as the kernel's partials are.
+// Per-channel sums of two values of each element (`value(i, k)` returns both), in double per channel: NCHW one task
+// per channel, 16 float lanes over each image's pixels; NHWC one task per block of rows, float over 64 rows at a time.
+// The totals go to chunk 0 of `partial` and zeros to the others (the finalize step sums every chunk).
 template <class Value>
-void bn_partials(const BnShape& s, float* partial, int64_t n, int64_t c, int64_t hw, int64_t chunks, Value value) {
-  const int64_t rows = n * hw, per_chunk = (rows + chunks - 1) / chunks;
-  parallel_for(chunks, hardware_threads(), [&](int64_t g) {
-    std::vector<double> sum(static_cast<size_t>(c)), second(static_cast<size_t>(c));
-    const int64_t end = std::min(rows, (g + 1) * per_chunk);
-    const auto add = [&](int64_t i, int64_t k) {
-      const auto [v1, v2] = value(i, k);
-      sum[static_cast<size_t>(k)] += v1;
-      second[static_cast<size_t>(k)] += v2;
-    };
-    if (s.nhwc) {
-      for (int64_t j = g * per_chunk; j < end; ++j)
-        for (int64_t k = 0; k < c; ++k) add(j * c + k, k);
-    } else {  // the chunk's rows image by image, each channel's pixels contiguous
-      for (int64_t j = g * per_chunk; j < end;) {
-        const int64_t image = j / hw, first = j - image * hw, last = std::min(hw, first + end - j);
-        for (int64_t k = 0; k < c; ++k)
-          for (int64_t p = first; p < last; ++p) add((image * c + k) * hw + p, k);
-        j += last - first;
+void bn_channel_sums(const BnBlock& b, const BnSizes& s, float* partial, Value value) {
+  const int64_t c = s.c;
+  std::vector<double> first(static_cast<size_t>(c)), second(static_cast<size_t>(c));
+  if (!b.nhwc) {
+    parallel_for(c, hardware_threads(), [&](int64_t k) {
+      double t1 = 0, t2 = 0;
+      for (int64_t image = 0; image < s.n; ++image) {
+        const int64_t base = (image * c + k) * s.hw;
+        float l1[16] = {}, l2[16] = {};
+        int64_t p = 0;
+        for (; p + 16 <= s.hw; p += 16)
+          for (int l = 0; l < 16; ++l) {
+            const auto [v1, v2] = value(base + p + l, k);
+            l1[l] += v1;
+            l2[l] += v2;
+          }
+        for (; p < s.hw; ++p) {
+          const auto [v1, v2] = value(base + p, k);
+          l1[0] += v1;
+          l2[0] += v2;
+        }
+        for (int l = 0; l < 16; ++l) t1 += l1[l], t2 += l2[l];
       }
-    }
-    for (int64_t k = 0; k < c; ++k) {
-      partial[(g * 2) * c + k] = static_cast<float>(sum[static_cast<size_t>(k)]);
-      partial[(g * 2 + 1) * c + k] = static_cast<float>(second[static_cast<size_t>(k)]);
-    }
-  });
+      first[static_cast<size_t>(k)] = t1;
+      second[static_cast<size_t>(k)] = t2;
+    });
+  } else {
+    constexpr int64_t kRows = 64;
+    const int64_t blocks = (s.rows() + kRows - 1) / kRows;
+    const int64_t tasks = std::min<int64_t>(blocks, 4 * static_cast<int64_t>(hardware_threads()));
+    std::vector<double> d1(static_cast<size_t>(tasks * c)), d2(static_cast<size_t>(tasks * c));
+    parallel_for(tasks, hardware_threads(), [&](int64_t task) {
+      std::vector<float> f1(static_cast<size_t>(c)), f2(static_cast<size_t>(c));
+      double* t1 = &d1[static_cast<size_t>(task * c)];
+      double* t2 = &d2[static_cast<size_t>(task * c)];
+      for (int64_t block = task * blocks / tasks; block < (task + 1) * blocks / tasks; ++block) {
+        std::fill(f1.begin(), f1.end(), 0.0f);
+        std::fill(f2.begin(), f2.end(), 0.0f);
+        for (int64_t row = block * kRows; row < std::min(s.rows(), (block + 1) * kRows); ++row)
+          for (int64_t k = 0; k < c; ++k) {
+            const auto [v1, v2] = value(row * c + k, k);
+            f1[static_cast<size_t>(k)] += v1;
+            f2[static_cast<size_t>(k)] += v2;
+          }
+        for (int64_t k = 0; k < c; ++k) t1[k] += f1[static_cast<size_t>(k)], t2[k] += f2[static_cast<size_t>(k)];
+      }
+    });
+    for (int64_t task = 0; task < tasks; ++task)
+      for (int64_t k = 0; k < c; ++k) {
+        first[static_cast<size_t>(k)] += d1[static_cast<size_t>(task * c + k)];
+        second[static_cast<size_t>(k)] += d2[static_cast<size_t>(task * c + k)];
+      }
+  }
+  std::fill(partial, partial + s.chunks * 2 * c, 0.0f);
+  for (int64_t k = 0; k < c; ++k) {
+    partial[k] = static_cast<float>(first[static_cast<size_t>(k)]);
+    partial[c + k] = static_cast<float>(second[static_cast<size_t>(k)]);
+  }
 }
 
-std::map<std::string, cpu::HostKernel> bn_kernels(const BnShape& s) {
+// `body(i, k)` on every element, in parallel: NCHW by images' channel planes, NHWC by blocks of rows.
+template <class Body>
+void bn_each(const BnBlock& b, const BnSizes& s, Body body) {
+  const int64_t c = s.c;
+  if (!b.nhwc) {
+    parallel_for(s.n * c, hardware_threads(), [&](int64_t plane) {
+      const int64_t k = plane % c, base = plane * s.hw;
+      for (int64_t p = 0; p < s.hw; ++p) body(base + p, k);
+    });
+  } else {
+    constexpr int64_t kRows = 64;
+    parallel_for((s.rows() + kRows - 1) / kRows, hardware_threads(), [&](int64_t block) {
+      for (int64_t row = block * kRows; row < std::min(s.rows(), (block + 1) * kRows); ++row)
+        for (int64_t k = 0; k < c; ++k) body(row * c + k, k);
+    });
+  }
+}
+
+template <int E>
+std::map<std::string, cpu::HostKernel> bn_kernels(const BnBlock& b) {
+  using El = BnElem<E>;
+  using T = typename El::T;
   std::map<std::string, cpu::HostKernel> kernels;
-  kernels["bn_forward_partial"] = [s](const std::vector<KernelArg>& a) {
-    const void* y = cpu::host_floats(a.at(0), "y");
-    float* partial = cpu::host_floats(a.at(1), "workspace");
-    const int64_t n = bn_int(a.at(2)), c = bn_int(a.at(3)), hw = bn_int(a.at(4)), chunks = bn_int(a.at(5));
-    bn_partials(s, partial, n, c, hw, chunks, [&](int64_t i, int64_t k) {
-      const float v = bn_load(s, y, i) - bn_load(s, y, bn_index(s, 0, k, c, hw));
-      return std::pair<double, double>(v, static_cast<double>(v) * v);
+  kernels["bn_forward_partial"] = [b](const std::vector<KernelArg>& a) {
+    const T* y = bn_buffer<const T>(a.at(0), "y");
+    float* partial = bn_buffer<float>(a.at(1), "workspace");
+    const BnSizes s{bn_int(a.at(2)), bn_int(a.at(3)), bn_int(a.at(4)), bn_int(a.at(5))};
+    std::vector<float> y0(static_cast<size_t>(s.c));  // each channel's first element: the sums' shift
+    for (int64_t k = 0; k < s.c; ++k) y0[static_cast<size_t>(k)] = El::load(y, b.nhwc ? k : k * s.hw);
+    bn_channel_sums(b, s, partial, [&](int64_t i, int64_t k) {
+      const float v = El::load(y, i) - y0[static_cast<size_t>(k)];
+      return std::pair<float, float>(v, v * v);
     });
   };
-  kernels["bn_forward_finalize"] = [s](const std::vector<KernelArg>& a) {
-    const void* y = cpu::host_floats(a.at(0), "y");
-    const float* params = cpu::host_floats(a.at(1), "params");
-    float* stats = cpu::host_floats(a.at(2), "stats");
-    const float* partial = cpu::host_floats(a.at(3), "workspace");
-    const int64_t n = bn_int(a.at(4)), c = bn_int(a.at(5)), hw = bn_int(a.at(6)), chunks = bn_int(a.at(7));
+  kernels["bn_forward_finalize"] = [b](const std::vector<KernelArg>& a) {
+    const T* y = bn_buffer<const T>(a.at(0), "y");
+    const float* params = bn_buffer<const float>(a.at(1), "params");
+    float* stats = bn_buffer<float>(a.at(2), "stats");
+    float* workspace = bn_buffer<float>(a.at(3), "workspace");
+    const BnSizes s{bn_int(a.at(4)), bn_int(a.at(5)), bn_int(a.at(6)), bn_int(a.at(7))};
     const float eps = std::get<float>(a.at(8));
-    float* coeffs = cpu::host_floats(a.at(3), "workspace") + chunks * 2 * c;
+    const int64_t c = s.c;
+    float* coeffs = workspace + s.chunks * 2 * c;
     for (int64_t k = 0; k < c; ++k) {
       double sum = 0, squares = 0;
-      for (int64_t g = 0; g < chunks; ++g) {
-        sum += partial[(g * 2) * c + k];
-        squares += partial[(g * 2 + 1) * c + k];
-      }
-      const double count = static_cast<double>(n * hw), shifted_mean = sum / count;
+      for (int64_t g = 0; g < s.chunks; ++g) sum += workspace[(g * 2) * c + k], squares += workspace[(g * 2 + 1) * c + k];
+      const double count = static_cast<double>(s.rows()), shifted_mean = sum / count;
       const double var = std::max(squares / count - shifted_mean * shifted_mean, 0.0);
-      const double mean = bn_load(s, y, bn_index(s, 0, k, c, hw)) + shifted_mean;
+      const double mean = El::load(y, b.nhwc ? k : k * s.hw) + shifted_mean;
       const double scale = params[k] / std::sqrt(var + eps);
       stats[k] = static_cast<float>(mean);
       stats[c + k] = static_cast<float>(var);
@@ -122,54 +197,58 @@ std::map<std::string, cpu::HostKernel> bn_kernels(const BnShape& s) {
       coeffs[c + k] = static_cast<float>(params[c + k] - mean * scale);
     }
   };
-  kernels["bn_forward_apply"] = [s](const std::vector<KernelArg>& a) {
+  kernels["bn_forward_apply"] = [b](const std::vector<KernelArg>& a) {
     size_t next = 0;
-    const void* y = cpu::host_floats(a.at(next++), "y");
-    const float* workspace = cpu::host_floats(a.at(next++), "workspace");
-    const void* residual = s.residual ? cpu::host_floats(a.at(next++), "residual") : nullptr;
-    void* out = cpu::host_floats(a.at(next++), "a");
+    const T* y = bn_buffer<const T>(a.at(next++), "y");
+    const float* workspace = bn_buffer<const float>(a.at(next++), "workspace");
+    const T* residual = b.residual ? bn_buffer<const T>(a.at(next++), "residual") : nullptr;
+    T* out = bn_buffer<T>(a.at(next++), "a");
     const int64_t count = bn_int(a.at(next)), c = bn_int(a.at(next + 1)), hw = bn_int(a.at(next + 2));
-    const float* coeffs = workspace + bn_int(a.at(next + 3)) * 2 * c;
-    constexpr int64_t kChunk = 16384;
-    parallel_for((count + kChunk - 1) / kChunk, hardware_threads(), [&](int64_t chunk) {
-      const int64_t end = std::min(count, (chunk + 1) * kChunk);
-      for (int64_t i = chunk * kChunk; i < end; ++i) {
-        const int64_t k = s.nhwc ? i % c : (i / hw) % c;
-        float v = std::fma(bn_load(s, y, i), coeffs[k], coeffs[c + k]);
-        if (residual) v += bn_load(s, residual, i);
-        if (s.relu) v = std::max(v, 0.0f);
-        if (s.relu && s.relu_max > 0) v = std::min(v, s.relu_max);
-        bn_store(s, out, i, v);
-      }
-    });
+    const BnSizes s{count / (c * hw), c, hw, bn_int(a.at(next + 3))};
+    const float* scale = workspace + s.chunks * 2 * c;
+    const float* shift = scale + c;
+    const float lo = b.lo(), hi = b.hi();
+    if (residual) {
+      bn_each(b, s, [&](int64_t i, int64_t k) {
+        const float v = El::load(y, i) * scale[k] + shift[k] + El::load(residual, i);
+        El::store(out, i, std::min(std::max(v, lo), hi));
+      });
+    } else {
+      bn_each(b, s, [&](int64_t i, int64_t k) {
+        El::store(out, i, std::min(std::max(El::load(y, i) * scale[k] + shift[k], lo), hi));
+      });
+    }
   };
-  kernels["bn_backward_partial"] = [s](const std::vector<KernelArg>& a) {
-    const void* da = cpu::host_floats(a.at(0), "da");
-    const void* out = cpu::host_floats(a.at(1), "a");
-    const void* y = cpu::host_floats(a.at(2), "y");
-    const float* stats = cpu::host_floats(a.at(3), "stats");
-    float* partial = cpu::host_floats(a.at(4), "workspace");
-    const int64_t n = bn_int(a.at(5)), c = bn_int(a.at(6)), hw = bn_int(a.at(7)), chunks = bn_int(a.at(8));
-    bn_partials(s, partial, n, c, hw, chunks, [&](int64_t i, int64_t k) {
-      const float dz = bn_through_relu(s, bn_load(s, da, i), bn_load(s, out, i));
-      return std::pair<double, double>(dz, static_cast<double>(dz) * (bn_load(s, y, i) - stats[k]));
+  kernels["bn_backward_partial"] = [b](const std::vector<KernelArg>& a) {
+    const T* da = bn_buffer<const T>(a.at(0), "da");
+    const T* out = bn_buffer<const T>(a.at(1), "a");
+    const T* y = bn_buffer<const T>(a.at(2), "y");
+    const float* stats = bn_buffer<const float>(a.at(3), "stats");
+    float* partial = bn_buffer<float>(a.at(4), "workspace");
+    const BnSizes s{bn_int(a.at(5)), bn_int(a.at(6)), bn_int(a.at(7)), bn_int(a.at(8))};
+    const float hi = b.hi();
+    const bool relu = b.relu;
+    bn_channel_sums(b, s, partial, [&](int64_t i, int64_t k) {
+      const float av = El::load(out, i), d = El::load(da, i);  // both loaded: a select, not a branch
+      const bool open = !relu | ((av > 0.0f) & (av < hi));
+      const float dz = open ? d : 0.0f;
+      return std::pair<float, float>(dz, dz * (El::load(y, i) - stats[k]));
     });
   };
   kernels["bn_backward_finalize"] = [](const std::vector<KernelArg>& a) {
-    const float* stats = cpu::host_floats(a.at(0), "stats");
-    const float* params = cpu::host_floats(a.at(1), "params");
-    float* dparams = cpu::host_floats(a.at(2), "dparams");
-    const float* partial = cpu::host_floats(a.at(3), "workspace");
-    const int64_t n = bn_int(a.at(4)), c = bn_int(a.at(5)), hw = bn_int(a.at(6)), chunks = bn_int(a.at(7));
+    const float* stats = bn_buffer<const float>(a.at(0), "stats");
+    const float* params = bn_buffer<const float>(a.at(1), "params");
+    float* dparams = bn_buffer<float>(a.at(2), "dparams");
+    float* workspace = bn_buffer<float>(a.at(3), "workspace");
+    const BnSizes s{bn_int(a.at(4)), bn_int(a.at(5)), bn_int(a.at(6)), bn_int(a.at(7))};
     const float eps = std::get<float>(a.at(8));
-    float* coeffs = cpu::host_floats(a.at(3), "workspace") + chunks * 2 * c;
+    const int64_t c = s.c;
+    float* coeffs = workspace + s.chunks * 2 * c;
     for (int64_t k = 0; k < c; ++k) {
       double sum = 0, products = 0;
-      for (int64_t g = 0; g < chunks; ++g) {
-        sum += partial[(g * 2) * c + k];
-        products += partial[(g * 2 + 1) * c + k];
-      }
-      const double count = static_cast<double>(n * hw), inv_sigma = 1.0 / std::sqrt(stats[c + k] + double{eps});
+      for (int64_t g = 0; g < s.chunks; ++g)
+        sum += workspace[(g * 2) * c + k], products += workspace[(g * 2 + 1) * c + k];
+      const double count = static_cast<double>(s.rows()), inv_sigma = 1.0 / std::sqrt(stats[c + k] + double{eps});
       const double dgamma = products * inv_sigma, scale = params[k] * inv_sigma;
       dparams[k] = static_cast<float>(dgamma);
       dparams[c + k] = static_cast<float>(sum);
@@ -178,28 +257,32 @@ std::map<std::string, cpu::HostKernel> bn_kernels(const BnShape& s) {
       coeffs[2 * c + k] = static_cast<float>(-scale * sum / count);
     }
   };
-  kernels["bn_backward_apply"] = [s](const std::vector<KernelArg>& a) {
+  kernels["bn_backward_apply"] = [b](const std::vector<KernelArg>& a) {
     size_t next = 0;
-    const void* da = cpu::host_floats(a.at(next++), "da");
-    const void* out = cpu::host_floats(a.at(next++), "a");
-    const void* y = cpu::host_floats(a.at(next++), "y");
-    const float* stats = cpu::host_floats(a.at(next++), "stats");
-    const float* workspace = cpu::host_floats(a.at(next++), "workspace");
-    void* dy = cpu::host_floats(a.at(next++), "dy");
-    void* dresidual = s.residual ? cpu::host_floats(a.at(next++), "dresidual") : nullptr;
+    const T* da = bn_buffer<const T>(a.at(next++), "da");
+    const T* out = bn_buffer<const T>(a.at(next++), "a");
+    const T* y = bn_buffer<const T>(a.at(next++), "y");
+    const float* stats = bn_buffer<const float>(a.at(next++), "stats");
+    const float* workspace = bn_buffer<const float>(a.at(next++), "workspace");
+    T* dy = bn_buffer<T>(a.at(next++), "dy");
+    T* dresidual = b.residual ? bn_buffer<T>(a.at(next++), "dresidual") : nullptr;
     const int64_t count = bn_int(a.at(next)), c = bn_int(a.at(next + 1)), hw = bn_int(a.at(next + 2));
-    const float* coeffs = workspace + bn_int(a.at(next + 3)) * 2 * c;
-    constexpr int64_t kChunk = 16384;
-    parallel_for((count + kChunk - 1) / kChunk, hardware_threads(), [&](int64_t chunk) {
-      const int64_t end = std::min(count, (chunk + 1) * kChunk);
-      for (int64_t i = chunk * kChunk; i < end; ++i) {
-        const int64_t k = s.nhwc ? i % c : (i / hw) % c;
-        const float dz = bn_through_relu(s, bn_load(s, da, i), bn_load(s, out, i));
-        bn_store(s, dy, i,
-                 std::fma(coeffs[k], dz, std::fma(coeffs[c + k], bn_load(s, y, i) - stats[k], coeffs[2 * c + k])));
-        if (dresidual) bn_store(s, dresidual, i, dz);
-      }
-    });
+    const BnSizes s{count / (c * hw), c, hw, bn_int(a.at(next + 3))};
+    const float* coeffs = workspace + s.chunks * 2 * c;
+    const float hi = b.hi();
+    const bool relu = b.relu;
+    const auto gradient = [&](int64_t i, int64_t k) {
+      const float av = El::load(out, i), d = El::load(da, i);  // both loaded: a select, not a branch
+      const bool open = !relu | ((av > 0.0f) & (av < hi));
+      const float dz = open ? d : 0.0f;
+      El::store(dy, i, coeffs[k] * dz + (coeffs[c + k] * (El::load(y, i) - stats[k]) + coeffs[2 * c + k]));
+      return dz;
+    };
+    if (dresidual) {
+      bn_each(b, s, [&](int64_t i, int64_t k) { El::store(dresidual, i, gradient(i, k)); });
+    } else {
+      bn_each(b, s, [&](int64_t i, int64_t k) { gradient(i, k); });
+    }
   };
   return kernels;
 }
@@ -210,13 +293,13 @@ void register_batch_norm_host_program() {
   static std::once_flag once;
   std::call_once(once, [] {
     cpu::register_host_program(kBatchNormHostProgram, [](const ProgramSource& source) {
-      BnShape s;
-      s.elem = static_cast<int>(cpu::define_int(source, "ELEM"));
-      s.nhwc = cpu::define_int(source, "LAYOUT_NHWC") != 0;
-      s.residual = cpu::define_int(source, "HAS_RESIDUAL") != 0;
-      s.relu = cpu::define_int(source, "HAS_RELU") != 0;
-      if (cpu::define_int(source, "HAS_RELU_MAX") != 0) s.relu_max = std::stof(source.defines.at("RELU_MAX"));
-      return bn_kernels(s);
+      BnBlock b;
+      b.elem = static_cast<int>(cpu::define_int(source, "ELEM"));
+      b.nhwc = cpu::define_int(source, "LAYOUT_NHWC") != 0;
+      b.residual = cpu::define_int(source, "HAS_RESIDUAL") != 0;
+      b.relu = cpu::define_int(source, "HAS_RELU") != 0;
+      if (cpu::define_int(source, "HAS_RELU_MAX") != 0) b.relu_max = std::stof(source.defines.at("RELU_MAX"));
+      return b.elem == 0 ? bn_kernels<0>(b) : b.elem == 1 ? bn_kernels<1>(b) : bn_kernels<2>(b);
     });
   });
 }
