@@ -156,7 +156,9 @@ def main(argv=None):
         results = convtune.torch.tune_model(models["convtune"], example, budget=args.tune, family=args.tune_family)
         faster = sum(1 for r in results if r.speedup and r.speedup > 1.01)
         say(f"tuned {len(results)} tasks in {time.perf_counter() - start:.1f} s ({faster} beat the built-in default)")
-    if len(models) == 2 and world == 1 and args.model == "resnet50":
+    if len(models) == 2 and world == 1 and args.model != "lenet":
+        # Batch norms amplify rounding (a bias's gradient sums values that nearly cancel): two FP32 runs differ by
+        # more than either's error, so each is measured against float64.
         ours, theirs, where = common.gradient_check_f64(models["torch"], models["convtune"], data[0][:args.batch],
                                                         data[1][:args.batch])
         say(f"first-step gradients against float64: convtune's worst relative L2 error {ours:.2e} ({where}), "
