@@ -231,9 +231,12 @@ class _Conv:
             pointers = (out.data_ptr(), a.data_ptr(), b.data_ptr())
         else:
             pointers = (a.data_ptr(), out.data_ptr(), b.data_ptr())
+        if not self.in_place and (bias is not None or residual is not None):
+            # Host tensors on a kernel device with an epilogue's operands: by address, through the device's buffers.
+            extra = (bias.data_ptr() if bias is not None else 0, residual.data_ptr() if residual is not None else 0)
+            plan._plan.run_pointers(pointers, 0, 0, *extra)
+            return out
         if not self.in_place:
-            if bias is not None or residual is not None:
-                raise _errors.Unsupported("fused epilogues run on the CPU device and CUDA tensors in place")
             # Host tensors on a kernel device (_host_device): through DLPack, as dense arrays in memory order.
             def dense(t: torch.Tensor) -> torch.Tensor:
                 return t.detach().permute(0, 2, 3, 1) if self.layout == "nhwc" else t.detach()

@@ -294,11 +294,13 @@ void run_on_pointers(const Plan& plan, const std::array<uintptr_t, 5>& pointers,
                      intptr_t cuda_stream) {
   Device& device = plan.device();
   const BackendKind backend = device.info().backend;
-  if (backend != BackendKind::Cpu && backend != BackendKind::Cuda) {
-    throw InvalidArgument("running on raw addresses needs the CPU device or a CUDA device, not " + device.info().id);
+  const bool staged = backend == BackendKind::OpenCL;  // host memory through the device's own buffers
+  if (staged && !device.info().can_run_kernels) {
+    throw InvalidArgument(device.info().id + " cannot run kernels: " + device.info().cannot_run_reason);
   }
   nb::gil_scoped_release released;
   std::array<std::unique_ptr<Buffer>, 5> buffers;
+  Queue& queue = backend == BackendKind::Cuda ? cuda_queue(device, cuda_stream) : device.queue();
   for (int i = 0; i < 5; ++i) {
     const size_t bytes = plan.descriptor().operand_bytes(i);
     if (bytes == 0) continue;  // an epilogue operand the plan does not use
@@ -307,36 +309,74 @@ void run_on_pointers(const Plan& plan, const std::array<uintptr_t, 5>& pointers,
           i == kBiasOperand ? "bias" : i == kResidualOperand ? "residual" : plan.problem().operand(i).name;
       throw InvalidArgument(name + ": the address is null");
     }
-    buffers[i] = wrap_in_place(device, reinterpret_cast<std::byte*>(pointers[i]), bytes);
+    if (staged) {
+      buffers[i] = device.allocate(bytes);
+      queue.write(*buffers[i], reinterpret_cast<const void*>(pointers[i]), bytes);
+    } else {
+      buffers[i] = wrap_in_place(device, reinterpret_cast<std::byte*>(pointers[i]), bytes);
+    }
   }
   std::unique_ptr<Buffer> workspace_buffer;
-  if (workspace != 0) {
+  if (workspace != 0 && !staged) {
     workspace_buffer = wrap_in_place(device, reinterpret_cast<std::byte*>(workspace), plan.memory_bytes());
   }
-  Queue& queue = backend == BackendKind::Cuda ? cuda_queue(device, cuda_stream) : device.queue();
   plan.run(queue, {buffers[0].get(), buffers[1].get(), buffers[2].get(), buffers[3].get(), buffers[4].get()},
            workspace_buffer.get());
+  if (staged) {
+    const int written = plan.problem().written_operand();
+    queue.read(*buffers[written], reinterpret_cast<void*>(pointers[written]), plan.descriptor().operand_bytes(written));
+    queue.finish();
+  }
 }
 
 namespace {
 
-// The batch norm's operands wrapped in place: tensors of its problem's bytes, vectors of 2C floats; null for 0.
+// The batch norm's operands: wrapped in place (the CPU device, CUDA), or on an OpenCL device device buffers the host
+// memory is copied into (inputs) and out of (outputs, by finish()). Null for a 0 address of an optional operand.
 struct BatchNormBuffers {
+  Device& device;
+  Queue& queue;
   std::vector<std::unique_ptr<Buffer>> owned;
-  const Buffer* wrap(Device& device, uintptr_t address, size_t bytes, const char* name, bool optional = false) {
+  std::vector<std::pair<const Buffer*, uintptr_t>> outputs;
+  std::vector<size_t> output_bytes;
+  bool staged() const { return device.info().backend == BackendKind::OpenCL; }
+  const Buffer* wrap(uintptr_t address, size_t bytes, const char* name, bool output, bool optional = false) {
     if (address == 0) {
       if (optional) return nullptr;
       throw InvalidArgument(std::string(name) + ": the address is null");
     }
-    owned.push_back(wrap_in_place(device, reinterpret_cast<std::byte*>(address), bytes));
+    if (!staged()) {
+      owned.push_back(wrap_in_place(device, reinterpret_cast<std::byte*>(address), bytes));
+    } else {
+      owned.push_back(device.allocate(bytes));
+      if (output) {
+        outputs.emplace_back(owned.back().get(), address);
+        output_bytes.push_back(bytes);
+      } else {
+        queue.write(*owned.back(), reinterpret_cast<const void*>(address), bytes);
+      }
+    }
     return owned.back().get();
+  }
+  const Buffer* workspace(uintptr_t address, size_t bytes) {
+    if (staged()) {
+      owned.push_back(device.allocate(bytes));
+      return owned.back().get();
+    }
+    return wrap(address, bytes, "workspace", false);
+  }
+  void finish() {
+    if (!staged()) return;
+    for (size_t i = 0; i < outputs.size(); ++i)
+      queue.read(*outputs[i].first, reinterpret_cast<void*>(outputs[i].second), output_bytes[i]);
+    queue.finish();
   }
 };
 
 Queue& queue_for(Device& device, intptr_t cuda_stream) {
   const BackendKind backend = device.info().backend;
-  if (backend != BackendKind::Cpu && backend != BackendKind::Cuda)
-    throw InvalidArgument("running on raw addresses needs the CPU device or a CUDA device, not " + device.info().id);
+  if (backend == BackendKind::OpenCL && !device.info().can_run_kernels)
+    throw InvalidArgument(device.info().id + " cannot run kernels: " + device.info().cannot_run_reason);
   return backend == BackendKind::Cuda ? cuda_queue(device, cuda_stream) : device.queue();
 }
 
@@ -350,33 +390,35 @@ void batch_norm_forward_on_pointers(const BatchNormPlan& plan, Device& device, c
                                     float eps, uintptr_t workspace, intptr_t cuda_stream) {
   Queue& queue = queue_for(device, cuda_stream);
   nb::gil_scoped_release released;
-  BatchNormBuffers b;
+  BatchNormBuffers b{device, queue, {}, {}, {}};
   const size_t t = tensor_bytes(plan), v = static_cast<size_t>(plan.problem().c) * 2 * sizeof(float);
-  const Buffer* y = b.wrap(device, p[0], t, "y");
-  const Buffer* params = b.wrap(device, p[1], v, "params");
-  const Buffer* residual = b.wrap(device, p[2], t, "residual", true);
-  const Buffer* stats = b.wrap(device, p[3], v, "stats");
-  const Buffer* a = b.wrap(device, p[4], t, "a");
-  const Buffer* ws = b.wrap(device, workspace, plan.workspace_bytes(), "workspace");
+  const Buffer* y = b.wrap(p[0], t, "y", false);
+  const Buffer* params = b.wrap(p[1], v, "params", false);
+  const Buffer* residual = b.wrap(p[2], t, "residual", false, true);
+  const Buffer* stats = b.wrap(p[3], v, "stats", true);
+  const Buffer* a = b.wrap(p[4], t, "a", true);
+  const Buffer* ws = b.workspace(workspace, plan.workspace_bytes());
   plan.forward(queue, *y, *params, residual, *stats, *a, eps, *ws);
+  b.finish();
 }
 
 void batch_norm_backward_on_pointers(const BatchNormPlan& plan, Device& device, const std::array<uintptr_t, 8>& p,
                                      float eps, uintptr_t workspace, intptr_t cuda_stream) {
   Queue& queue = queue_for(device, cuda_stream);
   nb::gil_scoped_release released;
-  BatchNormBuffers b;
+  BatchNormBuffers b{device, queue, {}, {}, {}};
   const size_t t = tensor_bytes(plan), v = static_cast<size_t>(plan.problem().c) * 2 * sizeof(float);
-  const Buffer* da = b.wrap(device, p[0], t, "da");
-  const Buffer* a = b.wrap(device, p[1], t, "a");
-  const Buffer* y = b.wrap(device, p[2], t, "y");
-  const Buffer* stats = b.wrap(device, p[3], v, "stats");
-  const Buffer* params = b.wrap(device, p[4], v, "params");
-  const Buffer* dy = b.wrap(device, p[5], t, "dy");
-  const Buffer* dparams = b.wrap(device, p[6], v, "dparams");
-  const Buffer* dresidual = b.wrap(device, p[7], t, "dresidual", true);
-  const Buffer* ws = b.wrap(device, workspace, plan.workspace_bytes(), "workspace");
+  const Buffer* da = b.wrap(p[0], t, "da", false);
+  const Buffer* a = b.wrap(p[1], t, "a", false);
+  const Buffer* y = b.wrap(p[2], t, "y", false);
+  const Buffer* stats = b.wrap(p[3], v, "stats", false);
+  const Buffer* params = b.wrap(p[4], v, "params", false);
+  const Buffer* dy = b.wrap(p[5], t, "dy", true);
+  const Buffer* dparams = b.wrap(p[6], v, "dparams", true);
+  const Buffer* dresidual = b.wrap(p[7], t, "dresidual", true, true);
+  const Buffer* ws = b.workspace(workspace, plan.workspace_bytes());
   plan.backward(queue, *da, *a, *y, *stats, *params, eps, *dy, *dparams, dresidual, *ws);
+  b.finish();
 }
 
 }  // namespace convtune::python

@@ -53,7 +53,8 @@ ArrayView import_array(nb::handle object, const std::string& name, intptr_t cuda
 void run_on_arrays(const Plan& plan, const std::array<nb::handle, 3>& arrays, intptr_t cuda_stream);
 
 // Runs `plan` on raw addresses (PyTorch's data_ptr(), checked by the caller): host memory on the CPU device, device
-// memory of a CUDA device on `cuda_stream`. `workspace` (at least plan.workspace_bytes()) is used by plans made
+// memory of a CUDA device on `cuda_stream`, host memory on an OpenCL device through copies (the call returns when the
+// written operand holds the result). `workspace` (at least plan.workspace_bytes()) is used by plans made
 // with an external workspace and must be 0 for the others. Then the epilogue's bias and residual, where the plan has
 // them (0 otherwise).
 void run_on_pointers(const Plan& plan, const std::array<uintptr_t, 5>& pointers, uintptr_t workspace,

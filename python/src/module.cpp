@@ -581,7 +581,8 @@ static void bind_plans(nb::module_& m) {
                              stream);
            },
            "pointers"_a, "workspace"_a = 0, "stream"_a = 0, "bias"_a = 0, "residual"_a = 0,
-           "Runs on raw addresses (host memory on the CPU device, device memory on a CUDA device's `stream`); an "
+           "Runs on raw addresses (host memory on the CPU device, device memory on a CUDA device's `stream`, host "
+           "memory on an OpenCL device through copies); an "
            "epilogue's bias (K floats) and residual (y's shape, layout and type) where the plan has them.");
 
   m.def("make_plan", &make_plan, "device"_a, "problem"_a, "family"_a = nb::none(), "config"_a = nb::none(),

@@ -269,3 +269,52 @@ def test_bf16_training_block_is_as_close_to_float64_as_stock(device, channels_la
         ours_error, stock_error = _relative(sides["ours"][i], sides["f64"][i]), _relative(sides["stock"][i],
                                                                                          sides["f64"][i])
         assert ours_error < max(2 * stock_error, 2 ** -8), (what, ours_error, stock_error)
+
+
+class Block6(torch.nn.Module):
+    """Conv -> BatchNorm -> ReLU6 (MobileNet's), strided."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv = torch.nn.Conv2d(6, 8, 3, 2, 1, bias=False)
+        self.bn = torch.nn.BatchNorm2d(8)
+
+    def forward(self, x):
+        return F.relu6(self.bn(self.conv(x)))
+
+
+@pytest.mark.parametrize("channels_last", [False, True])
+def test_fused_blocks_on_an_opencl_device(monkeypatch, channels_last):
+    """CPU tensors computed on an OpenCL device (PoCL on CI; convtune.torch._host_device): the training blocks and the
+    folded inference blocks through the device's buffers, against stock PyTorch."""
+    from conftest import kernel_devices
+    device = next((d for d in kernel_devices() if d.startswith("opencl")), None)
+    if device is None:
+        pytest.skip("no OpenCL device runs kernels here")
+    monkeypatch.setattr(ct, "_host_device", device)
+    fmt = torch.channels_last if channels_last else torch.contiguous_format
+    for make in (Block, Block6):
+        torch.manual_seed(3)
+        stock = make().to(memory_format=fmt)
+        ours = make().to(memory_format=fmt)
+        ours.load_state_dict(stock.state_dict())
+        model = ct.optimize(ours)
+        x = torch.randn(3, 6, 11, 9).contiguous(memory_format=fmt)
+        before = _fused_training_blocks(device, "nhwc" if channels_last else "nchw")
+        for step in range(2):
+            x_s, x_o = x.clone().requires_grad_(), x.clone().requires_grad_()
+            y_s, y_o = stock(x_s), model(x_o)
+            assert _relative(y_o, y_s) < 1e-5, (make.__name__, step)
+            y_s.sin().sum().backward()
+            y_o.sin().sum().backward()
+            assert _relative(x_o.grad, x_s.grad) < 1e-5, (make.__name__, step)
+        assert _fused_training_blocks(device, "nhwc" if channels_last else "nchw") == before + 1, make.__name__
+        for (name, p_s), p_o in zip(stock.named_parameters(), model.parameters()):
+            assert _relative(p_o.grad, p_s.grad) < 1e-5, (make.__name__, name)
+        for (name, b_s), b_o in zip(stock.state_dict().items(), model.state_dict().values()):
+            assert torch.allclose(b_o.double(), b_s.double(), rtol=1e-5, atol=1e-6), (make.__name__, name)
+        stock.eval()
+        model.eval()
+        with torch.no_grad():
+            assert _relative(model(x), stock(x)) < 1e-5, make.__name__
+        assert any(conv.plan_device == device and conv.epilogue != "none" for conv in ct._convs.values())
