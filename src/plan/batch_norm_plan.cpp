@@ -18,9 +18,22 @@ namespace convtune {
 namespace {
 
 constexpr const char* kBatchNormProgram = "common/batch_norm.cl";
-constexpr size_t kLocal = 256;     // BN_LOCAL
-constexpr int64_t kChannels = 64;  // BN_CHANNELS
+constexpr size_t kLocal = 256;  // BN_LOCAL
 constexpr int64_t kMaxChunks = 512;
+
+// Elements per access: 16 bytes where the contiguous axis (NHWC's channels, NCHW's pixels) is a multiple, else 1.
+int64_t vector_width(const BatchNormProblem& p) {
+  const int64_t full = 16 / bytes_per_element(p.type);
+  return (p.layout == Layout::NHWC ? p.c : p.h * p.w) % full == 0 ? full : 1;
+}
+
+// NHWC: work-items across a row's channel vectors (a power of two up to 64; the rest of the group goes down rows).
+int64_t channel_threads(const BatchNormProblem& p) {
+  const int64_t vectors = p.c / vector_width(p);
+  int64_t threads = 1;
+  while (threads < vectors && threads < 64) threads *= 2;
+  return threads;
+}
 
 void set_args(Kernel& kernel, const std::vector<KernelArg>& args) {
   for (size_t i = 0; i < args.size(); ++i) kernel.set_arg(static_cast<int>(i), args[i]);
@@ -41,6 +54,8 @@ std::string checked(const BatchNormProblem& p) {
 ProgramSource program_source(const BatchNormProblem& p, bool host) {
   ProgramSource source{host ? kBatchNormHostProgram : kBatchNormProgram, {}, {}, false};
   auto& d = source.defines;
+  d["VEC"] = std::to_string(vector_width(p));
+  d["BN_CT"] = p.layout == Layout::NHWC ? std::to_string(channel_threads(p)) : "1";
   d["ELEM"] = p.type == ElementType::F32 ? "0" : p.type == ElementType::BF16 ? "1" : "2";
   d["LAYOUT_NHWC"] = p.layout == Layout::NHWC ? "1" : "0";
   d["HAS_RESIDUAL"] = p.residual ? "1" : "0";
@@ -78,12 +93,17 @@ struct BatchNormPlan::Impl {
     return static_cast<size_t>(problem.elements()) * static_cast<size_t>(bytes_per_element(problem.type));
   }
 
-  // Partial-sum kernels: group axis 0 the channels (NHWC blocks of kChannels, NCHW one each), axis 1 the chunks.
+  // Partial-sum kernels: group axis 0 the channels (NHWC blocks of BN_CT channel vectors, NCHW one each), axis 1
+  // the chunks.
+  int64_t channel_groups() const {
+    if (problem.layout != Layout::NHWC) return problem.c;
+    const int64_t threads = channel_threads(problem), vectors = problem.c / vector_width(problem);
+    return (vectors + threads - 1) / threads;
+  }
   LaunchGeometry partial_geometry() const {
     LaunchGeometry g;
     g.dims = 2;
-    const int64_t groups = problem.layout == Layout::NHWC ? (problem.c + kChannels - 1) / kChannels : problem.c;
-    g.global = {static_cast<size_t>(groups) * kLocal, static_cast<size_t>(chunks), 1};
+    g.global = {static_cast<size_t>(channel_groups()) * kLocal, static_cast<size_t>(chunks), 1};
     g.local = {kLocal, 1, 1};
     return g;
   }
@@ -93,9 +113,10 @@ struct BatchNormPlan::Impl {
     g.local = {kLocal, 1, 1};
     return g;
   }
-  LaunchGeometry elementwise_geometry() const {  // a grid-stride loop, four elements a work-item on the first pass
+  LaunchGeometry elementwise_geometry() const {  // a grid-stride loop, two vectors a work-item where it fills
     LaunchGeometry g;
-    const int64_t groups = std::clamp<int64_t>((problem.elements() + 4 * kLocal - 1) / (4 * kLocal), 1, 16384);
+    const int64_t vectors = problem.elements() / vector_width(problem);
+    const int64_t groups = std::clamp<int64_t>((vectors + 2 * kLocal - 1) / (2 * kLocal), 1, 32768);
     g.global = {static_cast<size_t>(groups) * kLocal, 1, 1};
     g.local = {kLocal, 1, 1};
     return g;
@@ -132,13 +153,13 @@ BatchNormPlan::BatchNormPlan(Device& device, const BatchNormProblem& problem) : 
   const DeviceInfo& info = device.info();
   const bool host = info.backend == BackendKind::Cpu;
   if (host) register_batch_norm_host_program();
-  // Enough work-groups for the device (eight per compute unit), each chunk at least a few rows per work-item, and
-  // few enough chunks that one work-item per channel sums them quickly.
-  const int64_t channel_groups = problem.layout == Layout::NHWC ? (problem.c + kChannels - 1) / kChannels : problem.c;
-  const int64_t wanted = std::max<int64_t>(1, 8 * std::max(info.compute_units, 1) / channel_groups);
-  const int64_t rows_per_item = problem.layout == Layout::NHWC ? 4 * (kLocal / kChannels) : 4 * kLocal;
-  const int64_t most = std::max<int64_t>(1, m.rows() / rows_per_item);
-  m.chunks = static_cast<int32_t>(std::clamp<int64_t>(wanted, 1, std::min(most, kMaxChunks)));
+  // Enough work-groups for the device (eight per compute unit), each work-item visiting at least four vectors or rows,
+  // and few enough chunks that one work-item per channel sums them quickly.
+  const int64_t wanted = std::max<int64_t>(1, 8 * std::max(info.compute_units, 1) / m.channel_groups());
+  const int64_t visits = problem.layout == Layout::NHWC
+                             ? m.rows() / (4 * (static_cast<int64_t>(kLocal) / channel_threads(problem)))
+                             : m.rows() / vector_width(problem) / (4 * static_cast<int64_t>(kLocal));
+  m.chunks = static_cast<int32_t>(std::clamp<int64_t>(wanted, 1, std::clamp<int64_t>(visits, 1, kMaxChunks)));
   m.program = device.build(program_source(problem, host));
   m.forward_partial = m.program->kernel("bn_forward_partial");
   m.forward_finalize = m.program->kernel("bn_forward_finalize");

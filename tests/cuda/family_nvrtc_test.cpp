@@ -142,9 +142,11 @@ TEST(FamilyNvrtc, BatchNormKernelsCompileForSm90) {
   for (const char* elem : {"0", "1", "2"}) {
     for (const char* nhwc : {"0", "1"}) {
       for (const auto& [residual, relu, relu_max] : {std::tuple{"0", "0", "0"}, {"1", "1", "0"}, {"0", "1", "1"}}) {
+        const bool wide = std::string(residual) == "1";  // one block with 16-byte vectors, the others with 1
         const std::map<std::string, std::string> defines{
-            {"ELEM", elem},           {"LAYOUT_NHWC", nhwc}, {"HAS_RESIDUAL", residual},
-            {"HAS_RELU", relu},       {"HAS_RELU_MAX", relu_max}, {"RELU_MAX", "6.00000000f"}};
+            {"ELEM", elem},          {"LAYOUT_NHWC", nhwc},      {"HAS_RESIDUAL", residual},
+            {"HAS_RELU", relu},      {"HAS_RELU_MAX", relu_max}, {"RELU_MAX", "6.00000000f"},
+            {"VEC", wide ? (std::string(elem) == "0" ? "4" : "8") : "1"}, {"BN_CT", wide ? "16" : "64"}};
         const auto options = cuda::cuda_program_options(device.architecture, defines, {});
         std::string log;
         EXPECT_NO_THROW(cuda::compile_cuda_to_cubin(text, options, "common/batch_norm.cl", &log))

@@ -166,11 +166,15 @@ TEST(BatchNormPlan, MatchesFloat64InEveryTypeLayoutAndBlock) {
         BatchNormProblem p;
         p.type = type;
         p.layout = layout;
-        p.n = 3, p.c = 70, p.h = 5, p.w = 7;  // 70: a partial block of 64 channels in NHWC
-        check_problem(*device, p);
         p.residual = true, p.relu = true;
+        p.n = 3, p.c = 70, p.h = 5, p.w = 7;  // neither the channels nor the pixels fill 16-byte vectors
         check_problem(*device, p);
+        p.c = 72, p.h = 8, p.w = 6;  // both do (72: a partial block of channel vectors in NHWC)
+        check_problem(*device, p);
+        if (type != ElementType::F32) continue;
         p.residual = false, p.relu_max = 6;
+        check_problem(*device, p);
+        p.relu = false, p.relu_max = 0;
         check_problem(*device, p);
       }
     }
@@ -183,6 +187,8 @@ TEST(BatchNormPlan, SumsManyChunksInOrder) {
       BatchNormProblem p;
       p.layout = layout;
       p.n = 4, p.c = 3, p.h = 61, p.w = 59, p.relu = true;  // 14,396 rows of 3 channels: several chunks
+      check_problem(*device, p);
+      p.c = 8, p.h = 64, p.w = 56;  // the same with 16-byte vectors
       check_problem(*device, p);
     }
   }

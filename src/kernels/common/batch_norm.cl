@@ -1,17 +1,21 @@
 // Batch normalisation in training with its ReLU and residual add (src/plan/batch_norm_plan.cpp): per-channel
-// statistics in two steps (partial sums by chunks of rows, then one thread per channel), then one elementwise pass;
-// the backward pass the same way. Defines: ELEM (0 FP32, 1 BF16, 2 FP16), LAYOUT_NHWC, HAS_RESIDUAL, HAS_RELU,
-// HAS_RELU_MAX with RELU_MAX (a float literal). Sizes are arguments: one program serves every shape of a type,
-// layout and block. Arithmetic in FP32; tensors of ELEM rounded once.
+// statistics in two steps (partial sums by chunks of rows, then one work-item per channel), then one elementwise pass;
+// the backward pass the same way. Every tensor access moves VEC consecutive elements (16 bytes where the contiguous
+// axis allows: NHWC's channels, NCHW's pixels; else VEC = 1). Defines: ELEM (0 FP32, 1 BF16, 2 FP16), VEC,
+// LAYOUT_NHWC with BN_CT (work-items across a row's channel vectors; the rest of the BN_LOCAL go down the rows),
+// HAS_RESIDUAL, HAS_RELU, HAS_RELU_MAX with RELU_MAX (a float literal). Sizes are arguments: one program serves every
+// shape of a type, vector width, layout and block. Arithmetic in FP32; tensors of ELEM rounded once.
 #include "common/compat.h"
 
-#include "common/elements.h"
+#include "common/elements.h"  // ct_load_vec, ct_store_vec
 
-// NHWC: a work-group of BN_LOCAL items reads BN_CHANNELS adjacent channels of BN_ROWS rows at a time (coalesced
-// along the channels); NCHW: BN_LOCAL adjacent pixels of one channel.
 #define BN_LOCAL 256
-#define BN_CHANNELS 64
-#define BN_ROWS (BN_LOCAL / BN_CHANNELS)
+#if LAYOUT_NHWC
+#define BN_RT (BN_LOCAL / BN_CT)  // work-items down the rows
+#define BN_LANES VEC              // sums each work-item keeps: one per channel of its vector
+#else
+#define BN_LANES 1                // one channel per work-group
+#endif
 // The workspace: the partial sums (chunks x 2 x c floats), then the coefficients of the apply step (3 x c).
 #define BN_COEFFS(chunks, c) ((long)(chunks) * 2 * (c))
 
@@ -22,16 +26,6 @@
 #define RESIDUAL_ARG
 #define DRESIDUAL_ARG
 #endif
-
-// Element j (0 <= j < rows) of channel k, rows = n * hw: NHWC row j's channel k, NCHW image j / hw's pixel j % hw.
-DEVICE_FN long bn_index(long j, int k, int c, int hw) {
-#if LAYOUT_NHWC
-  return j * c + k;
-#else
-  const long image = j / hw;
-  return (image * c + k) * hw + (j - image * hw);
-#endif
-}
 
 // The gradient reaching the batch norm's output through the ReLU: zero where the ReLU (and its clamp) cut.
 DEVICE_FN float bn_through_relu(float da, float a) {
@@ -46,94 +40,144 @@ DEVICE_FN float bn_through_relu(float da, float a) {
 #endif
 }
 
-// Sums of this work-item's two values over the work-group into partial[chunk][0][k] and partial[chunk][1][k].
-// NHWC: the BN_ROWS items of each channel are summed; NCHW: all BN_LOCAL (one channel per work-group).
-DEVICE_FN void bn_store_partial(LOCAL float* s1, LOCAL float* s2, float v1, float v2, GLOBAL float* partial, int k,
-                                int c, long chunk) {
+// Where this work-item's vectors lie. NHWC: group axis 0 a block of BN_CT channel vectors, the work-item's vector
+// kv (channels kv * VEC ...) of rows first_row, first_row + BN_RT, ... of its chunk; element (row, kv) at
+// row * c + kv * VEC. NCHW: group axis 0 the channel, the work-item's vectors jv = first, first + BN_LOCAL, ... of
+// the chunk, over the channel's n x hw / VEC vectors, image by image. Group axis 1: the chunk.
+typedef struct {
+  long first, end, step;  // vectors (NCHW) or rows (NHWC) this work-item visits
+  int kv;                 // NHWC: the channel vector; NCHW: the channel
+  int active;
+} BnWalk;
+
+DEVICE_FN BnWalk bn_walk(int n, int c, int hw, int chunks) {
+  BnWalk w;
+  const long chunk = GROUP_ID(1);
+#if LAYOUT_NHWC
+  const long total = (long)n * hw;
+  w.kv = (int)GROUP_ID(0) * BN_CT + LOCAL_ID(0) % BN_CT;
+  w.active = w.kv < c / VEC;
+  w.step = BN_RT;
+  const long offset = LOCAL_ID(0) / BN_CT;
+#else
+  const long total = (long)n * (hw / VEC);
+  w.kv = (int)GROUP_ID(0);
+  w.active = 1;
+  w.step = BN_LOCAL;
+  const long offset = LOCAL_ID(0);
+#endif
+  const long per_chunk = (total + chunks - 1) / chunks, start = chunk * per_chunk;
+  w.first = start + offset;
+  w.end = start + per_chunk < total ? start + per_chunk : total;
+  return w;
+}
+
+// The first element of the vector the walk is at.
+DEVICE_FN long bn_element(const BnWalk* w, long at, int c, int hw) {
+#if LAYOUT_NHWC
+  return at * c + (long)w->kv * VEC;
+#else
+  const long per_image = hw / VEC, image = at / per_image;
+  return (image * c + w->kv) * hw + (at - image * per_image) * VEC;
+#endif
+}
+
+// The work-group's sums of each work-item's lanes into partial[chunk][0][k] and partial[chunk][1][k]: NHWC each
+// channel's BN_RT work-items, NCHW all BN_LOCAL (and their lanes, one channel).
+DEVICE_FN void bn_store_partial(LOCAL float* red, const float* v1, const float* v2, GLOBAL float* partial,
+                                const BnWalk* w, int c) {
   const int lid = LOCAL_ID(0);
-  s1[lid] = v1;
-  s2[lid] = v2;
+  const long chunk = GROUP_ID(1);
+  PRAGMA_UNROLL for (int e = 0; e < BN_LANES; ++e) {
+    red[(2 * e) * BN_LOCAL + lid] = v1[e];
+    red[(2 * e + 1) * BN_LOCAL + lid] = v2[e];
+  }
   BARRIER();
 #if LAYOUT_NHWC
-  if (lid < BN_CHANNELS && k < c) {
-    float a1 = 0.0f, a2 = 0.0f;
-    for (int r = 0; r < BN_ROWS; ++r) {
-      a1 += s1[r * BN_CHANNELS + lid];
-      a2 += s2[r * BN_CHANNELS + lid];
+  if (lid < BN_CT && w->active) {
+    PRAGMA_UNROLL for (int e = 0; e < VEC; ++e) {
+      float a1 = 0.0f, a2 = 0.0f;
+      for (int r = 0; r < BN_RT; ++r) {
+        a1 += red[(2 * e) * BN_LOCAL + r * BN_CT + lid];
+        a2 += red[(2 * e + 1) * BN_LOCAL + r * BN_CT + lid];
+      }
+      partial[(chunk * 2) * c + (long)w->kv * VEC + e] = a1;
+      partial[(chunk * 2 + 1) * c + (long)w->kv * VEC + e] = a2;
     }
-    partial[(chunk * 2) * c + k] = a1;
-    partial[(chunk * 2 + 1) * c + k] = a2;
   }
 #else
   for (int width = BN_LOCAL / 2; width > 0; width /= 2) {
     if (lid < width) {
-      s1[lid] += s1[lid + width];
-      s2[lid] += s2[lid + width];
+      red[lid] += red[lid + width];
+      red[BN_LOCAL + lid] += red[BN_LOCAL + lid + width];
     }
     BARRIER();
   }
   if (lid == 0) {
-    partial[(chunk * 2) * c + k] = s1[0];
-    partial[(chunk * 2 + 1) * c + k] = s2[0];
+    partial[(chunk * 2) * c + w->kv] = red[0];
+    partial[(chunk * 2 + 1) * c + w->kv] = red[BN_LOCAL];
   }
 #endif
 }
 
-// This work-item's channel and first row, the rows' step, and its chunk's end. Group axis 0: NHWC a block of
-// BN_CHANNELS channels, NCHW one channel; group axis 1: the chunk of rows.
+// The channel of element i of a VEC-vector (NCHW: the whole vector's).
+DEVICE_FN int bn_channel(long i, int c, int hw) {
 #if LAYOUT_NHWC
-#define BN_ROW_LOOP(k, j, step)                                         \
-  const int k = (int)GROUP_ID(0) * BN_CHANNELS + LOCAL_ID(0) % BN_CHANNELS; \
-  const long step = BN_ROWS;                                            \
-  const long j##_first = chunk_start + LOCAL_ID(0) / BN_CHANNELS;
+  return (int)(i % c);
 #else
-#define BN_ROW_LOOP(k, j, step)            \
-  const int k = (int)GROUP_ID(0);          \
-  const long step = BN_LOCAL;              \
-  const long j##_first = chunk_start + LOCAL_ID(0);
+  return (int)((i / hw) % c);
 #endif
+}
 
 // Forward, step 1: sums of (y - y0) and (y - y0)^2 for each chunk of rows, y0 the channel's first element (a sample
 // of its values, so the variance does not lose digits to a mean far from zero).
-KERNEL void bn_forward_partial(GLOBAL const ct_elem* RESTRICT y, GLOBAL float* RESTRICT partial, const int n,
-                               const int c, const int hw, const int chunks) {  // partial: the workspace
-  LOCAL_ARRAY float s1[BN_LOCAL];
-  LOCAL_ARRAY float s2[BN_LOCAL];
-  const long rows = (long)n * hw, chunk = GROUP_ID(1), per_chunk = (rows + chunks - 1) / chunks;
-  const long chunk_start = chunk * per_chunk;
-  const long chunk_end = chunk_start + per_chunk < rows ? chunk_start + per_chunk : rows;
-  BN_ROW_LOOP(k, j, step)
-  float sum = 0.0f, squares = 0.0f;
-  if (k < c) {
-    const float y0 = ct_to_float(y[bn_index(0, k, c, hw)]);
-    for (long j = j_first; j < chunk_end; j += step) {
-      const float v = ct_to_float(y[bn_index(j, k, c, hw)]) - y0;
-      sum += v;
-      squares = FMA(v, v, squares);
+KERNEL void bn_forward_partial(GLOBAL const ct_elem* RESTRICT y, GLOBAL float* RESTRICT workspace, const int n,
+                               const int c, const int hw, const int chunks) {
+  LOCAL_ARRAY float red[2 * BN_LANES * BN_LOCAL];
+  const BnWalk w = bn_walk(n, c, hw, chunks);
+  float sum[BN_LANES], squares[BN_LANES], y0[BN_LANES];
+  PRAGMA_UNROLL for (int e = 0; e < BN_LANES; ++e) sum[e] = squares[e] = 0.0f;
+  if (w.active) {
+#if LAYOUT_NHWC
+    ct_load_vec(y + (long)w.kv * VEC, y0);
+#else
+    y0[0] = ct_to_float(y[(long)w.kv * hw]);
+#endif
+    for (long at = w.first; at < w.end; at += w.step) {
+      float v[VEC];
+      ct_load_vec(y + bn_element(&w, at, c, hw), v);
+      PRAGMA_UNROLL for (int e = 0; e < VEC; ++e) {
+        const float d = v[e] - y0[BN_LANES == 1 ? 0 : e];
+        sum[BN_LANES == 1 ? 0 : e] += d;
+        squares[BN_LANES == 1 ? 0 : e] = FMA(d, d, squares[BN_LANES == 1 ? 0 : e]);
+      }
     }
   }
-  bn_store_partial(s1, s2, sum, squares, partial, k, c, chunk);
+  bn_store_partial(red, sum, squares, workspace, &w, c);
 }
 
 // Forward, step 2 (one work-item per channel): the chunks' sums in order into the mean and biased variance (stats)
-// and the scale and shift the apply step uses (coeffs: gamma / sqrt(var + eps), beta - mean * scale).
+// and the scale and shift the apply step uses (gamma / sqrt(var + eps), beta - mean * scale).
 KERNEL void bn_forward_finalize(GLOBAL const ct_elem* RESTRICT y, GLOBAL const float* RESTRICT params,
                                 GLOBAL float* RESTRICT stats, GLOBAL float* RESTRICT workspace, const int n,
                                 const int c, const int hw, const int chunks, const float eps) {
   const int k = (int)GLOBAL_ID(0);
   if (k >= c) return;
-  GLOBAL const float* partial = workspace;
   GLOBAL float* coeffs = workspace + BN_COEFFS(chunks, c);
   float sum = 0.0f, squares = 0.0f;
   for (int g = 0; g < chunks; ++g) {
-    sum += partial[(g * 2L) * c + k];
-    squares += partial[(g * 2L + 1) * c + k];
+    sum += workspace[(g * 2L) * c + k];
+    squares += workspace[(g * 2L + 1) * c + k];
   }
   const float count = (float)((long)n * hw);
   const float shifted_mean = sum / count;
   const float spread = squares / count - shifted_mean * shifted_mean;
   const float var = spread > 0.0f ? spread : 0.0f;
-  const float mean = ct_to_float(y[bn_index(0, k, c, hw)]) + shifted_mean;
+#if LAYOUT_NHWC
+  const float mean = ct_to_float(y[k]) + shifted_mean;
+#else
+  const float mean = ct_to_float(y[(long)k * hw]) + shifted_mean;
+#endif
   const float scale = params[k] / sqrt(var + eps);
   stats[k] = mean;
   stats[c + k] = var;
@@ -141,69 +185,84 @@ KERNEL void bn_forward_finalize(GLOBAL const ct_elem* RESTRICT y, GLOBAL const f
   coeffs[c + k] = FMA(-mean, scale, params[c + k]);
 }
 
-// Forward, step 3: a = act(y * scale + shift + residual), a grid-stride loop over every element.
+// Forward, step 3: a = act(y * scale + shift + residual), a grid-stride loop over every vector.
 KERNEL void bn_forward_apply(GLOBAL const ct_elem* RESTRICT y, GLOBAL const float* RESTRICT workspace,
                              RESIDUAL_ARG GLOBAL ct_elem* RESTRICT a, const long count, const int c, const int hw,
                              const int chunks) {
   GLOBAL const float* coeffs = workspace + BN_COEFFS(chunks, c);
-  for (long i = GLOBAL_ID(0); i < count; i += GLOBAL_SIZE(0)) {
-#if LAYOUT_NHWC
-    const int k = (int)(i % c);
-#else
-    const int k = (int)((i / hw) % c);
-#endif
-    float v = FMA(ct_to_float(y[i]), coeffs[k], coeffs[c + k]);
+  for (long i = GLOBAL_ID(0) * VEC; i < count; i += GLOBAL_SIZE(0) * VEC) {
+    float v[VEC];
+    ct_load_vec(y + i, v);
 #if HAS_RESIDUAL
-    v += ct_to_float(residual[i]);
+    float r[VEC];
+    ct_load_vec(residual + i, r);
+#endif
+    const int k = bn_channel(i, c, hw);
+    PRAGMA_UNROLL for (int e = 0; e < VEC; ++e) {
+      const int ke = LAYOUT_NHWC ? k + e : k;
+      float t = FMA(v[e], coeffs[ke], coeffs[c + ke]);
+#if HAS_RESIDUAL
+      t += r[e];
 #endif
 #if HAS_RELU
-    v = v > 0.0f ? v : 0.0f;
+      t = t > 0.0f ? t : 0.0f;
 #if HAS_RELU_MAX
-    v = v < RELU_MAX ? v : RELU_MAX;
+      t = t < RELU_MAX ? t : RELU_MAX;
 #endif
 #endif
-    a[i] = ct_from_float(v);
+      v[e] = t;
+    }
+    ct_store_vec(a + i, v);
   }
 }
 
 // Backward, step 1: sums of dz and dz * (y - mean) for each chunk of rows, dz the gradient through the ReLU.
 KERNEL void bn_backward_partial(GLOBAL const ct_elem* RESTRICT da, GLOBAL const ct_elem* RESTRICT a,
                                 GLOBAL const ct_elem* RESTRICT y, GLOBAL const float* RESTRICT stats,
-                                GLOBAL float* RESTRICT partial, const int n, const int c, const int hw,
+                                GLOBAL float* RESTRICT workspace, const int n, const int c, const int hw,
                                 const int chunks) {
-  LOCAL_ARRAY float s1[BN_LOCAL];
-  LOCAL_ARRAY float s2[BN_LOCAL];
-  const long rows = (long)n * hw, chunk = GROUP_ID(1), per_chunk = (rows + chunks - 1) / chunks;
-  const long chunk_start = chunk * per_chunk;
-  const long chunk_end = chunk_start + per_chunk < rows ? chunk_start + per_chunk : rows;
-  BN_ROW_LOOP(k, j, step)
-  float sum = 0.0f, products = 0.0f;
-  if (k < c) {
-    const float mean = stats[k];
-    for (long j = j_first; j < chunk_end; j += step) {
-      const long i = bn_index(j, k, c, hw);
-      const float dz = bn_through_relu(ct_to_float(da[i]), ct_to_float(a[i]));
-      sum += dz;
-      products = FMA(dz, ct_to_float(y[i]) - mean, products);
+  LOCAL_ARRAY float red[2 * BN_LANES * BN_LOCAL];
+  const BnWalk w = bn_walk(n, c, hw, chunks);
+  float sum[BN_LANES], products[BN_LANES], mean[BN_LANES];
+  PRAGMA_UNROLL for (int e = 0; e < BN_LANES; ++e) sum[e] = products[e] = 0.0f;
+  if (w.active) {
+    PRAGMA_UNROLL for (int e = 0; e < BN_LANES; ++e) mean[e] = stats[LAYOUT_NHWC ? w.kv * VEC + e : w.kv];
+    for (long at = w.first; at < w.end; at += w.step) {
+      const long i = bn_element(&w, at, c, hw);
+      float g[VEC], out[VEC], v[VEC];
+      ct_load_vec(da + i, g);
+#if HAS_RELU
+      ct_load_vec(a + i, out);
+#endif
+      ct_load_vec(y + i, v);
+      PRAGMA_UNROLL for (int e = 0; e < VEC; ++e) {
+        const int l = BN_LANES == 1 ? 0 : e;
+#if HAS_RELU
+        const float dz = bn_through_relu(g[e], out[e]);
+#else
+        const float dz = g[e];
+#endif
+        sum[l] += dz;
+        products[l] = FMA(dz, v[e] - mean[l], products[l]);
+      }
     }
   }
-  bn_store_partial(s1, s2, sum, products, partial, k, c, chunk);
+  bn_store_partial(red, sum, products, workspace, &w, c);
 }
 
 // Backward, step 2 (one work-item per channel): dgamma = sum(dz * xhat), dbeta = sum(dz) (dparams), and the
-// coefficients of dy = A dz + B (y - mean) + C (coeffs): A = gamma / sigma, B = -A dgamma / (sigma count),
-// C = -A dbeta / count, sigma = sqrt(var + eps) as in the forward pass.
+// coefficients of dy = A dz + B (y - mean) + C: A = gamma / sigma, B = -A dgamma / (sigma count), C = -A dbeta / count,
+// sigma = sqrt(var + eps) as in the forward pass.
 KERNEL void bn_backward_finalize(GLOBAL const float* RESTRICT stats, GLOBAL const float* RESTRICT params,
                                  GLOBAL float* RESTRICT dparams, GLOBAL float* RESTRICT workspace, const int n,
                                  const int c, const int hw, const int chunks, const float eps) {
   const int k = (int)GLOBAL_ID(0);
   if (k >= c) return;
-  GLOBAL const float* partial = workspace;
   GLOBAL float* coeffs = workspace + BN_COEFFS(chunks, c);
   float sum = 0.0f, products = 0.0f;
   for (int g = 0; g < chunks; ++g) {
-    sum += partial[(g * 2L) * c + k];
-    products += partial[(g * 2L + 1) * c + k];
+    sum += workspace[(g * 2L) * c + k];
+    products += workspace[(g * 2L + 1) * c + k];
   }
   const float count = (float)((long)n * hw);
   const float inv_sigma = 1.0f / sqrt(stats[c + k] + eps);
@@ -222,16 +281,24 @@ KERNEL void bn_backward_apply(GLOBAL const ct_elem* RESTRICT da, GLOBAL const ct
                               GLOBAL const float* RESTRICT workspace, GLOBAL ct_elem* RESTRICT dy,
                               DRESIDUAL_ARG const long count, const int c, const int hw, const int chunks) {
   GLOBAL const float* coeffs = workspace + BN_COEFFS(chunks, c);
-  for (long i = GLOBAL_ID(0); i < count; i += GLOBAL_SIZE(0)) {
-#if LAYOUT_NHWC
-    const int k = (int)(i % c);
-#else
-    const int k = (int)((i / hw) % c);
+  for (long i = GLOBAL_ID(0) * VEC; i < count; i += GLOBAL_SIZE(0) * VEC) {
+    float g[VEC], out[VEC], v[VEC];
+    ct_load_vec(da + i, g);
+#if HAS_RELU
+    ct_load_vec(a + i, out);
 #endif
-    const float dz = bn_through_relu(ct_to_float(da[i]), ct_to_float(a[i]));
-    dy[i] = ct_from_float(FMA(coeffs[k], dz, FMA(coeffs[c + k], ct_to_float(y[i]) - stats[k], coeffs[2 * c + k])));
+    ct_load_vec(y + i, v);
+    const int k = bn_channel(i, c, hw);
+    PRAGMA_UNROLL for (int e = 0; e < VEC; ++e) {
+      const int ke = LAYOUT_NHWC ? k + e : k;
+#if HAS_RELU
+      g[e] = bn_through_relu(g[e], out[e]);
+#endif
+      v[e] = FMA(coeffs[ke], g[e], FMA(coeffs[c + ke], v[e] - stats[ke], coeffs[2 * c + ke]));
+    }
+    ct_store_vec(dy + i, v);
 #if HAS_RESIDUAL
-    dresidual[i] = ct_from_float(dz);
+    ct_store_vec(dresidual + i, g);
 #endif
   }
 }

@@ -67,4 +67,43 @@ DEVICE_FN ct_elem ct_from_float(float x) {
 #endif
 }
 
+#ifdef VEC
+// VEC consecutive elements at p, widened into v[] (and back, rounded): one 16-byte access where VEC fills 16 bytes
+// (4 FP32 or 8 16-bit elements; p then 16-byte aligned), else VEC scalar ones. Kernels that move whole vectors define
+// VEC before including this header.
+DEVICE_FN void ct_load_vec(const GLOBAL ct_elem* p, float* v) {
+#if VEC * (ELEM == 0 ? 4 : 2) == 16
+  const ct_u4 u = CT_LOAD4(p);
+  const unsigned int words[4] = {u.x, u.y, u.z, u.w};
+#if ELEM == 0
+  PRAGMA_UNROLL for (int i = 0; i < 4; ++i) v[i] = CT_AS_FLOAT(words[i]);
+#else
+  PRAGMA_UNROLL for (int i = 0; i < 4; ++i) {
+    v[2 * i] = ct_to_float((ct_elem)(words[i] & 0xFFFFu));
+    v[2 * i + 1] = ct_to_float((ct_elem)(words[i] >> 16));
+  }
+#endif
+#else
+  PRAGMA_UNROLL for (int i = 0; i < VEC; ++i) v[i] = ct_to_float(p[i]);
+#endif
+}
+
+DEVICE_FN void ct_store_vec(GLOBAL ct_elem* p, const float* v) {
+#if VEC * (ELEM == 0 ? 4 : 2) == 16
+  unsigned int words[4];
+#if ELEM == 0
+  PRAGMA_UNROLL for (int i = 0; i < 4; ++i) words[i] = CT_AS_UINT(v[i]);
+#else
+  PRAGMA_UNROLL for (int i = 0; i < 4; ++i)
+    words[i] = (unsigned int)ct_from_float(v[2 * i]) | ((unsigned int)ct_from_float(v[2 * i + 1]) << 16);
+#endif
+  ct_u4 u;
+  u.x = words[0], u.y = words[1], u.z = words[2], u.w = words[3];
+  CT_STORE4(u, p);
+#else
+  PRAGMA_UNROLL for (int i = 0; i < VEC; ++i) p[i] = ct_from_float(v[i]);
+#endif
+}
+#endif  // VEC
+
 #endif  // CONVTUNE_ELEMENTS_H

@@ -12,43 +12,7 @@
 // and SPLIT are defines; the launches are one-dimensional.
 #include "common/compat.h"
 
-#include "common/elements.h"
-
-// VEC elements at p (16-byte aligned when VEC fills 16 bytes) into v[], widened.
-DEVICE_FN void dwn_load(const GLOBAL ct_elem* p, float* v) {
-#if VEC * (ELEM == 0 ? 4 : 2) == 16
-  const ct_u4 u = CT_LOAD4(p);
-  const unsigned int words[4] = {u.x, u.y, u.z, u.w};
-#if ELEM == 0
-  PRAGMA_UNROLL for (int i = 0; i < 4; ++i) v[i] = CT_AS_FLOAT(words[i]);
-#else
-  PRAGMA_UNROLL for (int i = 0; i < 4; ++i) {
-    v[2 * i] = ct_to_float((ct_elem)(words[i] & 0xFFFFu));
-    v[2 * i + 1] = ct_to_float((ct_elem)(words[i] >> 16));
-  }
-#endif
-#else
-  PRAGMA_UNROLL for (int i = 0; i < VEC; ++i) v[i] = ct_to_float(p[i]);
-#endif
-}
-
-// v[] rounded to the element type into VEC elements at p.
-DEVICE_FN void dwn_store(GLOBAL ct_elem* p, const float* v) {
-#if VEC * (ELEM == 0 ? 4 : 2) == 16
-  unsigned int words[4];
-#if ELEM == 0
-  PRAGMA_UNROLL for (int i = 0; i < 4; ++i) words[i] = CT_AS_UINT(v[i]);
-#else
-  PRAGMA_UNROLL for (int i = 0; i < 4; ++i)
-    words[i] = (unsigned int)ct_from_float(v[2 * i]) | ((unsigned int)ct_from_float(v[2 * i + 1]) << 16);
-#endif
-  ct_u4 u;
-  u.x = words[0], u.y = words[1], u.z = words[2], u.w = words[3];
-  CT_STORE4(u, p);
-#else
-  PRAGMA_UNROLL for (int i = 0; i < VEC; ++i) p[i] = ct_from_float(v[i]);
-#endif
-}
+#include "common/elements.h"  // ct_load_vec, ct_store_vec: VEC channels in one 16-byte access
 
 #define DWN_CV (C / VEC)  // channel vectors per pixel
 
@@ -101,14 +65,14 @@ KERNEL void depthwise_nhwc(const GLOBAL ct_elem* RESTRICT in, const GLOBAL ct_el
         const int iw = qw / STRIDE_W;
 #endif
         float xv[VEC];
-        dwn_load(in_row + (long)iw * C, xv);
+        ct_load_vec(in_row + (long)iw * C, xv);
         PRAGMA_UNROLL for (int v = 0; v < VEC; ++v) acc[t][v] = FMA(xv[v], wv[v], acc[t][v]);
       }
     }
   }
   GLOBAL ct_elem* out_row = out + (row * DWN_OUT_W) * C + c;
   PRAGMA_UNROLL for (int t = 0; t < TILE_Q; ++t) {
-    if (col0 + t < DWN_OUT_W) dwn_store(out_row + (long)(col0 + t) * C, acc[t]);
+    if (col0 + t < DWN_OUT_W) ct_store_vec(out_row + (long)(col0 + t) * C, acc[t]);
   }
 }
 #endif
@@ -138,12 +102,12 @@ KERNEL void depthwise_nhwc_filter(const GLOBAL ct_elem* RESTRICT x, const GLOBAL
     const GLOBAL ct_elem* dy_row = dy + row * Q * C + c;
     for (int q = 0; q < Q; ++q) {
       float dv[VEC];
-      dwn_load(dy_row + (long)q * C, dv);
+      ct_load_vec(dy_row + (long)q * C, dv);
       PRAGMA_UNROLL for (int s = 0; s < S; ++s) {
         const int iw = q * STRIDE_W - PAD_W + s * DILATION_W;
         if ((unsigned)iw >= (unsigned)W) continue;
         float xv[VEC];
-        dwn_load(x_row + (long)iw * C, xv);
+        ct_load_vec(x_row + (long)iw * C, xv);
         PRAGMA_UNROLL for (int v = 0; v < VEC; ++v) acc[s][v] = FMA(xv[v], dv[v], acc[s][v]);
       }
     }
