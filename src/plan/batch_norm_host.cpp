@@ -141,6 +141,13 @@ void bn_channel_sums(const BnBlock& b, const BnSizes& s, float* partial, Value v
   }
 }
 
+// Channel k's two partial sums over every chunk (the finalize steps).
+std::pair<double, double> bn_chunk_sums(const float* partial, const BnSizes& s, int64_t k) {
+  double first = 0, second = 0;
+  for (int64_t g = 0; g < s.chunks; ++g) first += partial[(g * 2) * s.c + k], second += partial[(g * 2 + 1) * s.c + k];
+  return {first, second};
+}
+
 // `body(i, k)` on every element, in parallel: NCHW by images' channel planes, NHWC by blocks of rows.
 template <class Body>
 void bn_each(const BnBlock& b, const BnSizes& s, Body body) {
@@ -185,8 +192,7 @@ std::map<std::string, cpu::HostKernel> bn_kernels(const BnBlock& b) {
     const int64_t c = s.c;
     float* coeffs = workspace + s.chunks * 2 * c;
     for (int64_t k = 0; k < c; ++k) {
-      double sum = 0, squares = 0;
-      for (int64_t g = 0; g < s.chunks; ++g) sum += workspace[(g * 2) * c + k], squares += workspace[(g * 2 + 1) * c + k];
+      const auto [sum, squares] = bn_chunk_sums(workspace, s, k);
       const double count = static_cast<double>(s.rows()), shifted_mean = sum / count;
       const double var = std::max(squares / count - shifted_mean * shifted_mean, 0.0);
       const double mean = El::load(y, b.nhwc ? k : k * s.hw) + shifted_mean;
@@ -245,9 +251,7 @@ std::map<std::string, cpu::HostKernel> bn_kernels(const BnBlock& b) {
     const int64_t c = s.c;
     float* coeffs = workspace + s.chunks * 2 * c;
     for (int64_t k = 0; k < c; ++k) {
-      double sum = 0, products = 0;
-      for (int64_t g = 0; g < s.chunks; ++g)
-        sum += workspace[(g * 2) * c + k], products += workspace[(g * 2 + 1) * c + k];
+      const auto [sum, products] = bn_chunk_sums(workspace, s, k);
       const double count = static_cast<double>(s.rows()), inv_sigma = 1.0 / std::sqrt(stats[c + k] + double{eps});
       const double dgamma = products * inv_sigma, scale = params[k] * inv_sigma;
       dparams[k] = static_cast<float>(dgamma);

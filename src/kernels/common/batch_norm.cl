@@ -156,6 +156,17 @@ KERNEL void bn_forward_partial(GLOBAL const ct_elem* RESTRICT y, GLOBAL float* R
   bn_store_partial(red, sum, squares, workspace, &w, c);
 }
 
+// Channel k's two partial sums over every chunk, in order (the finalize steps; one work-item per channel).
+DEVICE_FN void bn_chunk_sums(GLOBAL const float* partial, int chunks, int c, int k, float* first, float* second) {
+  float s1 = 0.0f, s2 = 0.0f;
+  for (int g = 0; g < chunks; ++g) {
+    s1 += partial[(g * 2L) * c + k];
+    s2 += partial[(g * 2L + 1) * c + k];
+  }
+  *first = s1;
+  *second = s2;
+}
+
 // Forward, step 2 (one work-item per channel): the chunks' sums in order into the mean and biased variance (stats)
 // and the scale and shift the apply step uses (gamma / sqrt(var + eps), beta - mean * scale).
 KERNEL void bn_forward_finalize(GLOBAL const ct_elem* RESTRICT y, GLOBAL const float* RESTRICT params,
@@ -164,11 +175,8 @@ KERNEL void bn_forward_finalize(GLOBAL const ct_elem* RESTRICT y, GLOBAL const f
   const int k = (int)GLOBAL_ID(0);
   if (k >= c) return;
   GLOBAL float* coeffs = workspace + BN_COEFFS(chunks, c);
-  float sum = 0.0f, squares = 0.0f;
-  for (int g = 0; g < chunks; ++g) {
-    sum += workspace[(g * 2L) * c + k];
-    squares += workspace[(g * 2L + 1) * c + k];
-  }
+  float sum, squares;
+  bn_chunk_sums(workspace, chunks, c, k, &sum, &squares);
   const float count = (float)((long)n * hw);
   const float shifted_mean = sum / count;
   const float spread = squares / count - shifted_mean * shifted_mean;
@@ -259,11 +267,8 @@ KERNEL void bn_backward_finalize(GLOBAL const float* RESTRICT stats, GLOBAL cons
   const int k = (int)GLOBAL_ID(0);
   if (k >= c) return;
   GLOBAL float* coeffs = workspace + BN_COEFFS(chunks, c);
-  float sum = 0.0f, products = 0.0f;
-  for (int g = 0; g < chunks; ++g) {
-    sum += workspace[(g * 2L) * c + k];
-    products += workspace[(g * 2L + 1) * c + k];
-  }
+  float sum, products;
+  bn_chunk_sums(workspace, chunks, c, k, &sum, &products);
   const float count = (float)((long)n * hw);
   const float inv_sigma = 1.0f / sqrt(stats[c + k] + eps);
   const float dgamma = products * inv_sigma;
