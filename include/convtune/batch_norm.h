@@ -27,10 +27,41 @@ struct BatchNormProblem {
   std::string to_string() const;  // "bn bf16 nhwc 64x256x56x56 +residual+relu"
 };
 
-// A batch norm's kernels compiled for one device, for every tensor of its problem's sizes. Operands are buffers of
-// that device (wrap_cuda_buffer, wrap_host_buffer... for memory the caller has); float32 vectors of C:
-//   params  gamma then beta (2C), stats  mean then biased variance of y over N, H, W (2C), dparams  dgamma then
-//   dbeta (2C). `workspace` holds workspace_bytes(). Safe to call from several threads at once (runs take turns).
+// The buffers of BatchNormPlan::forward. Tensors have the problem's shape, type and layout; vectors are C float32s.
+struct BatchNormForward {
+  const Buffer* y = nullptr;         // the batch norm's input (a convolution's output)
+  const Buffer* gamma = nullptr;     // scale (all ones for a batch norm without affine parameters)
+  const Buffer* beta = nullptr;      // shift (all zeros likewise)
+  const Buffer* residual = nullptr;  // the shortcut, with BatchNormProblem::residual only
+  const Buffer* stats = nullptr;     // written: mean, then biased variance of y over N, H, W (2C floats)
+  const Buffer* a = nullptr;         // written: act((y - mean) gamma / sqrt(var + eps) + beta + residual)
+  // Both or neither: running statistics moved `momentum` of the way to the batch's (the variance unbiased), as
+  // BatchNorm2d's training step does.
+  const Buffer* running_mean = nullptr;
+  const Buffer* running_var = nullptr;
+  float momentum = 0.1f;
+  float eps = 1e-5f;
+};
+
+// The buffers of BatchNormPlan::backward: forward()'s y, a (the ReLU's mask; unused without a ReLU), stats, gamma
+// and eps, the gradient da of a, and what it writes.
+struct BatchNormBackward {
+  const Buffer* da = nullptr;
+  const Buffer* a = nullptr;
+  const Buffer* y = nullptr;
+  const Buffer* stats = nullptr;
+  const Buffer* gamma = nullptr;
+  const Buffer* dy = nullptr;         // written: the gradient of y
+  const Buffer* dgamma = nullptr;     // written (C floats)
+  const Buffer* dbeta = nullptr;      // written (C floats)
+  const Buffer* dresidual = nullptr;  // written with BatchNormProblem::residual: the gradient reaching the shortcut
+  float eps = 1e-5f;
+};
+
+// A batch norm's kernels compiled for one device, for every tensor of its problem's sizes: a pass for the statistics
+// (partial sums by chunks of rows, then one work-item per channel) and one elementwise pass, each way. Buffers are the
+// device's (wrap_cuda_buffer, wrap_host_buffer... for memory the caller has); `workspace` holds workspace_bytes().
+// Safe to call from several threads at once (runs take turns).
 class BatchNormPlan {
  public:
   // Throws InvalidArgument naming the field for a problem with a non-positive size or more elements than the
@@ -43,16 +74,9 @@ class BatchNormPlan {
   const BatchNormProblem& problem() const;
   size_t workspace_bytes() const;
 
-  // stats = mean and biased variance of y; a = act((y - mean) * gamma / sqrt(var + eps) + beta + residual), in y's
-  // type (FP32 arithmetic, one rounding). `residual` (y's shape, type and layout) only with problem().residual.
-  void forward(Queue& queue, const Buffer& y, const Buffer& params, const Buffer* residual, const Buffer& stats,
-               const Buffer& a, float eps, const Buffer& workspace) const;
-  // The gradients of forward() from da (the gradient of a): dy, dparams, and with a residual dresidual (the
-  // gradient reaching the shortcut). `a` is forward()'s output (the ReLU's mask; ignored without a ReLU), y, stats
-  // and params forward()'s inputs and statistics, `eps` the same as forward()'s.
-  void backward(Queue& queue, const Buffer& da, const Buffer& a, const Buffer& y, const Buffer& stats,
-                const Buffer& params, float eps, const Buffer& dy, const Buffer& dparams, const Buffer* dresidual,
-                const Buffer& workspace) const;
+  // Enqueue on `queue`; throw InvalidArgument naming a missing or short buffer, or a bad eps or momentum.
+  void forward(Queue& queue, const BatchNormForward& args, const Buffer& workspace) const;
+  void backward(Queue& queue, const BatchNormBackward& args, const Buffer& workspace) const;
 
  private:
   struct Impl;

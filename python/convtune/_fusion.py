@@ -171,18 +171,34 @@ class FusedConvBatchNorm2d(torch.nn.BatchNorm2d):
             factor = 1.0 / float(self.num_batches_tracked) if self.momentum is None else self.momentum
         elif self.momentum is not None:
             factor = self.momentum
-        ones = self.weight is None
-        gamma = torch.ones(c, device=x.device) if ones else self.weight
-        beta = torch.zeros(c, device=x.device) if self.bias is None else self.bias
+        gamma, beta = self._affine(c, x.device)
         if residual is not None:
             residual = _ct._dense(residual, layout)
-        a, stats = _TrainingBlock.apply(x, weight, gamma, beta, residual, block, bn, float(self.eps))
-        if update:
+        # The running statistics are updated by the batch norm's kernels where they are float32 (as BatchNorm2d's
+        # are unless the model was cast), else from the returned statistics.
+        running = None
+        if update and all(t.dtype == torch.float32 and t.is_contiguous() for t in (self.running_mean,
+                                                                                 self.running_var)):
+            running = (self.running_mean, self.running_var)
+        a, stats = _TrainingBlock.apply(x, weight, gamma, beta, residual, block, bn, float(self.eps), running,
+                                        float(factor))
+        if update and running is None:
             with torch.no_grad():
                 count = n * h * w
-                self.running_mean.mul_(1 - factor).add_(stats[:c], alpha=factor)
-                self.running_var.mul_(1 - factor).add_(stats[c:] * (count / (count - 1)), alpha=factor)
+                self.running_mean.mul_(1 - factor).add_(stats[:c].to(self.running_mean.dtype), alpha=factor)
+                self.running_var.mul_(1 - factor).add_((stats[c:] * (count / (count - 1))).to(self.running_var.dtype),
+                                                       alpha=factor)
         return a
+
+    def _affine(self, c: int, device: torch.device) -> Tuple[torch.Tensor, torch.Tensor]:
+        """gamma and beta: the module's weight and bias, or ones and zeros (made once) without them."""
+        if self.weight is not None and self.bias is not None:
+            return self.weight, self.bias
+        unit = getattr(self, "_convtune_unit", None)
+        if unit is None or unit[0].device != device or unit[0].numel() != c:
+            unit = (torch.ones(c, device=device), torch.zeros(c, device=device))
+            self._convtune_unit = unit
+        return (self.weight if self.weight is not None else unit[0]), (self.bias if self.bias is not None else unit[1])
 
     def _fused(self, x: torch.Tensor, residual: Optional[torch.Tensor]) -> Optional[torch.Tensor]:
         """The fused computation, or None where convtune refuses it (the caller then runs the unfused one)."""
@@ -245,46 +261,55 @@ def _on_stream(device: torch.device, call: Any) -> None:
             call(stream)
 
 
+def _float32(t: torch.Tensor) -> torch.Tensor:
+    t = t.detach()
+    return t if t.dtype == torch.float32 and t.is_contiguous() else t.float().contiguous()
+
+
 class _TrainingBlock(torch.autograd.Function):
     """Convolution -> batch norm with the batch's statistics [-> + shortcut] [-> ReLU / ReLU6] under autograd: the
-    convolution by its plan, the rest by a BatchNormPlan in two passes (statistics; normalise, add and activate);
-    the backward pass the batch norm's two passes (their sums; dy and the shortcut's gradient) and the convolution's
-    two directions. Returns the block's output and the statistics (mean, biased variance; no gradient)."""
+    convolution by its plan, the rest by a BatchNormPlan in two passes (statistics, with the running statistics moved
+    where `running` is given; normalise, add and activate); the backward pass the batch norm's two passes (their sums;
+    dy and the shortcut's gradient) and the convolution's two directions. Returns the block's output and the
+    statistics (mean, biased variance; no gradient)."""
 
     @staticmethod
     def forward(ctx: Any, x: torch.Tensor, w: torch.Tensor, gamma: torch.Tensor,  # type: ignore[override]
-                beta: torch.Tensor, residual: Optional[torch.Tensor], conv: Any, bn: Any,
-                eps: float) -> Tuple[torch.Tensor, torch.Tensor]:
+                beta: torch.Tensor, residual: Optional[torch.Tensor], conv: Any, bn: Any, eps: float,
+                running: Optional[Tuple[torch.Tensor, torch.Tensor]],
+                momentum: float) -> Tuple[torch.Tensor, torch.Tensor]:
         layout = conv.layout
         y = conv.run("fwd", _ct._dense(x, layout), _ct._dense(w, layout), conv.y_shape)
-        params = torch.cat([gamma.detach().float(), beta.detach().float()])
-        stats = torch.empty_like(params)
+        gamma32, beta32 = _float32(gamma), _float32(beta)
+        stats = torch.empty(2 * gamma32.numel(), dtype=torch.float32, device=y.device)
         a = torch.empty_like(y)
         workspace = torch.empty(bn.workspace_bytes, dtype=torch.uint8, device=y.device)
-        pointers = (y.data_ptr(), params.data_ptr(), residual.data_ptr() if residual is not None else 0,
-                    stats.data_ptr(), a.data_ptr())
-        _on_stream(y.device, lambda stream: bn.forward_pointers(pointers, eps, workspace.data_ptr(), stream))
-        ctx.save_for_backward(x, w, y, a, stats, params)
+        pointers = (y.data_ptr(), gamma32.data_ptr(), beta32.data_ptr(),
+                    residual.data_ptr() if residual is not None else 0, stats.data_ptr(), a.data_ptr(),
+                    running[0].data_ptr() if running is not None else 0,
+                    running[1].data_ptr() if running is not None else 0)
+        _on_stream(y.device, lambda stream: bn.forward_pointers(pointers, eps, momentum, workspace.data_ptr(), stream))
+        ctx.save_for_backward(x, w, y, a, stats, gamma32)
         ctx.conv, ctx.bn, ctx.eps, ctx.residual = conv, bn, eps, residual is not None
+        ctx.types = (gamma.dtype, beta.dtype)
         ctx.mark_non_differentiable(stats)
         return a, stats
 
     @staticmethod
     def backward(ctx: Any, da: torch.Tensor, _: Any) -> Tuple[Optional[torch.Tensor], ...]:  # type: ignore
-        x, w, y, a, stats, params = ctx.saved_tensors
+        x, w, y, a, stats, gamma32 = ctx.saved_tensors
         conv, bn = ctx.conv, ctx.bn
         da = _ct._dense(da.to(y.dtype), conv.layout)
-        dy, dparams = torch.empty_like(y), torch.empty_like(params)
+        dy, dgamma, dbeta = torch.empty_like(y), torch.empty_like(gamma32), torch.empty_like(gamma32)
         dresidual = torch.empty_like(y) if ctx.residual else None
         workspace = torch.empty(bn.workspace_bytes, dtype=torch.uint8, device=y.device)
-        pointers = (da.data_ptr(), a.data_ptr(), y.data_ptr(), stats.data_ptr(), params.data_ptr(), dy.data_ptr(),
-                    dparams.data_ptr(), dresidual.data_ptr() if dresidual is not None else 0)
+        pointers = (da.data_ptr(), a.data_ptr(), y.data_ptr(), stats.data_ptr(), gamma32.data_ptr(), dy.data_ptr(),
+                    dgamma.data_ptr(), dbeta.data_ptr(), dresidual.data_ptr() if dresidual is not None else 0)
         _on_stream(y.device, lambda stream: bn.backward_pointers(pointers, ctx.eps, workspace.data_ptr(), stream))
         needs = ctx.needs_input_grad
         dx, dw = _ct._gradients(x, w, dy, needs[:2], conv.stride, conv.padding, conv.dilation, conv.groups)
-        c = params.numel() // 2
-        return (dx, dw, dparams[:c] if needs[2] else None, dparams[c:] if needs[3] else None, dresidual, None, None,
-                None)
+        return (dx, dw, dgamma.to(ctx.types[0]) if needs[2] else None, dbeta.to(ctx.types[1]) if needs[3] else None,
+                dresidual, None, None, None, None, None)
 
 
 def _activation_of(node: torch.fx.Node, modules: Dict[str, torch.nn.Module]) -> str:

@@ -358,6 +358,10 @@ struct BatchNormBuffers {
     }
     return owned.back().get();
   }
+  void also_output(const Buffer* buffer, uintptr_t address, size_t bytes) {
+    outputs.emplace_back(buffer, address);
+    output_bytes.push_back(bytes);
+  }
   const Buffer* workspace(uintptr_t address, size_t bytes) {
     if (staged()) {
       owned.push_back(device.allocate(bytes));
@@ -386,38 +390,50 @@ size_t tensor_bytes(const BatchNormPlan& plan) {
 
 }  // namespace
 
-void batch_norm_forward_on_pointers(const BatchNormPlan& plan, Device& device, const std::array<uintptr_t, 5>& p,
-                                    float eps, uintptr_t workspace, intptr_t cuda_stream) {
+void batch_norm_forward_on_pointers(const BatchNormPlan& plan, Device& device, const std::array<uintptr_t, 8>& p,
+                                    float eps, float momentum, uintptr_t workspace, intptr_t cuda_stream) {
   Queue& queue = queue_for(device, cuda_stream);
   nb::gil_scoped_release released;
   BatchNormBuffers b{device, queue, {}, {}, {}};
-  const size_t t = tensor_bytes(plan), v = static_cast<size_t>(plan.problem().c) * 2 * sizeof(float);
-  const Buffer* y = b.wrap(p[0], t, "y", false);
-  const Buffer* params = b.wrap(p[1], v, "params", false);
-  const Buffer* residual = b.wrap(p[2], t, "residual", false, true);
-  const Buffer* stats = b.wrap(p[3], v, "stats", true);
-  const Buffer* a = b.wrap(p[4], t, "a", true);
-  const Buffer* ws = b.workspace(workspace, plan.workspace_bytes());
-  plan.forward(queue, *y, *params, residual, *stats, *a, eps, *ws);
+  const size_t t = tensor_bytes(plan), v = static_cast<size_t>(plan.problem().c) * sizeof(float);
+  BatchNormForward f;
+  f.y = b.wrap(p[0], t, "y", false);
+  f.gamma = b.wrap(p[1], v, "gamma", false);
+  f.beta = b.wrap(p[2], v, "beta", false);
+  f.residual = b.wrap(p[3], t, "residual", false, true);
+  f.stats = b.wrap(p[4], 2 * v, "stats", true);
+  f.a = b.wrap(p[5], t, "a", true);
+  // Read and written: copied both ways on a staged device.
+  f.running_mean = b.wrap(p[6], v, "running_mean", false, true);
+  f.running_var = b.wrap(p[7], v, "running_var", false, true);
+  if (b.staged()) {
+    if (f.running_mean) b.also_output(f.running_mean, p[6], v);
+    if (f.running_var) b.also_output(f.running_var, p[7], v);
+  }
+  f.momentum = momentum;
+  f.eps = eps;
+  plan.forward(queue, f, *b.workspace(workspace, plan.workspace_bytes()));
   b.finish();
 }
 
-void batch_norm_backward_on_pointers(const BatchNormPlan& plan, Device& device, const std::array<uintptr_t, 8>& p,
+void batch_norm_backward_on_pointers(const BatchNormPlan& plan, Device& device, const std::array<uintptr_t, 9>& p,
                                      float eps, uintptr_t workspace, intptr_t cuda_stream) {
   Queue& queue = queue_for(device, cuda_stream);
   nb::gil_scoped_release released;
   BatchNormBuffers b{device, queue, {}, {}, {}};
-  const size_t t = tensor_bytes(plan), v = static_cast<size_t>(plan.problem().c) * 2 * sizeof(float);
-  const Buffer* da = b.wrap(p[0], t, "da", false);
-  const Buffer* a = b.wrap(p[1], t, "a", false);
-  const Buffer* y = b.wrap(p[2], t, "y", false);
-  const Buffer* stats = b.wrap(p[3], v, "stats", false);
-  const Buffer* params = b.wrap(p[4], v, "params", false);
-  const Buffer* dy = b.wrap(p[5], t, "dy", true);
-  const Buffer* dparams = b.wrap(p[6], v, "dparams", true);
-  const Buffer* dresidual = b.wrap(p[7], t, "dresidual", true, true);
-  const Buffer* ws = b.workspace(workspace, plan.workspace_bytes());
-  plan.backward(queue, *da, *a, *y, *stats, *params, eps, *dy, *dparams, dresidual, *ws);
+  const size_t t = tensor_bytes(plan), v = static_cast<size_t>(plan.problem().c) * sizeof(float);
+  BatchNormBackward g;
+  g.da = b.wrap(p[0], t, "da", false);
+  g.a = b.wrap(p[1], t, "a", false);
+  g.y = b.wrap(p[2], t, "y", false);
+  g.stats = b.wrap(p[3], 2 * v, "stats", false);
+  g.gamma = b.wrap(p[4], v, "gamma", false);
+  g.dy = b.wrap(p[5], t, "dy", true);
+  g.dgamma = b.wrap(p[6], v, "dgamma", true);
+  g.dbeta = b.wrap(p[7], v, "dbeta", true);
+  g.dresidual = b.wrap(p[8], t, "dresidual", true, true);
+  g.eps = eps;
+  plan.backward(queue, g, *b.workspace(workspace, plan.workspace_bytes()));
   b.finish();
 }
 

@@ -60,11 +60,12 @@ void run_on_arrays(const Plan& plan, const std::array<nb::handle, 3>& arrays, in
 void run_on_pointers(const Plan& plan, const std::array<uintptr_t, 5>& pointers, uintptr_t workspace,
                      intptr_t cuda_stream);
 
-// A batch norm's forward (y, params, residual, stats, a) and backward (da, a, y, stats, params, dy, dparams,
-// dresidual) on raw addresses, as run_on_pointers: 0 for the residual operands of a block without one.
-void batch_norm_forward_on_pointers(const BatchNormPlan& plan, Device& device, const std::array<uintptr_t, 5>& p,
-                                    float eps, uintptr_t workspace, intptr_t cuda_stream);
-void batch_norm_backward_on_pointers(const BatchNormPlan& plan, Device& device, const std::array<uintptr_t, 8>& p,
+// A batch norm's forward (y, gamma, beta, residual, stats, a, running_mean, running_var) and backward (da, a, y,
+// stats, gamma, dy, dgamma, dbeta, dresidual) on raw addresses, as run_on_pointers: 0 for the residual operands of a
+// block without one and for running statistics not updated.
+void batch_norm_forward_on_pointers(const BatchNormPlan& plan, Device& device, const std::array<uintptr_t, 8>& p,
+                                    float eps, float momentum, uintptr_t workspace, intptr_t cuda_stream);
+void batch_norm_backward_on_pointers(const BatchNormPlan& plan, Device& device, const std::array<uintptr_t, 9>& p,
                                      float eps, uintptr_t workspace, intptr_t cuda_stream);
 
 }  // namespace convtune::python

@@ -637,20 +637,21 @@ static void bind_batch_norm(nb::module_& m) {
       .def_prop_ro("workspace_bytes", [](const BatchNormOnDevice& b) { return b.plan.workspace_bytes(); })
       .def_prop_ro("problem", [](const BatchNormOnDevice& b) { return b.plan.problem().to_string(); })
       .def("forward_pointers",
-           [](const BatchNormOnDevice& b, std::array<uintptr_t, 5> pointers, float eps, uintptr_t workspace,
-              intptr_t stream) {
-             batch_norm_forward_on_pointers(b.plan, *b.device, pointers, eps, workspace, stream);
+           [](const BatchNormOnDevice& b, std::array<uintptr_t, 8> pointers, float eps, float momentum,
+              uintptr_t workspace, intptr_t stream) {
+             batch_norm_forward_on_pointers(b.plan, *b.device, pointers, eps, momentum, workspace, stream);
            },
-           "pointers"_a, "eps"_a, "workspace"_a, "stream"_a = 0,
-           "Forward on raw addresses (y, params, residual or 0, stats, a): stats = mean and biased variance, a = "
-           "act(batch_norm(y) + residual).")
+           "pointers"_a, "eps"_a, "momentum"_a, "workspace"_a, "stream"_a = 0,
+           "Forward on raw addresses (y, gamma, beta, residual or 0, stats, a, running_mean or 0, running_var or 0): "
+           "stats = mean and biased variance, a = act(batch_norm(y) + residual), running statistics moved "
+           "`momentum` of the way where given.")
       .def("backward_pointers",
-           [](const BatchNormOnDevice& b, std::array<uintptr_t, 8> pointers, float eps, uintptr_t workspace,
+           [](const BatchNormOnDevice& b, std::array<uintptr_t, 9> pointers, float eps, uintptr_t workspace,
               intptr_t stream) {
              batch_norm_backward_on_pointers(b.plan, *b.device, pointers, eps, workspace, stream);
            },
            "pointers"_a, "eps"_a, "workspace"_a, "stream"_a = 0,
-           "Backward on raw addresses (da, a, y, stats, params, dy, dparams, dresidual or 0).");
+           "Backward on raw addresses (da, a, y, stats, gamma, dy, dgamma, dbeta, dresidual or 0).");
 }
 
 // The tuner, one device or several alike ones, with a progress callback.

@@ -184,11 +184,12 @@ std::map<std::string, cpu::HostKernel> bn_kernels(const BnBlock& b) {
   };
   kernels["bn_forward_finalize"] = [b](const std::vector<KernelArg>& a) {
     const T* y = bn_buffer<const T>(a.at(0), "y");
-    const float* params = bn_buffer<const float>(a.at(1), "params");
-    float* stats = bn_buffer<float>(a.at(2), "stats");
-    float* workspace = bn_buffer<float>(a.at(3), "workspace");
-    const BnSizes s{bn_int(a.at(4)), bn_int(a.at(5)), bn_int(a.at(6)), bn_int(a.at(7))};
-    const float eps = std::get<float>(a.at(8));
+    const float* gamma = bn_buffer<const float>(a.at(1), "gamma");
+    const float* beta = bn_buffer<const float>(a.at(2), "beta");
+    float* stats = bn_buffer<float>(a.at(3), "stats");
+    float* workspace = bn_buffer<float>(a.at(4), "workspace");
+    const BnSizes s{bn_int(a.at(5)), bn_int(a.at(6)), bn_int(a.at(7)), bn_int(a.at(8))};
+    const float eps = std::get<float>(a.at(9));
     const int64_t c = s.c;
     float* coeffs = workspace + s.chunks * 2 * c;
     for (int64_t k = 0; k < c; ++k) {
@@ -196,11 +197,23 @@ std::map<std::string, cpu::HostKernel> bn_kernels(const BnBlock& b) {
       const double count = static_cast<double>(s.rows()), shifted_mean = sum / count;
       const double var = std::max(squares / count - shifted_mean * shifted_mean, 0.0);
       const double mean = El::load(y, b.nhwc ? k : k * s.hw) + shifted_mean;
-      const double scale = params[k] / std::sqrt(var + eps);
+      const double scale = gamma[k] / std::sqrt(var + eps);
       stats[k] = static_cast<float>(mean);
       stats[c + k] = static_cast<float>(var);
       coeffs[k] = static_cast<float>(scale);
-      coeffs[c + k] = static_cast<float>(params[c + k] - mean * scale);
+      coeffs[c + k] = static_cast<float>(beta[k] - mean * scale);
+    }
+  };
+  kernels["bn_update_running"] = [](const std::vector<KernelArg>& a) {
+    const float* stats = bn_buffer<const float>(a.at(0), "stats");
+    float* mean = bn_buffer<float>(a.at(1), "running_mean");
+    float* var = bn_buffer<float>(a.at(2), "running_var");
+    const int64_t c = bn_int(a.at(3)), count = bn_int(a.at(4));
+    const float factor = std::get<float>(a.at(5));
+    for (int64_t k = 0; k < c; ++k) {
+      const float unbiased = stats[c + k] * (static_cast<float>(count) / static_cast<float>(count - 1));
+      mean[k] = (1.0f - factor) * mean[k] + factor * stats[k];
+      var[k] = (1.0f - factor) * var[k] + factor * unbiased;
     }
   };
   kernels["bn_forward_apply"] = [b](const std::vector<KernelArg>& a) {
@@ -243,19 +256,20 @@ std::map<std::string, cpu::HostKernel> bn_kernels(const BnBlock& b) {
   };
   kernels["bn_backward_finalize"] = [](const std::vector<KernelArg>& a) {
     const float* stats = bn_buffer<const float>(a.at(0), "stats");
-    const float* params = bn_buffer<const float>(a.at(1), "params");
-    float* dparams = bn_buffer<float>(a.at(2), "dparams");
-    float* workspace = bn_buffer<float>(a.at(3), "workspace");
-    const BnSizes s{bn_int(a.at(4)), bn_int(a.at(5)), bn_int(a.at(6)), bn_int(a.at(7))};
-    const float eps = std::get<float>(a.at(8));
+    const float* gamma = bn_buffer<const float>(a.at(1), "gamma");
+    float* dgamma_out = bn_buffer<float>(a.at(2), "dgamma");
+    float* dbeta_out = bn_buffer<float>(a.at(3), "dbeta");
+    float* workspace = bn_buffer<float>(a.at(4), "workspace");
+    const BnSizes s{bn_int(a.at(5)), bn_int(a.at(6)), bn_int(a.at(7)), bn_int(a.at(8))};
+    const float eps = std::get<float>(a.at(9));
     const int64_t c = s.c;
     float* coeffs = workspace + s.chunks * 2 * c;
     for (int64_t k = 0; k < c; ++k) {
       const auto [sum, products] = bn_chunk_sums(workspace, s, k);
       const double count = static_cast<double>(s.rows()), inv_sigma = 1.0 / std::sqrt(stats[c + k] + double{eps});
-      const double dgamma = products * inv_sigma, scale = params[k] * inv_sigma;
-      dparams[k] = static_cast<float>(dgamma);
-      dparams[c + k] = static_cast<float>(sum);
+      const double dgamma = products * inv_sigma, scale = gamma[k] * inv_sigma;
+      dgamma_out[k] = static_cast<float>(dgamma);
+      dbeta_out[k] = static_cast<float>(sum);
       coeffs[k] = static_cast<float>(scale);
       coeffs[c + k] = static_cast<float>(-scale * dgamma * inv_sigma / count);
       coeffs[2 * c + k] = static_cast<float>(-scale * sum / count);

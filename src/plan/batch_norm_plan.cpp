@@ -81,7 +81,7 @@ struct BatchNormPlan::Impl {
   int32_t chunks = 1;
   std::shared_ptr<Program> program;
   std::mutex lock;  // the kernels' arguments are set and launched under it
-  std::unique_ptr<Kernel> forward_partial, forward_finalize, forward_apply;
+  std::unique_ptr<Kernel> forward_partial, forward_finalize, update_running, forward_apply;
   std::unique_ptr<Kernel> backward_partial, backward_finalize, backward_apply;
 
   int32_t rows() const { return static_cast<int32_t>(problem.n * problem.h * problem.w); }
@@ -123,17 +123,11 @@ struct BatchNormPlan::Impl {
   }
 
   void check(const Buffer* buffer, const char* name, size_t bytes) const {
-    if (buffer == nullptr) throw InvalidArgument(fmt::format("{}: {} needs this buffer", problem.to_string(), name));
+    if (buffer == nullptr) throw InvalidArgument(fmt::format("{}: {}: expected a buffer, got none", problem.to_string(),
+                                                             name));
     if (buffer->bytes() < bytes)
       throw InvalidArgument(fmt::format("{}: {} holds {} bytes, expected at least {}", problem.to_string(), name,
                                         buffer->bytes(), bytes));
-  }
-  void check_common(const Buffer& y, const Buffer& stats, const Buffer& params, const Buffer& workspace) const {
-    const size_t vector = static_cast<size_t>(problem.c) * 2 * sizeof(float);
-    check(&y, "y", tensor_bytes());
-    check(&stats, "stats", vector);
-    check(&params, "params", vector);
-    check(&workspace, "workspace", workspace_bytes());
   }
   void check_eps(float eps) const {
     if (!(eps > 0))
@@ -163,6 +157,7 @@ BatchNormPlan::BatchNormPlan(Device& device, const BatchNormProblem& problem) : 
   m.program = device.build(program_source(problem, host));
   m.forward_partial = m.program->kernel("bn_forward_partial");
   m.forward_finalize = m.program->kernel("bn_forward_finalize");
+  m.update_running = m.program->kernel("bn_update_running");
   m.forward_apply = m.program->kernel("bn_forward_apply");
   m.backward_partial = m.program->kernel("bn_backward_partial");
   m.backward_finalize = m.program->kernel("bn_backward_finalize");
@@ -176,45 +171,68 @@ BatchNormPlan& BatchNormPlan::operator=(BatchNormPlan&&) noexcept = default;
 const BatchNormProblem& BatchNormPlan::problem() const { return impl_->problem; }
 size_t BatchNormPlan::workspace_bytes() const { return impl_->workspace_bytes(); }
 
-void BatchNormPlan::forward(Queue& queue, const Buffer& y, const Buffer& params, const Buffer* residual,
-                            const Buffer& stats, const Buffer& a, float eps, const Buffer& workspace) const {
+void BatchNormPlan::forward(Queue& queue, const BatchNormForward& f, const Buffer& workspace) const {
   Impl& m = *impl_;
-  m.check_common(y, stats, params, workspace);
-  m.check(&a, "a", m.tensor_bytes());
-  if (m.problem.residual) m.check(residual, "residual", m.tensor_bytes());
-  m.check_eps(eps);
+  const size_t t = m.tensor_bytes(), v = static_cast<size_t>(m.problem.c) * sizeof(float);
+  m.check(f.y, "y", t);
+  m.check(f.gamma, "gamma", v);
+  m.check(f.beta, "beta", v);
+  if (m.problem.residual) m.check(f.residual, "residual", t);
+  m.check(f.stats, "stats", 2 * v);
+  m.check(f.a, "a", t);
+  m.check(&workspace, "workspace", m.workspace_bytes());
+  m.check_eps(f.eps);
+  const bool running = f.running_mean != nullptr || f.running_var != nullptr;
+  if (running) {
+    m.check(f.running_mean, "running_mean", v);
+    m.check(f.running_var, "running_var", v);
+    if (!(f.momentum >= 0 && f.momentum <= 1))
+      throw InvalidArgument(fmt::format("{}: momentum: expected a number from 0 to 1, got {}", m.problem.to_string(),
+                                        f.momentum));
+    if (m.rows() < 2)
+      throw InvalidArgument(fmt::format("{}: running statistics need more than one value per channel, got {}",
+                                        m.problem.to_string(), m.rows()));
+  }
   const int32_t n = m.n(), c = m.c(), hw = m.hw();
   std::lock_guard<std::mutex> held(m.lock);
-  set_args(*m.forward_partial, {&y, &workspace, n, c, hw, m.chunks});
+  set_args(*m.forward_partial, {f.y, &workspace, n, c, hw, m.chunks});
   queue.launch(*m.forward_partial, m.partial_geometry());
-  set_args(*m.forward_finalize, {&y, &params, &stats, &workspace, n, c, hw, m.chunks, eps});
+  set_args(*m.forward_finalize, {f.y, f.gamma, f.beta, f.stats, &workspace, n, c, hw, m.chunks, f.eps});
   queue.launch(*m.forward_finalize, m.channel_geometry());
-  std::vector<KernelArg> args{&y, &workspace};
-  if (m.problem.residual) args.emplace_back(residual);
-  args.insert(args.end(), {&a, static_cast<int64_t>(m.problem.elements()), c, hw, m.chunks});
+  if (running) {
+    set_args(*m.update_running, {f.stats, f.running_mean, f.running_var, c, static_cast<int64_t>(m.rows()),
+                                 f.momentum});
+    queue.launch(*m.update_running, m.channel_geometry());
+  }
+  std::vector<KernelArg> args{f.y, &workspace};
+  if (m.problem.residual) args.emplace_back(f.residual);
+  args.insert(args.end(), {f.a, static_cast<int64_t>(m.problem.elements()), c, hw, m.chunks});
   set_args(*m.forward_apply, args);
   queue.launch(*m.forward_apply, m.elementwise_geometry());
 }
 
-void BatchNormPlan::backward(Queue& queue, const Buffer& da, const Buffer& a, const Buffer& y, const Buffer& stats,
-                             const Buffer& params, float eps, const Buffer& dy, const Buffer& dparams,
-                             const Buffer* dresidual, const Buffer& workspace) const {
+void BatchNormPlan::backward(Queue& queue, const BatchNormBackward& b, const Buffer& workspace) const {
   Impl& m = *impl_;
-  m.check_common(y, stats, params, workspace);
-  m.check(&da, "da", m.tensor_bytes());
-  m.check(&a, "a", m.tensor_bytes());
-  m.check(&dy, "dy", m.tensor_bytes());
-  m.check(&dparams, "dparams", static_cast<size_t>(m.problem.c) * 2 * sizeof(float));
-  if (m.problem.residual) m.check(dresidual, "dresidual", m.tensor_bytes());
-  m.check_eps(eps);
+  const size_t t = m.tensor_bytes(), v = static_cast<size_t>(m.problem.c) * sizeof(float);
+  m.check(b.da, "da", t);
+  m.check(b.a, "a", t);
+  m.check(b.y, "y", t);
+  m.check(b.stats, "stats", 2 * v);
+  m.check(b.gamma, "gamma", v);
+  m.check(b.dy, "dy", t);
+  m.check(b.dgamma, "dgamma", v);
+  m.check(b.dbeta, "dbeta", v);
+  if (m.problem.residual) m.check(b.dresidual, "dresidual", t);
+  m.check(&workspace, "workspace", m.workspace_bytes());
+  m.check_eps(b.eps);
   const int32_t n = m.n(), c = m.c(), hw = m.hw();
   std::lock_guard<std::mutex> held(m.lock);
-  set_args(*m.backward_partial, {&da, &a, &y, &stats, &workspace, n, c, hw, m.chunks});
+  set_args(*m.backward_partial, {b.da, b.a, b.y, b.stats, &workspace, n, c, hw, m.chunks});
   queue.launch(*m.backward_partial, m.partial_geometry());
-  set_args(*m.backward_finalize, {&stats, &params, &dparams, &workspace, n, c, hw, m.chunks, eps});
+  set_args(*m.backward_finalize, {b.stats, b.gamma, b.dgamma, b.dbeta, &workspace, n, c, hw, m.chunks, b.eps});
   queue.launch(*m.backward_finalize, m.channel_geometry());
-  std::vector<KernelArg> args{&da, &a, &y, &stats, &workspace, &dy};
-  if (m.problem.residual) args.emplace_back(dresidual);
+  std::vector<KernelArg> args{b.da, b.a, b.y, b.stats, &workspace, b.dy};
+  if (m.problem.residual) args.emplace_back(b.dresidual);
   args.insert(args.end(), {static_cast<int64_t>(m.problem.elements()), c, hw, m.chunks});
   set_args(*m.backward_apply, args);
   queue.launch(*m.backward_apply, m.elementwise_geometry());

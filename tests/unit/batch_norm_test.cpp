@@ -107,15 +107,27 @@ void check_problem(Device& device, const BatchNormProblem& p) {
   Device1 d{device};
   BatchNormPlan plan(device, p);
   auto y_b = d.upload(y.bytes.data(), bytes), res_b = d.upload(residual.bytes.data(), bytes);
-  auto da_b = d.upload(da.bytes.data(), bytes), params_b = d.upload(params.data(), params.size() * 4);
+  auto da_b = d.upload(da.bytes.data(), bytes), gamma_b = d.upload(params.data(), c * 4);
+  auto beta_b = d.upload(params.data() + c, c * 4);
+  std::vector<float> running(2 * c, 0.5f);
+  auto rmean_b = d.upload(running.data(), c * 4), rvar_b = d.upload(running.data() + c, c * 4);
   auto stats_b = device.allocate(2 * c * 4), a_b = device.allocate(bytes), dy_b = device.allocate(bytes);
-  auto dres_b = device.allocate(bytes), dparams_b = device.allocate(2 * c * 4);
+  auto dres_b = device.allocate(bytes), dgamma_b = device.allocate(c * 4), dbeta_b = device.allocate(c * 4);
   auto ws = device.allocate(plan.workspace_bytes());
-  plan.forward(device.queue(), *y_b, *params_b, p.residual ? res_b.get() : nullptr, *stats_b, *a_b, eps, *ws);
-  plan.backward(device.queue(), *da_b, *a_b, *y_b, *stats_b, *params_b, eps, *dy_b, *dparams_b,
-                p.residual ? dres_b.get() : nullptr, *ws);
+  BatchNormForward f;
+  f.y = y_b.get(), f.gamma = gamma_b.get(), f.beta = beta_b.get(), f.residual = p.residual ? res_b.get() : nullptr;
+  f.stats = stats_b.get(), f.a = a_b.get(), f.running_mean = rmean_b.get(), f.running_var = rvar_b.get();
+  f.momentum = 0.25f, f.eps = eps;
+  plan.forward(device.queue(), f, *ws);
+  BatchNormBackward g;
+  g.da = da_b.get(), g.a = a_b.get(), g.y = y_b.get(), g.stats = stats_b.get(), g.gamma = gamma_b.get();
+  g.dy = dy_b.get(), g.dgamma = dgamma_b.get(), g.dbeta = dbeta_b.get();
+  g.dresidual = p.residual ? dres_b.get() : nullptr, g.eps = eps;
+  plan.backward(device.queue(), g, *ws);
   device.queue().finish();
-  const auto stats = d.download<float>(*stats_b, 2 * c), dparams = d.download<float>(*dparams_b, 2 * c);
+  const auto rmean = d.download<float>(*rmean_b, c), rvar = d.download<float>(*rvar_b, c);
+  const auto dgamma = d.download<float>(*dgamma_b, c), dbeta = d.download<float>(*dbeta_b, c);
+  const auto stats = d.download<float>(*stats_b, 2 * c);
   std::vector<unsigned char> raw(bytes);
   device.queue().read(*a_b, raw.data(), bytes);
   const auto a = values_of(p.type, raw);
@@ -145,8 +157,12 @@ void check_problem(Device& device, const BatchNormProblem& p) {
     EXPECT_NEAR(stats[k], mean[k], 1e-5 * (std::abs(mean[k]) + 1)) << "mean[" << k << "]";
     EXPECT_NEAR(stats[c + k], var[k], 1e-4 * var[k] + 1e-7) << "var[" << k << "]";
     const double grad_scale = std::sqrt(rows) + 1;
-    EXPECT_NEAR(dparams[k], sum_dz_xhat[k], 1e-5 * grad_scale) << "dgamma[" << k << "]";
-    EXPECT_NEAR(dparams[c + k], sum_dz[k], 1e-5 * grad_scale) << "dbeta[" << k << "]";
+    EXPECT_NEAR(dgamma[k], sum_dz_xhat[k], 1e-5 * grad_scale) << "dgamma[" << k << "]";
+    EXPECT_NEAR(dbeta[k], sum_dz[k], 1e-5 * grad_scale) << "dbeta[" << k << "]";
+    // momentum 0.25 from 0.5, the variance unbiased
+    EXPECT_NEAR(rmean[k], 0.75 * 0.5 + 0.25 * mean[k], 1e-5 * (std::abs(mean[k]) + 1)) << "running_mean[" << k << "]";
+    EXPECT_NEAR(rvar[k], 0.75 * 0.5 + 0.25 * var[k] * rows / (rows - 1), 1e-4 * var[k] + 1e-6)
+        << "running_var[" << k << "]";
   }
   for (size_t i = 0; i < count; ++i) {
     const size_t k = channel_of(p, i);
@@ -209,10 +225,21 @@ TEST(BatchNormPlan, RefusesBadProblemsAndBuffersNamingTheField) {
   p.relu_max = 0, p.h = 2, p.w = 2;
   BatchNormPlan plan(cpu, p);
   auto small = cpu.allocate(4), vec = cpu.allocate(64), ws = cpu.allocate(plan.workspace_bytes());
+  BatchNormForward f;
+  f.y = small.get(), f.gamma = f.beta = f.stats = f.a = vec.get();
   try {
-    plan.forward(cpu.queue(), *small, *vec, nullptr, *vec, *vec, 1e-5f, *ws);
+    plan.forward(cpu.queue(), f, *ws);
     FAIL() << "a y of 4 bytes was accepted";
   } catch (const InvalidArgument& e) {
     EXPECT_NE(std::string(e.what()).find("y holds 4 bytes, expected at least 64"), std::string::npos) << e.what();
   }
+  f.y = vec.get(), f.gamma = nullptr;
+  try {
+    plan.forward(cpu.queue(), f, *ws);
+    FAIL() << "a missing gamma was accepted";
+  } catch (const InvalidArgument& e) {
+    EXPECT_NE(std::string(e.what()).find("gamma: expected a buffer, got none"), std::string::npos) << e.what();
+  }
+  f.gamma = vec.get(), f.running_mean = f.running_var = vec.get(), f.momentum = 1.5f;
+  EXPECT_THROW(plan.forward(cpu.queue(), f, *ws), InvalidArgument);  // momentum past 1
 }

@@ -169,9 +169,10 @@ DEVICE_FN void bn_chunk_sums(GLOBAL const float* partial, int chunks, int c, int
 
 // Forward, step 2 (one work-item per channel): the chunks' sums in order into the mean and biased variance (stats)
 // and the scale and shift the apply step uses (gamma / sqrt(var + eps), beta - mean * scale).
-KERNEL void bn_forward_finalize(GLOBAL const ct_elem* RESTRICT y, GLOBAL const float* RESTRICT params,
-                                GLOBAL float* RESTRICT stats, GLOBAL float* RESTRICT workspace, const int n,
-                                const int c, const int hw, const int chunks, const float eps) {
+KERNEL void bn_forward_finalize(GLOBAL const ct_elem* RESTRICT y, GLOBAL const float* RESTRICT gamma,
+                                GLOBAL const float* RESTRICT beta, GLOBAL float* RESTRICT stats,
+                                GLOBAL float* RESTRICT workspace, const int n, const int c, const int hw,
+                                const int chunks, const float eps) {
   const int k = (int)GLOBAL_ID(0);
   if (k >= c) return;
   GLOBAL float* coeffs = workspace + BN_COEFFS(chunks, c);
@@ -186,11 +187,22 @@ KERNEL void bn_forward_finalize(GLOBAL const ct_elem* RESTRICT y, GLOBAL const f
 #else
   const float mean = ct_to_float(y[(long)k * hw]) + shifted_mean;
 #endif
-  const float scale = params[k] / sqrt(var + eps);
+  const float scale = gamma[k] / sqrt(var + eps);
   stats[k] = mean;
   stats[c + k] = var;
   coeffs[k] = scale;
-  coeffs[c + k] = FMA(-mean, scale, params[c + k]);
+  coeffs[c + k] = FMA(-mean, scale, beta[k]);
+}
+
+// After step 2, where asked (one work-item per channel): running_mean and running_var (unbiased) moved `factor` of
+// the way to the batch's, as BatchNorm2d's momentum does.
+KERNEL void bn_update_running(GLOBAL const float* RESTRICT stats, GLOBAL float* RESTRICT running_mean,
+                              GLOBAL float* RESTRICT running_var, const int c, const long count, const float factor) {
+  const int k = (int)GLOBAL_ID(0);
+  if (k >= c) return;
+  const float unbiased = stats[c + k] * ((float)count / (float)(count - 1));
+  running_mean[k] = (1.0f - factor) * running_mean[k] + factor * stats[k];
+  running_var[k] = (1.0f - factor) * running_var[k] + factor * unbiased;
 }
 
 // Forward, step 3: a = act(y * scale + shift + residual), a grid-stride loop over every vector.
@@ -258,12 +270,13 @@ KERNEL void bn_backward_partial(GLOBAL const ct_elem* RESTRICT da, GLOBAL const 
   bn_store_partial(red, sum, products, workspace, &w, c);
 }
 
-// Backward, step 2 (one work-item per channel): dgamma = sum(dz * xhat), dbeta = sum(dz) (dparams), and the
+// Backward, step 2 (one work-item per channel): dgamma = sum(dz * xhat), dbeta = sum(dz), and the
 // coefficients of dy = A dz + B (y - mean) + C: A = gamma / sigma, B = -A dgamma / (sigma count), C = -A dbeta / count,
 // sigma = sqrt(var + eps) as in the forward pass.
-KERNEL void bn_backward_finalize(GLOBAL const float* RESTRICT stats, GLOBAL const float* RESTRICT params,
-                                 GLOBAL float* RESTRICT dparams, GLOBAL float* RESTRICT workspace, const int n,
-                                 const int c, const int hw, const int chunks, const float eps) {
+KERNEL void bn_backward_finalize(GLOBAL const float* RESTRICT stats, GLOBAL const float* RESTRICT gamma,
+                                 GLOBAL float* RESTRICT dgamma_out, GLOBAL float* RESTRICT dbeta_out,
+                                 GLOBAL float* RESTRICT workspace, const int n, const int c, const int hw,
+                                 const int chunks, const float eps) {
   const int k = (int)GLOBAL_ID(0);
   if (k >= c) return;
   GLOBAL float* coeffs = workspace + BN_COEFFS(chunks, c);
@@ -272,9 +285,9 @@ KERNEL void bn_backward_finalize(GLOBAL const float* RESTRICT stats, GLOBAL cons
   const float count = (float)((long)n * hw);
   const float inv_sigma = 1.0f / sqrt(stats[c + k] + eps);
   const float dgamma = products * inv_sigma;
-  const float scale = params[k] * inv_sigma;
-  dparams[k] = dgamma;
-  dparams[c + k] = sum;
+  const float scale = gamma[k] * inv_sigma;
+  dgamma_out[k] = dgamma;
+  dbeta_out[k] = sum;
   coeffs[k] = scale;
   coeffs[c + k] = -scale * dgamma * inv_sigma / count;
   coeffs[2 * c + k] = -scale * sum / count;
