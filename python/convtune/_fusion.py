@@ -28,12 +28,15 @@ class OptimizeReport:
     def __init__(self) -> None:
         self.fused: Dict[str, str] = {}
         self.not_traced = ""
+        self.by_mode = False  # traced in each mode: the forward differs between train() and eval()
         self.patch: Optional[_ct.PatchReport] = None
 
     def __str__(self) -> str:
         lines = [f"convtune.torch.optimize: {len(self.fused)} Conv2d + BatchNorm2d blocks fused"]
         if self.not_traced:
             lines.append(f"  none fused: the model could not be traced ({self.not_traced})")
+        if self.by_mode:
+            lines.append("  traced in training and in eval mode (the forward differs): each mode runs its own graph")
         lines += [f"  fused {name}: conv + batch norm + {epilogue}" for name, epilogue in self.fused.items()]
         if self.patch is not None:
             lines.append(str(self.patch))
@@ -92,7 +95,10 @@ class FusedConvBatchNorm2d(torch.nn.BatchNorm2d):
         bias (float32) of the shift, computed again whenever a parameter or running statistic changed."""
         conv = self._convtune_conv
         tensors = [conv.weight, conv.bias, self.weight, self.bias, self.running_mean, self.running_var]
-        versions = tuple((t.data_ptr(), t._version) if t is not None else None for t in tensors)
+        # The training blocks' kernels move the running statistics without PyTorch's version counter: they count on
+        # the tensor instead (shared by every module that holds it).
+        versions = tuple((t.data_ptr(), t._version, getattr(t, "_convtune_updates", 0)) if t is not None else None
+                         for t in tensors)
         key = (dtype, layout)
         found = self._convtune_folded.get(key)
         if found is not None and found[0] == versions:
@@ -182,6 +188,9 @@ class FusedConvBatchNorm2d(torch.nn.BatchNorm2d):
             running = (self.running_mean, self.running_var)
         a, stats = _TrainingBlock.apply(x, weight, gamma, beta, residual, block, bn, float(self.eps), running,
                                         float(factor))
+        if running is not None:
+            for t in running:
+                t._convtune_updates = getattr(t, "_convtune_updates", 0) + 1  # type: ignore[attr-defined]
         if update and running is None:
             with torch.no_grad():
                 count = n * h * w
@@ -289,7 +298,9 @@ class _TrainingBlock(torch.autograd.Function):
                     running[0].data_ptr() if running is not None else 0,
                     running[1].data_ptr() if running is not None else 0)
         _on_stream(y.device, lambda stream: bn.forward_pointers(pointers, eps, momentum, workspace.data_ptr(), stream))
-        ctx.save_for_backward(x, w, y, a, stats, gamma32)
+        # The output is the ReLU's mask: kept only where there is a ReLU (a later in-place operation on it, such as
+        # an in-place SiLU after a block without one, then changes nothing the backward pass reads).
+        ctx.save_for_backward(x, w, y, a if bn.relu else y, stats, gamma32)
         ctx.conv, ctx.bn, ctx.eps, ctx.residual = conv, bn, eps, residual is not None
         ctx.types = (gamma.dtype, beta.dtype)
         ctx.mark_non_differentiable(stats)
@@ -394,17 +405,66 @@ def optimize(model: torch.nn.Module, verbose: bool = False) -> torch.nn.Module:
     as the unfused model does. A model that cannot be traced is patched only (the report says why)."""
     report = OptimizeReport()
     try:
-        gm = torch.fx.symbolic_trace(model)
+        gm = _trace(model, model.training)
+        other = _trace(model, not model.training)
     except Exception as e:  # noqa: BLE001: tracing fails in many ways on dynamic models; the reason is reported
         report.not_traced = f"{type(e).__name__}: {e}".splitlines()[0]
-        gm = model
+        gm, other = model, None
     report.patch = _ct.patch(gm)  # first, so that a fused block's convolution is convtune's in training too
     if isinstance(gm, torch.fx.GraphModule):
         _fuse_blocks(gm, report)
+    if other is not None and other.code != gm.code:
+        # The forward depends on the mode inside modules with convolutions (Inception's auxiliary classifier): the
+        # graph of each mode, the other one's run when the model is in that mode.
+        _ct.patch(other)
+        _fuse_blocks(other, report)  # its blocks join the report
+        report.by_mode = True
+        _dispatch_by_mode(gm, other, training=not model.training)
     gm._convtune_optimize_report = report  # type: ignore[assignment]
     if verbose:
         print(report, file=sys.stderr)
     return gm
+
+
+class _Tracer(torch.fx.Tracer):
+    """torch.fx's tracer, leaving whole every module with no convolution or batch norm inside: those run their own
+    forward at every call, so what depends on the mode (stochastic depth, dropout variants) or on the data stays
+    dynamic; only the modules around the blocks to fuse are traced through."""
+
+    def is_leaf_module(self, m: torch.nn.Module, qualified_name: str) -> bool:
+        if super().is_leaf_module(m, qualified_name):
+            return True
+        return not any(isinstance(sub, (torch.nn.Conv2d, torch.nn.BatchNorm2d)) for sub in m.modules())
+
+
+def _trace(model: torch.nn.Module, training: bool) -> torch.fx.GraphModule:
+    """The model traced (_Tracer) with every module in training or eval mode, as the mode was left after."""
+    modes = {m: m.training for m in model.modules()}
+    model.train(training)
+    try:
+        tracer = _Tracer()
+        graph = tracer.trace(model)
+        return torch.fx.GraphModule(tracer.root, graph, type(model).__name__)
+    finally:
+        for m, was in modes.items():
+            m.training = was
+
+
+def _dispatch_by_mode(gm: torch.fx.GraphModule, other: torch.fx.GraphModule, training: bool) -> None:
+    """gm runs `other` (traced in the mode `training`) whenever gm is in that mode. `other` is kept outside gm's
+    modules (same state_dict) and shares its parameters, buffers and unfused modules; its fused blocks follow gm's
+    mode at each call."""
+    object.__setattr__(gm, "_convtune_other_mode", (other, training))
+    own = type(gm).forward
+
+    def forward(self: torch.fx.GraphModule, *args: Any, **kwargs: Any) -> Any:
+        found = self.__dict__.get("_convtune_other_mode")
+        if found is not None and self.training == found[1]:
+            found[0].train(self.training)
+            return found[0](*args, **kwargs)
+        return own(self, *args, **kwargs)
+
+    type(gm).forward = forward  # GraphModule makes a class per instance: only gm changes
 
 
 def report_of(model: torch.nn.Module) -> Optional[OptimizeReport]:

@@ -636,6 +636,8 @@ static void bind_batch_norm(nb::module_& m) {
            "relu_max"_a = 0.0f)
       .def_prop_ro("workspace_bytes", [](const BatchNormOnDevice& b) { return b.plan.workspace_bytes(); })
       .def_prop_ro("problem", [](const BatchNormOnDevice& b) { return b.plan.problem().to_string(); })
+      .def_prop_ro("relu", [](const BatchNormOnDevice& b) { return b.plan.problem().relu; },
+                   "Whether a ReLU follows (its output is then the backward pass's mask).")
       .def("forward_pointers",
            [](const BatchNormOnDevice& b, std::array<uintptr_t, 8> pointers, float eps, float momentum,
               uintptr_t workspace, intptr_t stream) {

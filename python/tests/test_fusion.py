@@ -318,3 +318,71 @@ def test_fused_blocks_on_an_opencl_device(monkeypatch, channels_last):
         with torch.no_grad():
             assert _relative(model(x), stock(x)) < 1e-5, make.__name__
         assert any(conv.plan_device == device and conv.epilogue != "none" for conv in ct._convs.values())
+
+
+class DropPath(torch.nn.Module):
+    """Stochastic depth as torchvision writes it: the mode read inside forward, no convolution."""
+
+    def forward(self, x):
+        if not self.training:
+            return x
+        keep = torch.rand(x.shape[0], 1, 1, 1) > 0.5
+        return x * keep / 0.5
+
+
+class ModeNet(torch.nn.Module):
+    """A block with stochastic depth on its branch, and an auxiliary head only in training (Inception's)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.block = Block()
+        self.drop = DropPath()
+        self.aux = torch.nn.Sequential(torch.nn.Conv2d(6, 4, 1, bias=False), torch.nn.BatchNorm2d(4),
+                                       torch.nn.ReLU())
+
+    def forward(self, x):
+        y = x + self.drop(self.block(x))
+        if self.training:
+            return y, self.aux(y)
+        return y
+
+
+@pytest.mark.parametrize("start_in_training", [True, False])
+def test_modes_stay_dynamic_after_tracing(start_in_training):
+    """What depends on train()/eval() keeps doing so: modules without convolutions run whole (stochastic depth), and
+    a forward that differs by mode around convolutions gets a graph per mode."""
+    torch.manual_seed(4)
+    stock, ours = ModeNet(), ModeNet()
+    ours.load_state_dict(stock.state_dict())
+    ours.train(start_in_training)
+    model = ct.optimize(ours)
+    assert model._convtune_optimize_report.by_mode and {"block.bn", "aux.1"} <= set(model._convtune_optimize_report.fused)
+    x = torch.randn(4, 6, 8, 8)
+    for _ in range(2):
+        stock.train(), model.train()
+        torch.manual_seed(7)
+        want = stock(x)
+        torch.manual_seed(7)
+        got = model(x)
+        assert isinstance(got, tuple) and _relative(got[0], want[0]) < 1e-5 and _relative(got[1], want[1]) < 1e-5
+        stock.eval(), model.eval()
+        with torch.no_grad():
+            got, want = model(x), stock(x)
+        assert isinstance(got, torch.Tensor) and _relative(got, want) < 1e-5
+
+
+def test_eval_after_training_folds_the_updated_statistics():
+    """The training blocks' kernels move running_mean/var in place: an evaluation after them folds the new values,
+    not those of an evaluation before."""
+    torch.manual_seed(6)
+    stock, ours = Block(), Block()
+    ours.load_state_dict(stock.state_dict())
+    model = ct.optimize(ours)
+    x = torch.randn(3, 6, 9, 7)
+    for _ in range(2):
+        stock.eval(), model.eval()
+        with torch.no_grad():
+            assert _relative(model(x), stock(x)) < 1e-5
+        stock.train(), model.train()
+        stock(x).sum().backward()
+        model(x).sum().backward()
