@@ -1,6 +1,7 @@
-# Installation: the library (exported as convtune::convtune), the public headers, the command line (finding the
-# library beside it through its RUNPATH), the shipped tuning data and suites (share/convtune, found relative to the
-# library at run time), a CMake package, a pkg-config file, and CPack's Debian package.
+# Installation: the library (exported as convtune::convtune) and the seed networks' trainer on top of it
+# (libconvtune_nn, exported as convtune::nn), the public headers, the command line (finding both libraries beside
+# it through its RUNPATH), the shipped tuning data and suites (share/convtune, found relative to the library at run
+# time), a CMake package, pkg-config files (convtune, convtune-nn), and CPack's Debian package.
 include(GNUInstallDirs)
 include(CMakePackageConfigHelpers)
 
@@ -13,7 +14,7 @@ if(CONVTUNE_WITH_CUDA)
   string(APPEND CONVTUNE_BACKENDS ";cuda")
 endif()
 
-install(TARGETS convtune EXPORT convtuneTargets
+install(TARGETS convtune convtune_nn EXPORT convtuneTargets
   LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT runtime NAMELINK_COMPONENT development
   INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/include/convtune DESTINATION ${CMAKE_INSTALL_INCLUDEDIR} COMPONENT development)
@@ -33,9 +34,11 @@ install(FILES ${PROJECT_BINARY_DIR}/convtuneConfig.cmake ${PROJECT_BINARY_DIR}/c
   DESTINATION ${CONVTUNE_CMAKE_DIR} COMPONENT development)
 file(RELATIVE_PATH CONVTUNE_PREFIX_FROM_PC ${CMAKE_INSTALL_PREFIX}/${CMAKE_INSTALL_LIBDIR}/pkgconfig ${CMAKE_INSTALL_PREFIX})
 configure_file(${PROJECT_SOURCE_DIR}/cmake/convtune.pc.in ${PROJECT_BINARY_DIR}/convtune.pc @ONLY)
-install(FILES ${PROJECT_BINARY_DIR}/convtune.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig COMPONENT development)
+configure_file(${PROJECT_SOURCE_DIR}/cmake/convtune-nn.pc.in ${PROJECT_BINARY_DIR}/convtune-nn.pc @ONLY)
+install(FILES ${PROJECT_BINARY_DIR}/convtune.pc ${PROJECT_BINARY_DIR}/convtune-nn.pc
+  DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig COMPONENT development)
 
-# cpack -G DEB in the build folder: one package with the library, headers, command line and data.
+# cpack -G DEB in the build folder: one package with both libraries, headers, command line and data.
 set(CPACK_PACKAGE_NAME convtune)
 set(CPACK_PACKAGE_VENDOR "convtune developers")
 set(CPACK_PACKAGE_CONTACT "convtune developers <convtune@localhost>")

@@ -2,7 +2,7 @@
 # Installs the built convtune into a fresh prefix, builds examples/ against it as a separate CMake project
 # (find_package(convtune), C++17) and runs all three examples, with the user API alone (the installed headers less
 # include/convtune/extension/, the API for writing families, which is installed too); also checks the pkg-config
-# file and that the installed command line finds its library and shipped data. Used by ctest (test
+# files and that the installed command line finds its libraries and shipped data. Used by ctest (test
 # examples_from_install).
 #   scripts/examples_from_install.sh BUILD_DIR WORK_DIR
 set -euo pipefail
@@ -18,8 +18,8 @@ echo "installed into $prefix: $(find "$prefix" -type f | wc -l) files"
 listing=$(cd / && "$prefix/bin/convtune" db --db "$work/empty.json" list)
 [[ "$listing" == *" shipped"* && "$listing" != *" 0 shipped"* ]] ||
   { echo "the installed convtune does not find its shipped tuning data: $listing" >&2; exit 1; }
-# pkg-config knows it.
-PKG_CONFIG_PATH=$(dirname "$(find "$prefix" -name convtune.pc)") pkg-config --cflags --libs convtune
+# pkg-config knows it, and the seed networks' trainer on top of it (which requires it).
+PKG_CONFIG_PATH=$(dirname "$(find "$prefix" -name convtune.pc)") pkg-config --cflags --libs convtune convtune-nn
 # Both header groups are installed; the examples build against a copy of the prefix without the extension group,
 # so an example that reached into it would fail here.
 [[ -f "$prefix/include/convtune/convtune.h" && -f "$prefix/include/convtune/extension/kernel_family.h" ]] ||
@@ -41,8 +41,8 @@ echo "== train_step"
 (cd "$build" && cpack -G DEB -B "$work/deb" >"$work/cpack.log" 2>&1) || { cat "$work/cpack.log" >&2; exit 1; }
 deb=$(ls "$work"/deb/*.deb)
 contents=$(dpkg-deb -c "$deb")
-for want in ./usr/bin/convtune ./usr/lib/libconvtune.so.0 ./usr/include/convtune/convtune.h \
-            ./usr/include/convtune/extension/kernel_family.h \
+for want in ./usr/bin/convtune ./usr/lib/libconvtune.so.0 ./usr/lib/libconvtune_nn.so.0 \
+            ./usr/include/convtune/convtune.h ./usr/include/convtune/extension/kernel_family.h \
             ./usr/lib/cmake/convtune/convtuneConfig.cmake ./usr/share/convtune/tuning/; do
   [[ "$contents" == *" $want"* ]] || { echo "$deb lacks $want" >&2; exit 1; }
 done

@@ -1,15 +1,16 @@
 #!/usr/bin/env bash
 # Copies what a GPU run needs into .carry (git-ignored), to be carried to the GPU machine: the command line, the
-# GPU tests and libconvtune into .carry/bin (run with LD_LIBRARY_PATH=.carry/bin), CLBlast's library into
-# .carry/lib for bench --against, and with DATA=1 the Fashion-MNIST files into .carry/data.
+# GPU tests, libconvtune and libconvtune_nn into .carry/bin (run with LD_LIBRARY_PATH=.carry/bin), CLBlast's
+# library into .carry/lib for bench --against, and with DATA=1 the Fashion-MNIST files into .carry/data.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 rm -rf .carry/bin && mkdir -p .carry/bin
 BUILD=${BUILD:-build}
 cp "$BUILD"/convtune .carry/bin/
 cp "$BUILD"/lib/libconvtune.so.0 .carry/bin/  # the file itself, under its soname (links may not travel)
-# Its Debian dependencies the GPU machine may lack (Highway for the CPU family, OpenSSL's libcrypto for model
-# checksums, fmt), under their sonames beside it.
+cp "$BUILD"/lib/libconvtune_nn.so.0 .carry/bin/  # the seed networks' trainer, which train and eval run on
+# Their Debian dependencies the GPU machine may lack (Highway for the CPU family, OpenSSL's libcrypto for model
+# checksums, fmt), under their sonames beside them.
 for lib in libhwy.so.1 libcrypto.so.3 libfmt.so.9; do cp -L "/lib/x86_64-linux-gnu/$lib" .carry/bin/; done
 for t in cuda_backend_test opencl_backend_test family_conformance_test gemm_test implicit_gemm_test winograd_test fft_test \
          tensor_core_test depthwise_test; do

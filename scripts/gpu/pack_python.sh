@@ -2,7 +2,8 @@
 # Fills .carry/py (git-ignored) for scripts/gpu/python_check.sh on the GPU machine, whose Python is 3.12:
 #   .carry/py/site/convtune/   the Python package as a cp312-abi3 wheel installs it (stable ABI: it imports in any
 #                              Python >= 3.12): modules, _convtune.abi3.so, lib/libconvtune.so.0, share/convtune
-#   .carry/py/bin/convtune     the command line (run with LD_LIBRARY_PATH=.carry/py/site/convtune/lib)
+#   .carry/py/bin/convtune     the command line (run with LD_LIBRARY_PATH=.carry/py/site/convtune/lib, where
+#                              libconvtune_nn.so.0, the trainer it links beside libconvtune, is put for it)
 #   .carry/py/data/            Fashion-MNIST as gzip IDX files: the first $TRAIN_IMAGES (20000) training images and
 #                              all 10,000 test images (the full set would not fit the carry)
 #   .carry/py/MANIFEST.txt     commit, date, Python used, sizes
@@ -29,9 +30,12 @@ rm -rf "$BUILD/py312-wheel"
 rm -rf "$OUTDIR" && mkdir -p "$OUTDIR/site" "$OUTDIR/bin" "$OUTDIR/data"
 "$ENV/bin/python" -m zipfile -e "$BUILD"/py312-wheel/convtune-*-cp312-abi3-*.whl "$OUTDIR/site"
 rm -rf "$OUTDIR"/site/*.dist-info
-# libconvtune's Debian dependencies the GPU machine may lack, beside it (the package's lib/ is on its rpath).
+# The Debian dependencies the GPU machine may lack beside libconvtune (the package's lib/ is on its rpath): its own
+# (Highway, fmt) and the command line's trainer's (libcrypto).
 for lib in libhwy.so.1 libcrypto.so.3 libfmt.so.9; do cp -L "/lib/x86_64-linux-gnu/$lib" "$OUTDIR/site/convtune/lib/"; done
 cp "$BUILD/convtune" "$OUTDIR/bin/"
+# The command line also links the seed networks' trainer: beside libconvtune, where LD_LIBRARY_PATH finds both.
+cp "$BUILD/lib/libconvtune_nn.so.0" "$OUTDIR/site/convtune/lib/"
 "$ENV/bin/python" - "$DATA" "$OUTDIR/data" "$TRAIN_IMAGES" <<'PY'
 import gzip, os, struct, sys
 source, target, limit = sys.argv[1], sys.argv[2], int(sys.argv[3])

@@ -1,4 +1,5 @@
 // IDX datasets (MNIST, Fashion-MNIST): images and labels, raw or gzip, validated, pixels scaled to [0, 1].
+// Part of libconvtune_nn (CMake: convtune::nn), the seed networks' trainer: a library of its own on top of libconvtune.
 #pragma once
 
 #include <cstdint>

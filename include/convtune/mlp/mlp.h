@@ -1,6 +1,7 @@
 // Seed 002's MLP: a 784-150-10 network (sizes configurable), sigmoid everywhere, squared error, SGD with momentum,
 // trained per sample (seed 002) or in mini-batches, on the CPU backend (host loops, the reference) or on a GPU
 // (the whole epoch on the device: a persistent per-sample kernel, or three fused kernels per mini-batch).
+// Part of libconvtune_nn (CMake: convtune::nn), the seed networks' trainer: a library of its own on top of libconvtune.
 #pragma once
 
 #include <cstdint>

@@ -1,4 +1,5 @@
 // Layer: one step of a network with explicit forward and backward passes on any backend, and its parameters.
+// Part of libconvtune_nn (CMake: convtune::nn), the seed networks' trainer: a library of its own on top of libconvtune.
 #pragma once
 
 #include <cstdint>

@@ -1,4 +1,5 @@
 // The layers convtune's networks are made of: Conv2d, Dense, activations, pooling, Flatten.
+// Part of libconvtune_nn (CMake: convtune::nn), the seed networks' trainer: a library of its own on top of libconvtune.
 #pragma once
 
 #include <map>

@@ -1,4 +1,5 @@
 // Losses over a batch of outputs and integer class labels: the mean loss and dL/d(output) in one pass.
+// Part of libconvtune_nn (CMake: convtune::nn), the seed networks' trainer: a library of its own on top of libconvtune.
 #pragma once
 
 #include <cstdint>

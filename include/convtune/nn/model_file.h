@@ -1,5 +1,6 @@
 // Model files: a network's architecture, layer list, parameter shapes and values with a checksum, written
 // atomically; loading checks all of it. The byte layout is documented in docs/MODEL_FORMAT.md.
+// Part of libconvtune_nn (CMake: convtune::nn), the seed networks' trainer: a library of its own on top of libconvtune.
 #pragma once
 
 #include <cstdint>

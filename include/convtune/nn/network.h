@@ -1,5 +1,6 @@
 // Network: a sequence of layers with the activations and gradients of each batch size kept on the device,
 // forward/backward over them, per-layer timing and inference fusion; and the named architectures.
+// Part of libconvtune_nn (CMake: convtune::nn), the seed networks' trainer: a library of its own on top of libconvtune.
 #pragma once
 
 #include <map>

@@ -1,4 +1,5 @@
 // Optimisers: update parameters from their gradients, on the parameters' device (kernels) or on the host.
+// Part of libconvtune_nn (CMake: convtune::nn), the seed networks' trainer: a library of its own on top of libconvtune.
 #pragma once
 
 #include <map>

@@ -1,5 +1,6 @@
 // Runtime and DeviceTensor: what the network layers run on — one Device, its queue, the nn kernels compiled
 // once, and shaped buffers. On the CPU backend the same buffers are host memory and layers use host loops.
+// Part of libconvtune_nn (CMake: convtune::nn), the seed networks' trainer: a library of its own on top of libconvtune.
 #pragma once
 
 #include <cstdint>

@@ -1,5 +1,6 @@
 // Mini-batch training and batched evaluation of a Network on labelled images (the CLI's train cnn and eval,
 // and the tests, share these loops).
+// Part of libconvtune_nn (CMake: convtune::nn), the seed networks' trainer: a library of its own on top of libconvtune.
 #pragma once
 
 #include <cstdint>
