@@ -2,6 +2,8 @@
 // format's dropped mantissa bits, carries into the exponent and up to infinity included).
 #include "convtune/rounding.h"
 
+#include "src/core/bf16_inline.h"
+
 #include <cmath>
 #include <cstring>
 
@@ -33,13 +35,9 @@ uint32_t round_low_bits(uint32_t u, int dropped) {
 
 }  // namespace
 
-uint16_t fp32_to_bf16(float x) {
-  const uint32_t u = bits_of(x);
-  if (is_nan_bits(u)) return static_cast<uint16_t>((u >> 16) | 0x0040u);  // quiet, sign and top payload kept
-  return static_cast<uint16_t>(round_low_bits(u, 16) >> 16);
-}
+uint16_t fp32_to_bf16(float x) { return fp32_to_bf16_bits(x); }
 
-float bf16_to_fp32(uint16_t bits) { return float_of(static_cast<uint32_t>(bits) << 16); }
+float bf16_to_fp32(uint16_t bits) { return bf16_bits_to_fp32(bits); }
 
 uint16_t fp32_to_fp16(float x) {
   const uint32_t u = bits_of(x);

@@ -5,13 +5,13 @@
 
 #include <algorithm>
 #include <climits>
-#include <cstring>
 #include <limits>
 #include <cstdint>
 #include <mutex>
 #include <string>
 
 #include "convtune/rounding.h"
+#include "src/core/bf16_inline.h"
 #include "src/backend/cpu/host_program.h"
 #include "src/core/parallel_for.h"
 
@@ -84,15 +84,8 @@ void register_host_pass() {
           host_pass<float>(source, a, [](const float* p, int64_t i) { return p[i]; },
                            [](float* p, int64_t i, float v) { p[i] = v; });
         } else if (elem == 1) {
-          host_pass<uint16_t>(
-              source, a,
-              [](const uint16_t* p, int64_t i) {  // widening is a shift: inline, so the loop vectorises
-                const uint32_t bits = static_cast<uint32_t>(p[i]) << 16;
-                float v;
-                std::memcpy(&v, &bits, 4);
-                return v;
-              },
-              [](uint16_t* p, int64_t i, float v) { p[i] = fp32_to_bf16(v); });
+          host_pass<uint16_t>(source, a, [](const uint16_t* p, int64_t i) { return bf16_bits_to_fp32(p[i]); },
+                              [](uint16_t* p, int64_t i, float v) { p[i] = fp32_to_bf16_bits(v); });
         } else {
           host_pass<uint16_t>(source, a, [](const uint16_t* p, int64_t i) { return fp16_to_fp32(p[i]); },
                               [](uint16_t* p, int64_t i, float v) { p[i] = fp32_to_fp16(v); });

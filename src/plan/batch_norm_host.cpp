@@ -7,7 +7,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
-#include <cstring>
 #include <limits>
 #include <map>
 #include <mutex>
@@ -15,6 +14,7 @@
 #include <vector>
 
 #include "convtune/rounding.h"
+#include "src/core/bf16_inline.h"
 #include "src/backend/cpu/host_program.h"
 #include "src/core/parallel_for.h"
 
@@ -22,7 +22,7 @@ namespace convtune {
 
 namespace {
 
-// Element access by type: 0 FP32, 1 BF16 (widened and rounded inline, so loops over them vectorise), 2 FP16.
+// Element access by type: 0 FP32, 1 BF16 (inline, so loops over them vectorise), 2 FP16.
 template <int E>
 struct BnElem {
   using T = uint16_t;
@@ -38,18 +38,8 @@ struct BnElem<0> {
 template <>
 struct BnElem<1> {
   using T = uint16_t;
-  static float load(const T* p, int64_t i) {
-    const uint32_t bits = static_cast<uint32_t>(p[i]) << 16;
-    float v;
-    std::memcpy(&v, &bits, 4);
-    return v;
-  }
-  static void store(T* p, int64_t i, float v) {  // round to nearest even; a NaN stays a quiet NaN
-    uint32_t u;
-    std::memcpy(&u, &v, 4);
-    const bool nan = (u & 0x7FFFFFFFu) > 0x7F800000u;
-    p[i] = static_cast<uint16_t>(nan ? (u >> 16) | 0x40u : (u + 0x7FFFu + ((u >> 16) & 1u)) >> 16);
-  }
+  static float load(const T* p, int64_t i) { return bf16_bits_to_fp32(p[i]); }
+  static void store(T* p, int64_t i, float v) { p[i] = fp32_to_bf16_bits(v); }
 };
 
 // What the program's defines say, once per build.
