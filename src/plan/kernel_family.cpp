@@ -92,6 +92,12 @@ std::string fp32_only_reason(std::string_view family, const Problem& problem) {
   return fmt::format("{} computes fp32 tensors (in fp32 math), not {} tensors", family, to_string(problem.type()));
 }
 
+std::string fp32_kernel_conv_reason(std::string_view family, const Problem& problem, const DeviceInfo& device) {
+  if (!problem.is_conv()) return "computes convolutions, not matrix products";
+  if (!device.can_run_kernels) return fmt::format("needs a device that compiles kernels: {}", device.cannot_run_reason);
+  return fp32_only_reason(family, problem);
+}
+
 std::string family_name(const KernelFamily& family) { return family.name(); }
 
 std::vector<FamilySummary> family_summaries() {

@@ -191,6 +191,9 @@ std::map<std::string, std::string> problem_defines(const ConvProblem& problem);
 // fp32 tensors (in fp32 math), not bf16 tensors"); empty for FP32 tensors in any math mode: FP32 math is at least
 // as accurate as tf32 and 3xtf32 ask, so these families compete with the tensor-core ones there.
 std::string fp32_only_reason(std::string_view family, const Problem& problem);
+// The refusals every FP32 (SIMT) convolution family for kernel devices starts with: a matrix product, a device that
+// compiles no kernels, then fp32_only_reason; empty when none applies.
+std::string fp32_kernel_conv_reason(std::string_view family, const Problem& problem, const DeviceInfo& device);
 
 // Checks a configuration against a family's parameters and constraints; empty when valid, else the reason
 // naming the parameter or the constraint.

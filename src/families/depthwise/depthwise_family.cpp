@@ -36,9 +36,7 @@ class DepthwiseFamily final : public KernelFamily {
 
   std::string unsupported_reason(const Problem& generic, const Epilogue& epilogue,
                                  const DeviceInfo& device) const override {
-    if (!generic.is_conv()) return "computes convolutions, not matrix products";
-    if (!device.can_run_kernels) return fmt::format("needs a device that compiles kernels: {}", device.cannot_run_reason);
-    if (std::string why = fp32_only_reason(name(), generic); !why.empty()) return why;
+    if (std::string why = fp32_kernel_conv_reason(name(), generic, device); !why.empty()) return why;
     const ConvProblem& problem = generic.conv();
     if (!depthwise::one_channel_per_group(problem)) {
       return fmt::format("computes depthwise layers (groups == C), not groups={} with C={}", problem.groups, problem.c);

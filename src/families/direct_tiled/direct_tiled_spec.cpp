@@ -25,9 +25,7 @@ class DirectTiledFamily final : public KernelFamily {
 
   std::string unsupported_reason(const Problem& generic, const Epilogue& epilogue,
                                  const DeviceInfo& device) const override {
-    if (!generic.is_conv()) return "computes convolutions, not matrix products";
-    if (!device.can_run_kernels) return fmt::format("needs a device that compiles kernels: {}", device.cannot_run_reason);
-    if (std::string why = fp32_only_reason(name(), generic); !why.empty()) return why;
+    if (std::string why = fp32_kernel_conv_reason(name(), generic, device); !why.empty()) return why;
     const ConvProblem& problem = generic.conv();
     if (epilogue.any() && problem.direction != Direction::Forward) {
       return fmt::format("the fused epilogue ({}) applies to forward only: {} computes a gradient, which has no "

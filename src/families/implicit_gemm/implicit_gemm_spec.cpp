@@ -293,9 +293,7 @@ class ImplicitGemmFamily final : public KernelFamily {
 
   std::string unsupported_reason(const Problem& generic, const Epilogue& epilogue,
                                  const DeviceInfo& device) const override {
-    if (!generic.is_conv()) return "computes convolutions, not matrix products";
-    if (!device.can_run_kernels) return fmt::format("needs a device that compiles kernels: {}", device.cannot_run_reason);
-    if (std::string why = fp32_only_reason(name(), generic); !why.empty()) return why;
+    if (std::string why = fp32_kernel_conv_reason(name(), generic, device); !why.empty()) return why;
     const ConvProblem& problem = generic.conv();
     if (epilogue.pool > 1) return "a fused max-pool is not implemented (bias and ReLU are)";
     if (epilogue.any() && problem.direction != Direction::Forward) {

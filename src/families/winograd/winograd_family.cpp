@@ -42,9 +42,7 @@ class WinogradFamily final : public FamilyBase {
 
   std::string unsupported_reason(const Problem& generic, const Epilogue& epilogue,
                                  const DeviceInfo& device) const override {
-    if (!generic.is_conv()) return "computes convolutions, not matrix products";
-    if (!device.can_run_kernels) return fmt::format("needs a device that compiles kernels: {}", device.cannot_run_reason);
-    if (std::string why = fp32_only_reason(name(), generic); !why.empty()) return why;
+    if (std::string why = fp32_kernel_conv_reason(name(), generic, device); !why.empty()) return why;
     return unsupported_shape_reason(generic.conv(), epilogue, device);
   }
 
