@@ -51,8 +51,8 @@ class FusedConvBatchNorm2d(torch.nn.BatchNorm2d):
     convtune convolution with the batch norm folded into its weights and bias, and the shortcut and ReLU in its
     epilogue. In training (the batch's statistics), convtune's convolution and then its batch norm passes
     (_TrainingBlock), updating running_mean, running_var and num_batches_tracked as BatchNorm2d does. In eval mode with
-    gradients wanted, and wherever convtune does not run the block (a convolution bias, a device or type it does not
-    compute), the convolution, batch norm, shortcut and activation one after another, as the unfused model."""
+    gradients wanted, and wherever convtune does not run the block (a device or type it does not compute), the
+    convolution, batch norm, shortcut and activation one after another, as the unfused model."""
 
     def _convtune_setup(self, conv: torch.nn.Conv2d, residual: bool, activation: str) -> None:
         object.__setattr__(self, "_convtune_conv", conv)  # not a child module: its parameters stay where they are
@@ -147,7 +147,7 @@ class FusedConvBatchNorm2d(torch.nn.BatchNorm2d):
         BatchNorm2d does in training; None where convtune does not run it (the caller then runs the unfused one)."""
         conv = self._convtune_conv
         setup = self._conv_setup(x)
-        if setup is None or conv.bias is not None:  # a bias before a batch norm: left to the plain path
+        if setup is None:
             return None
         dtype, stride, padding, dilation, groups = setup
         plan_device = _ct._plan_device(x.device)  # CPU tensors may run on an OpenCL device (tests' PoCL), by copies
@@ -158,7 +158,11 @@ class FusedConvBatchNorm2d(torch.nn.BatchNorm2d):
         if n * h * w <= 1 or (residual is not None and (residual.dtype != dtype or tuple(residual.shape) !=
                                                         tuple(block.y_shape))):
             return None  # one value a channel (PyTorch's error), or a shortcut add that would promote the type
-        needs = [block.refusal("fwd")]
+        # A convolution bias (VGG's blocks) is added in the forward convolution's epilogue: the batch norm then sees
+        # the same y, and the running mean includes the bias, as unfused.
+        forward = block if conv.bias is None else _ct._conv(x.shape, weight.shape, stride, padding, dilation, groups,
+                                                            x.device, dtype, layout, "bias")
+        needs = [forward.refusal("fwd")]
         needs += [block.refusal("bwd-data")] if x.requires_grad else []
         needs += [block.refusal("bwd-filter")] if conv.weight.requires_grad else []
         if any(needs):
@@ -168,6 +172,7 @@ class FusedConvBatchNorm2d(torch.nn.BatchNorm2d):
                               bool(self._convtune_activation), relu_max)
         if _ct._recording is not None:
             _ct._recording[_ct._key_of(block)] = (x.requires_grad, conv.weight.requires_grad)
+            _ct._recording[_ct._key_of(forward)] = (False, False)
             return torch.empty(block.y_shape, dtype=dtype, device=x.device,
                                memory_format=_ct._MEMORY_FORMATS[layout]).zero_()
         factor = 0.0
@@ -186,8 +191,8 @@ class FusedConvBatchNorm2d(torch.nn.BatchNorm2d):
         if update and all(t.dtype == torch.float32 and t.is_contiguous() for t in (self.running_mean,
                                                                                  self.running_var)):
             running = (self.running_mean, self.running_var)
-        a, stats = _TrainingBlock.apply(x, weight, gamma, beta, residual, block, bn, float(self.eps), running,
-                                        float(factor))
+        a, stats = _TrainingBlock.apply(x, weight, conv.bias, gamma, beta, residual, block, forward, bn,
+                                        float(self.eps), running, float(factor))
         if running is not None:
             for t in running:
                 t._convtune_updates = getattr(t, "_convtune_updates", 0) + 1  # type: ignore[attr-defined]
@@ -283,12 +288,13 @@ class _TrainingBlock(torch.autograd.Function):
     statistics (mean, biased variance; no gradient)."""
 
     @staticmethod
-    def forward(ctx: Any, x: torch.Tensor, w: torch.Tensor, gamma: torch.Tensor,  # type: ignore[override]
-                beta: torch.Tensor, residual: Optional[torch.Tensor], conv: Any, bn: Any, eps: float,
-                running: Optional[Tuple[torch.Tensor, torch.Tensor]],
+    def forward(ctx: Any, x: torch.Tensor, w: torch.Tensor, bias: Optional[torch.Tensor],  # type: ignore[override]
+                gamma: torch.Tensor, beta: torch.Tensor, residual: Optional[torch.Tensor], conv: Any, forward: Any,
+                bn: Any, eps: float, running: Optional[Tuple[torch.Tensor, torch.Tensor]],
                 momentum: float) -> Tuple[torch.Tensor, torch.Tensor]:
         layout = conv.layout
-        y = conv.run("fwd", _ct._dense(x, layout), _ct._dense(w, layout), conv.y_shape)
+        y = forward.run("fwd", _ct._dense(x, layout), _ct._dense(w, layout), conv.y_shape,
+                        bias=_float32(bias) if bias is not None else None)
         gamma32, beta32 = _float32(gamma), _float32(beta)
         stats = torch.empty(2 * gamma32.numel(), dtype=torch.float32, device=y.device)
         a = torch.empty_like(y)
@@ -302,7 +308,7 @@ class _TrainingBlock(torch.autograd.Function):
         # an in-place SiLU after a block without one, then changes nothing the backward pass reads).
         ctx.save_for_backward(x, w, y, a if bn.relu else y, stats, gamma32)
         ctx.conv, ctx.bn, ctx.eps, ctx.residual = conv, bn, eps, residual is not None
-        ctx.types = (gamma.dtype, beta.dtype)
+        ctx.types = (gamma.dtype, beta.dtype, bias.dtype if bias is not None else None)
         ctx.mark_non_differentiable(stats)
         return a, stats
 
@@ -319,8 +325,9 @@ class _TrainingBlock(torch.autograd.Function):
         _on_stream(y.device, lambda stream: bn.backward_pointers(pointers, ctx.eps, workspace.data_ptr(), stream))
         needs = ctx.needs_input_grad
         dx, dw = _ct._gradients(x, w, dy, needs[:2], conv.stride, conv.padding, conv.dilation, conv.groups)
-        return (dx, dw, dgamma.to(ctx.types[0]) if needs[2] else None, dbeta.to(ctx.types[1]) if needs[3] else None,
-                dresidual, None, None, None, None, None)
+        dbias = dy.sum((0, 2, 3), dtype=torch.float32).to(ctx.types[2]) if needs[2] else None
+        return (dx, dw, dbias, dgamma.to(ctx.types[0]) if needs[3] else None,
+                dbeta.to(ctx.types[1]) if needs[4] else None, dresidual, None, None, None, None, None, None)
 
 
 def _activation_of(node: torch.fx.Node, modules: Dict[str, torch.nn.Module]) -> str:
