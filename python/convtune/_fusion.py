@@ -146,6 +146,9 @@ class FusedConvBatchNorm2d(torch.nn.BatchNorm2d):
         """The block with the batch's statistics, fused (_TrainingBlock), updating the running statistics as
         BatchNorm2d does in training; None where convtune does not run it (the caller then runs the unfused one)."""
         conv = self._convtune_conv
+        if not self._convtune_activation and not self._convtune_residual:
+            # Nothing to fuse after the batch norm: its own passes are what PyTorch's batch norm runs.
+            return None
         setup = self._conv_setup(x)
         if setup is None:
             return None

@@ -60,7 +60,9 @@ void host_pass(const ProgramSource& source, const std::vector<KernelArg>& a, Loa
   // Segments of `length` contiguous elements: NCHW planes (channel fixed), NHWC rows (channel = position).
   const int64_t length = nhwc ? channels : pixels, segments = count / length;
   const int64_t per_task = std::max<int64_t>(1, 16384 / length);
-  parallel_for((segments + per_task - 1) / per_task, hardware_threads(), [&](int64_t task) {
+  // One thread below about 64K elements, where waking the pool costs more than the pass.
+  const unsigned threads = count < (int64_t{1} << 16) ? 1u : hardware_threads();
+  parallel_for((segments + per_task - 1) / per_task, threads, [&](int64_t task) {
     for (int64_t seg = task * per_task; seg < std::min(segments, (task + 1) * per_task); ++seg) {
       const int64_t base = seg * length;
       const float plane_bias = b && !nhwc ? b[seg % channels] : 0.0f;

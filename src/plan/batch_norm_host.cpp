@@ -57,6 +57,9 @@ struct BnSizes {
   int64_t rows() const { return n * hw; }
 };
 
+// Threads for a pass over `elements` values: one below about 64K, where waking the pool costs more than the pass.
+unsigned bn_threads(int64_t elements) { return elements < (int64_t{1} << 16) ? 1u : hardware_threads(); }
+
 int64_t bn_int(const KernelArg& arg) {
   if (const auto* v = std::get_if<int32_t>(&arg)) return *v;
   return std::get<int64_t>(arg);
@@ -75,7 +78,7 @@ void bn_channel_sums(const BnBlock& b, const BnSizes& s, float* partial, Value v
   const int64_t c = s.c;
   std::vector<double> first(static_cast<size_t>(c)), second(static_cast<size_t>(c));
   if (!b.nhwc) {
-    parallel_for(c, hardware_threads(), [&](int64_t k) {
+    parallel_for(c, bn_threads(s.rows() * c), [&](int64_t k) {
       double t1 = 0, t2 = 0;
       for (int64_t image = 0; image < s.n; ++image) {
         const int64_t base = (image * c + k) * s.hw;
@@ -100,9 +103,10 @@ void bn_channel_sums(const BnBlock& b, const BnSizes& s, float* partial, Value v
   } else {
     constexpr int64_t kRows = 64;
     const int64_t blocks = (s.rows() + kRows - 1) / kRows;
-    const int64_t tasks = std::min<int64_t>(blocks, 4 * static_cast<int64_t>(hardware_threads()));
+    const unsigned threads = bn_threads(s.rows() * c);
+    const int64_t tasks = std::min<int64_t>(blocks, 4 * static_cast<int64_t>(threads));
     std::vector<double> d1(static_cast<size_t>(tasks * c)), d2(static_cast<size_t>(tasks * c));
-    parallel_for(tasks, hardware_threads(), [&](int64_t task) {
+    parallel_for(tasks, threads, [&](int64_t task) {
       std::vector<float> f1(static_cast<size_t>(c)), f2(static_cast<size_t>(c));
       double* t1 = &d1[static_cast<size_t>(task * c)];
       double* t2 = &d2[static_cast<size_t>(task * c)];
@@ -143,13 +147,13 @@ template <class Body>
 void bn_each(const BnBlock& b, const BnSizes& s, Body body) {
   const int64_t c = s.c;
   if (!b.nhwc) {
-    parallel_for(s.n * c, hardware_threads(), [&](int64_t plane) {
+    parallel_for(s.n * c, bn_threads(s.rows() * c), [&](int64_t plane) {
       const int64_t k = plane % c, base = plane * s.hw;
       for (int64_t p = 0; p < s.hw; ++p) body(base + p, k);
     });
   } else {
     constexpr int64_t kRows = 64;
-    parallel_for((s.rows() + kRows - 1) / kRows, hardware_threads(), [&](int64_t block) {
+    parallel_for((s.rows() + kRows - 1) / kRows, bn_threads(s.rows() * c), [&](int64_t block) {
       for (int64_t row = block * kRows; row < std::min(s.rows(), (block + 1) * kRows); ++row)
         for (int64_t k = 0; k < c; ++k) body(row * c + k, k);
     });
