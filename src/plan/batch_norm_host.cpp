@@ -79,10 +79,17 @@ void bn_channel_sums(const BnBlock& b, const BnSizes& s, float* partial, Value v
   std::vector<double> first(static_cast<size_t>(c)), second(static_cast<size_t>(c));
   if (!b.nhwc) {
     parallel_for(c, bn_threads(s.rows() * c), [&](int64_t k) {
+      // 16 float lanes over the channel's pixels, image after image, folded into double every 4096 values or so
+      // (not per image: small maps would spend more on the fold than on the sums).
       double t1 = 0, t2 = 0;
+      float l1[16] = {}, l2[16] = {};
+      int64_t unfolded = 0;
+      const auto fold = [&] {
+        for (int l = 0; l < 16; ++l) t1 += l1[l], t2 += l2[l], l1[l] = l2[l] = 0.0f;
+        unfolded = 0;
+      };
       for (int64_t image = 0; image < s.n; ++image) {
         const int64_t base = (image * c + k) * s.hw;
-        float l1[16] = {}, l2[16] = {};
         int64_t p = 0;
         for (; p + 16 <= s.hw; p += 16)
           for (int l = 0; l < 16; ++l) {
@@ -92,11 +99,13 @@ void bn_channel_sums(const BnBlock& b, const BnSizes& s, float* partial, Value v
           }
         for (; p < s.hw; ++p) {
           const auto [v1, v2] = value(base + p, k);
-          l1[0] += v1;
-          l2[0] += v2;
+          l1[p % 16] += v1;
+          l2[p % 16] += v2;
         }
-        for (int l = 0; l < 16; ++l) t1 += l1[l], t2 += l2[l];
+        unfolded += s.hw;
+        if (unfolded >= 4096) fold();
       }
+      fold();
       first[static_cast<size_t>(k)] = t1;
       second[static_cast<size_t>(k)] = t2;
     });
