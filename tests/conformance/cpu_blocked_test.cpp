@@ -19,6 +19,7 @@
 #include "src/backend/cpu/caches.h"
 #include "src/backend/cpu/cpu_backend.h"
 #include "src/backend/cpu/reference.h"
+#include "src/core/thread_pool.h"
 #include "src/conformance/conformance.h"
 #include "src/families/cpu_blocked/cpu_blocked.h"
 #include "src/families/cpu_blocked/plan.h"
@@ -305,6 +306,54 @@ TEST(CpuBlocked, PartialVectorsAndTransposedStoresAreRight) {
             ++checked;
           }
         }
+      }
+    }
+  }
+  EXPECT_GT(checked, 0);
+}
+
+TEST(CpuBlocked, StrideTwoStoresAndColumnPartsAreRight) {
+  // Stride-2 backward-data writes every other pixel of dx (phases): channel vectors store a block's transposed rows
+  // and pixel vectors their lanes spread two floats apart, with phase rows of 1 to 17 pixels (partial halves) and a
+  // second pass of input channels (accumulate). Threaded items too few for the threads (one image, a few channel
+  // blocks): rows split into column parts, which the plan's description names. Every vector ISA.
+  int64_t checked = 0;
+  for (const cb::Isa isa : cb::available_isas()) {
+    if (isa == cb::Isa::Scalar) continue;
+    const ForcedIsa forced(isa);
+    for (int64_t w : {2, 9, 15, 34}) {
+      for (int64_t orient : {0, 1}) {
+        for (int64_t chunk : {0, 16}) {
+          const ConvProblem pb =
+              parse_problem(fmt::format("N=2,C=24,H=5,W={},K=20,R=3,stride=2,pad=1", w)).with_direction(Direction::BackwardData);
+          Config config = cb::default_config(pb);
+          config["ALGO"] = 0, config["LAYOUT"] = 0, config["ORIENT"] = orient, config["IC_CHUNK"] = chunk;
+          config["VECS"] = 1, config["COLS"] = orient == 0 ? std::min<int64_t>(6, (w + 1) / 2) : 4;
+          harness::Workload workload(cpu_device(), pb, 11);
+          const auto r = testing_support::check_plan_on(workload, "cpu_blocked", config);
+          EXPECT_TRUE(r.passed) << cb::to_string(isa) << " " << pb.to_string() << " " << to_string(config) << ": "
+                                << r.message;
+          ++checked;
+        }
+      }
+    }
+    // (channels written, in blocks of one vector: 32 and 48 in the 3x3 layer's directions, 48 in the 1x1's forward)
+    for (const auto& [text, d] : std::vector<std::pair<const char*, Direction>>{
+             {"N=1,C=48,H=20,W=24,K=32,R=3,pad=1", Direction::Forward},
+             {"N=1,C=48,H=20,W=24,K=32,R=3,pad=1", Direction::BackwardData},
+             {"N=1,C=960,H=7,W=7,K=48,R=1", Direction::Forward}}) {
+      {
+        const ConvProblem pb = parse_problem(text).with_direction(d);
+        Config config = cb::default_config(pb);
+        config["ALGO"] = 0, config["ORIENT"] = 0, config["VECS"] = 1, config["COLS"] = 4, config["ROW_BLOCK"] = 0;
+        const cb::Convolution conv(pb, config);
+        if (ThreadPool::instance().size() > 1)
+          EXPECT_NE(conv.describe().find("column parts"), std::string::npos) << conv.describe();
+        harness::Workload workload(cpu_device(), pb, 13);
+        const auto r = testing_support::check_plan_on(workload, "cpu_blocked", config);
+        EXPECT_TRUE(r.passed) << cb::to_string(isa) << " " << pb.to_string() << " " << to_string(config) << ": "
+                              << r.message;
+        ++checked;
       }
     }
   }

@@ -48,6 +48,26 @@ HWY_INLINE void StoreValid(V x, int64_t valid, bool accumulate, float* HWY_RESTR
   cpu::HWY_NAMESPACE::StoreFirst(x, d, count, out);
 }
 
+#if HWY_TARGET <= HWY_AVX3
+// Even lanes [0, 2 min(count, 8)): where `count` values of a half vector land once spread to every other float.
+inline __mmask16 EvenLanes(int64_t count) {
+  return static_cast<__mmask16>(0x5555u & ((1u << (2 * std::clamp<int64_t>(count, 0, 8))) - 1u));
+}
+
+// out[2 i] (+)= x[i]: the low and high halves of x spread to the even lanes of two vectors (expand), stored under
+// the masks of EvenLanes; the odd floats between are left alone.
+inline void StoreEveryOther(__m512 x, __mmask16 m_lo, __mmask16 m_hi, bool accumulate, float* out) {
+  __m512 lo = _mm512_maskz_expand_ps(0x5555, x);
+  __m512 hi = _mm512_maskz_expand_ps(0x5555, _mm512_shuffle_f32x4(x, x, 0xEE));
+  if (accumulate) {
+    lo = _mm512_add_ps(lo, _mm512_maskz_loadu_ps(m_lo, out));
+    hi = _mm512_add_ps(hi, _mm512_maskz_loadu_ps(m_hi, out + 16));
+  }
+  _mm512_mask_storeu_ps(out, m_lo, lo);
+  if (m_hi) _mm512_mask_storeu_ps(out + 16, m_hi, hi);
+}
+#endif
+
 // Writes a finished block from `tile` (the accumulators stored as tile[(v * nj + j) * lanes + lane]): whole vectors
 // where lanes are adjacent in memory, else transposed (channel-blocked accumulators written to channel-major
 // tensors), leaving out lanes beyond `valid`. Not inlined: one copy serves every block shape, which keeps the
@@ -64,7 +84,10 @@ HWY_NOINLINE void StoreBlock(const float* HWY_RESTRICT tile, int nv, int nj, con
   // each channel's pixels. A gather per channel (16 loads each) before made StoreBlock 40% of a 3-channel stem's
   // forward (3x3 stride 2, 32 output channels: 27 reduction steps a block; one thread, 512x512, Intel Xeon); a
   // scalar store per element before that was 4.5% of alex3's forward.
-  if (p.o_lane != 1 && p.o_j == 1 && nj >= 4) {
+  // Pixels every other float apart (backward-data's stride-2 phases: o_j 2) are spread to the even lanes of two
+  // vectors (expand) and stored masked, two stores a channel where a scatter of each pixel's channels took most of
+  // a 16-channel-group stride-2 backward-data's time (the reduction of a block there is only 16 x 2.25 taps long).
+  if (p.o_lane != 1 && (p.o_j == 1 || p.o_j == 2) && nj >= 4) {
     constexpr int64_t kLanes = static_cast<int64_t>(hn::MaxLanes(D()));
     for (int v = 0; v < nv; ++v) {
       const int64_t valid = std::min<int64_t>(p.valid - v * lanes, lanes);
@@ -77,6 +100,15 @@ HWY_NOINLINE void StoreBlock(const float* HWY_RESTRICT tile, int nv, int nj, con
         for (int64_t j = 0; j < kLanes; ++j) r[j] = j < n ? hn::Load(d, rows + (j0 + j) * lanes) : hn::Zero(d);
         TransposeSquare(r);
         const auto m = hn::FirstN(d, static_cast<size_t>(n));
+        if (p.o_j == 2) {
+          const __mmask16 m_lo = EvenLanes(n), m_hi = EvenLanes(n - 8);
+#pragma GCC unroll 16
+          for (int64_t l = 0; l < kLanes; ++l) {
+            if (l >= valid) break;
+            StoreEveryOther(r[l].raw, m_lo, m_hi, p.accumulate, out + l * p.o_lane + j0 * 2);
+          }
+          continue;
+        }
         // Unrolled, so that r[l] is a register (a runtime index compiled to a chain of compares).
 #pragma GCC unroll 16
         for (int64_t l = 0; l < kLanes; ++l) {
@@ -93,6 +125,20 @@ HWY_NOINLINE void StoreBlock(const float* HWY_RESTRICT tile, int nv, int nj, con
   // Pixel vectors whose lanes lie o_lane apart (backward-data's stride phases: every other column): one scatter
   // per vector instead of a scalar store per lane (a 16-channel-group stride-2 backward-data spent a quarter of its
   // time storing lane by lane).
+  if (p.o_lane == 2) {
+    // Every other float (stride 2): the two halves spread to even lanes and stored masked, as above.
+    for (int v = 0; v < nv; ++v) {
+      const int64_t valid = std::min<int64_t>(p.valid - v * lanes, lanes);
+      if (valid <= 0) return;
+      const __mmask16 m_lo = EvenLanes(valid), m_hi = EvenLanes(valid - 8);
+      for (int j = 0; j < nj; ++j) {
+        float* out = p.out + v * p.o_v + j * p.o_j;
+        const __m512 x = _mm512_load_ps(tile + (v * nj + j) * lanes);
+        StoreEveryOther(x, m_lo, m_hi, p.accumulate, out);
+      }
+    }
+    return;
+  }
   if (p.o_lane > 1 && p.o_lane * lanes < (int64_t{1} << 31)) {
     const __m512i idx = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
                                            _mm512_set1_epi32(static_cast<int32_t>(p.o_lane)));

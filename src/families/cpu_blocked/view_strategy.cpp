@@ -128,6 +128,7 @@ class ViewStrategy final : public Strategy {
     row_blocks_ = (rows_max_ + row_block_ - 1) / row_block_;
     chunk_ = choice.ic_chunk;
     threads_ = threads_for(pb);
+    column_parts_ = column_parts();
     column_budget_ = l2_bytes() / 4;
     // Planar input copied a row block at a time (the padded rows one item reads, every channel) by the thread
     // about to compute on it, into a buffer of its own that stays in L2, where the whole padded copy would not fit
@@ -276,7 +277,8 @@ class ViewStrategy final : public Strategy {
   std::string describe() const override {
     std::string phases = ph_h_.size() * ph_w_.size() > 1 ? fmt::format(", {} phases", ph_h_.size() * ph_w_.size())
                                                           : "";
-    const std::string chunk = chunk_ > 0 && chunk_ < ic_ ? fmt::format(", {} input channels per pass", chunk_) : "";
+    const std::string chunk = (chunk_ > 0 && chunk_ < ic_ ? fmt::format(", {} input channels per pass", chunk_) : "") +
+                              (column_parts_ > 1 ? fmt::format(", rows split in {} column parts", column_parts_) : "");
     const std::string layout = blocked_in_ ? fmt::format(", input in blocks of {} channels{}", in_block_,
                                                          per_image_  ? " (copied per image by each thread)"
                                                          : per_rows_ ? fmt::format(" (copied {} rows per item by each thread)", block_rows_)
@@ -349,15 +351,16 @@ class ViewStrategy final : public Strategy {
   void compute(const float* src, float* in, const float* packed, float* dst) const {
     const int64_t phases = static_cast<int64_t>(ph_h_.size() * ph_w_.size());
     const int64_t cb = pixel_vectors_ ? 1 : oc_blocks_;
-    const int64_t items = pb_.n * groups_ * phases * cb * row_blocks_;
+    const int64_t items = pb_.n * groups_ * phases * cb * row_blocks_ * column_parts_;
     const ChannelBlocking layout = blocking();
     std::vector<int64_t> copied(threads_, -1);  // the image (n * groups + g) or row block in each thread's buffer
     struct Item {
-      int64_t ocb, rb, phase, g, n;
+      int64_t part, ocb, rb, phase, g, n;
     };
     const auto decode = [&](int64_t item) {
       Digits digits(item);
       Item it{};
+      it.part = digits.next(column_parts_);
       if (per_rows_ && phases > 1) {
         // One row block's copy serves its phases: phases inside row blocks.
         it.ocb = digits.next(cb), it.phase = digits.next(phases), it.rb = digits.next(row_blocks_);
@@ -433,16 +436,40 @@ class ViewStrategy final : public Strategy {
       float* image_out = dst + (n * groups_ + g) * oc_ * out_rows_ * out_cols_;
       const float* slab = packed + slab_offsets_[static_cast<size_t>((g * phases) + phase)];
       if (h.taps == 0 || w.taps == 0) {
-        zero_phase(image_out, h, w, y0, y1, ocb);
+        if (it.part == 0) zero_phase(image_out, h, w, y0, y1, ocb);  // one part writes the phase's zeros
         return;
       }
       if (pixel_vectors_) {
         pixel_rows(image_in, plane, row0, slab, image_out, h, w, y0, y1, ahead);
       } else {
+        const auto [x0, x1] = column_part(w.count, it.part);
+        if (x0 >= x1) return;
         channel_rows(image_in, plane, row0, slab + ocb * in_blocks_ * in_block_ * h.taps * w.taps * block_, image_out,
-                     h, w, y0, y1, ocb, ahead);
+                     h, w, y0, y1, x0, x1, ocb, ahead);
       }
     });
+  }
+
+  // Column parts per row (channel vectors): 1, or where the items (image, group, phase, channel block, row block)
+  // are too few to keep every thread busy, a split of each row's register blocks into up to as many parts as make
+  // four items a thread. A batch-1 1x1 on a 7x7 map is one row of 49 pixels: 960 -> 160 channels made 5 items
+  // (blocks of 32 channels) for two threads, one of them idle for a fifth of the run.
+  int64_t column_parts() const {
+    if (pixel_vectors_ || threads_ <= 1) return 1;
+    const int64_t items = pb_.n * groups_ * static_cast<int64_t>(ph_h_.size() * ph_w_.size()) * oc_blocks_ * row_blocks_;
+    const int64_t want = 4 * int64_t{threads_};
+    if (items >= want) return 1;
+    int64_t widest = 0;  // register blocks of the longest phase row
+    for (const AxisPhase& w : ph_w_) widest = std::max(widest, ceil_div(w.count, int64_t{nj_}));
+    return std::clamp<int64_t>(ceil_div(want, items), 1, std::max<int64_t>(widest, 1));
+  }
+
+  // Columns [x0, x1) of part `part` of a row of `count` columns: whole register blocks, split as evenly as they go.
+  std::pair<int64_t, int64_t> column_part(int64_t count, int64_t part) const {
+    if (column_parts_ == 1) return {0, count};
+    const int64_t blocks = ceil_div(count, int64_t{nj_});
+    const int64_t b0 = part * blocks / column_parts_, b1 = (part + 1) * blocks / column_parts_;
+    return {std::min(count, b0 * nj_), std::min(count, b1 * nj_)};
   }
 
   // About how many kernel calls one item of rows [y0, y0 + rows) makes (a pass over all input channels), over which
@@ -482,10 +509,11 @@ class ViewStrategy final : public Strategy {
   // run of the input row and of the packed filter.
   // `in`: channel planes `plane` floats apart, holding padded rows from row0 on.
   void channel_rows(const float* in, int64_t plane, int64_t row0, const float* weights, float* out, const AxisPhase& h,
-                    const AxisPhase& w, int64_t y0, int64_t y1, int64_t ocb, RunsPrefetch& ahead) const {
+                    const AxisPhase& w, int64_t y0, int64_t y1, int64_t xa, int64_t xb, int64_t ocb,
+                    RunsPrefetch& ahead) const {
     const int64_t plane_out = out_rows_ * out_cols_;
     const int64_t cb = in_block_;
-    const auto widths = split_columns(w.count, nj_, [&](int n) { return kt_.bcast[nv_ - 1][n - 1] != nullptr; });
+    const auto widths = split_columns(xb - xa, nj_, [&](int n) { return kt_.bcast[nv_ - 1][n - 1] != nullptr; });
     chunked([&](int64_t c0, int64_t channels) {
       BcastArgs row;
       row.b_j = w.ins * cb;
@@ -526,7 +554,7 @@ class ViewStrategy final : public Strategy {
           a.a = weights + c0 * h.taps * w.taps * block_ + th * filter_row;
           normalize(a);
           const float* in_row = in + c0 * plane + ((yy * h.ins + h.off + th * h.step - row0) * wi_ + w.off) * cb;
-          int64_t x0 = 0;
+          int64_t x0 = xa;
           for (int width : widths) {
             a.b = in_row + x0 * w.ins * cb;
             a.out = out_row + x0 * w.out_step;
@@ -634,6 +662,7 @@ class ViewStrategy final : public Strategy {
   int64_t chunk_ = 0;
   size_t workspace_ = 0;
   unsigned threads_ = 1;
+  int64_t column_parts_ = 1;  // column_parts()
   // Bytes of input a pixel-vector column block reads (a quarter of an L2), fixed when the plan is made: runs
   // never read the caches' sizes.
   int64_t column_budget_ = 0;
