@@ -17,6 +17,7 @@
 #include "src/core/bf16_inline.h"
 #include "src/backend/cpu/host_program.h"
 #include "src/core/parallel_for.h"
+#include "src/plan/batch_norm_rows.h"
 
 namespace convtune {
 
@@ -70,49 +71,48 @@ T* bn_buffer(const KernelArg& arg, const char* what) {
   return reinterpret_cast<T*>(cpu::host_floats(arg, what));
 }
 
-// Per-channel sums of two values of each element (`value(i, k)` returns both), in double per channel: NCHW one task
-// per channel, 16 float lanes over each image's pixels; NHWC one task per block of rows, float over 64 rows at a time.
-// The totals go to chunk 0 of `partial` and zeros to the others (the finalize step sums every chunk).
-template <class Value>
-void bn_channel_sums(const BnBlock& b, const BnSizes& s, float* partial, Value value) {
+// body(begin, end) over [0, count) cut into about four ranges a thread: one claim of the pool's counter per range,
+// where a claim per channel plane (16K planes of 9 values in a ResNeXt's last stage) spent most of the pass passing
+// the counter's cache line between the cores.
+template <class Body>
+void bn_ranges(int64_t count, unsigned threads, Body body) {
+  const int64_t tasks = std::min<int64_t>(count, threads <= 1 ? 1 : 4 * static_cast<int64_t>(threads));
+  parallel_for(tasks, threads, [&](int64_t t) { body(t * count / tasks, (t + 1) * count / tasks); });
+}
+
+// Per-channel sums of two values of each element, in double per channel: NCHW a range of channels per task,
+// `plane(base, count, k, l1, l2)` adding an image's channel plane into 16 float lanes, folded into double every 4096
+// values or so (not per image: small maps would spend more on the fold than on the sums); NHWC a range of row blocks
+// per task, `row(row, f1, f2)` adding one row's channels, float over 64 rows at a time. The totals go to chunk 0 of
+// `partial` and zeros to the others (the finalize step sums every chunk).
+template <class Plane, class Row>
+void bn_channel_sums(const BnBlock& b, const BnSizes& s, float* partial, Plane plane, Row row) {
   const int64_t c = s.c;
+  const unsigned threads = bn_threads(s.rows() * c);
   std::vector<double> first(static_cast<size_t>(c)), second(static_cast<size_t>(c));
   if (!b.nhwc) {
-    parallel_for(c, bn_threads(s.rows() * c), [&](int64_t k) {
-      // 16 float lanes over the channel's pixels, image after image, folded into double every 4096 values or so
-      // (not per image: small maps would spend more on the fold than on the sums).
-      double t1 = 0, t2 = 0;
-      float l1[16] = {}, l2[16] = {};
-      int64_t unfolded = 0;
-      const auto fold = [&] {
-        for (int l = 0; l < 16; ++l) t1 += l1[l], t2 += l2[l], l1[l] = l2[l] = 0.0f;
-        unfolded = 0;
-      };
-      for (int64_t image = 0; image < s.n; ++image) {
-        const int64_t base = (image * c + k) * s.hw;
-        int64_t p = 0;
-        for (; p + 16 <= s.hw; p += 16)
-          for (int l = 0; l < 16; ++l) {
-            const auto [v1, v2] = value(base + p + l, k);
-            l1[l] += v1;
-            l2[l] += v2;
-          }
-        for (; p < s.hw; ++p) {
-          const auto [v1, v2] = value(base + p, k);
-          l1[p % 16] += v1;
-          l2[p % 16] += v2;
+    bn_ranges(c, threads, [&](int64_t k0, int64_t k1) {
+      for (int64_t k = k0; k < k1; ++k) {
+        double t1 = 0, t2 = 0;
+        float l1[16] = {}, l2[16] = {};
+        int64_t unfolded = 0;
+        const auto fold = [&] {
+          for (int l = 0; l < 16; ++l) t1 += l1[l], t2 += l2[l], l1[l] = l2[l] = 0.0f;
+          unfolded = 0;
+        };
+        for (int64_t image = 0; image < s.n; ++image) {
+          plane((image * c + k) * s.hw, s.hw, k, l1, l2);
+          unfolded += s.hw;
+          if (unfolded >= 4096) fold();
         }
-        unfolded += s.hw;
-        if (unfolded >= 4096) fold();
+        fold();
+        first[static_cast<size_t>(k)] = t1;
+        second[static_cast<size_t>(k)] = t2;
       }
-      fold();
-      first[static_cast<size_t>(k)] = t1;
-      second[static_cast<size_t>(k)] = t2;
     });
   } else {
     constexpr int64_t kRows = 64;
     const int64_t blocks = (s.rows() + kRows - 1) / kRows;
-    const unsigned threads = bn_threads(s.rows() * c);
     const int64_t tasks = std::min<int64_t>(blocks, 4 * static_cast<int64_t>(threads));
     std::vector<double> d1(static_cast<size_t>(tasks * c)), d2(static_cast<size_t>(tasks * c));
     parallel_for(tasks, threads, [&](int64_t task) {
@@ -122,12 +122,7 @@ void bn_channel_sums(const BnBlock& b, const BnSizes& s, float* partial, Value v
       for (int64_t block = task * blocks / tasks; block < (task + 1) * blocks / tasks; ++block) {
         std::fill(f1.begin(), f1.end(), 0.0f);
         std::fill(f2.begin(), f2.end(), 0.0f);
-        for (int64_t row = block * kRows; row < std::min(s.rows(), (block + 1) * kRows); ++row)
-          for (int64_t k = 0; k < c; ++k) {
-            const auto [v1, v2] = value(row * c + k, k);
-            f1[static_cast<size_t>(k)] += v1;
-            f2[static_cast<size_t>(k)] += v2;
-          }
+        for (int64_t r = block * kRows; r < std::min(s.rows(), (block + 1) * kRows); ++r) row(r, f1.data(), f2.data());
         for (int64_t k = 0; k < c; ++k) t1[k] += f1[static_cast<size_t>(k)], t2[k] += f2[static_cast<size_t>(k)];
       }
     });
@@ -144,6 +139,27 @@ void bn_channel_sums(const BnBlock& b, const BnSizes& s, float* partial, Value v
   }
 }
 
+// The same sums with `value(i, k)` giving both values of element i (channel k): the 16-bit element types.
+template <class Value>
+void bn_channel_sums(const BnBlock& b, const BnSizes& s, float* partial, Value value) {
+  bn_channel_sums(
+      b, s, partial,
+      [&](int64_t base, int64_t count, int64_t k, float* l1, float* l2) {
+        for (int64_t p = 0; p < count; ++p) {
+          const auto [v1, v2] = value(base + p, k);
+          l1[p % 16] += v1;
+          l2[p % 16] += v2;
+        }
+      },
+      [&](int64_t r, float* f1, float* f2) {
+        for (int64_t k = 0; k < s.c; ++k) {
+          const auto [v1, v2] = value(r * s.c + k, k);
+          f1[k] += v1;
+          f2[k] += v2;
+        }
+      });
+}
+
 // Channel k's two partial sums over every chunk (the finalize steps).
 std::pair<double, double> bn_chunk_sums(const float* partial, const BnSizes& s, int64_t k) {
   double first = 0, second = 0;
@@ -151,22 +167,34 @@ std::pair<double, double> bn_chunk_sums(const float* partial, const BnSizes& s, 
   return {first, second};
 }
 
-// `body(i, k)` on every element, in parallel: NCHW by images' channel planes, NHWC by blocks of rows.
-template <class Body>
-void bn_each(const BnBlock& b, const BnSizes& s, Body body) {
+// In parallel over every element: NCHW `plane(base, count, k)` on ranges of images' channel planes, NHWC
+// `row(row)` on ranges of rows.
+template <class Plane, class Row>
+void bn_each(const BnBlock& b, const BnSizes& s, Plane plane, Row row) {
   const int64_t c = s.c;
+  const unsigned threads = bn_threads(s.rows() * c);
   if (!b.nhwc) {
-    parallel_for(s.n * c, bn_threads(s.rows() * c), [&](int64_t plane) {
-      const int64_t k = plane % c, base = plane * s.hw;
-      for (int64_t p = 0; p < s.hw; ++p) body(base + p, k);
+    bn_ranges(s.n * c, threads, [&](int64_t p0, int64_t p1) {
+      for (int64_t p = p0; p < p1; ++p) plane(p * s.hw, s.hw, p % c);
     });
   } else {
-    constexpr int64_t kRows = 64;
-    parallel_for((s.rows() + kRows - 1) / kRows, bn_threads(s.rows() * c), [&](int64_t block) {
-      for (int64_t row = block * kRows; row < std::min(s.rows(), (block + 1) * kRows); ++row)
-        for (int64_t k = 0; k < c; ++k) body(row * c + k, k);
+    bn_ranges(s.rows(), threads, [&](int64_t r0, int64_t r1) {
+      for (int64_t r = r0; r < r1; ++r) row(r);
     });
   }
+}
+
+// `body(i, k)` on every element (the 16-bit element types).
+template <class Body>
+void bn_each(const BnBlock& b, const BnSizes& s, Body body) {
+  bn_each(
+      b, s,
+      [&](int64_t base, int64_t count, int64_t k) {
+        for (int64_t p = 0; p < count; ++p) body(base + p, k);
+      },
+      [&](int64_t r) {
+        for (int64_t k = 0; k < s.c; ++k) body(r * s.c + k, k);
+      });
 }
 
 template <int E>
@@ -180,10 +208,19 @@ std::map<std::string, cpu::HostKernel> bn_kernels(const BnBlock& b) {
     const BnSizes s{bn_int(a.at(2)), bn_int(a.at(3)), bn_int(a.at(4)), bn_int(a.at(5))};
     std::vector<float> y0(static_cast<size_t>(s.c));  // each channel's first element: the sums' shift
     for (int64_t k = 0; k < s.c; ++k) y0[static_cast<size_t>(k)] = El::load(y, b.nhwc ? k : k * s.hw);
-    bn_channel_sums(b, s, partial, [&](int64_t i, int64_t k) {
-      const float v = El::load(y, i) - y0[static_cast<size_t>(k)];
-      return std::pair<float, float>(v, v * v);
-    });
+    if constexpr (E == 0) {
+      bn_channel_sums(
+          b, s, partial,
+          [&](int64_t base, int64_t count, int64_t k, float* l1, float* l2) {
+            bn_rows::plane_sums(y + base, count, y0[static_cast<size_t>(k)], l1, l2);
+          },
+          [&](int64_t r, float* f1, float* f2) { bn_rows::row_sums(y + r * s.c, s.c, y0.data(), f1, f2); });
+    } else {
+      bn_channel_sums(b, s, partial, [&](int64_t i, int64_t k) {
+        const float v = El::load(y, i) - y0[static_cast<size_t>(k)];
+        return std::pair<float, float>(v, v * v);
+      });
+    }
   };
   kernels["bn_forward_finalize"] = [b](const std::vector<KernelArg>& a) {
     const T* y = bn_buffer<const T>(a.at(0), "y");
@@ -230,7 +267,18 @@ std::map<std::string, cpu::HostKernel> bn_kernels(const BnBlock& b) {
     const float* scale = workspace + s.chunks * 2 * c;
     const float* shift = scale + c;
     const float lo = b.lo(), hi = b.hi();
-    if (residual) {
+    if constexpr (E == 0) {
+      bn_each(
+          b, s,
+          [&](int64_t base, int64_t n, int64_t k) {
+            bn_rows::plane_apply(y + base, residual ? residual + base : nullptr, out + base, n, scale[k], shift[k], lo,
+                                 hi);
+          },
+          [&](int64_t r) {
+            const int64_t base = r * c;
+            bn_rows::row_apply(y + base, residual ? residual + base : nullptr, out + base, c, scale, shift, lo, hi);
+          });
+    } else if (residual) {
       bn_each(b, s, [&](int64_t i, int64_t k) {
         const float v = El::load(y, i) * scale[k] + shift[k] + El::load(residual, i);
         El::store(out, i, std::min(std::max(v, lo), hi));
@@ -250,12 +298,25 @@ std::map<std::string, cpu::HostKernel> bn_kernels(const BnBlock& b) {
     const BnSizes s{bn_int(a.at(5)), bn_int(a.at(6)), bn_int(a.at(7)), bn_int(a.at(8))};
     const float hi = b.hi();
     const bool relu = b.relu;
-    bn_channel_sums(b, s, partial, [&](int64_t i, int64_t k) {
-      const float av = El::load(out, i), d = El::load(da, i);  // both loaded: a select, not a branch
-      const bool open = !relu | ((av > 0.0f) & (av < hi));
-      const float dz = open ? d : 0.0f;
-      return std::pair<float, float>(dz, dz * (El::load(y, i) - stats[k]));
-    });
+    if constexpr (E == 0) {
+      const bn_rows::Mask mask{relu, hi};
+      bn_channel_sums(
+          b, s, partial,
+          [&](int64_t base, int64_t count, int64_t k, float* l1, float* l2) {
+            bn_rows::plane_grad_sums(da + base, out + base, y + base, count, stats[k], mask, l1, l2);
+          },
+          [&](int64_t r, float* f1, float* f2) {
+            const int64_t base = r * s.c;
+            bn_rows::row_grad_sums(da + base, out + base, y + base, s.c, stats, mask, f1, f2);
+          });
+    } else {
+      bn_channel_sums(b, s, partial, [&](int64_t i, int64_t k) {
+        const float av = El::load(out, i), d = El::load(da, i);  // both loaded: a select, not a branch
+        const bool open = (!relu) | ((av > 0.0f) & (av < hi));
+        const float dz = open ? d : 0.0f;
+        return std::pair<float, float>(dz, dz * (El::load(y, i) - stats[k]));
+      });
+    }
   };
   kernels["bn_backward_finalize"] = [](const std::vector<KernelArg>& a) {
     const float* stats = bn_buffer<const float>(a.at(0), "stats");
@@ -294,12 +355,26 @@ std::map<std::string, cpu::HostKernel> bn_kernels(const BnBlock& b) {
     const bool relu = b.relu;
     const auto gradient = [&](int64_t i, int64_t k) {
       const float av = El::load(out, i), d = El::load(da, i);  // both loaded: a select, not a branch
-      const bool open = !relu | ((av > 0.0f) & (av < hi));
+      const bool open = (!relu) | ((av > 0.0f) & (av < hi));
       const float dz = open ? d : 0.0f;
       El::store(dy, i, coeffs[k] * dz + (coeffs[c + k] * (El::load(y, i) - stats[k]) + coeffs[2 * c + k]));
       return dz;
     };
-    if (dresidual) {
+    if constexpr (E == 0) {
+      const bn_rows::Mask mask{relu, hi};
+      bn_each(
+          b, s,
+          [&](int64_t base, int64_t n, int64_t k) {
+            const bn_rows::GradCoeffs g{stats[k], coeffs[k], coeffs[c + k], coeffs[2 * c + k]};
+            bn_rows::plane_grad(da + base, out + base, y + base, dy + base, dresidual ? dresidual + base : nullptr, n, g,
+                                mask);
+          },
+          [&](int64_t r) {
+            const int64_t base = r * c;
+            bn_rows::row_grad(da + base, out + base, y + base, dy + base, dresidual ? dresidual + base : nullptr, c,
+                              stats, coeffs, coeffs + c, coeffs + 2 * c, mask);
+          });
+    } else if (dresidual) {
       bn_each(b, s, [&](int64_t i, int64_t k) { El::store(dresidual, i, gradient(i, k)); });
     } else {
       bn_each(b, s, [&](int64_t i, int64_t k) { gradient(i, k); });
