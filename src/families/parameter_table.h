@@ -85,4 +85,22 @@ class ParameterTable {
   std::vector<Field> fields_;
 };
 
+// A table of P's fields in groups, in order: each group appends its fields to the list (a family's own, shared
+// parameter groups, or appended_fields of a shared table).
+template <typename P, typename... Groups>
+ParameterTable<P> grouped_table(Groups&&... groups) {
+  std::vector<typename ParameterTable<P>::Field> fields;
+  (groups(fields), ...);
+  return ParameterTable<P>(std::move(fields));
+}
+
+// A group of fields taken from a table declared over a base of P (tile fields several families share): their
+// constraints and defines, stated over that table, hold for P's, which names the same fields.
+template <typename P, typename Base>
+auto appended_fields(const ParameterTable<Base>& base) {
+  return [&base](std::vector<typename ParameterTable<P>::Field>& fields) {
+    for (const auto& f : base.fields()) fields.push_back({f.name, f.member, f.values, f.description});
+  };
+}
+
 }  // namespace convtune

@@ -26,12 +26,7 @@ WorkLayout layout_of(const ConvProblem& pb, const Params& p, int64_t split) {
 }
 
 const ParameterTable<Params>& table() {
-  static const ParameterTable<Params> t = [] {
-    std::vector<ParameterTable<Params>::Field> fields;
-    add_transform_fields<Params>(fields);
-    gemm::add_tile_fields<Params>(fields);
-    return ParameterTable<Params>(std::move(fields));
-  }();
+  static const ParameterTable<Params> t = grouped_table<Params>(add_transform_fields<Params>, gemm::add_tile_fields<Params>);
   return t;
 }
 
@@ -75,7 +70,7 @@ class FftFamily final : public KernelFamily {
     const ConvProblem pb = generic.conv();
     const ParameterTable<Params>& t = table();
     std::vector<Constraint> list = transform_constraints(t, pb);
-    const int64_t rows = 2 * (pb.direction == Direction::BackwardData ? pb.c_per_group() : pb.k_per_group());  // at most
+    const int64_t rows = 2 * transform_steps::gemm_rows(pb);  // at most
     for (Constraint& c : gemm::tile_constraints(t, rows, [](int64_t) { return true; })) list.push_back(std::move(c));
     list.push_back(t.constraint("VECTOR_WIDTH above 1 only where the GEMM's U or V rows are multiples of it",
                                 {&Params::size, &Params::batch_chunk, &Params::split, &Params::gauss, &Params::vector_width},
@@ -151,11 +146,8 @@ class FftFamily final : public KernelFamily {
     recipe.workspace_bytes = l.total * sizeof(float);
     const int64_t layers = (pb.direction == Direction::BackwardFilter ? p.split : 1) * pb.groups * bins(p.size) * l.gemms;
     const LaunchGeometry gemm_geometry = gemm::launch_geometry(l.gemm_m, l.gemm_n, layers, p);
-    const ArgSource workspace = ArgSource::workspace();
     recipe.steps = steps(pb, epilogue, l, p.batch_chunk, p.split, p.transform_tiles,
-                         [&](const ArgSource& first, const ArgSource& count) -> LaunchStep {
-                           return {"gemm", {workspace, workspace, workspace, first, count}, gemm_geometry};
-                         });
+                         transform_steps::gemm_kernel_step(gemm_geometry));
     return recipe;
   }
 };

@@ -223,54 +223,18 @@ std::map<std::string, std::string> layout_defines(const ConvProblem& pb, const E
 
 std::vector<LaunchStep> steps(const ConvProblem& pb, const Epilogue& epilogue, const WorkLayout& l, int64_t batch_chunk,
                               int64_t split, int64_t transform_tiles, const GemmStep& gemm) {
-  constexpr int x = 0, w = 1, y = 2;  // Problem::operand order
-  auto op = ArgSource::of_operand;
-  const ArgSource workspace = ArgSource::workspace();
-  const int64_t threads = transform_tiles * l.size;
-  // The tile transforms: work-groups of transform_tiles tiles x T lanes.
-  auto tiled = [&](int64_t items) {
-    LaunchGeometry g;
-    g.global[0] = static_cast<size_t>(ceil_div(items, transform_tiles) * threads);
-    g.local[0] = static_cast<size_t>(threads);
-    return g;
-  };
-  // The filter transforms: a thread per channel pair, in work-groups of the same size.
-  auto flat = [&](int64_t items) {
-    LaunchGeometry g;
-    g.global[0] = static_cast<size_t>(ceil_div(items, threads) * threads);
-    g.local[0] = static_cast<size_t>(threads);
-    return g;
-  };
-  const int64_t cg = pb.c_per_group(), kg = pb.k_per_group();
-  std::vector<LaunchStep> list;
-  if (pb.direction != Direction::BackwardFilter) {
-    const bool forward = pb.direction == Direction::Forward;
-    const int64_t in = forward ? cg : kg, out = forward ? kg : cg;
-    const int in_operand = forward ? x : y, out_operand = forward ? y : x;
-    list.push_back({"fft_filter_transform", {op(w), workspace}, flat(pb.groups * out * in * (l.size / 2 + 1))});
-    for (int64_t image0 = 0; image0 < pb.n; image0 += batch_chunk) {
-      const ArgSource first = ArgSource::fixed(static_cast<int32_t>(image0));
-      const ArgSource count = ArgSource::fixed(static_cast<int32_t>(std::min(batch_chunk, pb.n - image0)));
-      list.push_back({"fft_input_transform", {op(in_operand), workspace, first, count}, tiled(pb.groups * in * l.tiles)});
-      list.push_back(gemm(first, count));
-      std::vector<ArgSource> output_args = {workspace, op(out_operand), first, count};
-      if (epilogue.bias) output_args.push_back(op(kBiasOperand));
-      list.push_back({"fft_output_transform", output_args, tiled(pb.groups * out * l.tiles)});
-    }
-  } else {
-    // Several chunks add into M, which starts at zero; a single chunk's GEMM writes it (FFT_CHUNKS in the kernels).
-    if (batch_chunk < pb.n)
-      list.push_back({"fft_zero", {workspace}, flat(split * pb.groups * bins(l.size) * (l.gauss ? 3 : 4) * kg * cg)});
-    for (int64_t image0 = 0; image0 < pb.n; image0 += batch_chunk) {
-      const ArgSource first = ArgSource::fixed(static_cast<int32_t>(image0));
-      const ArgSource count = ArgSource::fixed(static_cast<int32_t>(std::min(batch_chunk, pb.n - image0)));
-      list.push_back({"fft_gradient_transform", {op(y), workspace, first, count}, tiled(pb.groups * kg * l.tiles)});
-      list.push_back({"fft_input_transform", {op(x), workspace, first, count}, tiled(pb.groups * cg * l.tiles)});
-      list.push_back(gemm(first, count));
-    }
-    list.push_back({"fft_filter_output_transform", {workspace, op(w)}, flat(pb.groups * kg * cg)});
-  }
-  return list;
+  transform_steps::Transforms t;
+  t.prefix = "fft";
+  t.tiles = l.tiles;
+  // The tile transforms: work-groups of transform_tiles tiles x T lanes; the filter transforms: a thread per
+  // channel pair and kept column of the spectrum, in work-groups of the same size.
+  t.tiles_per_group = transform_tiles;
+  t.group_size = transform_tiles * l.size;
+  t.filter_factor = l.size / 2 + 1;
+  // Several chunks add into M, which starts at zero; a single chunk's GEMM writes it (FFT_CHUNKS in the kernels).
+  if (batch_chunk < pb.n)
+    t.zero_items = split * pb.groups * bins(l.size) * (l.gauss ? 3 : 4) * pb.k_per_group() * pb.c_per_group();
+  return transform_steps::steps(pb, epilogue, batch_chunk, t, gemm);
 }
 
 }  // namespace convtune::fft

@@ -16,6 +16,7 @@
 #include "src/families/gemm/gemm_tiles.h"
 #include "src/families/batch_chunks.h"
 #include "src/families/parameter_table.h"
+#include "src/families/transform_steps.h"
 
 namespace convtune::fft {
 
@@ -168,7 +169,7 @@ int64_t default_transform_tiles(int64_t size, const DeviceInfo& device);
 // `fresh` whole.
 Config carried_config(const Config& tuned, const Config& fresh, const ConvProblem& problem);
 
-using GemmStep = std::function<LaunchStep(const ArgSource& first, const ArgSource& count)>;
+using transform_steps::GemmStep;
 std::vector<LaunchStep> steps(const ConvProblem& pb, const Epilogue& epilogue, const WorkLayout& l, int64_t batch_chunk,
                               int64_t split, int64_t transform_tiles, const GemmStep& gemm);
 

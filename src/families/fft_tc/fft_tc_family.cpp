@@ -20,21 +20,9 @@ struct Params : tensor_core::Params {
   int64_t size = 0, gauss = 0, transform_tiles = 0, batch_chunk = 0, split = 0;
 };
 
-// The tensor-core tile fields alone: their constraints and defines (tc_tiles.h) are stated over this table and
-// hold for ours, which names the same fields. FFT's SPLIT slices the reduction instead of SPLIT_K: each slice adds
-// into its own copy of M across the chunks, which a split-K reduction per chunk would not.
-const ParameterTable<tensor_core::Params>& tile_table() {
-  static const ParameterTable<tensor_core::Params> t(tensor_core::tile_fields());
-  return t;
-}
-
 const ParameterTable<Params>& table() {
-  static const ParameterTable<Params> t = [] {
-    std::vector<ParameterTable<Params>::Field> fields;
-    add_transform_fields<Params>(fields);
-    for (const auto& f : tile_table().fields()) fields.push_back({f.name, f.member, f.values, f.description});
-    return ParameterTable<Params>(std::move(fields));
-  }();
+  static const ParameterTable<Params> t =
+      grouped_table<Params>(add_transform_fields<Params>, appended_fields<Params>(tensor_core::tile_table()));
   return t;
 }
 
@@ -92,15 +80,12 @@ class FftTcFamily final : public KernelFamily {
     const ConvProblem pb = generic.conv();
     const ParameterTable<Params>& t = table();
     std::vector<Constraint> list = transform_constraints(t, pb);
-    for (Constraint& c : tensor_core::tile_constraints(tile_table(), tc_layout(pb.direction), pb.math))
-      list.push_back(std::move(c));
     // The GEMM's rows are output channels, twice them without Gauss's planes (forward and backward-filter: K/groups;
     // backward-data: C/groups). A constraint reads only the fields it names (searches check it as soon as those are
     // set), so this bound takes the larger count rather than reading GAUSS's.
-    const int64_t rows = 2 * (pb.direction == Direction::BackwardData ? pb.c_per_group() : pb.k_per_group());
-    list.push_back(t.constraint("M-tiles within the CUDA grid limit", {&Params::tile_m}, [rows](const Params& p, const X&) {
-      return ceil_div(rows, p.tile_m) <= tensor_core::kMaxGridAxis;
-    }));
+    const int64_t rows = 2 * transform_steps::gemm_rows(pb);
+    std::vector<Constraint> gemm = tensor_core::workspace_gemm_constraints(t, tc_layout(pb.direction), pb.math, rows);
+    list.insert(list.end(), gemm.begin(), gemm.end());
     // Single-float copies (rows not a multiple of 4) count 4 registers each (tc_tiles.h, fits_registers_with_copies).
     list.push_back(t.constraint(
         "estimated registers, single-float copies at 4 registers each, within the cap BLOCKS_PER_SM leaves",
@@ -157,7 +142,7 @@ class FftTcFamily final : public KernelFamily {
     auto& d = recipe.source.defines;
     table().add_defines(p, d);
     d.erase("FFT_SIZE");  // the kernels read FFT_T
-    tensor_core::add_defines(tile_table(), p, pb.math, d);  // the tiles again, and MATH_SPLIT
+    tensor_core::add_defines(tensor_core::tile_table(), p, pb.math, d);  // the tiles again, and MATH_SPLIT
     d["DFT_UNROLL"] = device.is_gpu ? "1" : "0";
     d["FFT_CHUNKS"] = std::to_string(ceil_div(pb.n, p.batch_chunk));  // one: backward-filter's GEMM writes M
     // 16-byte copies where the operand's rows allow them, else single floats.
@@ -169,9 +154,7 @@ class FftTcFamily final : public KernelFamily {
     recipe.workspace_bytes = l.total * sizeof(float);
     const LaunchGeometry geometry = tensor_core::main_geometry(l.gemm_m, l.gemm_n, gemm_layers(pb, l, p.split), p, tiles);
     recipe.steps = steps(pb, epilogue, l, p.batch_chunk, p.split, p.transform_tiles,
-                         [&](const ArgSource&, const ArgSource&) -> LaunchStep {
-                           return {"fft_gemm_tc", {ArgSource::workspace()}, geometry};
-                         });
+                         transform_steps::workspace_gemm_step("fft_gemm_tc", geometry));
     return recipe;
   }
 };

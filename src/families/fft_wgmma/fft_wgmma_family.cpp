@@ -203,9 +203,7 @@ class FftWgmmaFamily final : public KernelFamily {
     geometry.local = {static_cast<size_t>(p.threads()), 1, 1};
     geometry.dynamic_local_bytes = shared_bytes(p, split);
     recipe.steps = steps(pb, epilogue, l, p.batch_chunk, p.split, p.transform_tiles,
-                         [&](const ArgSource&, const ArgSource&) -> LaunchStep {
-                           return {"fft_gemm_wgmma", {ArgSource::workspace()}, geometry};
-                         });
+                         transform_steps::workspace_gemm_step("fft_gemm_wgmma", geometry));
     return recipe;
   }
 };

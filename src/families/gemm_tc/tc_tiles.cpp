@@ -56,6 +56,11 @@ std::vector<ParameterTable<Params>::Field> tile_fields(ElementType type) {
   };
 }
 
+const ParameterTable<Params>& tile_table() {
+  static const ParameterTable<Params> t(tile_fields());
+  return t;
+}
+
 ParameterTable<Params> make_table(std::vector<int64_t> split_candidates, std::string split_description,
                                   ElementType type) {
   std::vector<ParameterTable<Params>::Field> fields = tile_fields(type);

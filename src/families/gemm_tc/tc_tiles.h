@@ -44,6 +44,10 @@ ParameterTable<Params> make_table(std::vector<int64_t> split_candidates, std::st
 // (winograd_tc: a table of its own; tile_constraints over a table of these fields holds for it too, the constraints
 // naming their fields).
 std::vector<ParameterTable<Params>::Field> tile_fields(ElementType type = ElementType::F32);
+// The FP32 tile fields as a table of their own: the workspace GEMMs (fft_tc, winograd_tc) state their tile
+// constraints and defines over it. Their SPLIT slices the reduction instead of SPLIT_K: each slice adds into its own
+// copy of M across the chunks, which a split-K reduction per chunk would not.
+const ParameterTable<Params>& tile_table();
 
 // CONVTUNE_EMULATE_TENSOR_CORES=1: the tensor-core families run on every device that compiles kernels, with mma.sync,
 // ldmatrix and cp.async emulated in plain OpenCL C (TC_EMULATE=1; slow). For testing what sits above the kernels
@@ -79,6 +83,18 @@ bool fits_registers_with_copies(const Params& p, MathMode math, bool scalar_a, b
 // The tile constraints; the family adds its problem's (split-K, grid).
 std::vector<Constraint> tile_constraints(const ParameterTable<Params>& t, TileLayout layout, MathMode math,
                                          ElementType type = ElementType::F32);
+
+// A workspace GEMM's tile constraints (tile_table's) and its M-tiles within the grid limit, `rows` being the GEMM's
+// rows; P extends Params.
+template <typename P>
+std::vector<Constraint> workspace_gemm_constraints(const ParameterTable<P>& t, TileLayout layout, MathMode math,
+                                                   int64_t rows) {
+  std::vector<Constraint> list = tile_constraints(tile_table(), layout, math);
+  list.push_back(t.constraint("M-tiles within the CUDA grid limit", {&P::tile_m}, [rows](const P& p, const ConstraintContext&) {
+    return (rows + p.tile_m - 1) / p.tile_m <= kMaxGridAxis;
+  }));
+  return list;
+}
 
 // A starting configuration for an m x n GEMM with this reduction: 128x128 tiles of 2x4 warps (64x32 warp tiles)
 // where the GEMM fills them, smaller ones where it does not, TILE_K 32, three stages, padded rows, no split.

@@ -22,12 +22,7 @@ struct Params : gemm::TileParams {
 };
 
 const ParameterTable<Params>& table() {
-  static const ParameterTable<Params> t = [] {
-    std::vector<ParameterTable<Params>::Field> fields;
-    add_transform_fields<Params>(fields);
-    gemm::add_tile_fields<Params>(fields);
-    return ParameterTable<Params>(std::move(fields));
-  }();
+  static const ParameterTable<Params> t = grouped_table<Params>(add_transform_fields<Params>, gemm::add_tile_fields<Params>);
   return t;
 }
 
@@ -61,8 +56,7 @@ class WinogradFamily final : public FamilyBase {
     const ConvProblem pb = generic.conv();
     const ParameterTable<Params>& t = table();
     std::vector<Constraint> list = transform_constraints(t, pb);
-    // The GEMM's rows are output channels (forward/backward-filter: K/groups; backward-data: C/groups).
-    const int64_t rows = pb.direction == Direction::BackwardData ? pb.c_per_group() : pb.k_per_group();
+    const int64_t rows = transform_steps::gemm_rows(pb);
     // Vector loads where one of the GEMM's operands takes them: its layout depends on the tile side, the chunk and
     // the slices, so the check is a constraint of its own (the recipe narrows the other operand's loads to 1).
     for (Constraint& c : gemm::tile_constraints(t, rows, [](int64_t) { return true; })) list.push_back(std::move(c));
@@ -160,11 +154,8 @@ class WinogradFamily final : public FamilyBase {
     // Work-group axis 2 runs over (slices x) groups x transform positions.
     const int64_t layers = (pb.direction == Direction::BackwardFilter ? p.split : 1) * pb.groups * l.alpha * l.alpha;
     const LaunchGeometry gemm_geometry = gemm::launch_geometry(l.gemm_m, l.gemm_n, layers, p);
-    const ArgSource workspace = ArgSource::workspace();
     recipe.steps = steps(pb, epilogue, l, p.batch_chunk, p.split, p.transform_threads,
-                         [&](const ArgSource& first, const ArgSource& count) -> LaunchStep {
-                           return {"gemm", {workspace, workspace, workspace, first, count}, gemm_geometry};
-                         });
+                         transform_steps::gemm_kernel_step(gemm_geometry));
     return recipe;
   }
 

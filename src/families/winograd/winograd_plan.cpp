@@ -165,44 +165,15 @@ std::map<std::string, std::string> layout_defines(const ConvProblem& pb, const E
 
 std::vector<LaunchStep> steps(const ConvProblem& pb, const Epilogue& epilogue, const WorkLayout& l, int64_t batch_chunk,
                               int64_t split, int64_t transform_threads, const GemmStep& gemm) {
-  constexpr int x = 0, w = 1, y = 2;  // Problem::operand order
-  auto op = ArgSource::of_operand;
-  const ArgSource workspace = ArgSource::workspace();
-  auto flat = [transform_threads](int64_t items) {
-    LaunchGeometry g;
-    g.global[0] = static_cast<size_t>(ceil_div(items, transform_threads) * transform_threads);
-    g.local[0] = static_cast<size_t>(transform_threads);
-    return g;
-  };
-  const int64_t positions = l.alpha * l.alpha;
-  const int64_t cg = pb.c_per_group(), kg = pb.k_per_group();
-  std::vector<LaunchStep> list;
-  if (pb.direction != Direction::BackwardFilter) {
-    const bool forward = pb.direction == Direction::Forward;
-    const int64_t in = forward ? cg : kg, out = forward ? kg : cg;
-    const int in_operand = forward ? x : y, out_operand = forward ? y : x;
-    list.push_back({"winograd_filter_transform", {op(w), workspace}, flat(pb.groups * out * in)});
-    for (int64_t image0 = 0; image0 < pb.n; image0 += batch_chunk) {
-      const ArgSource first = ArgSource::fixed(static_cast<int32_t>(image0));
-      const ArgSource count = ArgSource::fixed(static_cast<int32_t>(std::min(batch_chunk, pb.n - image0)));
-      list.push_back({"winograd_input_transform", {op(in_operand), workspace, first, count}, flat(pb.groups * in * l.tiles)});
-      list.push_back(gemm(first, count));
-      std::vector<ArgSource> output_args = {workspace, op(out_operand), first, count};
-      if (epilogue.bias) output_args.push_back(op(kBiasOperand));
-      list.push_back({"winograd_output_transform", output_args, flat(pb.groups * out * l.tiles)});
-    }
-  } else {
-    list.push_back({"winograd_zero", {workspace}, flat(split * pb.groups * positions * kg * cg)});
-    for (int64_t image0 = 0; image0 < pb.n; image0 += batch_chunk) {
-      const ArgSource first = ArgSource::fixed(static_cast<int32_t>(image0));
-      const ArgSource count = ArgSource::fixed(static_cast<int32_t>(std::min(batch_chunk, pb.n - image0)));
-      list.push_back({"winograd_gradient_transform", {op(y), workspace, first, count}, flat(pb.groups * kg * l.tiles)});
-      list.push_back({"winograd_input_transform", {op(x), workspace, first, count}, flat(pb.groups * cg * l.tiles)});
-      list.push_back(gemm(first, count));
-    }
-    list.push_back({"winograd_filter_output_transform", {workspace, op(w)}, flat(pb.groups * kg * cg)});
-  }
-  return list;
+  transform_steps::Transforms t;
+  t.prefix = "winograd";
+  t.tiles = l.tiles;
+  // Every transform: a work-item per tile or channel pair, in work-groups of transform_threads.
+  t.tiles_per_group = transform_threads;
+  t.group_size = transform_threads;
+  // Backward-filter: the slices add into M, which starts at zero.
+  t.zero_items = split * pb.groups * l.alpha * l.alpha * pb.k_per_group() * pb.c_per_group();
+  return transform_steps::steps(pb, epilogue, batch_chunk, t, gemm);
 }
 
 }  // namespace convtune::winograd

@@ -15,6 +15,7 @@
 #include "convtune/extension/kernel_family.h"
 #include "src/families/batch_chunks.h"
 #include "src/families/parameter_table.h"
+#include "src/families/transform_steps.h"
 
 namespace convtune::winograd {
 
@@ -119,7 +120,7 @@ std::map<std::string, std::string> layout_defines(const ConvProblem& pb, const E
 
 // The launches of winograd.cl's transform kernels around the GEMM, chunk by chunk: `gemm(first, count)` is the
 // family's GEMM step for the chunk starting at image `first` with `count` images.
-using GemmStep = std::function<LaunchStep(const ArgSource& first, const ArgSource& count)>;
+using transform_steps::GemmStep;
 std::vector<LaunchStep> steps(const ConvProblem& pb, const Epilogue& epilogue, const WorkLayout& l, int64_t batch_chunk,
                               int64_t split, int64_t transform_threads, const GemmStep& gemm);
 

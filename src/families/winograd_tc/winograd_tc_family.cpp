@@ -21,21 +21,9 @@ struct Params : tensor_core::Params {
   int64_t m_tile = 0, batch_chunk = 0, split = 0, transform_threads = 0;
 };
 
-// The tensor-core tile fields alone: their constraints and defines (tc_tiles.h) are stated over this table and
-// hold for ours, which names the same fields. Winograd's SPLIT slices the reduction instead of SPLIT_K: each slice
-// adds into its own copy of M across the chunks, which a split-K reduction per chunk would not.
-const ParameterTable<tensor_core::Params>& tile_table() {
-  static const ParameterTable<tensor_core::Params> t(tensor_core::tile_fields());
-  return t;
-}
-
 const ParameterTable<Params>& table() {
-  static const ParameterTable<Params> t = [] {
-    std::vector<ParameterTable<Params>::Field> fields;
-    add_transform_fields<Params>(fields);
-    for (const auto& f : tile_table().fields()) fields.push_back({f.name, f.member, f.values, f.description});
-    return ParameterTable<Params>(std::move(fields));
-  }();
+  static const ParameterTable<Params> t =
+      grouped_table<Params>(add_transform_fields<Params>, appended_fields<Params>(tensor_core::tile_table()));
   return t;
 }
 
@@ -83,13 +71,9 @@ class WinogradTcFamily final : public FamilyBase {
     const ConvProblem pb = generic.conv();
     const ParameterTable<Params>& t = table();
     std::vector<Constraint> list = transform_constraints(t, pb);
-    for (Constraint& c : tensor_core::tile_constraints(tile_table(), tc_layout(pb.direction), pb.math))
-      list.push_back(std::move(c));
-    // The GEMM's rows are output channels (forward/backward-filter: K/groups; backward-data: C/groups).
-    const int64_t rows = pb.direction == Direction::BackwardData ? pb.c_per_group() : pb.k_per_group();
-    list.push_back(t.constraint("M-tiles within the CUDA grid limit", {&Params::tile_m}, [rows](const Params& p, const X&) {
-      return ceil_div(rows, p.tile_m) <= tensor_core::kMaxGridAxis;
-    }));
+    const int64_t rows = transform_steps::gemm_rows(pb);
+    std::vector<Constraint> gemm = tensor_core::workspace_gemm_constraints(t, tc_layout(pb.direction), pb.math, rows);
+    list.insert(list.end(), gemm.begin(), gemm.end());
     list.push_back(t.constraint("slices x groups x transform positions within the grid limit",
                                 {&Params::m_tile, &Params::split}, [pb](const Params& p, const X&) {
                                   return gemm_layers(pb, p.m_tile, p.split) <= tensor_core::kMaxGridAxis;
@@ -145,7 +129,7 @@ class WinogradTcFamily final : public FamilyBase {
     recipe.source.defines = layout_defines(pb, epilogue, l, p.m_tile);
     auto& d = recipe.source.defines;
     table().add_defines(p, d);
-    tensor_core::add_defines(tile_table(), p, pb.math, d);  // the tiles again, and MATH_SPLIT
+    tensor_core::add_defines(tensor_core::tile_table(), p, pb.math, d);  // the tiles again, and MATH_SPLIT
     // 16-byte copies where the operand's rows allow them, else single floats (the copies take 4 or 1).
     d["A_VECTOR"] = a_vectorizes(l, 4) ? "4" : "1";
     d["B_VECTOR"] = b_vectorizes(pb, l, 4) ? "4" : "1";
@@ -156,9 +140,7 @@ class WinogradTcFamily final : public FamilyBase {
     const LaunchGeometry geometry =
         tensor_core::main_geometry(l.gemm_m, l.gemm_n, gemm_layers(pb, p.m_tile, p.split), p, tiles);
     recipe.steps = steps(pb, epilogue, l, p.batch_chunk, p.split, p.transform_threads,
-                         [&](const ArgSource&, const ArgSource&) -> LaunchStep {
-                           return {"winograd_gemm_tc", {ArgSource::workspace()}, geometry};
-                         });
+                         transform_steps::workspace_gemm_step("winograd_gemm_tc", geometry));
     return recipe;
   }
 };
