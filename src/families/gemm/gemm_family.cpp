@@ -76,13 +76,8 @@ class GemmFamily final : public KernelFamily {
                                 [g](const Params& p, const X&) {
                                   return (p.split_k - 1) * slice_k(g, p.split_k, p.tile_k) < g.k;
                                 }));
-    list.push_back(t.constraint("batch x split-K slices within the grid limit", {&Params::split_k},
-                                [g](const Params& p, const X&) { return g.batch * p.split_k <= gemm::kMaxGridAxis; }));
-    list.push_back(t.constraint("split-K partials within the workspace limit", {&Params::split_k},
-                                [g](const Params& p, const X& x) {
-                                  return gemm::split_k_workspace_bytes(g, p.split_k) <= workspace_limit(x.device) &&
-                                         static_cast<double>(g.batch * p.split_k) * g.m * g.n <= kMaxTensorElements;
-                                }));
+    const std::vector<Constraint> split_k = gemm::split_k_bounds(t, g);
+    list.insert(list.end(), split_k.begin(), split_k.end());
     return list;
   }
 

@@ -6,6 +6,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "convtune/backend.h"
+#include "convtune/conv_problem.h"
 #include "convtune/extension/kernel_family.h"
 #include "src/families/parameter_table.h"
 
@@ -41,6 +43,22 @@ inline size_t local_bytes(const TileParams& p) {
 // Bytes of the partial products a split-K launch sums (none without a split): gemm and gemm_tc share it.
 inline uint64_t split_k_workspace_bytes(const GemmProblem& g, int64_t split) {
   return split > 1 ? static_cast<uint64_t>(g.batch * split) * static_cast<uint64_t>(g.m * g.n) * sizeof(float) : 0;
+}
+
+// The split-K bounds of every GEMM family (gemm, gemm_tc, gemm_wgmma; P has split_k): batch x slices within the
+// grid's axis 2, the partials within the workspace limit and a tensor's element bound.
+template <typename P>
+std::vector<Constraint> split_k_bounds(const ParameterTable<P>& t, const GemmProblem& g) {
+  using X = ConstraintContext;
+  return {
+      t.constraint("batch x split-K slices within the grid limit", {&P::split_k},
+                   [g](const P& p, const X&) { return g.batch * p.split_k <= kMaxGridAxis; }),
+      t.constraint("split-K partials within the workspace limit", {&P::split_k},
+                   [g](const P& p, const X& x) {
+                     return split_k_workspace_bytes(g, p.split_k) <= workspace_limit(x.device) &&
+                            static_cast<double>(g.batch * p.split_k) * g.m * g.n <= kMaxTensorElements;
+                   }),
+  };
 }
 
 inline bool a_vectorizes(const GemmProblem& g, int64_t width) {

@@ -70,13 +70,8 @@ class GemmWgmmaFamily final : public KernelFamily {
                                 [g, tile_k](const Params& p, const X&) {
                                   return (p.split_k - 1) * gemm::slice_length(g.k, p.split_k, tile_k) < g.k;
                                 }));
-    list.push_back(t.constraint("batch x split-K slices within the grid limit", {&Params::split_k},
-                                [g](const Params& p, const X&) { return g.batch * p.split_k <= wgmma::kMaxGridAxis; }));
-    list.push_back(t.constraint("split-K partials within the workspace limit", {&Params::split_k},
-                                [g](const Params& p, const X& x) {
-                                  return gemm::split_k_workspace_bytes(g, p.split_k) <= workspace_limit(x.device) &&
-                                         static_cast<double>(g.batch * p.split_k) * g.m * g.n <= kMaxTensorElements;
-                                }));
+    const std::vector<Constraint> split_k = gemm::split_k_bounds(t, g);
+    list.insert(list.end(), split_k.begin(), split_k.end());
     return list;
   }
 
