@@ -10,6 +10,7 @@
 
 #include "convtune/error.h"
 #include "src/core/checked_math.h"
+#include "src/core/key_values.h"
 
 namespace convtune {
 
@@ -203,18 +204,7 @@ ConvProblem parse_problem(std::string_view text) {
   ConvProblem p;
   bool has_h = false, has_w = false, has_s = false;
   if (text.empty()) throw InvalidArgument("empty layer description: expected N=..,C=..,H=..,K=..,R=..");
-  size_t pos = 0;
-  while (pos <= text.size()) {
-    const size_t comma = text.find(',', pos);
-    const std::string_view item = text.substr(pos, comma == std::string_view::npos ? text.npos : comma - pos);
-    pos = comma == std::string_view::npos ? text.size() + 1 : comma + 1;
-    if (item.empty()) continue;
-    const size_t eq = item.find('=');
-    if (eq == std::string_view::npos) {
-      throw InvalidArgument(fmt::format("layer field '{}' has no '=': expected KEY=VALUE", item));
-    }
-    const std::string_view key = item.substr(0, eq);
-    const std::string_view value = item.substr(eq + 1);
+  for_each_field(text, "layer", [&](std::string_view key, std::string_view value) {
     if (key == "N" || key == "n") p.n = parse_int(key, value);
     else if (key == "C" || key == "c") p.c = parse_int(key, value);
     else if (key == "H" || key == "h") { p.h = parse_int(key, value); has_h = true; }
@@ -246,7 +236,7 @@ ConvProblem parse_problem(std::string_view text) {
           "layout",
           key));
     }
-  }
+  });
   if (!has_h) throw InvalidArgument("layer description has no H: expected H=<input height>");
   if (!has_w) p.w = p.h;
   if (!has_s) p.s = p.r;

@@ -8,6 +8,7 @@
 
 #include "convtune/conv_problem.h"
 #include "convtune/error.h"
+#include "src/core/key_values.h"
 
 namespace convtune {
 
@@ -117,16 +118,7 @@ GemmProblem parse_gemm(std::string_view text) {
     if (v != 0 && v != 1) throw InvalidArgument(fmt::format("GEMM field {}={} is invalid: expected 0 or 1", key, v));
     return v == 1;
   };
-  size_t pos = 0;
-  while (pos <= text.size()) {
-    const size_t comma = text.find(',', pos);
-    const std::string_view item = text.substr(pos, comma == std::string_view::npos ? text.npos : comma - pos);
-    pos = comma == std::string_view::npos ? text.size() + 1 : comma + 1;
-    if (item.empty()) continue;
-    const size_t eq = item.find('=');
-    if (eq == std::string_view::npos)
-      throw InvalidArgument(fmt::format("GEMM field '{}' has no '=': expected KEY=VALUE", item));
-    const std::string_view key = item.substr(0, eq), value = item.substr(eq + 1);
+  for_each_field(text, "GEMM", [&](std::string_view key, std::string_view value) {
     if (key == "M" || key == "m") g.m = parse_int(key, value), has_m = true;
     else if (key == "N" || key == "n") g.n = parse_int(key, value), has_n = true;
     else if (key == "K" || key == "k") g.k = parse_int(key, value), has_k = true;
@@ -146,7 +138,7 @@ GemmProblem parse_gemm(std::string_view text) {
       throw InvalidArgument(fmt::format("unknown GEMM field '{}': expected M, N, K, trans_a, trans_b, batch, lda, ldb, "
                                         "ldc, stride_a, stride_b, stride_c, accumulate, type, math",
                                         key));
-  }
+  });
   if (!has_m || !has_n || !has_k) throw InvalidArgument(fmt::format("GEMM '{}' lacks M, N or K", text));
   g.validate();
   return g;
