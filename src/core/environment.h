@@ -1,8 +1,14 @@
 // The CONVTUNE_* environment variables convtune reads, checked together before any work.
 #pragma once
 
+#include <fmt/format.h>
+
+#include <cstdlib>
+#include <optional>
 #include <string>
 #include <vector>
+
+#include "convtune/error.h"
 
 namespace convtune {
 
@@ -18,5 +24,18 @@ const std::vector<EnvironmentVariable>& environment_variables();
 // does not parse, a folder convtune reads that does not exist, a path that names the wrong kind of file. A variable
 // set to the empty string counts as unset, as everywhere it is read.
 void check_environment();
+
+// Variable `name` read through `parse` (nullopt when unset or empty); parse's InvalidArgument comes back prefixed
+// with the variable's name.
+template <typename T, typename Parse>
+std::optional<T> parsed_variable(const char* name, Parse parse) {
+  const char* text = std::getenv(name);
+  if (text == nullptr || *text == '\0') return std::nullopt;
+  try {
+    return parse(text);
+  } catch (const InvalidArgument& e) {
+    throw InvalidArgument(fmt::format("{}: {}", name, e.what()));
+  }
+}
 
 }  // namespace convtune

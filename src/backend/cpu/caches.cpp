@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "convtune/error.h"
+#include "src/core/environment.h"
 
 namespace convtune::cpu {
 
@@ -50,15 +51,7 @@ int64_t cache_bytes(int level, int fallback) {
 }
 
 std::optional<CacheSizes> from_environment() {
-  static const std::optional<CacheSizes> value = []() -> std::optional<CacheSizes> {
-    const char* text = std::getenv("CONVTUNE_CPU_CACHES");
-    if (text == nullptr || *text == '\0') return std::nullopt;
-    try {
-      return parse_cache_sizes(text);
-    } catch (const InvalidArgument& e) {
-      throw InvalidArgument(fmt::format("CONVTUNE_CPU_CACHES: {}", e.what()));
-    }
-  }();
+  static const std::optional<CacheSizes> value = parsed_variable<CacheSizes>("CONVTUNE_CPU_CACHES", parse_cache_sizes);
   return value;
 }
 

@@ -11,6 +11,7 @@
 #include <mutex>
 
 #include "convtune/error.h"
+#include "src/core/environment.h"
 
 namespace convtune::cpu {
 
@@ -32,15 +33,7 @@ bool cpu_has(Isa isa) {
 }
 
 std::optional<Isa> from_environment() {
-  static const std::optional<Isa> value = []() -> std::optional<Isa> {
-    const char* text = std::getenv("CONVTUNE_CPU_ISA");
-    if (text == nullptr || *text == '\0') return std::nullopt;
-    try {
-      return parse_isa(text);
-    } catch (const InvalidArgument& e) {
-      throw InvalidArgument(fmt::format("CONVTUNE_CPU_ISA: {}", e.what()));
-    }
-  }();
+  static const std::optional<Isa> value = parsed_variable<Isa>("CONVTUNE_CPU_ISA", parse_isa);
   return value;
 }
 
