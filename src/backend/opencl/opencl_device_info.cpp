@@ -40,26 +40,31 @@ bool has_extension(const std::string& extensions, std::string_view name) {
   return false;
 }
 
-}  // namespace
-
-std::string platform_text(cl_platform_id platform, cl_platform_info what) {
+// A text property through the two calls clGet*Info takes: its size, then its bytes. `get(size, out, size_out)`
+// calls `call` for the property `what` of a `kind` (platform, device).
+template <typename Get>
+std::string text_property(const Get& get, std::string_view call, std::string_view kind, cl_uint what) {
   size_t size = 0;
-  check_cl(cl().clGetPlatformInfo(platform, what, 0, nullptr, &size), "clGetPlatformInfo",
-           fmt::format("reading platform property {:#x}", what));
+  check_cl(get(0, nullptr, &size), call, fmt::format("reading {} property {:#x}", kind, what));
   std::vector<char> bytes(size);
-  check_cl(cl().clGetPlatformInfo(platform, what, size, bytes.data(), nullptr), "clGetPlatformInfo",
-           fmt::format("reading platform property {:#x}", what));
+  check_cl(get(size, bytes.data(), nullptr), call, fmt::format("reading {} property {:#x}", kind, what));
   return trimmed(std::move(bytes));
 }
 
+}  // namespace
+
+std::string platform_text(cl_platform_id platform, cl_platform_info what) {
+  const auto get = [&](size_t size, void* out, size_t* size_out) {
+    return cl().clGetPlatformInfo(platform, what, size, out, size_out);
+  };
+  return text_property(get, "clGetPlatformInfo", "platform", what);
+}
+
 std::string device_text(cl_device_id device, cl_device_info what) {
-  size_t size = 0;
-  check_cl(cl().clGetDeviceInfo(device, what, 0, nullptr, &size), "clGetDeviceInfo",
-           fmt::format("reading device property {:#x}", what));
-  std::vector<char> bytes(size);
-  check_cl(cl().clGetDeviceInfo(device, what, size, bytes.data(), nullptr), "clGetDeviceInfo",
-           fmt::format("reading device property {:#x}", what));
-  return trimmed(std::move(bytes));
+  const auto get = [&](size_t size, void* out, size_t* size_out) {
+    return cl().clGetDeviceInfo(device, what, size, out, size_out);
+  };
+  return text_property(get, "clGetDeviceInfo", "device", what);
 }
 
 uint64_t device_u64(cl_device_id device, cl_device_info what) {
