@@ -7,6 +7,8 @@
 #include <cctype>
 #include <cstdint>
 #include <ctime>
+#include <utility>
+#include <vector>
 #include <nlohmann/json.hpp>
 
 #include "convtune/error.h"
@@ -86,21 +88,29 @@ std::string stale_reason(const TuningEntry& entry, const DeviceInfo& device, int
   return {};
 }
 
+namespace {
+
+// The "shape" object's fields, in the order the files hold them.
+std::vector<std::pair<const char*, int64_t>> shape_fields(const Problem& problem) {
+  if (problem.is_conv()) {
+    const ConvProblem& p = problem.conv();
+    return {{"N", p.n}, {"C", p.c}, {"H", p.h}, {"W", p.w}, {"K", p.k}, {"R", p.r}, {"S", p.s},
+            {"stride_h", p.stride.h}, {"stride_w", p.stride.w}, {"pad_h", p.pad.h}, {"pad_w", p.pad.w},
+            {"dilation_h", p.dilation.h}, {"dilation_w", p.dilation.w}, {"groups", p.groups}};
+  }
+  const GemmProblem& g = problem.gemm();
+  return {{"M", g.m}, {"N", g.n}, {"K", g.k}, {"batch", g.batch}};
+}
+
+}  // namespace
+
 nlohmann::ordered_json to_json(const TuningEntry& e) {
   nlohmann::ordered_json parameters = nlohmann::ordered_json::object();
   for (const auto& [name, value] : e.parameters) parameters[name] = value;
   // The shape fields duplicate the problem text so the file can be read and filtered without parsing it;
   // loading checks that both agree.
-  nlohmann::ordered_json shape;
-  if (e.problem.is_conv()) {
-    const ConvProblem& p = e.problem.conv();
-    shape = {{"N", p.n}, {"C", p.c}, {"H", p.h}, {"W", p.w}, {"K", p.k}, {"R", p.r}, {"S", p.s},
-             {"stride_h", p.stride.h}, {"stride_w", p.stride.w}, {"pad_h", p.pad.h}, {"pad_w", p.pad.w},
-             {"dilation_h", p.dilation.h}, {"dilation_w", p.dilation.w}, {"groups", p.groups}};
-  } else {
-    const GemmProblem& g = e.problem.gemm();
-    shape = {{"M", g.m}, {"N", g.n}, {"K", g.k}, {"batch", g.batch}};
-  }
+  nlohmann::ordered_json shape = nlohmann::ordered_json::object();
+  for (const auto& [name, value] : shape_fields(e.problem)) shape[name] = value;
   nlohmann::ordered_json device = {{"fingerprint", e.device.fingerprint},
                                    {"backend", e.device.backend},
                                    {"name", e.device.name},
@@ -232,17 +242,7 @@ TuningEntry tuning_entry_from_json(const nlohmann::json& json, const std::string
   }
   if (json.contains("shape")) {
     const nlohmann::json& shape = read.object("shape");
-    std::vector<std::pair<const char*, int64_t>> fields;
-    if (e.problem.is_conv()) {
-      const ConvProblem& p = e.problem.conv();
-      fields = {{"N", p.n}, {"C", p.c}, {"H", p.h}, {"W", p.w}, {"K", p.k}, {"R", p.r}, {"S", p.s},
-                {"stride_h", p.stride.h}, {"stride_w", p.stride.w}, {"pad_h", p.pad.h}, {"pad_w", p.pad.w},
-                {"dilation_h", p.dilation.h}, {"dilation_w", p.dilation.w}, {"groups", p.groups}};
-    } else {
-      const GemmProblem& g = e.problem.gemm();
-      fields = {{"M", g.m}, {"N", g.n}, {"K", g.k}, {"batch", g.batch}};
-    }
-    for (const auto& [name, expected] : fields) {
+    for (const auto& [name, expected] : shape_fields(e.problem)) {
       const std::string field = std::string("shape.") + name;
       // Every field or none (the shape is optional): a shape missing some says less than it seems to.
       const auto it = shape.find(name);
