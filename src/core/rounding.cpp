@@ -23,8 +23,6 @@ float float_of(uint32_t u) {
   return x;
 }
 
-bool is_nan_bits(uint32_t u) { return (u & 0x7FFFFFFFu) > 0x7F800000u; }
-
 // u with its low `dropped` bits rounded away to nearest, ties to the even neighbour (the bits are then zero); a carry
 // runs into the exponent, and from the largest finite value to infinity, as IEEE's rounding does.
 uint32_t round_low_bits(uint32_t u, int dropped) {

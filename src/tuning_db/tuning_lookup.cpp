@@ -153,6 +153,9 @@ std::string LookupResult::explain() const {
                                       : std::string(),
                          short_text(*entry));
       break;
+    case LookupTier::Given:  // a configuration the caller named: plans say so themselves, no lookup ran
+      text = "the caller's configuration";
+      break;
     case LookupTier::BuiltInDefault:
       text = fmt::format("no usable tuning entry for this device, architecture or vendor within shape distance {:g}: "
                          "built-in default", max_distance);
