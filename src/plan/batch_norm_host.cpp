@@ -228,8 +228,11 @@ std::map<std::string, cpu::HostKernel> bn_kernels(const BnBlock& b) {
     const float* beta = bn_buffer<const float>(a.at(2), "beta");
     float* stats = bn_buffer<float>(a.at(3), "stats");
     float* workspace = bn_buffer<float>(a.at(4), "workspace");
-    const BnSizes s{bn_int(a.at(5)), bn_int(a.at(6)), bn_int(a.at(7)), bn_int(a.at(8))};
-    const float eps = std::get<float>(a.at(9));
+    const BnSizes s{bn_int(a.at(7)), bn_int(a.at(8)), bn_int(a.at(9)), bn_int(a.at(10))};
+    const float eps = std::get<float>(a.at(11)), factor = std::get<float>(a.at(12));
+    // The running statistics' buffers are read only when updated (else they are the stats buffer).
+    float* running_mean = bn_int(a.at(13)) ? bn_buffer<float>(a.at(5), "running_mean") : nullptr;
+    float* running_var = running_mean ? bn_buffer<float>(a.at(6), "running_var") : nullptr;
     const int64_t c = s.c;
     float* coeffs = workspace + s.chunks * 2 * c;
     for (int64_t k = 0; k < c; ++k) {
@@ -242,18 +245,11 @@ std::map<std::string, cpu::HostKernel> bn_kernels(const BnBlock& b) {
       stats[c + k] = static_cast<float>(var);
       coeffs[k] = static_cast<float>(scale);
       coeffs[c + k] = static_cast<float>(beta[k] - mean * scale);
-    }
-  };
-  kernels["bn_update_running"] = [](const std::vector<KernelArg>& a) {
-    const float* stats = bn_buffer<const float>(a.at(0), "stats");
-    float* mean = bn_buffer<float>(a.at(1), "running_mean");
-    float* var = bn_buffer<float>(a.at(2), "running_var");
-    const int64_t c = bn_int(a.at(3)), count = bn_int(a.at(4));
-    const float factor = std::get<float>(a.at(5));
-    for (int64_t k = 0; k < c; ++k) {
-      const float unbiased = stats[c + k] * (static_cast<float>(count) / static_cast<float>(count - 1));
-      mean[k] = (1.0f - factor) * mean[k] + factor * stats[k];
-      var[k] = (1.0f - factor) * var[k] + factor * unbiased;
+      if (running_mean) {
+        const float unbiased = stats[c + k] * (static_cast<float>(s.rows()) / static_cast<float>(s.rows() - 1));
+        running_mean[k] = (1.0f - factor) * running_mean[k] + factor * stats[k];
+        running_var[k] = (1.0f - factor) * running_var[k] + factor * unbiased;
+      }
     }
   };
   kernels["bn_forward_apply"] = [b](const std::vector<KernelArg>& a) {

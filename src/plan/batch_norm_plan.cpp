@@ -20,6 +20,7 @@ namespace {
 constexpr const char* kBatchNormProgram = "common/batch_norm.cl";
 constexpr size_t kLocal = 256;  // BN_LOCAL
 constexpr int64_t kMaxChunks = 512;
+constexpr size_t kFinalChannels = 16;  // BN_FK
 
 // Elements per access: 16 bytes where the contiguous axis (NHWC's channels, NCHW's pixels) is a multiple, else 1.
 int64_t vector_width(const BatchNormProblem& p) {
@@ -81,7 +82,7 @@ struct BatchNormPlan::Impl {
   int32_t chunks = 1;
   std::shared_ptr<Program> program;
   std::mutex lock;  // the kernels' arguments are set and launched under it
-  std::unique_ptr<Kernel> forward_partial, forward_finalize, update_running, forward_apply;
+  std::unique_ptr<Kernel> forward_partial, forward_finalize, forward_apply;
   std::unique_ptr<Kernel> backward_partial, backward_finalize, backward_apply;
 
   int32_t rows() const { return static_cast<int32_t>(problem.n * problem.h * problem.w); }
@@ -107,9 +108,9 @@ struct BatchNormPlan::Impl {
     g.local = {kLocal, 1, 1};
     return g;
   }
-  LaunchGeometry channel_geometry() const {  // one work-item per channel
+  LaunchGeometry finalize_geometry() const {  // a work-group per kFinalChannels channels (BN_FK)
     LaunchGeometry g;
-    g.global = {(static_cast<size_t>(problem.c) + kLocal - 1) / kLocal * kLocal, 1, 1};
+    g.global = {(static_cast<size_t>(problem.c) + kFinalChannels - 1) / kFinalChannels * kLocal, 1, 1};
     g.local = {kLocal, 1, 1};
     return g;
   }
@@ -148,7 +149,7 @@ BatchNormPlan::BatchNormPlan(Device& device, const BatchNormProblem& problem) : 
   const bool host = info.backend == BackendKind::Cpu;
   if (host) register_batch_norm_host_program();
   // Enough work-groups for the device (eight per compute unit), each work-item visiting at least four vectors or rows,
-  // and few enough chunks that one work-item per channel sums them quickly.
+  // and at most kMaxChunks for the finalize steps to sum.
   const int64_t wanted = std::max<int64_t>(1, 8 * std::max(info.compute_units, 1) / m.channel_groups());
   const int64_t visits = problem.layout == Layout::NHWC
                              ? m.rows() / (4 * (static_cast<int64_t>(kLocal) / channel_threads(problem)))
@@ -157,7 +158,6 @@ BatchNormPlan::BatchNormPlan(Device& device, const BatchNormProblem& problem) : 
   m.program = device.build(program_source(problem, host));
   m.forward_partial = m.program->kernel("bn_forward_partial");
   m.forward_finalize = m.program->kernel("bn_forward_finalize");
-  m.update_running = m.program->kernel("bn_update_running");
   m.forward_apply = m.program->kernel("bn_forward_apply");
   m.backward_partial = m.program->kernel("bn_backward_partial");
   m.backward_finalize = m.program->kernel("bn_backward_finalize");
@@ -197,13 +197,14 @@ void BatchNormPlan::forward(Queue& queue, const BatchNormForward& f, const Buffe
   std::lock_guard<std::mutex> held(m.lock);
   set_args(*m.forward_partial, {f.y, &workspace, n, c, hw, m.chunks});
   queue.launch(*m.forward_partial, m.partial_geometry());
-  set_args(*m.forward_finalize, {f.y, f.gamma, f.beta, f.stats, &workspace, n, c, hw, m.chunks, f.eps});
-  queue.launch(*m.forward_finalize, m.channel_geometry());
-  if (running) {
-    set_args(*m.update_running, {f.stats, f.running_mean, f.running_var, c, static_cast<int64_t>(m.rows()),
-                                 f.momentum});
-    queue.launch(*m.update_running, m.channel_geometry());
-  }
+  // Without running statistics their arguments are the stats buffer, never written through them (update 0).
+  const Buffer* running_mean = running ? f.running_mean : f.stats;
+  const Buffer* running_var = running ? f.running_var : f.stats;
+  const float factor = running ? f.momentum : 0.0f;
+  const int32_t update = running ? 1 : 0;
+  set_args(*m.forward_finalize, {f.y, f.gamma, f.beta, f.stats, &workspace, running_mean, running_var, n, c, hw,
+                                 m.chunks, f.eps, factor, update});
+  queue.launch(*m.forward_finalize, m.finalize_geometry());
   std::vector<KernelArg> args{f.y, &workspace};
   if (m.problem.residual) args.emplace_back(f.residual);
   args.insert(args.end(), {f.a, static_cast<int64_t>(m.problem.elements()), c, hw, m.chunks});
@@ -230,7 +231,7 @@ void BatchNormPlan::backward(Queue& queue, const BatchNormBackward& b, const Buf
   set_args(*m.backward_partial, {b.da, b.a, b.y, b.stats, &workspace, n, c, hw, m.chunks});
   queue.launch(*m.backward_partial, m.partial_geometry());
   set_args(*m.backward_finalize, {b.stats, b.gamma, b.dgamma, b.dbeta, &workspace, n, c, hw, m.chunks, b.eps});
-  queue.launch(*m.backward_finalize, m.channel_geometry());
+  queue.launch(*m.backward_finalize, m.finalize_geometry());
   std::vector<KernelArg> args{b.da, b.a, b.y, b.stats, &workspace, b.dy};
   if (m.problem.residual) args.emplace_back(b.dresidual);
   args.insert(args.end(), {static_cast<int64_t>(m.problem.elements()), c, hw, m.chunks});

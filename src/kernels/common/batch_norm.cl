@@ -1,6 +1,6 @@
 // Batch normalisation in training with its ReLU and residual add (src/plan/batch_norm_plan.cpp): per-channel
-// statistics in two steps (partial sums by chunks of rows, then one work-item per channel), then one elementwise pass;
-// the backward pass the same way. Every tensor access moves VEC consecutive elements (16 bytes where the contiguous
+// statistics in two steps (partial sums by chunks of rows, then a column of work-items per channel), then one
+// elementwise pass; the backward pass the same way. Every tensor access moves VEC consecutive elements (16 bytes where the contiguous
 // axis allows: NHWC's channels, NCHW's pixels; else VEC = 1). Defines: ELEM (0 FP32, 1 BF16, 2 FP16), VEC,
 // LAYOUT_NHWC with BN_CT (work-items across a row's channel vectors; the rest of the BN_LOCAL go down the rows),
 // HAS_RESIDUAL, HAS_RELU, HAS_RELU_MAX with RELU_MAX (a float literal). Sizes are arguments: one program serves every
@@ -156,29 +156,59 @@ KERNEL void bn_forward_partial(GLOBAL const ct_elem* RESTRICT y, GLOBAL float* R
   bn_store_partial(red, sum, squares, workspace, &w, c);
 }
 
-// Channel k's two partial sums over every chunk, in order (the finalize steps; one work-item per channel).
-DEVICE_FN void bn_chunk_sums(GLOBAL const float* partial, int chunks, int c, int k, float* first, float* second) {
+// The finalize steps' work-groups: BN_FK channels, each summed over the chunks by a column of BN_FG work-items
+// (channel fastest, so a chunk's BN_FK sums are one contiguous read). One work-item a channel summing 512 chunks
+// took 25-30 us a launch on an H100.
+#define BN_FK 16
+#define BN_FG (BN_LOCAL / BN_FK)
+
+// The channel this work-item's column sums in the finalize steps.
+DEVICE_FN int bn_final_channel(void) { return (int)GROUP_ID(0) * BN_FK + (int)(LOCAL_ID(0) % BN_FK); }
+
+// Channel k's two partial sums over every chunk: work-item j of the column adds chunks j, j + BN_FG, ..., then a
+// tree over the column in local memory (a fixed order: the same sums every run). Every work-item of the group calls
+// it (barriers); every one gets its column's totals.
+DEVICE_FN void bn_chunk_sums(LOCAL float* red, GLOBAL const float* partial, int chunks, int c, int k, float* first,
+                             float* second) {
+  const int lid = LOCAL_ID(0), j = lid / BN_FK;
   float s1 = 0.0f, s2 = 0.0f;
-  for (int g = 0; g < chunks; ++g) {
-    s1 += partial[(g * 2L) * c + k];
-    s2 += partial[(g * 2L + 1) * c + k];
+  if (k < c) {
+    for (int g = j; g < chunks; g += BN_FG) {
+      s1 += partial[(g * 2L) * c + k];
+      s2 += partial[(g * 2L + 1) * c + k];
+    }
   }
-  *first = s1;
-  *second = s2;
+  red[lid] = s1;
+  red[BN_LOCAL + lid] = s2;
+  BARRIER();
+  for (int rows = BN_FG / 2; rows > 0; rows /= 2) {
+    if (j < rows) {
+      red[lid] += red[lid + rows * BN_FK];
+      red[BN_LOCAL + lid] += red[BN_LOCAL + lid + rows * BN_FK];
+    }
+    BARRIER();
+  }
+  *first = red[lid % BN_FK];
+  *second = red[BN_LOCAL + lid % BN_FK];
 }
 
-// Forward, step 2 (one work-item per channel): the chunks' sums in order into the mean and biased variance (stats)
-// and the scale and shift the apply step uses (gamma / sqrt(var + eps), beta - mean * scale).
+// Forward, step 2 (a column of work-items per channel): the chunks' sums into the mean and biased variance (stats)
+// and the scale and shift the apply step uses (gamma / sqrt(var + eps), beta - mean * scale); with `update`,
+// running_mean and running_var (unbiased) moved `factor` of the way to the batch's, as BatchNorm2d's momentum does
+// (in this launch: a launch of its own cost each block a few microseconds of the host's time).
 KERNEL void bn_forward_finalize(GLOBAL const ct_elem* RESTRICT y, GLOBAL const float* RESTRICT gamma,
                                 GLOBAL const float* RESTRICT beta, GLOBAL float* RESTRICT stats,
-                                GLOBAL float* RESTRICT workspace, const int n, const int c, const int hw,
-                                const int chunks, const float eps) {
-  const int k = (int)GLOBAL_ID(0);
-  if (k >= c) return;
-  GLOBAL float* coeffs = workspace + BN_COEFFS(chunks, c);
+                                GLOBAL float* RESTRICT workspace, GLOBAL float* RESTRICT running_mean,
+                                GLOBAL float* RESTRICT running_var, const int n, const int c, const int hw,
+                                const int chunks, const float eps, const float factor, const int update) {
+  LOCAL_ARRAY float red[2 * BN_LOCAL];
+  const int k = bn_final_channel();
   float sum, squares;
-  bn_chunk_sums(workspace, chunks, c, k, &sum, &squares);
-  const float count = (float)((long)n * hw);
+  bn_chunk_sums(red, workspace, chunks, c, k, &sum, &squares);
+  if (LOCAL_ID(0) >= BN_FK || k >= c) return;
+  GLOBAL float* coeffs = workspace + BN_COEFFS(chunks, c);
+  const long rows = (long)n * hw;
+  const float count = (float)rows;
   const float shifted_mean = sum / count;
   const float spread = squares / count - shifted_mean * shifted_mean;
   const float var = spread > 0.0f ? spread : 0.0f;
@@ -192,17 +222,11 @@ KERNEL void bn_forward_finalize(GLOBAL const ct_elem* RESTRICT y, GLOBAL const f
   stats[c + k] = var;
   coeffs[k] = scale;
   coeffs[c + k] = FMA(-mean, scale, beta[k]);
-}
-
-// After step 2, where asked (one work-item per channel): running_mean and running_var (unbiased) moved `factor` of
-// the way to the batch's, as BatchNorm2d's momentum does.
-KERNEL void bn_update_running(GLOBAL const float* RESTRICT stats, GLOBAL float* RESTRICT running_mean,
-                              GLOBAL float* RESTRICT running_var, const int c, const long count, const float factor) {
-  const int k = (int)GLOBAL_ID(0);
-  if (k >= c) return;
-  const float unbiased = stats[c + k] * ((float)count / (float)(count - 1));
-  running_mean[k] = (1.0f - factor) * running_mean[k] + factor * stats[k];
-  running_var[k] = (1.0f - factor) * running_var[k] + factor * unbiased;
+  if (update) {
+    const float unbiased = var * ((float)rows / (float)(rows - 1));
+    running_mean[k] = (1.0f - factor) * running_mean[k] + factor * mean;
+    running_var[k] = (1.0f - factor) * running_var[k] + factor * unbiased;
+  }
 }
 
 // Forward, step 3: a = act(y * scale + shift + residual), a grid-stride loop over every vector.
@@ -270,18 +294,19 @@ KERNEL void bn_backward_partial(GLOBAL const ct_elem* RESTRICT da, GLOBAL const 
   bn_store_partial(red, sum, products, workspace, &w, c);
 }
 
-// Backward, step 2 (one work-item per channel): dgamma = sum(dz * xhat), dbeta = sum(dz), and the
+// Backward, step 2 (a column of work-items per channel): dgamma = sum(dz * xhat), dbeta = sum(dz), and the
 // coefficients of dy = A dz + B (y - mean) + C: A = gamma / sigma, B = -A dgamma / (sigma count), C = -A dbeta / count,
 // sigma = sqrt(var + eps) as in the forward pass.
 KERNEL void bn_backward_finalize(GLOBAL const float* RESTRICT stats, GLOBAL const float* RESTRICT gamma,
                                  GLOBAL float* RESTRICT dgamma_out, GLOBAL float* RESTRICT dbeta_out,
                                  GLOBAL float* RESTRICT workspace, const int n, const int c, const int hw,
                                  const int chunks, const float eps) {
-  const int k = (int)GLOBAL_ID(0);
-  if (k >= c) return;
-  GLOBAL float* coeffs = workspace + BN_COEFFS(chunks, c);
+  LOCAL_ARRAY float red[2 * BN_LOCAL];
+  const int k = bn_final_channel();
   float sum, products;
-  bn_chunk_sums(workspace, chunks, c, k, &sum, &products);
+  bn_chunk_sums(red, workspace, chunks, c, k, &sum, &products);
+  if (LOCAL_ID(0) >= BN_FK || k >= c) return;
+  GLOBAL float* coeffs = workspace + BN_COEFFS(chunks, c);
   const float count = (float)((long)n * hw);
   const float inv_sigma = 1.0f / sqrt(stats[c + k] + eps);
   const float dgamma = products * inv_sigma;
