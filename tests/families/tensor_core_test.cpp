@@ -792,6 +792,28 @@ TEST(TensorCoreFamilies, NhwcWgmmaRunsStridedBackwardDataByPhases) {
   EXPECT_EQ(PlanDescriptor::create(hopper, request).family().name(), "implicit_gemm_nhwc_wgmma");
 }
 
+// A new batch size compiles nothing new where the tiles stay: the channels-last wgmma kernels take the batch as an
+// argument, so the recipes of batch 64 and 48 (the last batch of an epoch) differ in their launches only.
+TEST(TensorCoreFamilies, ChannelsLastWgmmaProgramsServeEveryBatchSize) {
+  const DeviceInfo hopper = test::described_hopper();
+  const Precision bf16{ElementType::BF16, MathMode::FP32};
+  for (const char* text : {"C=256,H=56,K=64,R=1,dir=fwd", "C=64,H=56,K=64,R=3,pad=1,dir=bwd-data",
+                           "C=128,H=56,K=128,R=3,stride=2,pad=1,dir=bwd-data", "C=256,H=14,K=256,R=3,pad=1,dir=bwd-filter"}) {
+    const auto recipe_at = [&](int64_t n) {
+      const Problem pb = Problem(parse_problem(fmt::format("N={},{},layout=nhwc", n, text))).with_precision(bf16);
+      const char* name = pb.conv().direction == Direction::BackwardFilter ? "wgrad_nhwc_wgmma" : "implicit_gemm_nhwc_wgmma";
+      const KernelFamily& family = kernel_family(name);
+      Config config = family.default_config(pb, hopper);
+      if (pb.conv().direction == Direction::BackwardFilter) config["SPLIT_K"] = 4;  // the same split at both sizes
+      EXPECT_EQ(config_problem(family, config, pb, hopper), "") << pb.to_string();
+      return family.recipe(pb, {}, config, hopper);
+    };
+    const KernelRecipe a = recipe_at(64), b = recipe_at(48);
+    EXPECT_EQ(a.source.defines, b.source.defines) << text;
+    EXPECT_EQ(a.source.file, b.source.file) << text;
+  }
+}
+
 // The Hopper families added for issue 14 on shapes outside the suites (N=1, large N, groups, dilation, odd sizes,
 // asymmetric filters and strides): wherever a family computes the problem, its default configuration satisfies every
 // one of its constraints and its recipe's workspace stays within the limit; in every mode it computes.

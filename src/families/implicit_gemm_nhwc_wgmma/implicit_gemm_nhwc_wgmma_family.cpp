@@ -162,6 +162,7 @@ class ImplicitGemmNhwcWgmmaFamily final : public KernelFamily {
     KernelRecipe recipe;
     recipe.source.file = "tensor_core/implicit_gemm_nhwc_wgmma.cu";
     recipe.source.defines = problem_defines(pb);
+    recipe.source.defines.erase("N");  // an argument: a new batch size reuses the program
     recipe.source.defines["HAS_BIAS"] = epilogue.bias ? "1" : "0";
     recipe.source.defines["HAS_RELU"] = epilogue.relu ? "1" : "0";
     if (epilogue.residual) recipe.source.defines["HAS_RESIDUAL"] = "1";  // absent: the programs compiled before
@@ -213,6 +214,7 @@ class ImplicitGemmNhwcWgmmaFamily final : public KernelFamily {
     } else {
       main.args = {ArgSource::of_operand(x), ArgSource::workspace()};
     }
+    main.args.push_back(ArgSource::fixed(static_cast<int32_t>(pb.n)));
     recipe.steps.push_back(std::move(main));
     return recipe;
   }

@@ -131,6 +131,7 @@ class WgradNhwcWgmmaFamily final : public KernelFamily {
     KernelRecipe recipe;
     recipe.source.file = "tensor_core/wgrad_nhwc_wgmma.cu";
     recipe.source.defines = problem_defines(pb);
+    recipe.source.defines.erase("N");  // an argument: a new batch size with the same tiles reuses the program
     wgmma::add_defines(table(), p, pb.type, recipe);
     recipe.workspace_bytes = s.partial_bytes;
 
@@ -138,7 +139,8 @@ class WgradNhwcWgmmaFamily final : public KernelFamily {
     LaunchStep main;
     main.kernel = "wgrad_nhwc_wgmma";
     main.geometry = wgmma::main_geometry(s.m, s.cols, pb.groups * p.split_k, p);
-    main.args = {ArgSource::of_operand(w), ArgSource::of_operand(x), ArgSource::of_operand(dy)};
+    main.args = {ArgSource::of_operand(w), ArgSource::of_operand(x), ArgSource::of_operand(dy),
+                 ArgSource::fixed(static_cast<int32_t>(pb.n))};
     if (p.split_k > 1) main.args.push_back(ArgSource::workspace());
     recipe.steps.push_back(std::move(main));
     if (p.split_k > 1) {

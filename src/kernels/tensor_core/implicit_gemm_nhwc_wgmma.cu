@@ -33,7 +33,7 @@
 
 #if DIRECTION == 0
 #define CN_GATHERED C_PER_GROUP  // channels per group of the gathered tensor (x)
-#define CN_ROWS_M (N * P * Q)
+#define CN_ROWS_M (images * P * Q)
 #define CN_COLS K_PER_GROUP
 #define CN_IMAGE_H H  // the gathered tensor's pixels
 #define CN_IMAGE_W W
@@ -42,9 +42,9 @@
 #if PHASED
 #define CN_PHASE_H ((H + STRIDE_H - 1) / STRIDE_H)  // rows and columns of dx a phase holds at most
 #define CN_PHASE_W ((W + STRIDE_W - 1) / STRIDE_W)
-#define CN_ROWS_M (N * CN_PHASE_H * CN_PHASE_W)
+#define CN_ROWS_M (images * CN_PHASE_H * CN_PHASE_W)
 #else
-#define CN_ROWS_M (N * H * W)
+#define CN_ROWS_M (images * H * W)
 #endif
 #define CN_COLS C_PER_GROUP
 #define CN_IMAGE_H P
@@ -84,17 +84,18 @@
 #define CN_RESIDUAL_ARG
 #endif
 
+// The batch (`images`) is an argument, not a define: a new batch size reuses the compiled program.
 #if LAYOUT_NHWC && DIRECTION == 0
 #define CN_ARGS const wg_elem* RESTRICT x, const wg_elem* RESTRICT w, wg_elem* RESTRICT y, \
-                const unsigned char* RESTRICT ws CN_BIAS_ARG CN_RESIDUAL_ARG
+                const unsigned char* RESTRICT ws CN_BIAS_ARG CN_RESIDUAL_ARG, const int images
 #elif LAYOUT_NHWC
 #define CN_ARGS wg_elem* RESTRICT dx, const wg_elem* RESTRICT w, const wg_elem* RESTRICT dy, \
-                const unsigned char* RESTRICT ws
+                const unsigned char* RESTRICT ws, const int images
 #elif DIRECTION == 0
 #define CN_ARGS const wg_elem* RESTRICT x, wg_elem* RESTRICT y, const unsigned char* RESTRICT ws CN_BIAS_ARG \
-                CN_RESIDUAL_ARG
+                CN_RESIDUAL_ARG, const int images
 #else
-#define CN_ARGS wg_elem* RESTRICT dx, const unsigned char* RESTRICT ws
+#define CN_ARGS wg_elem* RESTRICT dx, const unsigned char* RESTRICT ws, const int images
 #endif
 
 // A tile: WG_BLOCK_M rows x 8 chunks; thread tid takes chunk tid % 8 of rows tid / 8 + i * WG_THREADS / 8 (eight
@@ -116,7 +117,7 @@ DEVICE_FN unsigned cn_pack2(float lo, float hi) {
 #endif
 
 // The output pixel (row of y or dx) of GEMM row mm, or -1 past the rows (by phases: past the image).
-DEVICE_FN int cn_out_pixel(int mm, int phase_h, int phase_w) {
+DEVICE_FN int cn_out_pixel(int mm, int phase_h, int phase_w, int images) {
   if (mm >= CN_ROWS_M) return -1;
 #if PHASED
   const int img = mm / (CN_PHASE_H * CN_PHASE_W), ij = mm % (CN_PHASE_H * CN_PHASE_W);
@@ -274,7 +275,7 @@ KERNEL __launch_bounds__(WG_THREADS, 1) void implicit_gemm_nhwc_wgmma(CN_ARGS) {
   PRAGMA_UNROLL
   for (int e = 0; e < BLOCK_N / 16; ++e) {
     const int idx = tid + e * WG_THREADS, row = idx / (BLOCK_N / 8), col = (idx % (BLOCK_N / 8)) * 8;
-    const int pixel = cn_out_pixel(m0 + row, phase_h, phase_w), n = n0 + col;
+    const int pixel = cn_out_pixel(m0 + row, phase_h, phase_w, images), n = n0 + col;
     if (pixel < 0 || n >= CN_COLS) continue;
     const float4 lo = *(const float4*)(tile + row * CN_TILE_PITCH + col);
     const float4 hi = *(const float4*)(tile + row * CN_TILE_PITCH + col + 4);
@@ -311,7 +312,7 @@ KERNEL __launch_bounds__(WG_THREADS, 1) void implicit_gemm_nhwc_wgmma(CN_ARGS) {
   // one 4-byte store, and the residual comes in as one 4-byte load, so a warp's accesses fill whole 32-byte sectors.
   PRAGMA_UNROLL
   for (int h = 0; h < 2; ++h) {
-    const int mm = cn_out_pixel(m0 + WG_ACC_ROW(2 * h), phase_h, phase_w);
+    const int mm = cn_out_pixel(m0 + WG_ACC_ROW(2 * h), phase_h, phase_w, images);
     if (mm < 0) continue;
 #if DIRECTION == 0
     wg_elem* out_row = y + (long)mm * K + g * K_PER_GROUP;
@@ -347,7 +348,7 @@ KERNEL __launch_bounds__(WG_THREADS, 1) void implicit_gemm_nhwc_wgmma(CN_ARGS) {
 #else
   PRAGMA_UNROLL
   for (int r = 0; r < 4; ++r) {
-    const int mm = cn_out_pixel(m0 + WG_ACC_ROW(r), phase_h, phase_w);
+    const int mm = cn_out_pixel(m0 + WG_ACC_ROW(r), phase_h, phase_w, images);
     if (mm < 0) continue;
 #if LAYOUT_NHWC && DIRECTION == 0
     wg_elem* out_row = y + (long)mm * K + g * K_PER_GROUP;  // row mm is pixel (img, pq)

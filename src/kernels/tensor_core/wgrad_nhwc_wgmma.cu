@@ -19,7 +19,7 @@
 #endif
 
 #define WR_M (R * S * C_PER_GROUP)               // GEMM rows (r, s, c): one group's filter row of dw
-#define WR_RED (N * P * Q)                       // the reduction (n, p, q)
+#define WR_RED (images * P * Q)                  // the reduction (n, p, q)
 #define WR_A_CHUNKS (WG_BLOCK_M / WG_CHUNK)      // 16-byte chunks across one reduction row of A
 #define WR_A_ROWS (WG_THREADS / WR_A_CHUNKS)     // reduction rows of A one pass of the block's threads copies (16)
 #define WR_B_CHUNKS (BLOCK_N / WG_CHUNK)         // ... and of B
@@ -27,8 +27,9 @@
 // Byte offset of chunk `chunk` (of a whole row across the block's 64-column blocks) of reduction row `row`.
 #define WR_AT(row, chunk) (((chunk) >> 3) * 8192 + wg_swizzle((row), (chunk) & 7))
 
+// The batch (`images`) is an argument, not a define: a new batch size with the same tiles reuses the program.
 KERNEL __launch_bounds__(WG_THREADS, 1) void wgrad_nhwc_wgmma(wg_elem* RESTRICT dw, const wg_elem* RESTRICT x,
-                                                               const wg_elem* RESTRICT dy
+                                                               const wg_elem* RESTRICT dy, const int images
 #if SPLIT_K > 1
                                                                ,
                                                                unsigned char* RESTRICT ws
