@@ -12,7 +12,8 @@
 #                against float64, and with PROFILE=N the N costliest kernels of each side
 #   first        the first training step of a fresh process per side (empty program cache), $FIRST_MODELS in
 #                $FIRST_MODES
-#   layers       bench --suite resnet50 --math bf16 --layout nhwc --against cudnn (one direction set, $LAYER_DIRS)
+#   layers       bench --suite resnet50 --math bf16 --layout nhwc --against cudnn (one direction set, $LAYER_DIRS),
+#                then each entry FAMILY[:DIRECTION] of $LAYER_FAMILIES alone on the same layers
 # Logs go to $OUT; the end of stdout is a summary (also $OUT/summary.txt).
 #   OUT=/somewhere STAGES="conformance models" MODELS="resnet50" scripts/gpu/torch_models.sh
 set -uo pipefail
@@ -85,8 +86,16 @@ if has layers; then
   # PyTorch's own cuDNN, the one its users run (the system's may be older).
   source scripts/gpu/find_cudnn.sh
   CONVTUNE_CUDNN_LIBRARY=$(PATH=$(dirname "$PY"):$PATH find_cudnn) && export CONVTUNE_CUDNN_LIBRARY
+  # The plan's choice against cuDNN, then each of $LAYER_FAMILIES alone on the same layers.
   run 300 "$OUT/layers.log" .carry/bin/convtune bench --suite resnet50 --math bf16 --layout nhwc --device cuda:0 \
     --direction "$LAYER_DIRS" --against cudnn --out "$OUT/layers.json"
   tail -80 "$OUT/layers.log" | tee -a "$SUMMARY"
+  for entry in ${LAYER_FAMILIES:-}; do
+    f=${entry%%:*} d=$LAYER_DIRS
+    [[ $entry == *:* ]] && d=${entry#*:}
+    run 200 "$OUT/layers_${f}_$d.log" .carry/bin/convtune bench --suite resnet50 --math bf16 --layout nhwc \
+      --device cuda:0 --direction "$d" --family "$f" --out "$OUT/layers_${f}_$d.json"
+    tail -30 "$OUT/layers_${f}_$d.log" | tee -a "$SUMMARY"
+  done
 fi
 say "torch_models: $(($(date +%s) - START)) s"

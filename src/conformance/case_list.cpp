@@ -45,6 +45,8 @@ const std::vector<Case>& standard_cases() {
         {"1x1-stride2-c16k8-nhwc", "N=2,C=16,H=9,W=8,K=8,R=1,stride=2,layout=nhwc"},
         {"7x7-depthwise-c24-nhwc", "N=1,C=24,H=9,W=9,K=24,R=7,pad=3,groups=24,layout=nhwc"},
         {"5x5-depthwise-c16-stride2-dilation-nhwc", "N=2,C=16,H=13,W=10,K=16,R=5,stride=2,pad=3,dilation=2x1,groups=16,layout=nhwc"},
+        // Several row tiles of 64 (taps straddling them), a reduction of several 64-deep tiles, groups.
+        {"3x3-dilation2x1-groups2-c32k80-nhwc", "N=3,C=32,H=10,W=11,K=80,R=3,pad=1,dilation=2x1,groups=2,layout=nhwc"},
     };
     std::vector<Case> out;
     for (const auto& [name, text] : spec) out.push_back({name, parse_problem(text)});

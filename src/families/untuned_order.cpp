@@ -11,8 +11,9 @@ const std::vector<std::vector<std::string_view>>& untuned_order() {
       // and its GEMM has C/groups columns. implicit_gemm_nhwc_wgmma: forward and backward-data (on the H100 its
       // default took 0.43-0.75 of implicit_gemm_wgmma's tuned time in bf16 on every AlexNet, seed and
       // unseen_shapes.txt row but the thin first layers, which its poor-fit rule leaves to implicit_gemm_wgmma).
-      // implicit_gemm_shifted_wgmma: backward-filter.
-      {"col2im_wgmma", "implicit_gemm_nhwc_wgmma", "implicit_gemm_shifted_wgmma"},
+      // wgrad_nhwc_wgmma: channels-last 16-bit backward-filter, read in place; implicit_gemm_shifted_wgmma: the
+      // other backward-filter layers (NCHW, tf32, channel counts off 8), through copies of x and dy.
+      {"col2im_wgmma", "implicit_gemm_nhwc_wgmma", "wgrad_nhwc_wgmma", "implicit_gemm_shifted_wgmma"},
       {"implicit_gemm_wgmma"},
       // The other wgmma families before the mma.sync tensor-core families, where they apply.
       {"gemm_wgmma", "im2col_wgmma"},

@@ -287,7 +287,28 @@ TEST(TensorCoreNvrtc, ChannelsLastWgmmaKernelsCompileForSm90aWithoutSpills) {
   compile_family("implicit_gemm_nhwc_wgmma", forward, device, 1, modes);
   compile_family("implicit_gemm_nhwc_wgmma", data, device, 1, modes);
   compile_family("implicit_gemm_shifted_wgmma", filter, device, 1, modes);
+  // wgrad_nhwc_wgmma: MN-major tiles of x and dy read in place (16-bit only; the odd-channel and tf32 problems are
+  // refused), split-K and not, every tile shape.
+  std::vector<Problem> whole_chunks;
+  for (const Problem& pb : filter)
+    if (pb.conv().c_per_group() % 8 == 0 && pb.conv().k_per_group() % 8 == 0) whole_chunks.push_back(pb);
+  whole_chunks.push_back(parse_problem("N=2,C=32,H=17,K=48,R=3,stride=2,dilation=2,pad=2,groups=2,dir=bwd-filter,layout=nhwc"));
+  compile_family("wgrad_nhwc_wgmma", whole_chunks, device, 1, {{ElementType::BF16, MathMode::FP32}});
+  compile_family("wgrad_nhwc_wgmma", whole_chunks, device, 0, {{ElementType::F16, MathMode::FP32}});
+  {
+    const KernelFamily& wgrad = kernel_family("wgrad_nhwc_wgmma");
+    const Problem pb = whole_chunks.front().with_precision({ElementType::BF16, MathMode::FP32});
+    for (int64_t wg_m : {1, 2})
+      for (int64_t block_n : {64, 128, 256})
+        for (int64_t split : {1, 4}) {
+          Config config = wgrad.default_config(pb, device);
+          config["WG_M"] = wg_m, config["BLOCK_N"] = block_n, config["SPLIT_K"] = split, config["STAGES"] = 3;
+          if (config_problem(wgrad, config, pb, device).empty()) expect_compiles(wgrad, pb, {}, config, device);
+        }
+  }
   compile_family("col2im_wgmma", strided_data, device, 1, modes);
+  // implicit_gemm_nhwc_wgmma's channels-last strided backward-data, by phases.
+  compile_family("implicit_gemm_nhwc_wgmma", strided_data, device, 1, modes);
   const KernelFamily& nhwc = kernel_family("implicit_gemm_nhwc_wgmma");
   for (const Precision& precision : modes) {
     const Problem pb = forward.front().with_precision(precision);

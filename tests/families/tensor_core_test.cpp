@@ -714,6 +714,106 @@ TEST(TensorCoreFamilies, ShiftedWgmmaSupportRecipeAndPoorFit) {
   EXPECT_EQ(family.untuned_poor_fit(problem("N=100,C=1,H=28,K=32,R=5,pad=2", Direction::BackwardFilter, bf16), hopper), "");
 }
 
+// wgrad_nhwc_wgmma: channels-last 16-bit backward-filter only, whole 16-byte chunks of channels per group; one main
+// kernel reading x and dy in place (no copies), a second that sums split-K slices; it claims the layers it computes
+// ahead of implicit_gemm_shifted_wgmma untuned, which keeps NCHW, tf32 and odd channel counts.
+TEST(TensorCoreFamilies, WgradNhwcWgmmaReadsChannelsLastInPlace) {
+  const DeviceInfo hopper = test::described_hopper();
+  const KernelFamily& family = kernel_family("wgrad_nhwc_wgmma");
+  const Precision bf16{ElementType::BF16, MathMode::FP32}, fp16{ElementType::F16, MathMode::FP32};
+  const auto problem = [](const char* text, Direction d, Precision precision) {
+    return Problem(parse_problem(text).with_direction(d)).with_precision(precision);
+  };
+  const char* layer = "N=4,C=32,H=13,K=48,R=3,S=5,pad=1x2,groups=2,layout=nhwc";
+  for (Precision precision : {bf16, fp16}) {
+    const Problem pb = problem(layer, Direction::BackwardFilter, precision);
+    ASSERT_EQ(family.unsupported_reason(pb, {}, hopper), "") << pb.to_string();
+    EXPECT_NE(family.untuned_claim(pb, hopper), "");
+    for (int64_t split : {1, 4}) {
+      Config config = family.default_config(pb, hopper);
+      config["SPLIT_K"] = split;
+      ASSERT_EQ(config_problem(family, config, pb, hopper), "") << pb.to_string();
+      const KernelRecipe recipe = family.recipe(pb, {}, config, hopper);
+      ASSERT_EQ(recipe.steps.size(), split == 1 ? 1u : 2u);
+      EXPECT_EQ(recipe.steps[0].kernel, "wgrad_nhwc_wgmma");
+      EXPECT_EQ(recipe.steps[0].geometry.global[2], static_cast<size_t>(2 * split));  // groups x slices
+      // Split: FP32 partials of dw (K x R*S*C/groups a slice), nothing else.
+      EXPECT_EQ(recipe.workspace_bytes, split == 1 ? 0u : (4u * 48 * 15 * 16 * 4 + 255) / 256 * 256);
+      if (split > 1) EXPECT_EQ(recipe.steps[1].kernel, "wgr_reduce");
+    }
+    PlanRequest request;
+    request.problem = pb;
+    request.use_tuning = false;
+    EXPECT_EQ(PlanDescriptor::create(hopper, request).family().name(), "wgrad_nhwc_wgmma");
+  }
+  const auto refused = [&](const char* text, Direction d, Precision precision, const char* why) {
+    const std::string reason = family.unsupported_reason(problem(text, d, precision), {}, hopper);
+    EXPECT_NE(reason.find(why), std::string::npos) << text << ": " << reason;
+    EXPECT_EQ(family.untuned_claim(problem(text, d, precision), hopper), "") << text;
+  };
+  refused(layer, Direction::Forward, bf16, "computes backward-filter");
+  refused("N=4,C=32,H=13,K=48,R=3", Direction::BackwardFilter, bf16, "NCHW backward-filter");
+  refused(layer, Direction::BackwardFilter, {ElementType::F32, MathMode::TF32}, "16-bit types only");
+  refused("N=4,C=12,H=13,K=48,R=3,layout=nhwc", Direction::BackwardFilter, bf16, "multiples of 8");
+  refused("N=4,C=32,H=13,K=20,R=3,layout=nhwc", Direction::BackwardFilter, bf16, "multiples of 8");
+  // What it refuses goes to implicit_gemm_shifted_wgmma untuned, as before.
+  PlanRequest request;
+  request.problem = problem("N=4,C=12,H=13,K=48,R=3,layout=nhwc", Direction::BackwardFilter, bf16);
+  request.use_tuning = false;
+  EXPECT_EQ(PlanDescriptor::create(hopper, request).family().name(), "implicit_gemm_shifted_wgmma");
+}
+
+// implicit_gemm_nhwc_wgmma runs channels-last strided backward-data by phases (one block layer per phase of the
+// stride, rows a phase's pixels) and claims it untuned; NCHW strided backward-data stays refused.
+TEST(TensorCoreFamilies, NhwcWgmmaRunsStridedBackwardDataByPhases) {
+  const DeviceInfo hopper = test::described_hopper();
+  const KernelFamily& family = kernel_family("implicit_gemm_nhwc_wgmma");
+  const Precision bf16{ElementType::BF16, MathMode::FP32};
+  const Problem pb = Problem(parse_problem("N=4,C=64,H=15,W=14,K=128,R=3,stride=2x3,pad=1,groups=2,dir=bwd-data,layout=nhwc"))
+                         .with_precision(bf16);
+  ASSERT_EQ(family.unsupported_reason(pb, {}, hopper), "");
+  EXPECT_NE(family.untuned_claim(pb, hopper), "");
+  const Config config = family.default_config(pb, hopper);
+  const KernelRecipe recipe = family.recipe(pb, {}, config, hopper);
+  EXPECT_EQ(recipe.source.defines.at("PHASED"), "1");
+  EXPECT_EQ(recipe.steps.back().geometry.global[2], 2u * 6u);  // groups x 2*3 phases
+  // Rows: a phase's pixels, ceil(15/2) x ceil(14/3) an image.
+  const int64_t rows = 4 * 8 * 5;
+  EXPECT_EQ(recipe.steps.back().geometry.global[1], static_cast<size_t>((rows + 64 * config.at("WG_M") - 1) /
+                                                                        (64 * config.at("WG_M"))));
+  const Problem stride1 = Problem(parse_problem("N=4,C=64,H=15,K=128,R=3,pad=1,dir=bwd-data,layout=nhwc")).with_precision(bf16);
+  EXPECT_EQ(family.recipe(stride1, {}, family.default_config(stride1, hopper), hopper).source.defines.count("PHASED"), 0u);
+  EXPECT_EQ(family.untuned_claim(stride1, hopper), "");
+  const Problem nchw = Problem(pb.conv().with_layout(Layout::NCHW));
+  EXPECT_NE(family.unsupported_reason(nchw, {}, hopper).find("NCHW strided backward-data"), std::string::npos);
+  PlanRequest request;
+  request.problem = pb;
+  request.use_tuning = false;
+  EXPECT_EQ(PlanDescriptor::create(hopper, request).family().name(), "implicit_gemm_nhwc_wgmma");
+}
+
+// A new batch size compiles nothing new where the tiles stay: the channels-last wgmma kernels take the batch as an
+// argument, so the recipes of batch 64 and 48 (the last batch of an epoch) differ in their launches only.
+TEST(TensorCoreFamilies, ChannelsLastWgmmaProgramsServeEveryBatchSize) {
+  const DeviceInfo hopper = test::described_hopper();
+  const Precision bf16{ElementType::BF16, MathMode::FP32};
+  for (const char* text : {"C=256,H=56,K=64,R=1,dir=fwd", "C=64,H=56,K=64,R=3,pad=1,dir=bwd-data",
+                           "C=128,H=56,K=128,R=3,stride=2,pad=1,dir=bwd-data", "C=256,H=14,K=256,R=3,pad=1,dir=bwd-filter"}) {
+    const auto recipe_at = [&](int64_t n) {
+      const Problem pb = Problem(parse_problem(fmt::format("N={},{},layout=nhwc", n, text))).with_precision(bf16);
+      const char* name = pb.conv().direction == Direction::BackwardFilter ? "wgrad_nhwc_wgmma" : "implicit_gemm_nhwc_wgmma";
+      const KernelFamily& family = kernel_family(name);
+      Config config = family.default_config(pb, hopper);
+      if (pb.conv().direction == Direction::BackwardFilter) config["SPLIT_K"] = 4;  // the same split at both sizes
+      EXPECT_EQ(config_problem(family, config, pb, hopper), "") << pb.to_string();
+      return family.recipe(pb, {}, config, hopper);
+    };
+    const KernelRecipe a = recipe_at(64), b = recipe_at(48);
+    EXPECT_EQ(a.source.defines, b.source.defines) << text;
+    EXPECT_EQ(a.source.file, b.source.file) << text;
+  }
+}
+
 // The Hopper families added for issue 14 on shapes outside the suites (N=1, large N, groups, dilation, odd sizes,
 // asymmetric filters and strides): wherever a family computes the problem, its default configuration satisfies every
 // one of its constraints and its recipe's workspace stays within the limit; in every mode it computes.
@@ -728,20 +828,23 @@ TEST(TensorCoreFamilies, NewWgmmaFamiliesHaveValidDefaultsOutsideTheSuites) {
     for (Direction d : {Direction::Forward, Direction::BackwardData, Direction::BackwardFilter}) {
       for (Precision precision : {Precision{ElementType::BF16, MathMode::FP32}, Precision{ElementType::F16, MathMode::FP32},
                                   Precision{ElementType::F32, MathMode::TF32}, Precision{ElementType::F32, MathMode::TF32x3}}) {
-        const Problem pb = Problem(parse_problem(text).with_direction(d)).with_precision(precision);
-        for (const char* name : {"implicit_gemm_nhwc_wgmma", "implicit_gemm_shifted_wgmma", "col2im_wgmma"}) {
-          const KernelFamily& family = kernel_family(name);
-          if (!family.unsupported_reason(pb, {}, hopper).empty()) continue;
-          const Config config = family.default_config(pb, hopper);
-          ASSERT_EQ(config_problem(family, config, pb, hopper), "") << name << " " << pb.to_string();
-          EXPECT_LE(family.recipe(pb, {}, config, hopper).workspace_bytes, workspace_limit(hopper))
-              << name << " " << pb.to_string();
-          ++checked;
+        for (Layout layout : {Layout::NCHW, Layout::NHWC}) {
+          const Problem pb = Problem(parse_problem(text).with_direction(d).with_layout(layout)).with_precision(precision);
+          for (const char* name : {"implicit_gemm_nhwc_wgmma", "implicit_gemm_shifted_wgmma", "col2im_wgmma",
+                                   "wgrad_nhwc_wgmma"}) {
+            const KernelFamily& family = kernel_family(name);
+            if (!family.unsupported_reason(pb, {}, hopper).empty()) continue;
+            const Config config = family.default_config(pb, hopper);
+            ASSERT_EQ(config_problem(family, config, pb, hopper), "") << name << " " << pb.to_string();
+            EXPECT_LE(family.recipe(pb, {}, config, hopper).workspace_bytes, workspace_limit(hopper))
+                << name << " " << pb.to_string();
+            ++checked;
+          }
         }
       }
     }
   }
-  EXPECT_GE(checked, 70);
+  EXPECT_GE(checked, 140);
 }
 
 // Untuned tf32 backward-filter of fewer than 128 filter rows goes to implicit_gemm_tc, which claims it (its smaller

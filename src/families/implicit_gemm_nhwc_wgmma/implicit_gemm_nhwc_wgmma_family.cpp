@@ -36,6 +36,7 @@ struct Shape {
   int64_t m = 0, cols = 0;
   bool direct_a = false;    // channels-last, whole chunks a group: the gathered tensor read in place (no copy)
   bool direct_b = false;    // channels-last forward, whole chunks a group: the filters read in place (no reorder)
+  int64_t phases = 1;       // channels-last strided backward-data: one block layer per stride phase
   int64_t cp = 0;           // the gathered tensor's channels per group, padded to a whole 16-byte chunk
   int64_t copy_elements = 0;  // [n][pixel][group][cp]
   int64_t reduction = 0;    // R * S * cp
@@ -50,6 +51,10 @@ Shape shape(const ConvProblem& pb) {
   const int64_t gathered = forward ? pb.c_per_group() : pb.k_per_group();
   const int64_t pixels = forward ? pb.h * pb.w : pb.p() * pb.q();
   s.m = forward ? pb.n * pb.p() * pb.q() : pb.n * pb.h * pb.w;
+  if (!forward && pb.layout == Layout::NHWC && (pb.stride.h > 1 || pb.stride.w > 1)) {
+    s.phases = pb.stride.h * pb.stride.w;
+    s.m = pb.n * ceil_div(pb.h, pb.stride.h) * ceil_div(pb.w, pb.stride.w);  // a phase's rows at most
+  }
   s.cols = forward ? pb.k_per_group() : pb.c_per_group();
   s.cp = round_up(gathered, chunk);
   const bool nhwc = pb.layout == Layout::NHWC;
@@ -82,10 +87,12 @@ class ImplicitGemmNhwcWgmmaFamily final : public KernelFamily {
     if (pb.direction == Direction::BackwardFilter)
       return "computes forward and backward-data; backward-filter is implicit_gemm_shifted_wgmma's and "
              "implicit_gemm_wgmma's";
-    // Masked here, a stride-s backward-data would spend (s*s-1)/(s*s) of its MMAs on zeros (alex1's stride 4: 17 ms
-    // against 1.5 ms); col2im_wgmma computes each product once and implicit_gemm_wgmma runs it by phases.
-    if (pb.direction == Direction::BackwardData && (pb.stride.h > 1 || pb.stride.w > 1))
-      return fmt::format("strided backward-data (stride {}x{}) is col2im_wgmma's and implicit_gemm_wgmma's (by phases)",
+    // Channels-last strided backward-data runs by phases (each product once). NCHW's stays with col2im_wgmma and
+    // implicit_gemm_wgmma (by phases): masked here, a stride-s backward-data would spend (s*s-1)/(s*s) of its MMAs on
+    // zeros (alex1's stride 4: 17 ms against 1.5 ms).
+    if (pb.direction == Direction::BackwardData && pb.layout != Layout::NHWC && (pb.stride.h > 1 || pb.stride.w > 1))
+      return fmt::format("NCHW strided backward-data (stride {}x{}) is col2im_wgmma's and implicit_gemm_wgmma's (by "
+                         "phases); channels-last runs here by phases",
                          pb.stride.h, pb.stride.w);
     const Shape s = shape(pb);
     if (s.copy_elements > std::numeric_limits<int32_t>::max() ||
@@ -99,6 +106,8 @@ class ImplicitGemmNhwcWgmmaFamily final : public KernelFamily {
     // One block row per 64 output pixels at the least (WG_M 1): beyond the grid's y axis no tile fits.
     if (ceil_div(s.m, 64) > wgmma::kMaxGridAxis)
       return fmt::format("{} output pixels exceed the grid limit of {} tiles of 64", s.m, wgmma::kMaxGridAxis);
+    if (pb.groups * s.phases > wgmma::kMaxGridAxis)
+      return fmt::format("groups x stride phases ({} x {}) exceed the grid limit", pb.groups, s.phases);
     const int64_t pixels = pb.direction == Direction::Forward ? pb.h * pb.w : pb.p() * pb.q();
     if (pb.n > wgmma::kMaxGridAxis || ceil_div(pixels, 32) > wgmma::kMaxGridAxis)
       return fmt::format("N={} or {} pixels exceed the grid limits of the channels-last copy", pb.n, pixels);
@@ -115,6 +124,12 @@ class ImplicitGemmNhwcWgmmaFamily final : public KernelFamily {
       return fmt::format("{} channels per group padded to {}: most of the MMAs would multiply zeros", gathered,
                          shape(pb).cp);
     return {};
+  }
+
+  std::string untuned_claim(const Problem& generic, const DeviceInfo& device) const override {
+    if (!unsupported_reason(generic, {}, device).empty() || shape(generic.conv()).phases == 1) return {};
+    return "channels-last strided backward-data by phases, each product once (col2im_wgmma writes R*S columns per "
+           "dy pixel and gathers them)";
   }
 
   std::vector<Parameter> parameters(const Problem&) const override { return table().parameters(); }
@@ -147,6 +162,7 @@ class ImplicitGemmNhwcWgmmaFamily final : public KernelFamily {
     KernelRecipe recipe;
     recipe.source.file = "tensor_core/implicit_gemm_nhwc_wgmma.cu";
     recipe.source.defines = problem_defines(pb);
+    recipe.source.defines.erase("N");  // an argument: a new batch size reuses the program
     recipe.source.defines["HAS_BIAS"] = epilogue.bias ? "1" : "0";
     recipe.source.defines["HAS_RELU"] = epilogue.relu ? "1" : "0";
     if (epilogue.residual) recipe.source.defines["HAS_RESIDUAL"] = "1";  // absent: the programs compiled before
@@ -162,6 +178,7 @@ class ImplicitGemmNhwcWgmmaFamily final : public KernelFamily {
       recipe.source.defines["LAYOUT_NHWC"] = "1";
       recipe.source.defines["DIRECT_A"] = s.direct_a ? "1" : "0";
       recipe.source.defines["DIRECT_B"] = s.direct_b ? "1" : "0";
+      if (s.phases > 1) recipe.source.defines["PHASED"] = "1";
     }
     wgmma::add_defines(table(), p, pb.type, recipe);
     recipe.workspace_bytes = s.workspace();
@@ -185,7 +202,7 @@ class ImplicitGemmNhwcWgmmaFamily final : public KernelFamily {
     }
     LaunchStep main;
     main.kernel = "implicit_gemm_nhwc_wgmma";
-    main.geometry = wgmma::main_geometry(s.m, s.cols, pb.groups, p);
+    main.geometry = wgmma::main_geometry(s.m, s.cols, pb.groups * s.phases, p);
     if (nhwc) {
       main.args = {ArgSource::of_operand(x), ArgSource::of_operand(w), ArgSource::of_operand(y), ArgSource::workspace()};
       if (forward && epilogue.bias) main.args.push_back(ArgSource::of_operand(kBiasOperand));
@@ -197,6 +214,7 @@ class ImplicitGemmNhwcWgmmaFamily final : public KernelFamily {
     } else {
       main.args = {ArgSource::of_operand(x), ArgSource::workspace()};
     }
+    main.args.push_back(ArgSource::fixed(static_cast<int32_t>(pb.n)));
     recipe.steps.push_back(std::move(main));
     return recipe;
   }

@@ -8,6 +8,10 @@
 // so a 16-byte chunk is CHUNK channels of one tap at one pixel: one bounds check and one copy (zero-filled off the
 // image, between a strided backward-data's grid points and past the reduction). Forward fuses bias, a residual (y's
 // shape and layout) and ReLU with an optional clamp (ReLU6).
+// Strided backward-data (channels-last, PHASED=1) runs by phases: grid z holds GROUPS x STRIDE_H*STRIDE_W blocks
+// layers, phase (a, b) computing the dx pixels (a + STRIDE_H i, b + STRIDE_W j) over the taps that reach them (r with
+// a + PAD_H - r DILATION_H a multiple of STRIDE_H, likewise s), so every product is computed once and no chunk of A is
+// a masked zero (masked, stride 2 would spend 3/4 of the MMAs on zeros).
 // Channels-last problems (LAYOUT_NHWC=1) read and write x, w and y in their own layout: the gathered tensor is read in
 // place where each group's channels are whole chunks (DIRECT_A: it is already xt / dyt, CP the group's channels), and
 // so are the forward filters (DIRECT_B: w as (K, R, S, C/groups) is already wr); otherwise the copies read NHWC.
@@ -23,16 +27,25 @@
 #ifndef DIRECT_B
 #define DIRECT_B 0
 #endif
+#ifndef PHASED
+#define PHASED 0
+#endif
 
 #if DIRECTION == 0
 #define CN_GATHERED C_PER_GROUP  // channels per group of the gathered tensor (x)
-#define CN_ROWS_M (N * P * Q)
+#define CN_ROWS_M (images * P * Q)
 #define CN_COLS K_PER_GROUP
 #define CN_IMAGE_H H  // the gathered tensor's pixels
 #define CN_IMAGE_W W
 #else
 #define CN_GATHERED K_PER_GROUP
-#define CN_ROWS_M (N * H * W)
+#if PHASED
+#define CN_PHASE_H ((H + STRIDE_H - 1) / STRIDE_H)  // rows and columns of dx a phase holds at most
+#define CN_PHASE_W ((W + STRIDE_W - 1) / STRIDE_W)
+#define CN_ROWS_M (images * CN_PHASE_H * CN_PHASE_W)
+#else
+#define CN_ROWS_M (images * H * W)
+#endif
 #define CN_COLS C_PER_GROUP
 #define CN_IMAGE_H P
 #define CN_IMAGE_W Q
@@ -40,10 +53,16 @@
 #define CN_GCP (GROUPS * CP)   // one pixel's channels in the channels-last copy
 #define CN_RED (R * S * CP)    // the reduction: taps x padded channels (a multiple of WG_CHUNK)
 #define CN_OUTSIDE (-(1 << 30))  // a row past M: every tap's check fails
-// 16-bit channels-last output whose rows (and group offsets) are an even number of elements: paired stores.
-#if LAYOUT_NHWC && ELEM != 2 && (DIRECTION == 0 ? (K % 2 == 0 && K_PER_GROUP % 2 == 0) : (C % 2 == 0 && C_PER_GROUP % 2 == 0))
+// 16-bit channels-last output whose rows (and group offsets) are whole 16-byte chunks: staged through shared memory
+// and stored a chunk at a time; an even number of elements: paired stores.
+#if LAYOUT_NHWC && ELEM != 2 && (DIRECTION == 0 ? (K % 8 == 0 && K_PER_GROUP % 8 == 0) : (C % 8 == 0 && C_PER_GROUP % 8 == 0))
+#define CN_STAGED 1
+#define CN_PAIRED 0
+#elif LAYOUT_NHWC && ELEM != 2 && (DIRECTION == 0 ? (K % 2 == 0 && K_PER_GROUP % 2 == 0) : (C % 2 == 0 && C_PER_GROUP % 2 == 0))
+#define CN_STAGED 0
 #define CN_PAIRED 1
 #else
+#define CN_STAGED 0
 #define CN_PAIRED 0
 #endif
 
@@ -65,17 +84,18 @@
 #define CN_RESIDUAL_ARG
 #endif
 
+// The batch (`images`) is an argument, not a define: a new batch size reuses the compiled program.
 #if LAYOUT_NHWC && DIRECTION == 0
 #define CN_ARGS const wg_elem* RESTRICT x, const wg_elem* RESTRICT w, wg_elem* RESTRICT y, \
-                const unsigned char* RESTRICT ws CN_BIAS_ARG CN_RESIDUAL_ARG
+                const unsigned char* RESTRICT ws CN_BIAS_ARG CN_RESIDUAL_ARG, const int images
 #elif LAYOUT_NHWC
 #define CN_ARGS wg_elem* RESTRICT dx, const wg_elem* RESTRICT w, const wg_elem* RESTRICT dy, \
-                const unsigned char* RESTRICT ws
+                const unsigned char* RESTRICT ws, const int images
 #elif DIRECTION == 0
 #define CN_ARGS const wg_elem* RESTRICT x, wg_elem* RESTRICT y, const unsigned char* RESTRICT ws CN_BIAS_ARG \
-                CN_RESIDUAL_ARG
+                CN_RESIDUAL_ARG, const int images
 #else
-#define CN_ARGS wg_elem* RESTRICT dx, const unsigned char* RESTRICT ws
+#define CN_ARGS wg_elem* RESTRICT dx, const unsigned char* RESTRICT ws, const int images
 #endif
 
 // A tile: WG_BLOCK_M rows x 8 chunks; thread tid takes chunk tid % 8 of rows tid / 8 + i * WG_THREADS / 8 (eight
@@ -83,7 +103,7 @@
 #define CN_A_ITEMS (WG_BLOCK_M * 8 / WG_THREADS)
 #define CN_A_ROW(i) ((tid >> 3) + (i) * (WG_THREADS / 8))
 
-#if CN_PAIRED
+#if CN_PAIRED || CN_STAGED
 // Two FP32 values rounded to the 16-bit type and packed, the first in the low half (the lower address).
 DEVICE_FN unsigned cn_pack2(float lo, float hi) {
   unsigned packed;
@@ -96,12 +116,41 @@ DEVICE_FN unsigned cn_pack2(float lo, float hi) {
 }
 #endif
 
+// The output pixel (row of y or dx) of GEMM row mm, or -1 past the rows (by phases: past the image).
+DEVICE_FN int cn_out_pixel(int mm, int phase_h, int phase_w, int images) {
+  if (mm >= CN_ROWS_M) return -1;
+#if PHASED
+  const int img = mm / (CN_PHASE_H * CN_PHASE_W), ij = mm % (CN_PHASE_H * CN_PHASE_W);
+  const int h = phase_h + (ij / CN_PHASE_W) * STRIDE_H, w = phase_w + (ij % CN_PHASE_W) * STRIDE_W;
+  return h < H && w < W ? (img * H + h) * W + w : -1;
+#else
+  (void)phase_h, (void)phase_w;
+  return mm;
+#endif
+}
+
 KERNEL __launch_bounds__(WG_THREADS, 1) void implicit_gemm_nhwc_wgmma(CN_ARGS) {
   const int tid = LOCAL_ID(0);
   const int n0 = (int)GROUP_ID(0) * BLOCK_N;
   const int m0 = (int)GROUP_ID(1) * WG_BLOCK_M;
-  const int g = (int)GROUP_ID(2);
-  const int ntiles = (CN_RED + WG_TILE_K - 1) / WG_TILE_K;
+#if PHASED
+  // Phase (phase_h, phase_w) and its taps: r = tap_r0 + i tap_dr for i < tap_nr (likewise s); its reduction runs over
+  // those taps' padded channels.
+  const int g = (int)GROUP_ID(2) % GROUPS, phase = (int)GROUP_ID(2) / GROUPS;
+  const int phase_h = phase / STRIDE_W, phase_w = phase % STRIDE_W;
+  int tap_r0 = 0, tap_nr = 0, tap_s0 = 0, tap_ns = 0, tap_dr = 1, tap_ds = 1;
+  for (int r = R - 1; r >= 0; --r)
+    if ((phase_h + PAD_H - r * DILATION_H) % STRIDE_H == 0) tap_r0 = r, ++tap_nr;
+  for (int t = S - 1; t >= 0; --t)
+    if ((phase_w + PAD_W - t * DILATION_W) % STRIDE_W == 0) tap_s0 = t, ++tap_ns;
+  while ((tap_dr * DILATION_H) % STRIDE_H != 0) ++tap_dr;
+  while ((tap_ds * DILATION_W) % STRIDE_W != 0) ++tap_ds;
+  const int red = tap_nr * tap_ns * CP;
+#else
+  const int g = (int)GROUP_ID(2), phase_h = 0, phase_w = 0;
+  const int red = CN_RED;
+#endif
+  const int ntiles = (red + WG_TILE_K - 1) / WG_TILE_K;
 #if DIRECT_A && DIRECTION == 0
   const wg_elem* gathered = x;
 #elif DIRECT_A
@@ -128,6 +177,14 @@ KERNEL __launch_bounds__(WG_THREADS, 1) void implicit_gemm_nhwc_wgmma(CN_ARGS) {
       const int img = m / (P * Q), pq = m % (P * Q);
       a_u[i] = (pq / Q) * STRIDE_H - PAD_H, a_v[i] = (pq % Q) * STRIDE_W - PAD_W;
       a_pixel[i] = img * (H * W) * CN_GCP + g * CP;
+#elif PHASED
+      // Backward-data by phases: row m is dx pixel (phase_h + STRIDE_H i, phase_w + STRIDE_W j) of image img.
+      const int img = m / (CN_PHASE_H * CN_PHASE_W), ij = m % (CN_PHASE_H * CN_PHASE_W);
+      const int h = phase_h + (ij / CN_PHASE_W) * STRIDE_H, w = phase_w + (ij % CN_PHASE_W) * STRIDE_W;
+      if (h < H && w < W) {
+        a_u[i] = h + PAD_H, a_v[i] = w + PAD_W;
+        a_pixel[i] = img * (P * Q) * CN_GCP + g * CP;
+      }
 #else
       // Backward-data: dx pixel (h, w) takes dy pixel ((h + PAD - r DILATION) / STRIDE, ...) where that divides.
       const int img = m / (H * W), hw = m % (H * W);
@@ -154,13 +211,25 @@ KERNEL __launch_bounds__(WG_THREADS, 1) void implicit_gemm_nhwc_wgmma(CN_ARGS) {
     src = ok ? a_pixel[i] + ((ph_ / STRIDE_H) * Q + qw_ / STRIDE_W) * CN_GCP + (c) : 0;           \
   }
 #endif
+#if PHASED
+// Reduction index kk of this phase: its tap (r, s) and channel.
+#define CN_TAP(kk, r, s, c)                                                                       \
+  const int r = tap_r0 + ((kk) / CP / tap_ns) * tap_dr, s = tap_s0 + ((kk) / CP % tap_ns) * tap_ds; \
+  const int c = (kk) % CP
+// B's rows hold every tap: the phase's reduction index kk sits at (r S + s) CP + c in them.
+#define CN_B_INDEX(kk) \
+  ((tap_r0 + ((kk) / CP / tap_ns) * tap_dr) * S + tap_s0 + ((kk) / CP % tap_ns) * tap_ds) * CP + (kk) % CP
+#else
+#define CN_TAP(kk, r, s, c) const int r = (kk) / CP / S, s = (kk) / CP % S, c = (kk) % CP
+#define CN_B_INDEX(kk) (kk)
+#endif
 #define WG_LOAD(stage, tile)                                                                      \
   {                                                                                               \
     const int kk_ = (tile) * WG_TILE_K + ch * WG_CHUNK;                                           \
-    const int tap_ = kk_ / CP, c_ = kk_ % CP;                                                     \
-    const int dr_ = (tap_ / S) * DILATION_H, ds_ = (tap_ % S) * DILATION_W;                       \
+    CN_TAP(kk_, r_, s_, c_);                                                                      \
+    const int dr_ = r_ * DILATION_H, ds_ = s_ * DILATION_W;                                       \
     PRAGMA_UNROLL for (int i = 0; i < CN_A_ITEMS; ++i) {                                          \
-      bool ok_ = kk_ < CN_RED;                                                                    \
+      bool ok_ = kk_ < red;                                                                       \
       int src_;                                                                                   \
       CN_CHUNK_SOURCE(i, dr_, ds_, c_, ok_, src_);                                                \
       wg_copy16((stage) + wg_swizzle(CN_A_ROW(i), ch), gathered + src_, ok_);                     \
@@ -169,9 +238,9 @@ KERNEL __launch_bounds__(WG_THREADS, 1) void implicit_gemm_nhwc_wgmma(CN_ARGS) {
       const int idx = tid + e * WG_THREADS, row = idx >> 3, bch = idx & 7;                        \
       if ((BLOCK_N * 8) % WG_THREADS == 0 || row < BLOCK_N) {                                     \
         const int k_ = (tile) * WG_TILE_K + bch * WG_CHUNK;                                       \
-        const bool ok = n0 + row < CN_COLS && k_ < CN_RED;                                        \
+        const bool ok = n0 + row < CN_COLS && k_ < red;                                           \
         wg_copy16((stage) + WG_A_STAGE_BYTES + wg_swizzle(row, bch),                              \
-                  b_rows + (ok ? (long)row * CN_RED + k_ : 0), ok);                               \
+                  b_rows + (ok ? (long)row * CN_RED + CN_B_INDEX(k_) : 0), ok);                   \
       }                                                                                           \
     }                                                                                             \
   }
@@ -180,13 +249,71 @@ KERNEL __launch_bounds__(WG_THREADS, 1) void implicit_gemm_nhwc_wgmma(CN_ARGS) {
 
   // ---- epilogue: rows are output pixels, columns channels (NCHW: a warp's stores run along pixels; NHWC: along
   // channels) ----
-#if CN_PAIRED
+#if CN_STAGED
+  // Channels-last in whole 16-byte chunks: the block's FP32 tile goes to shared memory (the stages are free once every
+  // warpgroup's MMAs are done), then each thread takes 8 neighbouring channels of a row: one 16-byte load of the
+  // residual, one 16-byte store, consecutive threads along the row, so a warp writes whole 128-byte lines. (The
+  // accumulators' own layout gives each thread 2 of every 8 channels: 4-byte stores, half of each sector.)
+#define CN_TILE_PITCH (BLOCK_N + 8)  // floats: the 8 rows of a warp's float2 stores fall on every bank twice
+#if DIRECTION == 0
+  wg_elem* out = y;
+#define CN_OUT_PITCH K
+#else
+  wg_elem* out = dx;
+#define CN_OUT_PITCH C
+#endif
+  float* tile = (float*)(wg_smem_raw + (wg_base - wg_shared_address(wg_smem_raw)));
+  BARRIER();
+  PRAGMA_UNROLL
+  for (int j = 0; j < BLOCK_N / 8; ++j) {
+    PRAGMA_UNROLL
+    for (int h = 0; h < 2; ++h)
+      *(float2*)(tile + WG_ACC_ROW(2 * h) * CN_TILE_PITCH + WG_ACC_COL(j, 0)) =
+          make_float2(acc[4 * j + 2 * h], acc[4 * j + 2 * h + 1]);
+  }
+  BARRIER();
+  PRAGMA_UNROLL
+  for (int e = 0; e < BLOCK_N / 16; ++e) {
+    const int idx = tid + e * WG_THREADS, row = idx / (BLOCK_N / 8), col = (idx % (BLOCK_N / 8)) * 8;
+    const int pixel = cn_out_pixel(m0 + row, phase_h, phase_w, images), n = n0 + col;
+    if (pixel < 0 || n >= CN_COLS) continue;
+    const float4 lo = *(const float4*)(tile + row * CN_TILE_PITCH + col);
+    const float4 hi = *(const float4*)(tile + row * CN_TILE_PITCH + col + 4);
+    float v[8] = {lo.x, lo.y, lo.z, lo.w, hi.x, hi.y, hi.z, hi.w};
+    const long at = (long)pixel * CN_OUT_PITCH + g * CN_COLS + n;
+#if DIRECTION == 0 && HAS_BIAS
+    PRAGMA_UNROLL
+    for (int i = 0; i < 8; ++i) v[i] += bias[g * K_PER_GROUP + n + i];
+#endif
+#if DIRECTION == 0 && HAS_RESIDUAL
+    const uint4 rs = *(const uint4*)(residual + at);
+    const unsigned rw[4] = {rs.x, rs.y, rs.z, rs.w};
+    PRAGMA_UNROLL
+    for (int i = 0; i < 4; ++i) {
+      v[2 * i] += wg_to_float((unsigned short)(rw[i] & 0xFFFFu));
+      v[2 * i + 1] += wg_to_float((unsigned short)(rw[i] >> 16));
+    }
+#endif
+#if DIRECTION == 0 && HAS_RELU
+    PRAGMA_UNROLL
+    for (int i = 0; i < 8; ++i) {
+      v[i] = v[i] > 0.0f ? v[i] : 0.0f;
+#if HAS_RELU_MAX
+      v[i] = v[i] < RELU_MAX ? v[i] : RELU_MAX;
+#endif
+    }
+#endif
+    *(uint4*)(out + at) = make_uint4(cn_pack2(v[0], v[1]), cn_pack2(v[2], v[3]), cn_pack2(v[4], v[5]),
+                                     cn_pack2(v[6], v[7]));
+  }
+}
+#elif CN_PAIRED
   // Channels-last with an even row pitch: a thread's two neighbouring columns (r and r + 1 of WG_ACC_COL) go out as
   // one 4-byte store, and the residual comes in as one 4-byte load, so a warp's accesses fill whole 32-byte sectors.
   PRAGMA_UNROLL
   for (int h = 0; h < 2; ++h) {
-    const int mm = m0 + WG_ACC_ROW(2 * h);
-    if (mm >= CN_ROWS_M) continue;
+    const int mm = cn_out_pixel(m0 + WG_ACC_ROW(2 * h), phase_h, phase_w, images);
+    if (mm < 0) continue;
 #if DIRECTION == 0
     wg_elem* out_row = y + (long)mm * K + g * K_PER_GROUP;
 #else
@@ -221,8 +348,8 @@ KERNEL __launch_bounds__(WG_THREADS, 1) void implicit_gemm_nhwc_wgmma(CN_ARGS) {
 #else
   PRAGMA_UNROLL
   for (int r = 0; r < 4; ++r) {
-    const int mm = m0 + WG_ACC_ROW(r);
-    if (mm >= CN_ROWS_M) continue;
+    const int mm = cn_out_pixel(m0 + WG_ACC_ROW(r), phase_h, phase_w, images);
+    if (mm < 0) continue;
 #if LAYOUT_NHWC && DIRECTION == 0
     wg_elem* out_row = y + (long)mm * K + g * K_PER_GROUP;  // row mm is pixel (img, pq)
 #define CN_OUT_STRIDE 1

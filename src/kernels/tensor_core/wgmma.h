@@ -101,6 +101,16 @@ DEVICE_FN unsigned long long wg_descriptor(unsigned addr) {
          (1ull << 62);
 }
 
+// The descriptor of an MN-major (transposed), 128-byte-swizzled 16-bit tile at `addr` (1024-byte aligned, or whole
+// 16-row steps past such a start): each row holds 64 consecutive M (or N) elements of one reduction index, swizzled
+// as wg_swizzle(k, chunk); 8 rows make a 1024-byte atom. Leading byte offset 8192: the next 64 M/N elements (the next
+// 64-row block of a stage, whose tiles hold WG_TILE_K = 64 rows per 64 columns); stride byte offset 1024: the next 8
+// reduction rows.
+DEVICE_FN unsigned long long wg_descriptor_mn(unsigned addr) {
+  return (unsigned long long)((addr & 0x3FFFFu) >> 4) | ((unsigned long long)(8192 >> 4) << 16) |
+         ((unsigned long long)(1024 >> 4) << 32) | (1ull << 62);
+}
+
 // Accumulator r (0..3) of n8 block j: rows and columns within the block tile (warpgroup wg, its warp wi, lane g*4+q).
 #define WG_ACC_ROW(r) (wg_row0 + wg_g + 8 * ((r) >> 1))
 #define WG_ACC_COL(j, r) (8 * (j) + 2 * wg_q + ((r) & 1))
