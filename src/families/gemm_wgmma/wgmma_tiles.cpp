@@ -75,6 +75,35 @@ Params split_to_fill(Params p, int64_t blocks, int64_t reduction, ElementType ty
   return p;
 }
 
+std::vector<Constraint> split_gemm_constraints(const ParameterTable<Params>& t, int64_t m, int64_t reduction,
+                                               int64_t groups, ElementType type,
+                                               std::function<uint64_t(int64_t)> workspace_bytes) {
+  using X = ConstraintContext;
+  std::vector<Constraint> list = tile_constraints(t);
+  list.push_back(t.constraint("M-tiles within the CUDA grid limit", {&Params::wg_m},
+                              [m](const Params& p, const X&) { return ceil_div(m, p.block_m()) <= kMaxGridAxis; }));
+  list.push_back(t.constraint("groups x split-K slices within the grid limit", {&Params::split_k},
+                              [groups](const Params& p, const X&) { return groups * p.split_k <= kMaxGridAxis; }));
+  list.push_back(t.constraint("each split-K slice gets at least one reduction tile", {&Params::split_k},
+                              [reduction, type](const Params& p, const X&) {
+                                const int64_t tiles = ceil_div(reduction, tile_k(type));
+                                return (p.split_k - 1) * ceil_div(tiles, p.split_k) < tiles;
+                              }));
+  list.push_back(t.constraint("workspace within the limit", {&Params::split_k},
+                              [bytes = std::move(workspace_bytes)](const Params& p, const X& x) {
+                                return bytes(p.split_k) <= workspace_limit(x.device);
+                              }));
+  return list;
+}
+
+Params split_gemm_default(int64_t m, int64_t cols, int64_t reduction, int64_t groups, ElementType type,
+                          const DeviceInfo& device, const std::function<bool(const Params&)>& valid) {
+  Params p = default_tiles(m, cols);
+  while (!valid(p) && p.stages > 3) --p.stages;
+  const int64_t blocks = ceil_div(m, p.block_m()) * ceil_div(cols, p.block_n) * groups;
+  return split_to_fill(p, blocks, reduction, type, 128, 8, device, valid);
+}
+
 void add_defines(const ParameterTable<Params>& t, const Params& p, ElementType type, KernelRecipe& recipe) {
   t.add_defines(p, recipe.source.defines);
   recipe.source.defines["ELEM"] = type == ElementType::BF16 ? "0" : type == ElementType::F16 ? "1" : "2";

@@ -73,6 +73,17 @@ Params default_tiles(int64_t m, int64_t n);
 Params split_to_fill(Params p, int64_t blocks, int64_t reduction, ElementType type, int64_t max_split,
                      int64_t min_tiles, const DeviceInfo& device, const std::function<bool(const Params&)>& valid);
 
+// A split-K convolution GEMM's constraints beside the tiles' (implicit_gemm_shifted_wgmma, wgrad_nhwc_wgmma): `m`
+// rows of M-tiles and `groups` x SPLIT_K layers within the grid, every slice at least one reduction tile of
+// `reduction`, and workspace_bytes(SPLIT_K) within the device's workspace limit.
+std::vector<Constraint> split_gemm_constraints(const ParameterTable<Params>& t, int64_t m, int64_t reduction,
+                                               int64_t groups, ElementType type,
+                                               std::function<uint64_t(int64_t)> workspace_bytes);
+// Their untuned configuration: default_tiles for m x cols, stages lowered to 3 while not `valid`, then the reduction
+// split until the blocks fill the GPU twice over (at most 128 slices, 8 reduction tiles or more each).
+Params split_gemm_default(int64_t m, int64_t cols, int64_t reduction, int64_t groups, ElementType type,
+                          const DeviceInfo& device, const std::function<bool(const Params&)>& valid);
+
 // The parameters as defines plus ELEM (0 BF16, 1 FP16, 2 TF32), and the sm_90a target option.
 void add_defines(const ParameterTable<Params>& t, const Params& p, ElementType type, KernelRecipe& recipe);
 // ceil(n / BLOCK_N) x ceil(m / BLOCK_M) x layers blocks of 128 WG_M threads with the stages' shared memory.

@@ -107,39 +107,17 @@ class ImplicitGemmShiftedWgmmaFamily final : public KernelFamily {
   std::vector<Parameter> parameters(const Problem&) const override { return table().parameters(); }
 
   std::vector<Constraint> constraints(const Problem& problem) const override {
-    using X = ConstraintContext;
     const ConvProblem pb = problem.conv();
-    std::vector<Constraint> list = wgmma::tile_constraints(table());
-    list.push_back(table().constraint("M-tiles within the CUDA grid limit", {&Params::wg_m},
-                                      [pb](const Params& p, const X&) {
-                                        return ceil_div(shape(pb, 1).m, p.block_m()) <= wgmma::kMaxGridAxis;
-                                      }));
-    list.push_back(table().constraint("groups x split-K slices within the grid limit", {&Params::split_k},
-                                      [pb](const Params& p, const X&) {
-                                        return pb.groups * p.split_k <= wgmma::kMaxGridAxis;
-                                      }));
-    list.push_back(table().constraint("each split-K slice gets at least one reduction tile", {&Params::split_k},
-                                      [pb](const Params& p, const X&) {
-                                        const int64_t tiles = ceil_div(shape(pb, 1).reduction, wgmma::tile_k(pb.type));
-                                        return (p.split_k - 1) * ceil_div(tiles, p.split_k) < tiles;
-                                      }));
-    list.push_back(table().constraint("workspace within the limit", {&Params::split_k},
-                                      [pb](const Params& p, const X& x) {
-                                        return shape(pb, p.split_k).workspace() <= workspace_limit(x.device);
-                                      }));
-    return list;
+    const Shape s = shape(pb, 1);
+    return wgmma::split_gemm_constraints(table(), s.m, s.reduction, pb.groups, pb.type,
+                                         [pb](int64_t split) { return shape(pb, split).workspace(); });
   }
 
   Config default_config(const Problem& problem, const DeviceInfo& device) const override {
     const ConvProblem& pb = problem.conv();
     const Shape s = shape(pb, 1);
-    Params p = wgmma::default_tiles(s.m, s.cols);
     auto valid = [&](const Params& q) { return config_problem(*this, table().write(q), problem, device).empty(); };
-    while (!valid(p) && p.stages > 3) --p.stages;
-    // Split the reduction until the blocks fill the GPU twice over, keeping at least 8 tiles a slice.
-    const int64_t blocks = ceil_div(s.m, p.block_m()) * ceil_div(s.cols, p.block_n) * pb.groups;
-    p = wgmma::split_to_fill(p, blocks, s.reduction, pb.type, 128, 8, device, valid);
-    return table().write(p);
+    return table().write(wgmma::split_gemm_default(s.m, s.cols, s.reduction, pb.groups, pb.type, device, valid));
   }
 
   KernelRecipe recipe(const Problem& problem, const Epilogue&, const Config& config,
