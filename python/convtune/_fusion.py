@@ -327,7 +327,9 @@ class _TrainingBlock(torch.autograd.Function):
                     dgamma.data_ptr(), dbeta.data_ptr(), dresidual.data_ptr() if dresidual is not None else 0)
         _on_stream(y.device, lambda stream: bn.backward_pointers(pointers, ctx.eps, workspace.data_ptr(), stream))
         needs = ctx.needs_input_grad
-        dx, dw = _ct._gradients(x, w, dy, needs[:2], conv.stride, conv.padding, conv.dilation, conv.groups)
+        # The forward's plans (dy is dense in their layout already): no second lookup of the convolution per step.
+        dx = conv.run("bwd-data", _ct._dense(w, conv.layout), dy, conv.x_shape) if needs[0] else None
+        dw = conv.run("bwd-filter", _ct._dense(x, conv.layout), dy, conv.w_shape) if needs[1] else None
         dbias = dy.sum((0, 2, 3), dtype=torch.float32).to(ctx.types[2]) if needs[2] else None
         return (dx, dw, dbias, dgamma.to(ctx.types[0]) if needs[3] else None,
                 dbeta.to(ctx.types[1]) if needs[4] else None, dresidual, None, None, None, None, None, None)
