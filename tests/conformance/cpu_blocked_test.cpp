@@ -337,6 +337,22 @@ TEST(CpuBlocked, StrideTwoStoresAndColumnPartsAreRight) {
         }
       }
     }
+    // Row phases no filter tap reaches (whole dx rows of zeros, cleared by the first column phase with columns):
+    // 1x1 at strides 2 and 3, a one-column dx, a 2x1 filter at stride 3.
+    for (const char* text : {"N=2,C=20,H=5,W=1,K=24,R=1,stride=2", "N=1,C=17,H=7,W=8,K=20,R=1,stride=3",
+                             "N=2,C=16,H=6,W=9,K=16,R=2,S=1,stride=3", "N=2,C=24,H=9,W=10,K=20,R=1,stride=2"}) {
+      for (int64_t orient : {0, 1}) {
+        const ConvProblem pb = parse_problem(text).with_direction(Direction::BackwardData);
+        Config config = cb::default_config(pb);
+        config["ALGO"] = 0, config["LAYOUT"] = 0, config["ORIENT"] = orient, config["IC_CHUNK"] = 0;
+        config["VECS"] = 1, config["COLS"] = orient == 0 ? 1 : 4;  // phase rows of one or two pixels
+        harness::Workload workload(cpu_device(), pb, 19);
+        const auto r = testing_support::check_plan_on(workload, "cpu_blocked", config);
+        EXPECT_TRUE(r.passed) << cb::to_string(isa) << " " << pb.to_string() << " " << to_string(config) << ": "
+                              << r.message;
+        ++checked;
+      }
+    }
     // (channels written, in blocks of one vector: 32 and 48 in the 3x3 layer's directions, 48 in the 1x1's forward)
     for (const auto& [text, d] : std::vector<std::pair<const char*, Direction>>{
              {"N=1,C=48,H=20,W=24,K=32,R=3,pad=1", Direction::Forward},

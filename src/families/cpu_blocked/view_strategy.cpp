@@ -78,6 +78,7 @@ class ViewStrategy final : public Strategy {
     }
     tap_h_ = tap_slots(ph_h_, pb.r);
     tap_w_ = tap_slots(ph_w_, pb.s);
+    while (first_w_ + 1 < static_cast<int64_t>(ph_w_.size()) && ph_w_[static_cast<size_t>(first_w_)].count == 0) ++first_w_;
     std::tie(pad_top_, pad_bottom_) = pad_for(ph_h_, src_rows_);
     std::tie(pad_left_, pad_right_) = pad_for(ph_w_, src_cols_);
     hi_ = src_rows_ + pad_top_ + pad_bottom_;
@@ -436,7 +437,14 @@ class ViewStrategy final : public Strategy {
       float* image_out = dst + (n * groups_ + g) * oc_ * out_rows_ * out_cols_;
       const float* slab = packed + slab_offsets_[static_cast<size_t>((g * phases) + phase)];
       if (h.taps == 0 || w.taps == 0) {
-        if (it.part == 0) zero_phase(image_out, h, w, y0, y1, ocb);  // one part writes the phase's zeros
+        // One part writes the phase's zeros. A row phase without taps makes whole output rows zero: its first column
+        // phase with columns clears them, a run per row (a scalar store every stride floats: 1x1 stride-2
+        // backward-data, 8 x 256 <- 512 channels at 28x28, two threads, 2.31 -> 2.18 ms; 1.70 with no zeros written).
+        if (it.part == 0 && h.taps == 0) {
+          if (phase % static_cast<int64_t>(ph_w_.size()) == first_w_) zero_rows(image_out, h, y0, y1, ocb);
+        } else if (it.part == 0) {
+          zero_phase(image_out, h, w, y0, y1, ocb);
+        }
         return;
       }
       if (pixel_vectors_) {
@@ -476,6 +484,15 @@ class ViewStrategy final : public Strategy {
   // the next item's rows are prefetched.
   int64_t calls_per_item(int64_t rows, const AxisPhase& w) const {
     return rows * (pixel_vectors_ ? ceil_div(oc_, nj_) * ceil_div(w.count, int64_t{nv_} * lanes_) : ceil_div(w.count, nj_));
+  }
+
+  // Output rows [y0, y1) of row phase h, every column, zero (a row phase no filter tap reaches).
+  void zero_rows(float* out, const AxisPhase& h, int64_t y0, int64_t y1, int64_t ocb) const {
+    const int64_t o0 = pixel_vectors_ ? 0 : ocb * block_;
+    const int64_t o1 = pixel_vectors_ ? oc_ : std::min(oc_, o0 + block_);
+    for (int64_t o = o0; o < o1; ++o)
+      for (int64_t yy = y0; yy < y1; ++yy)
+        std::fill_n(out + o * out_rows_ * out_cols_ + (h.out_start + yy * h.out_step) * out_cols_, out_cols_, 0.0f);
   }
 
   // A phase no filter tap reaches (stride above the dilated filter): its outputs are zero.
@@ -663,6 +680,7 @@ class ViewStrategy final : public Strategy {
   size_t workspace_ = 0;
   unsigned threads_ = 1;
   int64_t column_parts_ = 1;  // column_parts()
+  int64_t first_w_ = 0;       // the first column phase with columns (zero_rows)
   // Bytes of input a pixel-vector column block reads (a quarter of an L2), fixed when the plan is made: runs
   // never read the caches' sizes.
   int64_t column_budget_ = 0;
