@@ -318,6 +318,13 @@ TEST(CpuBlocked, StrideTwoStoresAndColumnPartsAreRight) {
   // second pass of input channels (accumulate). Threaded items too few for the threads (one image, a few channel
   // blocks): rows split into column parts, which the plan's description names. Every vector ISA.
   int64_t checked = 0;
+  const auto check = [&](cb::Isa isa, const ConvProblem& pb, const Config& config, uint64_t seed) {
+    harness::Workload workload(cpu_device(), pb, seed);
+    const auto r = testing_support::check_plan_on(workload, "cpu_blocked", config);
+    EXPECT_TRUE(r.passed) << cb::to_string(isa) << " " << pb.to_string() << " " << to_string(config) << ": "
+                          << r.message;
+    ++checked;
+  };
   for (const cb::Isa isa : cb::available_isas()) {
     if (isa == cb::Isa::Scalar) continue;
     const ForcedIsa forced(isa);
@@ -329,11 +336,7 @@ TEST(CpuBlocked, StrideTwoStoresAndColumnPartsAreRight) {
           Config config = cb::default_config(pb);
           config["ALGO"] = 0, config["LAYOUT"] = 0, config["ORIENT"] = orient, config["IC_CHUNK"] = chunk;
           config["VECS"] = 1, config["COLS"] = orient == 0 ? std::min<int64_t>(6, (w + 1) / 2) : 4;
-          harness::Workload workload(cpu_device(), pb, 11);
-          const auto r = testing_support::check_plan_on(workload, "cpu_blocked", config);
-          EXPECT_TRUE(r.passed) << cb::to_string(isa) << " " << pb.to_string() << " " << to_string(config) << ": "
-                                << r.message;
-          ++checked;
+          check(isa, pb, config, 11);
         }
       }
     }
@@ -346,11 +349,7 @@ TEST(CpuBlocked, StrideTwoStoresAndColumnPartsAreRight) {
         Config config = cb::default_config(pb);
         config["ALGO"] = 0, config["LAYOUT"] = 0, config["ORIENT"] = orient, config["IC_CHUNK"] = 0;
         config["VECS"] = 1, config["COLS"] = orient == 0 ? 1 : 4;  // phase rows of one or two pixels
-        harness::Workload workload(cpu_device(), pb, 19);
-        const auto r = testing_support::check_plan_on(workload, "cpu_blocked", config);
-        EXPECT_TRUE(r.passed) << cb::to_string(isa) << " " << pb.to_string() << " " << to_string(config) << ": "
-                              << r.message;
-        ++checked;
+        check(isa, pb, config, 19);
       }
     }
     // (channels written, in blocks of one vector: 32 and 48 in the 3x3 layer's directions, 48 in the 1x1's forward)
@@ -358,19 +357,13 @@ TEST(CpuBlocked, StrideTwoStoresAndColumnPartsAreRight) {
              {"N=1,C=48,H=20,W=24,K=32,R=3,pad=1", Direction::Forward},
              {"N=1,C=48,H=20,W=24,K=32,R=3,pad=1", Direction::BackwardData},
              {"N=1,C=960,H=7,W=7,K=48,R=1", Direction::Forward}}) {
-      {
-        const ConvProblem pb = parse_problem(text).with_direction(d);
-        Config config = cb::default_config(pb);
-        config["ALGO"] = 0, config["ORIENT"] = 0, config["VECS"] = 1, config["COLS"] = 4, config["ROW_BLOCK"] = 0;
-        const cb::Convolution conv(pb, config);
-        if (ThreadPool::instance().size() > 1)
-          EXPECT_NE(conv.describe().find("column parts"), std::string::npos) << conv.describe();
-        harness::Workload workload(cpu_device(), pb, 13);
-        const auto r = testing_support::check_plan_on(workload, "cpu_blocked", config);
-        EXPECT_TRUE(r.passed) << cb::to_string(isa) << " " << pb.to_string() << " " << to_string(config) << ": "
-                              << r.message;
-        ++checked;
-      }
+      const ConvProblem pb = parse_problem(text).with_direction(d);
+      Config config = cb::default_config(pb);
+      config["ALGO"] = 0, config["ORIENT"] = 0, config["VECS"] = 1, config["COLS"] = 4, config["ROW_BLOCK"] = 0;
+      const cb::Convolution conv(pb, config);
+      if (ThreadPool::instance().size() > 1)
+        EXPECT_NE(conv.describe().find("column parts"), std::string::npos) << conv.describe();
+      check(isa, pb, config, 13);
     }
   }
   EXPECT_GT(checked, 0);

@@ -75,6 +75,14 @@ Params split_to_fill(Params p, int64_t blocks, int64_t reduction, ElementType ty
   return p;
 }
 
+const ParameterTable<Params>& filter_table() {
+  static const ParameterTable<Params> t = make_table(
+      {1, 2, 4, 8, 16, 32, 64, 128},
+      "slices of the N*P*Q reduction, FP32 partials summed by a second kernel (fills the GPU: backward-filter's output "
+      "is only K x R*S*C/groups, one or two tiles on 1x1 layers of few channels)");
+  return t;
+}
+
 std::vector<Constraint> split_gemm_constraints(const ParameterTable<Params>& t, int64_t m, int64_t reduction,
                                                int64_t groups, ElementType type,
                                                std::function<uint64_t(int64_t)> workspace_bytes) {

@@ -73,6 +73,9 @@ Params default_tiles(int64_t m, int64_t n);
 Params split_to_fill(Params p, int64_t blocks, int64_t reduction, ElementType type, int64_t max_split,
                      int64_t min_tiles, const DeviceInfo& device, const std::function<bool(const Params&)>& valid);
 
+// The backward-filter families' parameters (implicit_gemm_shifted_wgmma, wgrad_nhwc_wgmma): the tiles and SPLIT_K
+// up to 128 slices of the N*P*Q reduction.
+const ParameterTable<Params>& filter_table();
 // A split-K convolution GEMM's constraints beside the tiles' (implicit_gemm_shifted_wgmma, wgrad_nhwc_wgmma): `m`
 // rows of M-tiles and `groups` x SPLIT_K layers within the grid, every slice at least one reduction tile of
 // `reduction`, and workspace_bytes(SPLIT_K) within the device's workspace limit.

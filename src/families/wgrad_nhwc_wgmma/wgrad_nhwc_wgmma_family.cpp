@@ -17,13 +17,7 @@ namespace {
 
 using wgmma::Params;
 
-const ParameterTable<Params>& table() {
-  static const ParameterTable<Params> t = wgmma::make_table(
-      {1, 2, 4, 8, 16, 32, 64, 128},
-      "slices of the N*P*Q reduction, FP32 partials summed by a second kernel (fills the GPU: backward-filter's output "
-      "is only K x R*S*C/groups, one or two tiles on 1x1 layers of few channels)");
-  return t;
-}
+const ParameterTable<Params>& table() { return wgmma::filter_table(); }
 
 using wgmma::aligned;
 using wgmma::ceil_div;
